@@ -1,0 +1,33 @@
+/*
+ * svc_auth.h: who is calling, and may they call this route.
+ *
+ * The effective right of a request is the intersection of the token's
+ * scope (a session counts as admin), the token's org binding, and the
+ * caller's role in the org the route addresses. Cross-tenant access
+ * answers 404, so ids and slugs in other orgs are not confirmed to exist.
+ */
+#ifndef SVC_AUTH_H
+#define SVC_AUTH_H
+
+#include "svc_types.h"
+#include "svc_ctx.h"
+
+#define SVC_SESSION_COOKIE "service_session"
+
+/* Authenticates and authorizes ctx->route for the request in ctx. */
+apr_status_t svc_auth_check(svc_ctx_t *ctx);
+
+/* A 401 problem with the RFC 6750 WWW-Authenticate challenge. */
+apr_status_t svc_auth_fail(svc_ctx_t *ctx, const char *detail);
+
+/* The value of one cookie from the Cookie header(s), or NULL. */
+const char *svc_cookie_get(apr_pool_t *p, const char *header, const char *name);
+
+/* True when the origin ("scheme://host[:port]") may send cookie-authenticated
+ * state-changing requests: our own origin or a configured trusted one. */
+int svc_origin_trusted(const svc_ctx_t *ctx, const char *origin);
+
+/* True when the caller's address is in SvcInternalAllow. */
+int svc_internal_allowed(const svc_ctx_t *ctx);
+
+#endif /* SVC_AUTH_H */

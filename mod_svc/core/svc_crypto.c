@@ -1,0 +1,166 @@
+/*
+ * svc_crypto.c: libsodium for everything that touches secrets.
+ */
+#include "svc_crypto.h"
+
+#include <sodium.h>
+#include <string.h>
+
+static const char b62[] = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+static const char b64url[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+
+apr_status_t svc_crypto_init(void)
+{
+    return sodium_init() < 0 ? APR_EGENERAL : APR_SUCCESS;
+}
+
+char *svc_random_base62(apr_pool_t *p, apr_size_t n)
+{
+    char *out = apr_palloc(p, n + 1);
+    apr_size_t i;
+
+    for (i = 0; i < n; i++) {
+        /* randombytes_uniform has no modulo bias. */
+        out[i] = b62[randombytes_uniform(62)];
+    }
+    out[n] = '\0';
+    return out;
+}
+
+char *svc_id_new(apr_pool_t *p, const char *prefix)
+{
+    return apr_pstrcat(p, prefix, svc_random_base62(p, 22), NULL);
+}
+
+static apr_uint32_t crc32_ieee(const unsigned char *d, apr_size_t n)
+{
+    apr_uint32_t c = 0xFFFFFFFFu;
+    apr_size_t i;
+    int k;
+
+    for (i = 0; i < n; i++) {
+        c ^= d[i];
+        for (k = 0; k < 8; k++) {
+            c = (c >> 1) ^ (0xEDB88320u & (0u - (c & 1u)));
+        }
+    }
+    return ~c;
+}
+
+void svc_checksum62(const char *data, apr_size_t len, char out[7])
+{
+    apr_uint32_t v = crc32_ieee((const unsigned char *)data, len);
+    int i;
+
+    /* 62^6 > 2^32, so six digits always suffice; fixed width, most significant first. */
+    for (i = 5; i >= 0; i--) {
+        out[i] = b62[v % 62];
+        v /= 62;
+    }
+    out[6] = '\0';
+}
+
+char *svc_b64url_encode(apr_pool_t *p, const unsigned char *d, apr_size_t n)
+{
+    char *out = apr_palloc(p, (n + 2) / 3 * 4 + 1);
+    char *o = out;
+    apr_size_t i;
+
+    for (i = 0; i + 2 < n; i += 3) {
+        *o++ = b64url[d[i] >> 2];
+        *o++ = b64url[((d[i] & 3) << 4) | (d[i + 1] >> 4)];
+        *o++ = b64url[((d[i + 1] & 15) << 2) | (d[i + 2] >> 6)];
+        *o++ = b64url[d[i + 2] & 63];
+    }
+    if (n - i == 1) {
+        *o++ = b64url[d[i] >> 2];
+        *o++ = b64url[(d[i] & 3) << 4];
+    }
+    else if (n - i == 2) {
+        *o++ = b64url[d[i] >> 2];
+        *o++ = b64url[((d[i] & 3) << 4) | (d[i + 1] >> 4)];
+        *o++ = b64url[(d[i + 1] & 15) << 2];
+    }
+    *o = '\0';
+    return out;
+}
+
+static int b64url_val(char c)
+{
+    if (c >= 'A' && c <= 'Z') return c - 'A';
+    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+    if (c >= '0' && c <= '9') return c - '0' + 52;
+    if (c == '-') return 62;
+    if (c == '_') return 63;
+    return -1;
+}
+
+apr_status_t svc_b64url_decode(apr_pool_t *p, const char *s, apr_size_t n,
+                               unsigned char **pout, apr_size_t *plen)
+{
+    unsigned char *out;
+    apr_size_t i, o = 0;
+    apr_uint32_t acc = 0;
+    int bits = 0;
+
+    if (n % 4 == 1) {
+        return APR_EINVAL;
+    }
+    out = apr_palloc(p, n * 3 / 4 + 1);
+    for (i = 0; i < n; i++) {
+        int v = b64url_val(s[i]);
+        if (v < 0) {
+            return APR_EINVAL;
+        }
+        acc = (acc << 6) | (apr_uint32_t)v;
+        bits += 6;
+        if (bits >= 8) {
+            bits -= 8;
+            out[o++] = (unsigned char)(acc >> bits);
+            acc &= (1u << bits) - 1;
+        }
+    }
+    /* Leftover bits must be zero, so each byte string has one encoding. */
+    if (acc != 0) {
+        return APR_EINVAL;
+    }
+    out[o] = '\0';
+    *pout = out;
+    *plen = o;
+    return APR_SUCCESS;
+}
+
+char *svc_hex(apr_pool_t *p, const unsigned char *d, apr_size_t n)
+{
+    char *out = apr_palloc(p, n * 2 + 1);
+
+    sodium_bin2hex(out, n * 2 + 1, d, n);
+    return out;
+}
+
+void svc_hmac_sha256(unsigned char out[32], const unsigned char *key, apr_size_t keylen,
+                     const unsigned char *msg, apr_size_t len)
+{
+    crypto_auth_hmacsha256_state st;
+
+    crypto_auth_hmacsha256_init(&st, key, keylen);
+    crypto_auth_hmacsha256_update(&st, msg, len);
+    crypto_auth_hmacsha256_final(&st, out);
+    sodium_memzero(&st, sizeof(st));
+}
+
+void svc_keyed_hash(unsigned char out[32], const unsigned char key[32],
+                    const unsigned char *msg, apr_size_t len)
+{
+    crypto_generichash(out, 32, msg, len, key, 32);
+}
+
+int svc_ct_equal(const void *a, const void *b, apr_size_t len)
+{
+    return sodium_memcmp(a, b, len) == 0;
+}
+
+void svc_wipe(void *buf, apr_size_t len)
+{
+    sodium_memzero(buf, len);
+}

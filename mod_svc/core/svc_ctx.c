@@ -1,0 +1,215 @@
+/*
+ * svc_ctx.c: the request context, and the one place problem documents are
+ * built (RFC 9457 with our `code` and `request_id` members).
+ */
+#include "svc_ctx.h"
+#include "svc_json.h"
+
+#include <stdarg.h>
+#include <string.h>
+
+static const char *const scope_names[] = { "none", "read", "write", "admin" };
+static const char *const role_names[] = { "none", "viewer", "member", "admin", "owner" };
+
+const char *svc_scope_name(svc_scope_e scope)
+{
+    return (scope >= SVC_SCOPE_NONE && scope <= SVC_SCOPE_ADMIN) ? scope_names[scope] : "none";
+}
+
+svc_scope_e svc_scope_parse(const char *s)
+{
+    int i;
+
+    for (i = SVC_SCOPE_READ; s && i <= SVC_SCOPE_ADMIN; i++) {
+        if (strcmp(s, scope_names[i]) == 0) {
+            return (svc_scope_e)i;
+        }
+    }
+    return SVC_SCOPE_NONE;
+}
+
+const char *svc_role_name(svc_role_e role)
+{
+    return (role >= SVC_ROLE_NONE && role <= SVC_ROLE_OWNER) ? role_names[role] : "none";
+}
+
+svc_role_e svc_role_parse(const char *s)
+{
+    int i;
+
+    for (i = SVC_ROLE_VIEWER; s && i <= SVC_ROLE_OWNER; i++) {
+        if (strcmp(s, role_names[i]) == 0) {
+            return (svc_role_e)i;
+        }
+    }
+    return SVC_ROLE_NONE;
+}
+
+svc_ctx_t *svc_ctx_create(apr_pool_t *p, const svc_config_t *conf)
+{
+    svc_ctx_t *ctx = apr_pcalloc(p, sizeof(*ctx));
+
+    ctx->pool = p;
+    ctx->conf = conf;
+    ctx->params = apr_table_make(p, 4);
+    ctx->query = apr_table_make(p, 4);
+    ctx->headers_out = apr_table_make(p, 4);
+    ctx->method = "GET";
+    ctx->path = "/";
+    ctx->client_ip = "";
+    ctx->user_agent = "";
+    ctx->request_id = "";
+    return ctx;
+}
+
+apr_status_t svc_ctx_db(svc_ctx_t *ctx, svc_db_t **pdb)
+{
+    apr_status_t rv;
+
+    if (!ctx->db) {
+        if (!ctx->db_acquire) {
+            return SVC_EDBDOWN;
+        }
+        rv = ctx->db_acquire(ctx);
+        if (rv != APR_SUCCESS) {
+            return rv;
+        }
+    }
+    *pdb = ctx->db;
+    return ctx->db ? APR_SUCCESS : SVC_EDBDOWN;
+}
+
+apr_status_t svc_fail(svc_ctx_t *ctx, int status, const char *code, const char *fmt, ...)
+{
+    svc_problem_t *pr = apr_pcalloc(ctx->pool, sizeof(*pr));
+    va_list ap;
+
+    va_start(ap, fmt);
+    pr->detail = apr_pvsprintf(ctx->pool, fmt, ap);
+    va_end(ap);
+    pr->status = status;
+    pr->code = code;
+    ctx->problem = pr;
+    return SVC_EPROBLEM;
+}
+
+void svc_fail_field(svc_ctx_t *ctx, const char *field, const char *code, const char *fmt, ...)
+{
+    va_list ap;
+    const char *msg;
+
+    va_start(ap, fmt);
+    msg = apr_pvsprintf(ctx->pool, fmt, ap);
+    va_end(ap);
+    if (!ctx->problem || ctx->problem->status != 400 || !ctx->problem->errors) {
+        svc_fail(ctx, 400, "validation_failed", "The request has invalid fields.");
+        ctx->problem->errors = svc_json_pool(ctx->pool, json_array());
+    }
+    json_array_append_new(ctx->problem->errors,
+                          json_pack("{s:s,s:s,s:s}", "field", field, "code", code,
+                                    "message", msg));
+}
+
+svc_problem_t *svc_ctx_problem(svc_ctx_t *ctx, apr_status_t rv)
+{
+    if (rv == SVC_EPROBLEM && ctx->problem) {
+        return ctx->problem;
+    }
+    switch (rv) {
+    case SVC_EDBDOWN:
+        apr_table_setn(ctx->headers_out, "Retry-After", "1");
+        svc_fail(ctx, 503, "service_unavailable",
+                 "The database is not reachable right now; try again shortly.");
+        break;
+    case SVC_ESCHEMA:
+        apr_table_setn(ctx->headers_out, "Retry-After", "30");
+        svc_fail(ctx, 503, "schema_behind",
+                 "The service is being upgraded; try again shortly.");
+        break;
+    case SVC_ECONFLICT:
+        svc_fail(ctx, 409, "conflict", "The request conflicts with the current state.");
+        break;
+    case SVC_ENOTFOUND:
+        svc_fail(ctx, 404, "not_found", "No such resource.");
+        break;
+    default:
+        svc_fail(ctx, 500, "internal_error",
+                 "The service failed to answer; the request id identifies the failure "
+                 "in the server's log.");
+        break;
+    }
+    return ctx->problem;
+}
+
+const char *svc_status_title(int status)
+{
+    switch (status) {
+    case 400: return "Bad Request";
+    case 401: return "Unauthorized";
+    case 403: return "Forbidden";
+    case 404: return "Not Found";
+    case 405: return "Method Not Allowed";
+    case 406: return "Not Acceptable";
+    case 409: return "Conflict";
+    case 410: return "Gone";
+    case 411: return "Length Required";
+    case 412: return "Precondition Failed";
+    case 413: return "Content Too Large";
+    case 415: return "Unsupported Media Type";
+    case 422: return "Unprocessable Content";
+    case 429: return "Too Many Requests";
+    case 500: return "Internal Server Error";
+    case 502: return "Bad Gateway";
+    case 503: return "Service Unavailable";
+    case 504: return "Gateway Timeout";
+    default: return "Error";
+    }
+}
+
+void svc_ctx_render_problem(svc_ctx_t *ctx, const svc_problem_t *pr)
+{
+    json_t *doc = json_pack("{s:s,s:s,s:i,s:s,s:s,s:s}",
+                            "type", "about:blank",
+                            "title", svc_status_title(pr->status),
+                            "status", pr->status,
+                            "detail", pr->detail ? pr->detail : "",
+                            "code", pr->code ? pr->code : "error",
+                            "request_id", ctx->request_id ? ctx->request_id : "");
+
+    if (pr->errors) {
+        json_object_set(doc, "errors", pr->errors);
+    }
+    ctx->status = pr->status;
+    ctx->content_type = "application/problem+json";
+    ctx->resp_body = svc_json_dump(ctx->pool, doc);
+    ctx->resp_len = strlen(ctx->resp_body);
+    json_decref(doc);
+}
+
+apr_status_t svc_reply_json(svc_ctx_t *ctx, int status, json_t *body)
+{
+    ctx->status = status;
+    ctx->content_type = "application/json; charset=utf-8";
+    ctx->resp_body = svc_json_dump(ctx->pool, body);
+    ctx->resp_len = strlen(ctx->resp_body);
+    json_decref(body);
+    return APR_SUCCESS;
+}
+
+apr_status_t svc_reply_text(svc_ctx_t *ctx, int status, const char *json_text)
+{
+    ctx->status = status;
+    ctx->content_type = "application/json; charset=utf-8";
+    ctx->resp_body = json_text;
+    ctx->resp_len = strlen(json_text);
+    return APR_SUCCESS;
+}
+
+apr_status_t svc_reply_empty(svc_ctx_t *ctx)
+{
+    ctx->status = 204;
+    ctx->content_type = NULL;
+    ctx->resp_body = NULL;
+    ctx->resp_len = 0;
+    return APR_SUCCESS;
+}

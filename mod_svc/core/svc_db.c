@@ -1,0 +1,487 @@
+/*
+ * svc_db.c: data access on a libpq connection (see svc_db.h for the traps
+ * this file exists to avoid).
+ */
+#include "svc_db.h"
+
+#include <apr_hash.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <errno.h>
+
+#define SVC_DB_CACHE_KEY "svc_db_conncache"
+
+/* What we remember about one pooled connection, in its own pool. */
+typedef struct {
+    int backend_pid;            /* the backend the statements were prepared on */
+    apr_hash_t *prepared;       /* statement name -> non-NULL */
+    svc_db_stats_t stats;
+} svc_conncache_t;
+
+struct svc_db_t {
+    PGconn *conn;
+    svc_conncache_t *cache;
+    int statement_timeout_ms;
+    int in_tx;
+    char sqlstate[6];
+    char constraint[64];
+    char errmsg[256];
+};
+
+struct svc_dbres_t {
+    PGresult *res;
+};
+
+static apr_status_t res_cleanup(void *data)
+{
+    svc_dbres_t *r = data;
+    if (r->res) {
+        PQclear(r->res);
+        r->res = NULL;
+    }
+    return APR_SUCCESS;
+}
+
+static apr_status_t conn_cleanup(void *data)
+{
+    PQfinish((PGconn *)data);
+    return APR_SUCCESS;
+}
+
+/* Server notices (NOTICE, WARNING) would go to stderr, which is httpd's
+ * error log; they carry nothing we act on. */
+static void quiet_notices(void *arg, const char *message)
+{
+    (void)arg;
+    (void)message;
+}
+
+static svc_conncache_t *cache_get(PGconn *conn, apr_pool_t *conn_pool)
+{
+    svc_conncache_t *cache = NULL;
+
+    apr_pool_userdata_get((void **)&cache, SVC_DB_CACHE_KEY, conn_pool);
+    if (!cache) {
+        cache = apr_pcalloc(conn_pool, sizeof(*cache));
+        cache->prepared = apr_hash_make(conn_pool);
+        cache->backend_pid = -1;
+        apr_pool_userdata_set(cache, SVC_DB_CACHE_KEY, NULL, conn_pool);
+        PQsetNoticeProcessor(conn, quiet_notices, NULL);
+    }
+    return cache;
+}
+
+apr_status_t svc_db_wrap(svc_db_t **pdb, PGconn *conn, apr_pool_t *conn_pool,
+                         int statement_timeout_ms, apr_pool_t *p)
+{
+    svc_db_t *db;
+
+    if (!conn) {
+        return SVC_EDBDOWN;
+    }
+    db = apr_pcalloc(p, sizeof(*db));
+    db->conn = conn;
+    db->cache = cache_get(conn, conn_pool);
+    db->statement_timeout_ms = statement_timeout_ms;
+    db->in_tx = (PQtransactionStatus(conn) == PQTRANS_INTRANS);
+    *pdb = db;
+    return APR_SUCCESS;
+}
+
+apr_status_t svc_db_connect(svc_db_t **pdb, const char *conninfo, apr_pool_t *p,
+                            const char **perr)
+{
+    PGconn *conn = PQconnectdb(conninfo ? conninfo : "");
+
+    if (!conn) {
+        *perr = "out of memory";
+        return APR_ENOMEM;
+    }
+    apr_pool_cleanup_register(p, conn, conn_cleanup, apr_pool_cleanup_null);
+    if (PQstatus(conn) != CONNECTION_OK) {
+        *perr = apr_pstrdup(p, PQerrorMessage(conn));
+        return SVC_EDBDOWN;
+    }
+    return svc_db_wrap(pdb, conn, p, 0, p);
+}
+
+PGconn *svc_db_conn(svc_db_t *db)
+{
+    return db->conn;
+}
+
+static void note_error(svc_db_t *db, const PGresult *res)
+{
+    const char *s;
+
+    db->sqlstate[0] = '\0';
+    db->constraint[0] = '\0';
+    if (res) {
+        s = PQresultErrorField(res, PG_DIAG_SQLSTATE);
+        if (s) {
+            apr_cpystrn(db->sqlstate, s, sizeof(db->sqlstate));
+        }
+        s = PQresultErrorField(res, PG_DIAG_CONSTRAINT_NAME);
+        if (s) {
+            apr_cpystrn(db->constraint, s, sizeof(db->constraint));
+        }
+        s = PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY);
+    }
+    else {
+        s = NULL;
+    }
+    if (!s) {
+        s = PQerrorMessage(db->conn);
+    }
+    apr_cpystrn(db->errmsg, s ? s : "unknown error", sizeof(db->errmsg));
+}
+
+/* Is the failure one of losing the server rather than of the statement? */
+static int lost_connection(svc_db_t *db)
+{
+    if (PQstatus(db->conn) != CONNECTION_OK) {
+        return 1;
+    }
+    /* 08xxx connection exceptions; 57P01-03 shutdown and start-up. */
+    return strncmp(db->sqlstate, "08", 2) == 0
+        || strcmp(db->sqlstate, "57P01") == 0
+        || strcmp(db->sqlstate, "57P02") == 0
+        || strcmp(db->sqlstate, "57P03") == 0;
+}
+
+static apr_status_t classify(svc_db_t *db)
+{
+    if (lost_connection(db)) {
+        db->in_tx = 0;
+        return SVC_EDBDOWN;
+    }
+    if (strcmp(db->sqlstate, "23505") == 0) {
+        return SVC_ECONFLICT;
+    }
+    if (strncmp(db->sqlstate, "23", 2) == 0) {
+        return SVC_EINTEGRITY;
+    }
+    /* A statement timeout means the database is overloaded: try later. */
+    if (strcmp(db->sqlstate, "57014") == 0) {
+        return SVC_EDBDOWN;
+    }
+    return SVC_EDB;
+}
+
+/*
+ * Notices a new backend behind the same PGconn (the driver or we ourselves
+ * reset it): the statements prepared on the old one are gone, and the
+ * per-session settings must be made again.
+ */
+static apr_status_t sync_backend(svc_db_t *db)
+{
+    int pid;
+    PGresult *res;
+    char sql[96];
+
+    if (PQstatus(db->conn) != CONNECTION_OK) {
+        apr_cpystrn(db->errmsg, PQerrorMessage(db->conn), sizeof(db->errmsg));
+        return SVC_EDBDOWN;
+    }
+    pid = PQbackendPID(db->conn);
+    if (pid == db->cache->backend_pid) {
+        return APR_SUCCESS;
+    }
+    apr_hash_clear(db->cache->prepared);
+    if (db->cache->backend_pid != -1) {
+        db->cache->stats.reconnects++;
+    }
+    db->cache->backend_pid = -1;
+    /*
+     * These two are the same for every tenant and request, so setting them
+     * for the session is safe (trap 10 concerns per-request state).
+     */
+    apr_snprintf(sql, sizeof(sql),
+                 "SET statement_timeout = %d; SET TIME ZONE 'UTC'",
+                 db->statement_timeout_ms > 0 ? db->statement_timeout_ms : 0);
+    res = PQexec(db->conn, sql);
+    if (PQresultStatus(res) != PGRES_COMMAND_OK) {
+        apr_status_t rv;
+        note_error(db, res);
+        PQclear(res);
+        rv = classify(db);
+        return rv;
+    }
+    PQclear(res);
+    db->cache->backend_pid = pid;
+    return APR_SUCCESS;
+}
+
+static apr_status_t try_reset(svc_db_t *db)
+{
+    db->cache->stats.retries++;
+    PQreset(db->conn);
+    if (PQstatus(db->conn) != CONNECTION_OK) {
+        apr_cpystrn(db->errmsg, PQerrorMessage(db->conn), sizeof(db->errmsg));
+        return SVC_EDBDOWN;
+    }
+    return APR_SUCCESS;
+}
+
+apr_status_t svc_db_exec(svc_db_t *db, const svc_stmt_t *st, apr_pool_t *p,
+                         svc_dbres_t **pres, const char *const *params)
+{
+    int retryable = !db->in_tx && (st->flags & (SVC_STMT_READ | SVC_STMT_RETRY));
+    int attempts = 0;
+    PGresult *res = NULL;
+    apr_status_t rv;
+
+    if (pres) {
+        *pres = NULL;
+    }
+again:
+    attempts++;
+    rv = sync_backend(db);
+    if (rv == APR_SUCCESS && !apr_hash_get(db->cache->prepared, st->name,
+                                           APR_HASH_KEY_STRING)) {
+        res = PQprepare(db->conn, st->name, st->sql, st->nparams, NULL);
+        if (PQresultStatus(res) != PGRES_COMMAND_OK) {
+            note_error(db, res);
+            rv = classify(db);
+        }
+        else {
+            /* The name is a static string: the hash can keep the pointer. */
+            apr_hash_set(db->cache->prepared, st->name, APR_HASH_KEY_STRING, st);
+            db->cache->stats.prepares++;
+        }
+        PQclear(res);
+        res = NULL;
+    }
+    if (rv == APR_SUCCESS) {
+        ExecStatusType est;
+
+        res = PQexecPrepared(db->conn, st->name, st->nparams, params, NULL, NULL, 0);
+        est = PQresultStatus(res);
+        if (est == PGRES_COMMAND_OK || est == PGRES_TUPLES_OK) {
+            if (pres) {
+                svc_dbres_t *r = apr_palloc(p, sizeof(*r));
+                r->res = res;
+                apr_pool_cleanup_register(p, r, res_cleanup, apr_pool_cleanup_null);
+                *pres = r;
+            }
+            else {
+                PQclear(res);
+            }
+            return APR_SUCCESS;
+        }
+        note_error(db, res);
+        PQclear(res);
+        res = NULL;
+        if (strcmp(db->sqlstate, "26000") == 0 && !db->in_tx && attempts == 1) {
+            /* Our cache believed in a statement the server does not have:
+             * nothing ran, so preparing again and retrying is always safe. */
+            apr_hash_clear(db->cache->prepared);
+            goto again;
+        }
+        rv = classify(db);
+    }
+    if (rv == SVC_EDBDOWN && retryable && attempts == 1
+        && try_reset(db) == APR_SUCCESS) {
+        goto again;
+    }
+    return rv;
+}
+
+apr_status_t svc_db_execv(svc_db_t *db, const svc_stmt_t *st, apr_pool_t *p,
+                          svc_dbres_t **pres, ...)
+{
+    const char *params[32];
+    va_list ap;
+    int i;
+
+    if (st->nparams > (int)(sizeof(params) / sizeof(params[0]))) {
+        return APR_EINVAL;
+    }
+    va_start(ap, pres);
+    for (i = 0; i < st->nparams; i++) {
+        params[i] = va_arg(ap, const char *);
+    }
+    va_end(ap);
+    return svc_db_exec(db, st, p, pres, params);
+}
+
+static apr_status_t simple(svc_db_t *db, const char *sql, const char *expect_tag,
+                           int retryable)
+{
+    PGresult *res;
+    int attempts = 0;
+    apr_status_t rv;
+
+again:
+    attempts++;
+    rv = sync_backend(db);
+    if (rv == APR_SUCCESS) {
+        ExecStatusType est;
+
+        res = PQexec(db->conn, sql);
+        est = PQresultStatus(res);
+        if (est == PGRES_COMMAND_OK || est == PGRES_TUPLES_OK) {
+            /* COMMIT of a failed transaction answers "ROLLBACK": not a success. */
+            if (expect_tag && strcmp(PQcmdStatus(res), expect_tag) != 0) {
+                apr_cpystrn(db->errmsg, "transaction was rolled back", sizeof(db->errmsg));
+                apr_cpystrn(db->sqlstate, "40000", sizeof(db->sqlstate));
+                PQclear(res);
+                return SVC_EDB;
+            }
+            PQclear(res);
+            return APR_SUCCESS;
+        }
+        note_error(db, res);
+        PQclear(res);
+        rv = classify(db);
+    }
+    if (rv == SVC_EDBDOWN && retryable && attempts == 1 && try_reset(db) == APR_SUCCESS) {
+        goto again;
+    }
+    return rv;
+}
+
+apr_status_t svc_db_simple(svc_db_t *db, const char *sql, apr_pool_t *p)
+{
+    (void)p;
+    return simple(db, sql, NULL, 0);
+}
+
+apr_status_t svc_db_begin(svc_db_t *db, apr_pool_t *p)
+{
+    apr_status_t rv;
+
+    (void)p;
+    if (db->in_tx) {
+        return APR_EGENERAL;
+    }
+    /* Nothing has run yet, so a dead pooled connection may be replaced. */
+    rv = simple(db, "BEGIN", NULL, 1);
+    if (rv == APR_SUCCESS) {
+        db->in_tx = 1;
+    }
+    return rv;
+}
+
+apr_status_t svc_db_commit(svc_db_t *db, apr_pool_t *p)
+{
+    apr_status_t rv;
+
+    (void)p;
+    if (!db->in_tx) {
+        return APR_EGENERAL;
+    }
+    rv = simple(db, "COMMIT", "COMMIT", 0);
+    db->in_tx = 0;
+    if (rv != APR_SUCCESS && PQtransactionStatus(db->conn) != PQTRANS_IDLE) {
+        svc_db_rollback(db, p);
+    }
+    return rv;
+}
+
+void svc_db_rollback(svc_db_t *db, apr_pool_t *p)
+{
+    PGresult *res;
+
+    (void)p;
+    db->in_tx = 0;
+    if (PQstatus(db->conn) != CONNECTION_OK) {
+        return;
+    }
+    switch (PQtransactionStatus(db->conn)) {
+    case PQTRANS_INTRANS:
+    case PQTRANS_INERROR:
+        res = PQexec(db->conn, "ROLLBACK");
+        PQclear(res);
+        break;
+    default:
+        break;
+    }
+}
+
+int svc_db_in_tx(svc_db_t *db)
+{
+    return db->in_tx;
+}
+
+void svc_db_release(svc_db_t *db)
+{
+    if (db && db->conn) {
+        svc_db_rollback(db, NULL);
+    }
+}
+
+int svc_dbres_rows(const svc_dbres_t *res)
+{
+    return res ? PQntuples(res->res) : 0;
+}
+
+const char *svc_dbres_str(const svc_dbres_t *res, int row, int col)
+{
+    if (!res || row >= PQntuples(res->res) || col >= PQnfields(res->res)
+        || PQgetisnull(res->res, row, col)) {
+        return NULL;
+    }
+    return PQgetvalue(res->res, row, col);
+}
+
+int svc_dbres_isnull(const svc_dbres_t *res, int row, int col)
+{
+    return svc_dbres_str(res, row, col) == NULL;
+}
+
+apr_status_t svc_dbres_int64(const svc_dbres_t *res, int row, int col, apr_int64_t *pv)
+{
+    const char *s = svc_dbres_str(res, row, col);
+    char *end;
+    long long v;
+
+    if (!s || !*s) {
+        return APR_EINVAL;
+    }
+    errno = 0;
+    v = strtoll(s, &end, 10);
+    if (errno || *end) {
+        return APR_EINVAL;
+    }
+    *pv = (apr_int64_t)v;
+    return APR_SUCCESS;
+}
+
+int svc_dbres_bool(const svc_dbres_t *res, int row, int col)
+{
+    const char *s = svc_dbres_str(res, row, col);
+
+    if (!s) {
+        return -1;
+    }
+    return s[0] == 't';
+}
+
+long svc_dbres_affected(const svc_dbres_t *res)
+{
+    const char *s = res ? PQcmdTuples(res->res) : "";
+
+    return *s ? strtol(s, NULL, 10) : 0;
+}
+
+const char *svc_db_errmsg(svc_db_t *db)
+{
+    return db->errmsg;
+}
+
+const char *svc_db_sqlstate(svc_db_t *db)
+{
+    return db->sqlstate;
+}
+
+const char *svc_db_constraint(svc_db_t *db)
+{
+    return db->constraint;
+}
+
+void svc_db_stats(svc_db_t *db, svc_db_stats_t *pstats)
+{
+    *pstats = db->cache->stats;
+}

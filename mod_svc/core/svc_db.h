@@ -1,0 +1,110 @@
+/*
+ * svc_db.h: data access on a libpq connection.
+ *
+ * The glue takes pooled connections from mod_dbd and hands us the native
+ * PGconn (apr_dbd_native_handle); svcctl opens its own. Either way all
+ * queries go through here, which is where the traps of mod_dbd and
+ * apr_dbd_pgsql (DESIGN.md section 4) are handled once:
+ *
+ *  - statements are prepared lazily under lowercase names, remembered per
+ *    backend process id, so a silent reconnect is noticed and they are
+ *    prepared again (traps 1, 9);
+ *  - a statement that fails because the connection died is retried once on
+ *    a fresh connection when that is safe: reads, BEGIN, and writes marked
+ *    retryable, never inside a transaction (trap 2);
+ *  - results keep libpq's real NULLs and are read as int64 (trap 5), and
+ *    the PGresult lives until the pool that asked for it is cleared (trap 4);
+ *  - parameters are always passed out of band, never spliced (trap 6);
+ *  - a transaction is never left open: svc_db_release rolls back whatever
+ *    the code did not commit (trap 7), and session state is only ever set
+ *    with SET LOCAL inside one (trap 10).
+ */
+#ifndef SVC_DB_H
+#define SVC_DB_H
+
+#include "svc_types.h"
+#include <libpq-fe.h>
+
+/* Statement flags. */
+#define SVC_STMT_READ     0x1   /* no side effects: safe to retry */
+#define SVC_STMT_RETRY    0x2   /* a write whose repetition is harmless */
+
+/* A statement, defined once per area as a static const. */
+typedef struct {
+    const char *name;           /* "svc_<area>_<op>", lowercase */
+    const char *sql;
+    int nparams;
+    unsigned flags;
+} svc_stmt_t;
+
+/* One result; valid until the pool given to the query is cleared. */
+typedef struct svc_dbres_t svc_dbres_t;
+
+/*
+ * Wraps a live connection. `conn_pool` must live exactly as long as the
+ * connection itself (mod_dbd's per-connection pool; svcctl's process pool):
+ * the cache of prepared statements is kept there. `p` is the caller's
+ * (request) pool.
+ */
+apr_status_t svc_db_wrap(svc_db_t **pdb, PGconn *conn, apr_pool_t *conn_pool,
+                         int statement_timeout_ms, apr_pool_t *p);
+
+/* Connects with a libpq conninfo string (for svcctl and tests). */
+apr_status_t svc_db_connect(svc_db_t **pdb, const char *conninfo,
+                            apr_pool_t *p, const char **perr);
+
+PGconn *svc_db_conn(svc_db_t *db);
+
+/*
+ * Runs a statement with text parameters (NULL entries are SQL NULL).
+ * Returns APR_SUCCESS, SVC_ECONFLICT (unique violation), SVC_EINTEGRITY
+ * (foreign key or check), SVC_EDBDOWN (connection lost), or SVC_EDB.
+ */
+apr_status_t svc_db_exec(svc_db_t *db, const svc_stmt_t *st, apr_pool_t *p,
+                         svc_dbres_t **pres, const char *const *params);
+
+/* Variadic form: exactly st->nparams `const char *` arguments follow. */
+apr_status_t svc_db_execv(svc_db_t *db, const svc_stmt_t *st, apr_pool_t *p,
+                          svc_dbres_t **pres, ...);
+
+/* Runs plain SQL without parameters (transaction control, migrations). */
+apr_status_t svc_db_simple(svc_db_t *db, const char *sql, apr_pool_t *p);
+
+apr_status_t svc_db_begin(svc_db_t *db, apr_pool_t *p);
+apr_status_t svc_db_commit(svc_db_t *db, apr_pool_t *p);
+void svc_db_rollback(svc_db_t *db, apr_pool_t *p);
+int svc_db_in_tx(svc_db_t *db);
+
+/*
+ * Before a connection goes back to the pool: rolls back an open
+ * transaction, so an early error return can never commit half a write.
+ */
+void svc_db_release(svc_db_t *db);
+
+int svc_dbres_rows(const svc_dbres_t *res);
+/* Column value as text, or NULL for SQL NULL. */
+const char *svc_dbres_str(const svc_dbres_t *res, int row, int col);
+int svc_dbres_isnull(const svc_dbres_t *res, int row, int col);
+/* int64 with a full-string check; APR_EINVAL on NULL or garbage. */
+apr_status_t svc_dbres_int64(const svc_dbres_t *res, int row, int col, apr_int64_t *pv);
+/* PostgreSQL boolean: 1, 0, or -1 for NULL. */
+int svc_dbres_bool(const svc_dbres_t *res, int row, int col);
+/* Rows affected by an INSERT/UPDATE/DELETE. */
+long svc_dbres_affected(const svc_dbres_t *res);
+
+/* The last error text of the connection, for logs (never carries values). */
+const char *svc_db_errmsg(svc_db_t *db);
+/* The SQLSTATE of the last failed statement, or "". */
+const char *svc_db_sqlstate(svc_db_t *db);
+/* The constraint named by the last failed statement, or "". */
+const char *svc_db_constraint(svc_db_t *db);
+
+/* Counters for tests and metrics. */
+typedef struct {
+    unsigned long prepares;     /* statements prepared on this connection */
+    unsigned long reconnects;   /* new backends noticed */
+    unsigned long retries;      /* statements run again after a lost connection */
+} svc_db_stats_t;
+void svc_db_stats(svc_db_t *db, svc_db_stats_t *pstats);
+
+#endif /* SVC_DB_H */

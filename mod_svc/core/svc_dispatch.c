@@ -1,0 +1,121 @@
+/*
+ * svc_dispatch.c: routing, then the checks every route shares, then the
+ * handler. Handlers only ever see authenticated, authorized, rate-checked
+ * requests with validated bodies.
+ */
+#include "svc_dispatch.h"
+#include "svc_auth.h"
+#include "svc_json.h"
+#include "svc_ratelimit.h"
+
+#include <string.h>
+
+apr_status_t svc_dispatch_route(svc_ctx_t *ctx, const svc_router_t *rt)
+{
+    const char *allow = NULL;
+
+    ctx->route = svc_router_match(rt, ctx->method, ctx->path, ctx->pool, ctx->params, &allow);
+    if (ctx->route) {
+        return APR_SUCCESS;
+    }
+    if (!allow) {
+        return svc_fail(ctx, 404, "not_found", "There is no endpoint at this path.");
+    }
+    apr_table_setn(ctx->headers_out, "Allow", allow);
+    if (strcmp(ctx->method, "OPTIONS") == 0) {
+        return svc_reply_empty(ctx);
+    }
+    return svc_fail(ctx, 405, "method_not_allowed",
+                    "This endpoint does not accept %s; it accepts %s.", ctx->method, allow);
+}
+
+apr_size_t svc_dispatch_body_limit(const svc_ctx_t *ctx)
+{
+    if (!ctx->route || !ctx->route->body) {
+        return 0;
+    }
+    return ctx->route->body_limit ? ctx->route->body_limit : ctx->conf->body_limit;
+}
+
+apr_status_t svc_fail_too_large(svc_ctx_t *ctx, apr_size_t limit)
+{
+    return svc_fail(ctx, 413, "payload_too_large",
+                    "The request body is larger than this endpoint accepts (%" APR_SIZE_T_FMT
+                    " bytes).", limit);
+}
+
+/* application/json, optionally with parameters; also any +json type. */
+static int is_json_type(const char *ct)
+{
+    apr_size_t n;
+
+    if (!ct) {
+        return 0;
+    }
+    n = strcspn(ct, "; \t");
+    if (n == 16 && strncasecmp(ct, "application/json", 16) == 0) {
+        return 1;
+    }
+    return n > 17 && strncasecmp(ct, "application/", 12) == 0
+        && strncasecmp(ct + n - 5, "+json", 5) == 0;
+}
+
+static apr_status_t read_body(svc_ctx_t *ctx)
+{
+    const svc_route_t *route = ctx->route;
+    const char *err;
+    json_t *errors;
+
+    if (!route->body) {
+        if (ctx->raw_len > 0) {
+            return svc_fail(ctx, 400, "body_not_allowed",
+                            "This endpoint takes no request body.");
+        }
+        return APR_SUCCESS;
+    }
+    if (ctx->raw_len == 0) {
+        /* No body is the empty object: fine when nothing is required. */
+        ctx->body = svc_json_pool(ctx->pool, json_object());
+    }
+    else {
+        if (!is_json_type(apr_table_get(ctx->headers_in, "Content-Type"))) {
+            return svc_fail(ctx, 415, "unsupported_media_type",
+                            "The request body must be JSON (Content-Type: application/json).");
+        }
+        if (svc_json_parse_body(&ctx->body, ctx->raw_body, ctx->raw_len, ctx->pool, &err)
+            != APR_SUCCESS) {
+            return svc_fail(ctx, 400, "invalid_json", "%s", err);
+        }
+    }
+    if (svc_json_check(ctx->body, route->body, ctx->pool, &errors) != APR_SUCCESS) {
+        svc_fail(ctx, 400, "validation_failed", "The request has invalid fields.");
+        ctx->problem->errors = errors;
+        return SVC_EPROBLEM;
+    }
+    return APR_SUCCESS;
+}
+
+apr_status_t svc_dispatch_run(svc_ctx_t *ctx)
+{
+    const svc_route_t *route = ctx->route;
+    apr_status_t rv;
+
+    if ((rv = svc_auth_check(ctx)) != APR_SUCCESS) {
+        return rv;
+    }
+    if (route->rate_class) {
+        const char *subject = ctx->who ? ctx->who->user_id : ctx->client_ip;
+        if ((rv = svc_rate_hit(ctx, route->rate_class, subject)) != APR_SUCCESS) {
+            return rv;
+        }
+    }
+    if ((rv = read_body(ctx)) != APR_SUCCESS) {
+        return rv;
+    }
+    rv = route->handler(ctx);
+    if (rv == APR_SUCCESS && ctx->status == 0) {
+        /* A handler that answered nothing is a bug, not a 200. */
+        return APR_EGENERAL;
+    }
+    return rv;
+}

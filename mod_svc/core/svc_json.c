@@ -1,0 +1,441 @@
+/*
+ * svc_json.c: strict parsing of request bodies and the body schemas.
+ */
+#include "svc_json.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+static apr_status_t json_cleanup(void *data)
+{
+    json_decref((json_t *)data);
+    return APR_SUCCESS;
+}
+
+json_t *svc_json_pool(apr_pool_t *p, json_t *v)
+{
+    if (v) {
+        apr_pool_cleanup_register(p, v, json_cleanup, apr_pool_cleanup_null);
+    }
+    return v;
+}
+
+apr_status_t svc_json_parse_body(json_t **pobj, const char *buf, apr_size_t len,
+                                 apr_pool_t *p, const char **perr)
+{
+    json_error_t jerr;
+    json_t *v;
+
+    *pobj = NULL;
+    if (!buf || len == 0) {
+        *perr = "The request body is empty; a JSON object is expected.";
+        return APR_EINVAL;
+    }
+    /*
+     * jansson refuses NUL (\u0000) unless asked, invalid UTF-8 always,
+     * integers beyond int64 always, and nesting deeper than 2048; we add
+     * duplicate keys, and take any top-level value so that a bare scalar
+     * gets a message of its own rather than a parser's.
+     */
+    v = json_loadb(buf, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &jerr);
+    if (!v) {
+        switch (json_error_code(&jerr)) {
+        case json_error_duplicate_key:
+            *perr = apr_psprintf(p, "The body repeats a key: %s", jerr.text);
+            break;
+        case json_error_invalid_utf8:
+            *perr = "The body is not valid UTF-8.";
+            break;
+        case json_error_null_character:
+        case json_error_null_byte_in_key:
+            *perr = "The body contains a NUL character, which is not accepted.";
+            break;
+        case json_error_numeric_overflow:
+            *perr = "The body contains a number too large to represent.";
+            break;
+        case json_error_stack_overflow:
+            *perr = "The body is nested too deeply.";
+            break;
+        default:
+            *perr = apr_psprintf(p, "The body is not valid JSON: %s (line %d, column %d).",
+                                 jerr.text, jerr.line, jerr.column);
+            break;
+        }
+        return APR_EINVAL;
+    }
+    if (!json_is_object(v)) {
+        json_decref(v);
+        *perr = "The body must be a JSON object.";
+        return APR_EINVAL;
+    }
+    *pobj = svc_json_pool(p, v);
+    return APR_SUCCESS;
+}
+
+int svc_slug_valid(const char *s)
+{
+    apr_size_t n = s ? strlen(s) : 0;
+    apr_size_t i;
+
+    if (n < 1 || n > 63 || s[0] == '-' || s[n - 1] == '-') {
+        return 0;
+    }
+    for (i = 0; i < n; i++) {
+        if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '-')) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+int svc_email_valid(const char *s)
+{
+    const char *at = strchr(s, '@');
+    apr_size_t n = strlen(s);
+    apr_size_t i;
+
+    if (n < 3 || n > 254 || !at || at == s || strchr(at + 1, '@') || !at[1]) {
+        return 0;
+    }
+    for (i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c <= 0x20 || c == 0x7f || c == '<' || c == '>' || c == ',' || c == ';'
+            || c == '"' || c == '\\') {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* Characters, not bytes: jansson has already proven the UTF-8 valid. */
+static apr_size_t utf8_chars(const char *s)
+{
+    apr_size_t n = 0;
+
+    for (; *s; s++) {
+        if (((unsigned char)*s & 0xC0) != 0x80) {
+            n++;
+        }
+    }
+    return n;
+}
+
+/* No control characters in one-line strings: they end up in headers and logs. */
+static int has_control(const char *s)
+{
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c < 0x20 || c == 0x7f) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static void add_error(json_t *errors, const char *field, const char *code,
+                      const char *message)
+{
+    json_array_append_new(errors, json_pack("{s:s,s:s,s:s}", "field", field,
+                                            "code", code, "message", message));
+}
+
+static const svc_field_t *find_field(const svc_field_t *schema, const char *name)
+{
+    for (; schema && schema->name; schema++) {
+        if (strcmp(schema->name, name) == 0) {
+            return schema;
+        }
+    }
+    return NULL;
+}
+
+static const char *type_word(svc_ftype_e t)
+{
+    switch (t) {
+    case SVC_FT_INT:
+        return "an integer";
+    case SVC_FT_BOOL:
+        return "a boolean";
+    case SVC_FT_OBJECT:
+        return "an object";
+    default:
+        return "a string";
+    }
+}
+
+static const char *join_values(apr_pool_t *p, const char *const *values)
+{
+    const char *out = "";
+    const char *const *e;
+
+    for (e = values; e && *e; e++) {
+        out = apr_pstrcat(p, out, e == values ? "" : ", ", *e, NULL);
+    }
+    return out;
+}
+
+static void check_field(const svc_field_t *f, const json_t *v, apr_pool_t *p,
+                        json_t *errors)
+{
+    const char *s;
+
+    if (json_is_null(v)) {
+        if (!f->nullable) {
+            add_error(errors, f->name, "invalid_type",
+                      apr_psprintf(p, "%s must be %s, not null.", f->name, type_word(f->type)));
+        }
+        return;
+    }
+    switch (f->type) {
+    case SVC_FT_INT: {
+        json_int_t n;
+        if (!json_is_integer(v)) {
+            add_error(errors, f->name, "invalid_type",
+                      apr_psprintf(p, "%s must be an integer.", f->name));
+            return;
+        }
+        n = json_integer_value(v);
+        if (n < f->min || n > f->max) {
+            add_error(errors, f->name, "out_of_range",
+                      apr_psprintf(p, "%s must be between %" APR_INT64_T_FMT
+                                   " and %" APR_INT64_T_FMT ".", f->name, f->min, f->max));
+        }
+        return;
+    }
+    case SVC_FT_BOOL:
+        if (!json_is_boolean(v)) {
+            add_error(errors, f->name, "invalid_type",
+                      apr_psprintf(p, "%s must be true or false.", f->name));
+        }
+        return;
+    case SVC_FT_OBJECT:
+        if (!json_is_object(v)) {
+            add_error(errors, f->name, "invalid_type",
+                      apr_psprintf(p, "%s must be an object.", f->name));
+        }
+        return;
+    default:
+        break;
+    }
+    if (!json_is_string(v)) {
+        add_error(errors, f->name, "invalid_type",
+                  apr_psprintf(p, "%s must be a string.", f->name));
+        return;
+    }
+    s = json_string_value(v);
+    switch (f->type) {
+    case SVC_FT_STRING:
+    case SVC_FT_TEXT: {
+        apr_size_t n = utf8_chars(s);
+        if (f->type == SVC_FT_STRING && has_control(s)) {
+            add_error(errors, f->name, "invalid_value",
+                      apr_psprintf(p, "%s must not contain control characters.", f->name));
+        }
+        else if ((apr_int64_t)n < f->min || (apr_int64_t)n > f->max) {
+            add_error(errors, f->name, "invalid_length",
+                      apr_psprintf(p, "%s must be %" APR_INT64_T_FMT " to %" APR_INT64_T_FMT
+                                   " characters long.", f->name, f->min, f->max));
+        }
+        return;
+    }
+    case SVC_FT_ENUM: {
+        const char *const *e;
+        for (e = f->values; e && *e; e++) {
+            if (strcmp(*e, s) == 0) {
+                return;
+            }
+        }
+        add_error(errors, f->name, "invalid_value",
+                  apr_psprintf(p, "%s must be one of: %s.", f->name,
+                               join_values(p, f->values)));
+        return;
+    }
+    case SVC_FT_SLUG:
+        if (!svc_slug_valid(s)) {
+            add_error(errors, f->name, "invalid_slug",
+                      apr_psprintf(p, "%s must be 1 to 63 characters of a-z, 0-9 and '-', "
+                                   "not starting or ending with '-'.", f->name));
+        }
+        return;
+    case SVC_FT_EMAIL:
+        if (!svc_email_valid(s)) {
+            add_error(errors, f->name, "invalid_email",
+                      apr_psprintf(p, "%s must be an email address.", f->name));
+        }
+        return;
+    case SVC_FT_ID: {
+        const char *prefix = f->values ? f->values[0] : "";
+        apr_size_t pl = strlen(prefix), i, n = strlen(s);
+        int ok = n > pl && n <= 64 && strncmp(s, prefix, pl) == 0;
+        for (i = pl; ok && i < n; i++) {
+            ok = isalnum((unsigned char)s[i]) != 0;
+        }
+        if (!ok) {
+            add_error(errors, f->name, "invalid_id",
+                      apr_psprintf(p, "%s must be an id starting with %s.", f->name, prefix));
+        }
+        return;
+    }
+    default:
+        return;
+    }
+}
+
+apr_status_t svc_json_check(const json_t *obj, const svc_field_t *schema,
+                            apr_pool_t *p, json_t **perrors)
+{
+    json_t *errors = json_array();
+    const svc_field_t *f;
+    const char *key;
+    json_t *v;
+
+    /* Unknown fields first: a typo must never silently do nothing. */
+    json_object_foreach((json_t *)obj, key, v) {
+        f = find_field(schema, key);
+        if (!f) {
+            add_error(errors, key, "unknown_field",
+                      apr_psprintf(p, "%s is not a field of this request.", key));
+            continue;
+        }
+        check_field(f, v, p, errors);
+    }
+    for (f = schema; f && f->name; f++) {
+        if (f->required && !json_object_get(obj, f->name)) {
+            add_error(errors, f->name, "required",
+                      apr_psprintf(p, "%s is required.", f->name));
+        }
+    }
+    if (json_array_size(errors) == 0) {
+        json_decref(errors);
+        *perrors = NULL;
+        return APR_SUCCESS;
+    }
+    *perrors = svc_json_pool(p, errors);
+    return APR_EINVAL;
+}
+
+json_t *svc_json_schema_of(const svc_field_t *schema)
+{
+    json_t *props = json_object();
+    json_t *required = json_array();
+    json_t *out;
+    const svc_field_t *f;
+
+    for (f = schema; f && f->name; f++) {
+        json_t *s = json_object();
+        const char *type = "string";
+
+        switch (f->type) {
+        case SVC_FT_INT:
+            type = "integer";
+            json_object_set_new(s, "minimum", json_integer(f->min));
+            json_object_set_new(s, "maximum", json_integer(f->max));
+            break;
+        case SVC_FT_BOOL:
+            type = "boolean";
+            break;
+        case SVC_FT_OBJECT:
+            type = "object";
+            break;
+        case SVC_FT_STRING:
+        case SVC_FT_TEXT:
+            json_object_set_new(s, "minLength", json_integer(f->min));
+            json_object_set_new(s, "maxLength", json_integer(f->max));
+            break;
+        case SVC_FT_ENUM: {
+            json_t *e = json_array();
+            const char *const *v;
+            for (v = f->values; v && *v; v++) {
+                json_array_append_new(e, json_string(*v));
+            }
+            json_object_set_new(s, "enum", e);
+            break;
+        }
+        case SVC_FT_SLUG:
+            json_object_set_new(s, "pattern",
+                                json_string("^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$"));
+            break;
+        case SVC_FT_EMAIL:
+            json_object_set_new(s, "format", json_string("email"));
+            json_object_set_new(s, "maxLength", json_integer(254));
+            break;
+        case SVC_FT_ID:
+            if (f->values) {
+                json_object_set_new(s, "pattern",
+                                    json_pack("s++", "^", f->values[0], "[A-Za-z0-9]+$"));
+            }
+            break;
+        }
+        if (f->nullable) {
+            json_object_set_new(s, "type", json_pack("[ss]", type, "null"));
+        }
+        else {
+            json_object_set_new(s, "type", json_string(type));
+        }
+        if (f->description) {
+            json_object_set_new(s, "description", json_string(f->description));
+        }
+        json_object_set_new(props, f->name, s);
+        if (f->required) {
+            json_array_append_new(required, json_string(f->name));
+        }
+    }
+    out = json_pack("{s:s,s:o,s:b}", "type", "object", "properties", props,
+                    "additionalProperties", 0);
+    if (json_array_size(required)) {
+        json_object_set_new(out, "required", required);
+    }
+    else {
+        json_decref(required);
+    }
+    return out;
+}
+
+const char *svc_json_str(const json_t *obj, const char *key)
+{
+    return json_string_value(json_object_get(obj, key));
+}
+
+long long svc_json_int(const json_t *obj, const char *key, long long dflt)
+{
+    json_t *v = json_object_get(obj, key);
+
+    return json_is_integer(v) ? (long long)json_integer_value(v) : dflt;
+}
+
+int svc_json_has(const json_t *obj, const char *key)
+{
+    return json_object_get(obj, key) != NULL;
+}
+
+char *svc_json_dump(apr_pool_t *p, const json_t *v)
+{
+    char *s = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+    char *out;
+
+    if (!s) {
+        return apr_pstrdup(p, "null");
+    }
+    out = apr_pstrdup(p, s);
+    free(s);
+    return out;
+}
+
+apr_status_t svc_parse_int(const char *s, long long min, long long max, long long *pval)
+{
+    char *end;
+    long long v;
+
+    if (!s || !*s || !(isdigit((unsigned char)*s) || *s == '-')) {
+        return APR_EINVAL;
+    }
+    errno = 0;
+    v = strtoll(s, &end, 10);
+    if (errno || *end || v < min || v > max) {
+        return APR_EINVAL;
+    }
+    *pval = v;
+    return APR_SUCCESS;
+}

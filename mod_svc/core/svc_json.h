@@ -1,0 +1,73 @@
+/*
+ * svc_json.h: strict JSON in, and the body schemas of the route table.
+ */
+#ifndef SVC_JSON_H
+#define SVC_JSON_H
+
+#include "svc_types.h"
+
+/* Field types a body schema knows. */
+typedef enum {
+    SVC_FT_STRING = 1,  /* min/max: length in characters */
+    SVC_FT_INT,         /* min/max: value */
+    SVC_FT_BOOL,
+    SVC_FT_ENUM,        /* one of `values` */
+    SVC_FT_SLUG,        /* lowercase [a-z0-9-], 1-63, no dash at either end */
+    SVC_FT_EMAIL,       /* a plausible address, at most 254 characters */
+    SVC_FT_ID,          /* an opaque id with the given prefix (values[0]) */
+    SVC_FT_OBJECT,      /* free-form object (validated by the handler) */
+    SVC_FT_TEXT         /* multi-line text: min/max length, no NUL */
+} svc_ftype_e;
+
+struct svc_field_t {
+    const char *name;           /* NULL ends a schema */
+    svc_ftype_e type;
+    int required;
+    int nullable;               /* JSON null accepted (means "clear") */
+    apr_int64_t min;
+    apr_int64_t max;
+    const char *const *values;  /* SVC_FT_ENUM choices, NULL ended */
+    const char *description;
+};
+
+#define SVC_FIELD_END { NULL, 0, 0, 0, 0, 0, NULL, NULL }
+
+/*
+ * Parses a request body strictly: an object at the top level, duplicate
+ * keys, NUL characters and invalid UTF-8 refused, nesting bounded. On
+ * failure *perr says what is wrong in words a client can act on.
+ * The value is bound to p.
+ */
+apr_status_t svc_json_parse_body(json_t **pobj, const char *buf, apr_size_t len,
+                                 apr_pool_t *p, const char **perr);
+
+/*
+ * Checks an object against a schema: unknown fields, missing required
+ * fields, wrong types and out-of-range values each become one entry of
+ * *perrors (an array of {field,code,message}, bound to p). Returns
+ * APR_SUCCESS when there is nothing to report.
+ */
+apr_status_t svc_json_check(const json_t *obj, const svc_field_t *schema,
+                            apr_pool_t *p, json_t **perrors);
+
+/* The JSON Schema (draft 2020-12, as OpenAPI 3.1 uses) of a body schema. */
+json_t *svc_json_schema_of(const svc_field_t *schema);
+
+/* Getters for validated bodies: NULL / dflt when absent or null. */
+const char *svc_json_str(const json_t *obj, const char *key);
+long long svc_json_int(const json_t *obj, const char *key, long long dflt);
+int svc_json_has(const json_t *obj, const char *key);
+
+/* Serializes compactly into pool memory. */
+char *svc_json_dump(apr_pool_t *p, const json_t *v);
+
+/* Slug rule of DESIGN.md: lowercase [a-z0-9-], 1-63, no dash at either end. */
+int svc_slug_valid(const char *s);
+
+/* A plausible email address: one @, no spaces or controls, at most 254 bytes. */
+int svc_email_valid(const char *s);
+
+/* Full-string decimal parse into [min, max]; APR_EINVAL otherwise. */
+apr_status_t svc_parse_int(const char *s, long long min, long long max, long long *pval);
+
+#endif /* SVC_JSON_H */

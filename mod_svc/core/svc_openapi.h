@@ -1,0 +1,16 @@
+/*
+ * svc_openapi.h: the OpenAPI 3.1 document, generated from the route table.
+ */
+#ifndef SVC_OPENAPI_H
+#define SVC_OPENAPI_H
+
+#include "svc_types.h"
+#include "svc_ctx.h"
+#include "svc_route.h"
+
+/* The document for every route of `table` not flagged hidden (new reference). */
+json_t *svc_openapi_build(apr_pool_t *p, const svc_route_t *table, const char *server_url);
+
+apr_status_t svc_h_openapi(svc_ctx_t *ctx);
+
+#endif /* SVC_OPENAPI_H */

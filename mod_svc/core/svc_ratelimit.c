@@ -1,0 +1,73 @@
+/*
+ * svc_ratelimit.c: fixed-window counters in PostgreSQL.
+ */
+#include "svc_ratelimit.h"
+#include "svc_ctx.h"
+#include "svc_db.h"
+
+/*
+ * The window is computed from the database clock so every node agrees.
+ * Returns the count in the window and the seconds until it ends.
+ */
+static const svc_stmt_t st_rate_hit = {
+    "svc_rate_hit",
+    "INSERT INTO rate_limits AS r (key, window_start, count)"
+    " VALUES ($1, (floor(extract(epoch FROM now()) / $2::int) * $2::int)::bigint, 1)"
+    " ON CONFLICT (key, window_start) DO UPDATE SET count = r.count + 1"
+    " RETURNING count, window_start + $2::int - floor(extract(epoch FROM now()))::bigint",
+    2, SVC_STMT_RETRY
+};
+
+/* Old windows are swept by whoever opens a new one, so the table stays small. */
+static const svc_stmt_t st_rate_sweep = {
+    "svc_rate_sweep",
+    "DELETE FROM rate_limits WHERE key = $1"
+    " AND window_start < extract(epoch FROM now())::bigint - $2::int",
+    2, SVC_STMT_RETRY
+};
+
+apr_status_t svc_rate_hit(svc_ctx_t *ctx, const char *class_name, const char *subject)
+{
+    const svc_rate_class_t *rc = svc_config_rate(ctx->conf, class_name);
+    svc_db_t *db;
+    svc_dbres_t *res;
+    apr_int64_t count = 0, retry = 1;
+    const char *key, *period;
+    apr_status_t rv;
+
+    if (!rc) {
+        return APR_SUCCESS;
+    }
+    if ((rv = svc_ctx_db(ctx, &db)) != APR_SUCCESS) {
+        return rv;
+    }
+    key = apr_pstrcat(ctx->pool, class_name, ":", subject, NULL);
+    period = apr_itoa(ctx->pool, rc->period);
+    rv = svc_db_execv(db, &st_rate_hit, ctx->pool, &res, key, period);
+    if (rv != APR_SUCCESS) {
+        return rv;
+    }
+    if (svc_dbres_int64(res, 0, 0, &count) != APR_SUCCESS
+        || svc_dbres_int64(res, 0, 1, &retry) != APR_SUCCESS) {
+        return SVC_EDB;
+    }
+    if (count == 1) {
+        rv = svc_db_execv(db, &st_rate_sweep, ctx->pool, NULL, key, period);
+        if (rv != APR_SUCCESS) {
+            return rv;
+        }
+    }
+    apr_table_setn(ctx->headers_out, "RateLimit-Limit", apr_itoa(ctx->pool, rc->limit));
+    apr_table_setn(ctx->headers_out, "RateLimit-Remaining",
+                   apr_itoa(ctx->pool, count >= rc->limit ? 0 : rc->limit - (int)count));
+    apr_table_setn(ctx->headers_out, "RateLimit-Reset",
+                   apr_psprintf(ctx->pool, "%" APR_INT64_T_FMT, retry < 1 ? 1 : retry));
+    if (count > rc->limit) {
+        apr_table_setn(ctx->headers_out, "Retry-After",
+                       apr_psprintf(ctx->pool, "%" APR_INT64_T_FMT, retry < 1 ? 1 : retry));
+        return svc_fail(ctx, 429, "rate_limited",
+                        "Too many requests of this kind: at most %d every %d seconds. "
+                        "Retry after the time in Retry-After.", rc->limit, rc->period);
+    }
+    return APR_SUCCESS;
+}

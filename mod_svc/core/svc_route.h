@@ -1,0 +1,71 @@
+/*
+ * svc_route.h: the route table, the single source of truth for endpoints.
+ *
+ * The router, the authorizer, GET /api/openapi.json and the conformance
+ * tests (through `svcctl routes`) all read the one table in svc_routes.c.
+ * Adding an endpoint is one row there plus one handler function.
+ */
+#ifndef SVC_ROUTE_H
+#define SVC_ROUTE_H
+
+#include "svc_types.h"
+#include "svc_ctx.h"
+
+typedef apr_status_t (*svc_handler_fn)(svc_ctx_t *ctx);
+
+/* Route flags. */
+#define SVC_RF_HIDDEN   0x0001  /* not in the public OpenAPI document */
+#define SVC_RF_FOUNDER  0x0002  /* platform operator only */
+#define SVC_RF_NO_DB    0x0004  /* never touches the database (no schema gate) */
+#define SVC_RF_PAGED    0x0008  /* takes ?limit= and ?cursor= */
+#define SVC_RF_NO_CSRF  0x0010  /* state-changing but exempt from the Origin check */
+
+/* A query parameter a route documents and accepts. */
+typedef struct {
+    const char *name;
+    const char *type;           /* JSON schema type name */
+    const char *description;
+} svc_qparam_t;
+
+struct svc_route_t {
+    const char *method;         /* GET, POST, PUT, PATCH, DELETE */
+    const char *path;           /* template, ":name" segments are parameters */
+    svc_handler_fn handler;
+    svc_auth_e auth;
+    svc_scope_e scope;          /* least PAT scope (sessions count as admin) */
+    svc_role_e role;            /* least org role on tenant routes */
+    const svc_field_t *body;    /* JSON body schema; NULL: no body accepted */
+    apr_size_t body_limit;      /* 0: the configured default */
+    const char *rate_class;     /* NULL: not rate-limited */
+    unsigned flags;
+    int success;                /* the status of a successful answer */
+    const char *op_id;          /* OpenAPI operationId */
+    const char *summary;
+    const char *tag;            /* OpenAPI tag: the SPEC area */
+    const svc_qparam_t *query;  /* extra documented query parameters, {NULL} ended */
+};
+
+/* The table, ended by a row with method NULL. */
+extern const svc_route_t svc_routes[];
+
+/* Builds the matcher from the table; allocations come from p (call at start). */
+apr_status_t svc_router_create(svc_router_t **prt, const svc_route_t *table,
+                               apr_pool_t *p);
+
+/*
+ * Finds the route for method and path. On a match, returns the route and
+ * fills params (allocated from p). When the path exists under other methods
+ * only, returns NULL and sets *pallow to the Allow header value; when the
+ * path is unknown, returns NULL with *pallow NULL.
+ */
+const svc_route_t *svc_router_match(const svc_router_t *rt, const char *method,
+                                    const char *path, apr_pool_t *p,
+                                    apr_table_t *params, const char **pallow);
+
+/* True when the route addresses one organization (/api/orgs/:orgSlug/...). */
+int svc_route_is_tenant(const svc_route_t *route);
+
+/* True for methods that change state. */
+int svc_method_is_unsafe(const char *method);
+
+#endif /* SVC_ROUTE_H */

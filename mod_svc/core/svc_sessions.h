@@ -1,0 +1,27 @@
+/*
+ * svc_sessions.h: server-side sessions behind the service_session cookie.
+ *
+ * The cookie is an HS256 JWT whose claims name the user (sub) and the
+ * session row (sid); the row decides whether it is still good, so logout
+ * and revocation take effect at once whatever the JWT's exp says.
+ */
+#ifndef SVC_SESSIONS_H
+#define SVC_SESSIONS_H
+
+#include "svc_types.h"
+#include "svc_ctx.h"
+#include "svc_db.h"
+
+/*
+ * Opens a session for the user: inserts the row and signs the cookie value.
+ * *pcookie is the JWT (the cookie's value), *psid the session id.
+ */
+apr_status_t svc_session_create(svc_db_t *db, apr_pool_t *p, const svc_config_t *conf,
+                                const char *user_id, const char *ip, const char *user_agent,
+                                const char **pcookie, const char **psid);
+
+/* Authenticates a cookie value: 401 problem when it is not a live session. */
+apr_status_t svc_session_authenticate(svc_ctx_t *ctx, const char *cookie,
+                                      svc_principal_t **pwho);
+
+#endif /* SVC_SESSIONS_H */

@@ -1,0 +1,378 @@
+/*
+ * svc_tokens.c: personal access tokens: format, authentication, and the
+ * /api/me/tokens endpoints.
+ */
+#include "svc_tokens.h"
+#include "svc_auth.h"
+#include "svc_crypto.h"
+#include "svc_db.h"
+#include "svc_json.h"
+#include "svc_orgs.h"
+#include "svc_page.h"
+
+#include <string.h>
+
+/* One token's metadata as the API shows it; `t` is the api_tokens row. */
+#define TOKEN_JSON                                                                  \
+    "json_build_object('id', t.id, 'name', t.name, 'scope', t.scope,"               \
+    " 'org', (SELECT json_build_object('id', o.id, 'slug', o.slug)"                 \
+    "         FROM orgs o WHERE o.id = t.org_id),"                                  \
+    " 'prefix', t.display_prefix, 'status', CASE"                                   \
+    "   WHEN t.revoked_at IS NOT NULL THEN 'revoked'"                               \
+    "   WHEN t.expires_at IS NOT NULL AND t.expires_at <= now() THEN 'expired'"     \
+    "   ELSE 'active' END,"                                                         \
+    " 'created_at', svc_ts(t.created_at), 'expires_at', svc_ts(t.expires_at),"      \
+    " 'last_used_at', svc_ts(t.last_used_at), 'last_used_ip', t.last_used_ip,"      \
+    " 'revoked_at', svc_ts(t.revoked_at))"
+
+static const svc_stmt_t st_tok_auth = {
+    "svc_tokens_auth",
+    "SELECT t.id, t.scope, t.org_id, o.slug, svc_ts(t.expires_at),"
+    " t.revoked_at IS NOT NULL,"
+    " t.expires_at IS NOT NULL AND t.expires_at <= now(),"
+    " t.last_used_at IS NULL OR t.last_used_at < now() - make_interval(secs => $2::int),"
+    " u.id, u.email, u.name, u.founder, extract(epoch FROM t.expires_at)::bigint"
+    " FROM api_tokens t JOIN users u ON u.id = t.user_id"
+    " LEFT JOIN orgs o ON o.id = t.org_id"
+    " WHERE t.secret_hash = $1::bytea",
+    2, SVC_STMT_READ
+};
+
+/* Harmless to repeat: it only moves a timestamp forward. */
+static const svc_stmt_t st_tok_touch = {
+    "svc_tokens_touch",
+    "UPDATE api_tokens SET last_used_at = now(), last_used_ip = $2 WHERE id = $1",
+    2, SVC_STMT_RETRY
+};
+
+static const svc_stmt_t st_tok_insert = {
+    "svc_tokens_insert",
+    "INSERT INTO api_tokens AS t (id, user_id, org_id, name, scope, secret_hash,"
+    " display_prefix, expires_at)"
+    " VALUES ($1, $2, $3, $4, $5, $6::bytea, $7,"
+    "  CASE WHEN $8::int IS NULL THEN NULL ELSE now() + make_interval(days => $8::int) END)"
+    " RETURNING " TOKEN_JSON ", svc_ts(t.expires_at)",
+    8, 0
+};
+
+static const svc_stmt_t st_tok_list = {
+    "svc_tokens_list",
+    "SELECT " TOKEN_JSON ", t.seq FROM api_tokens t"
+    " WHERE t.user_id = $1 AND t.seq < $2::bigint AND ($3::text IS NULL OR t.org_id = $3)"
+    " ORDER BY t.seq DESC LIMIT $4::int",
+    4, SVC_STMT_READ
+};
+
+static const svc_stmt_t st_tok_revoke = {
+    "svc_tokens_revoke",
+    "UPDATE api_tokens SET revoked_at = now()"
+    " WHERE id = $1 AND user_id = $2 AND ($3::text IS NULL OR org_id = $3)"
+    " AND revoked_at IS NULL"
+    " RETURNING org_id, scope, name",
+    3, 0
+};
+
+static const svc_stmt_t st_tok_visible = {
+    "svc_tokens_visible",
+    "SELECT 1 FROM api_tokens"
+    " WHERE id = $1 AND user_id = $2 AND ($3::text IS NULL OR org_id = $3)",
+    3, SVC_STMT_READ
+};
+
+static const char *const scope_values[] = { "read", "write", "admin", NULL };
+
+const svc_field_t svc_body_token_create[] = {
+    { "name", SVC_FT_STRING, 1, 0, 1, 100, NULL,
+      "What the token is for, 1 to 100 characters." },
+    { "scope", SVC_FT_ENUM, 1, 0, 0, 0, scope_values,
+      "read: safe methods only; write: read plus changes to tenant resources; "
+      "admin: write plus token, member and billing administration." },
+    { "org", SVC_FT_SLUG, 0, 1, 0, 0, NULL,
+      "Bind the token to this organization (you must be a member); "
+      "omitted or null: not bound." },
+    { "expires_in_days", SVC_FT_INT, 0, 1, 1, 365, NULL,
+      "Days until the token expires, 1 to 365; omitted or null: never." },
+    SVC_FIELD_END
+};
+
+char *svc_pat_generate(apr_pool_t *p)
+{
+    char *body = apr_pstrcat(p, SVC_PAT_PREFIX, svc_random_base62(p, SVC_PAT_RANDOM), NULL);
+    char sum[7];
+
+    svc_checksum62(body, strlen(body), sum);
+    return apr_pstrcat(p, body, sum, NULL);
+}
+
+int svc_pat_well_formed(const char *s)
+{
+    apr_size_t i;
+    char sum[7];
+
+    if (!s || strlen(s) != SVC_PAT_LEN || strncmp(s, SVC_PAT_PREFIX, 8) != 0) {
+        return 0;
+    }
+    for (i = 8; i < SVC_PAT_LEN; i++) {
+        char c = s[i];
+        if (!((c >= '0' && c <= '9') || (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z'))) {
+            return 0;
+        }
+    }
+    svc_checksum62(s, SVC_PAT_LEN - 6, sum);
+    /* The checksum is not secret, but there is no reason to be sloppy. */
+    return svc_ct_equal(sum, s + SVC_PAT_LEN - 6, 6);
+}
+
+void svc_pat_hash(const svc_config_t *conf, const char *secret, unsigned char out[32])
+{
+    svc_keyed_hash(out, conf->pat_key, (const unsigned char *)secret, strlen(secret));
+}
+
+static const char *hash_param(apr_pool_t *p, const svc_config_t *conf, const char *secret)
+{
+    unsigned char h[32];
+
+    svc_pat_hash(conf, secret, h);
+    return apr_pstrcat(p, "\\x", svc_hex(p, h, sizeof(h)), NULL);
+}
+
+apr_status_t svc_pat_authenticate(svc_ctx_t *ctx, const char *secret, svc_principal_t **pwho)
+{
+    svc_principal_t *who;
+    svc_dbres_t *res;
+    svc_db_t *db;
+    apr_status_t rv;
+
+    if (!svc_pat_well_formed(secret)) {
+        return svc_auth_fail(ctx, "The token is malformed (wrong prefix, length or checksum).");
+    }
+    if ((rv = svc_ctx_db(ctx, &db)) != APR_SUCCESS) {
+        return rv;
+    }
+    rv = svc_db_execv(db, &st_tok_auth, ctx->pool, &res, hash_param(ctx->pool, ctx->conf, secret),
+                      apr_itoa(ctx->pool, ctx->conf->token_touch_interval));
+    if (rv != APR_SUCCESS) {
+        return rv;
+    }
+    if (svc_dbres_rows(res) != 1) {
+        return svc_auth_fail(ctx, "The token is not recognised.");
+    }
+    if (svc_dbres_bool(res, 0, 5) == 1) {
+        return svc_auth_fail(ctx, "The token has been revoked.");
+    }
+    if (svc_dbres_bool(res, 0, 6) == 1) {
+        return svc_auth_fail(ctx, "The token has expired.");
+    }
+    who = apr_pcalloc(ctx->pool, sizeof(*who));
+    who->via = SVC_VIA_PAT;
+    who->token_id = svc_dbres_str(res, 0, 0);
+    who->scope = svc_scope_parse(svc_dbres_str(res, 0, 1));
+    who->token_org_id = svc_dbres_str(res, 0, 2);
+    who->token_org_slug = svc_dbres_str(res, 0, 3);
+    who->token_expires_at = svc_dbres_str(res, 0, 4);
+    who->user_id = svc_dbres_str(res, 0, 8);
+    who->email = svc_dbres_str(res, 0, 9);
+    who->name = svc_dbres_str(res, 0, 10);
+    who->founder = svc_dbres_bool(res, 0, 11) == 1;
+    if (who->token_expires_at
+        && svc_dbres_int64(res, 0, 12, &who->token_expires_epoch) != APR_SUCCESS) {
+        return SVC_EDB;
+    }
+    /*
+     * last_used_at is written at most once per interval per token, not on
+     * every request; a failure to record it must not fail the request.
+     */
+    if (svc_dbres_bool(res, 0, 7) == 1) {
+        (void)svc_db_execv(db, &st_tok_touch, ctx->pool, NULL, who->token_id,
+                           *ctx->client_ip ? ctx->client_ip : NULL);
+    }
+    *pwho = who;
+    return APR_SUCCESS;
+}
+
+apr_status_t svc_token_create(svc_db_t *db, apr_pool_t *p, const svc_config_t *conf,
+                              const svc_token_spec_t *spec, const svc_actor_t *actor,
+                              const char **psecret, json_t **pmeta)
+{
+    const char *secret = svc_pat_generate(p);
+    const char *id = svc_id_new(p, "tok_");
+    const char *params[8];
+    json_t *meta, *audit;
+    json_error_t jerr;
+    svc_dbres_t *res;
+    apr_status_t rv;
+
+    params[0] = id;
+    params[1] = spec->user_id;
+    params[2] = spec->org_id;
+    params[3] = spec->name;
+    params[4] = svc_scope_name(spec->scope);
+    params[5] = hash_param(p, conf, secret);
+    params[6] = apr_pstrndup(p, secret, 12);
+    params[7] = spec->days > 0 ? apr_itoa(p, spec->days) : NULL;
+
+    if ((rv = svc_db_begin(db, p)) != APR_SUCCESS) {
+        return rv;
+    }
+    rv = svc_db_exec(db, &st_tok_insert, p, &res, params);
+    if (rv != APR_SUCCESS) {
+        goto cleanup;
+    }
+    meta = json_loads(svc_dbres_str(res, 0, 0), 0, &jerr);
+    if (!meta) {
+        rv = SVC_EDB;
+        goto cleanup;
+    }
+    svc_json_pool(p, meta);
+    audit = svc_json_pool(p, json_pack("{s:s,s:s,s:s?,s:s?}", "name", spec->name,
+                                       "scope", svc_scope_name(spec->scope),
+                                       "org_id", spec->org_id,
+                                       "expires_at", svc_dbres_str(res, 0, 1)));
+    rv = svc_audit_write(db, p, actor, spec->org_id, "token.created", "token", id, audit);
+    if (rv != APR_SUCCESS) {
+        goto cleanup;
+    }
+    rv = svc_db_commit(db, p);
+    if (rv == APR_SUCCESS) {
+        *psecret = secret;
+        *pmeta = meta;
+    }
+cleanup:
+    if (rv != APR_SUCCESS) {
+        svc_db_rollback(db, p);
+    }
+    return rv;
+}
+
+/* A PAT caller bound to an org sees and manages only that org's tokens. */
+static const char *binding_of(const svc_ctx_t *ctx)
+{
+    return ctx->who->via == SVC_VIA_PAT ? ctx->who->token_org_id : NULL;
+}
+
+apr_status_t svc_h_tokens_list(svc_ctx_t *ctx)
+{
+    svc_page_t pg;
+    svc_dbres_t *res;
+    svc_db_t *db;
+    apr_status_t rv;
+
+    if ((rv = svc_page_parse(ctx, &pg)) != APR_SUCCESS
+        || (rv = svc_ctx_db(ctx, &db)) != APR_SUCCESS) {
+        return rv;
+    }
+    rv = svc_db_execv(db, &st_tok_list, ctx->pool, &res, ctx->who->user_id, pg.before,
+                      binding_of(ctx), pg.fetch);
+    if (rv != APR_SUCCESS) {
+        return rv;
+    }
+    return svc_reply_page(ctx, res, 0, 1, &pg);
+}
+
+apr_status_t svc_h_tokens_create(svc_ctx_t *ctx)
+{
+    svc_token_spec_t spec;
+    const char *org_slug = svc_json_str(ctx->body, "org");
+    const char *secret;
+    svc_actor_t actor;
+    json_t *meta;
+    svc_db_t *db;
+    apr_status_t rv;
+
+    memset(&spec, 0, sizeof(spec));
+    spec.user_id = ctx->who->user_id;
+    spec.name = svc_json_str(ctx->body, "name");
+    spec.scope = svc_scope_parse(svc_json_str(ctx->body, "scope"));
+    spec.days = (int)svc_json_int(ctx->body, "expires_in_days", 0);
+
+    /*
+     * A token may not mint a token that reaches further than itself: not
+     * beyond its org binding, and not past its own expiry.
+     */
+    if (ctx->who->via == SVC_VIA_PAT) {
+        if (ctx->who->token_org_slug
+            && (!org_slug || strcmp(org_slug, ctx->who->token_org_slug) != 0)) {
+            return svc_fail(ctx, 403, "insufficient_scope",
+                            "This token is bound to organization %s and can only create "
+                            "tokens bound to it.", ctx->who->token_org_slug);
+        }
+        if (ctx->who->token_expires_at
+            && (spec.days == 0 || apr_time_sec(apr_time_now()) + (apr_int64_t)spec.days * 86400
+                                  > ctx->who->token_expires_epoch)) {
+            return svc_fail(ctx, 403, "insufficient_scope",
+                            "This token expires at %s and cannot create a token that "
+                            "outlives it.", ctx->who->token_expires_at);
+        }
+    }
+    if ((rv = svc_ctx_db(ctx, &db)) != APR_SUCCESS) {
+        return rv;
+    }
+    if (org_slug) {
+        svc_orgref_t *org;
+        rv = svc_org_membership(db, ctx->pool, org_slug, ctx->who->user_id, &org);
+        if (rv == SVC_ENOTFOUND) {
+            svc_fail_field(ctx, "org", "not_found",
+                           "You are not a member of an organization with this slug.");
+            return SVC_EPROBLEM;
+        }
+        if (rv != APR_SUCCESS) {
+            return rv;
+        }
+        spec.org_id = org->id;
+    }
+    svc_actor_from_ctx(ctx, &actor);
+    rv = svc_token_create(db, ctx->pool, ctx->conf, &spec, &actor, &secret, &meta);
+    if (rv != APR_SUCCESS) {
+        return rv;
+    }
+    json_object_set_new(meta, "token", json_string(secret));
+    return svc_reply_json(ctx, 201, json_incref(meta));
+}
+
+apr_status_t svc_h_tokens_revoke(svc_ctx_t *ctx)
+{
+    const char *id = apr_table_get(ctx->params, "id");
+    svc_actor_t actor;
+    svc_dbres_t *res;
+    svc_db_t *db;
+    apr_status_t rv;
+
+    if ((rv = svc_ctx_db(ctx, &db)) != APR_SUCCESS) {
+        return rv;
+    }
+    if ((rv = svc_db_begin(db, ctx->pool)) != APR_SUCCESS) {
+        return rv;
+    }
+    rv = svc_db_execv(db, &st_tok_revoke, ctx->pool, &res, id, ctx->who->user_id,
+                      binding_of(ctx));
+    if (rv != APR_SUCCESS) {
+        goto cleanup;
+    }
+    if (svc_dbres_rows(res) == 0) {
+        /* Already revoked is fine (DELETE is idempotent); someone else's is not found. */
+        svc_dbres_t *vis;
+        rv = svc_db_execv(db, &st_tok_visible, ctx->pool, &vis, id, ctx->who->user_id,
+                          binding_of(ctx));
+        if (rv == APR_SUCCESS && svc_dbres_rows(vis) == 0) {
+            rv = svc_fail(ctx, 404, "not_found", "You have no token with this id.");
+        }
+        goto cleanup;
+    }
+    svc_actor_from_ctx(ctx, &actor);
+    rv = svc_audit_write(db, ctx->pool, &actor, svc_dbres_str(res, 0, 0), "token.revoked",
+                         "token", id,
+                         svc_json_pool(ctx->pool,
+                                       json_pack("{s:s?,s:s?,s:s?}", "name",
+                                                 svc_dbres_str(res, 0, 2), "scope",
+                                                 svc_dbres_str(res, 0, 1), "org_id",
+                                                 svc_dbres_str(res, 0, 0))));
+    if (rv == APR_SUCCESS) {
+        rv = svc_db_commit(db, ctx->pool);
+    }
+cleanup:
+    svc_db_rollback(db, ctx->pool);
+    if (rv != APR_SUCCESS) {
+        return rv;
+    }
+    return svc_reply_empty(ctx);
+}

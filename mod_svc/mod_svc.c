@@ -1,0 +1,340 @@
+/*
+ * mod_svc.c: the module record, the Svc* directives and the start-up hooks.
+ */
+#include "mod_svc.h"
+
+#include <http_core.h>
+#include <http_protocol.h>
+#include <http_request.h>
+#include <ap_mpm.h>
+#include <apr_strings.h>
+
+#include "svc_crypto.h"
+#include "svc_http.h"
+#include "svc_migrate.h"
+
+
+static void *create_server_conf(apr_pool_t *p, server_rec *s)
+{
+    svc_server_conf *sc = apr_pcalloc(p, sizeof(*sc));
+
+    svc_config_defaults(&sc->core, p);
+    return sc;
+}
+
+/* A virtual host inherits what it does not set itself. */
+static void *merge_server_conf(apr_pool_t *p, void *basev, void *addv)
+{
+    svc_server_conf *base = basev, *add = addv;
+    svc_server_conf *sc = apr_pcalloc(p, sizeof(*sc));
+    int i;
+
+    *sc = *add;
+    sc->secret_ref = add->secret_ref ? add->secret_ref : base->secret_ref;
+    if (!(add->set & SVC_SET_BODY_LIMIT)) {
+        sc->core.body_limit = base->core.body_limit;
+    }
+    if (!(add->set & SVC_SET_TOUCH)) {
+        sc->core.token_touch_interval = base->core.token_touch_interval;
+    }
+    if (!(add->set & SVC_SET_SESSION_LIFE)) {
+        sc->core.session_lifetime = base->core.session_lifetime;
+    }
+    if (!(add->set & SVC_SET_STMT_TIMEOUT)) {
+        sc->core.statement_timeout_ms = base->core.statement_timeout_ms;
+    }
+    if (!(add->set & SVC_SET_PUBLIC_URL)) {
+        sc->core.public_url = base->core.public_url;
+    }
+    if (add->core.internal_allow->nelts == 0) {
+        sc->core.internal_allow = base->core.internal_allow;
+    }
+    if (add->core.trusted_origins->nelts == 0) {
+        sc->core.trusted_origins = base->core.trusted_origins;
+    }
+    /* Rate classes: the base's, overridden class by class. */
+    sc->core.rate_classes = apr_array_copy(p, base->core.rate_classes);
+    for (i = 0; i < add->core.rate_classes->nelts; i++) {
+        const svc_rate_class_t *rc = &APR_ARRAY_IDX(add->core.rate_classes, i, svc_rate_class_t);
+        svc_config_set_rate(&sc->core, p, rc->name, rc->limit, rc->period);
+    }
+    sc->set = add->set | base->set;
+    return sc;
+}
+
+static svc_server_conf *server_conf(cmd_parms *cmd)
+{
+    return ap_get_module_config(cmd->server->module_config, &svc_module);
+}
+
+static const char *parse_positive(cmd_parms *cmd, const char *arg, long long max, long long *pv)
+{
+    char *end;
+    long long v = apr_strtoi64(arg, &end, 10);
+
+    if (!*arg || *end || v < 1 || v > max) {
+        return apr_psprintf(cmd->pool, "%s must be an integer from 1 to %" APR_INT64_T_FMT,
+                            cmd->directive->directive, (apr_int64_t)max);
+    }
+    *pv = v;
+    return NULL;
+}
+
+static const char *set_secret(cmd_parms *cmd, void *dummy, const char *arg)
+{
+    const char *err = ap_check_cmd_context(cmd, NOT_IN_DIR_LOC_FILE);
+
+    if (err) {
+        return err;
+    }
+    if (strncmp(arg, "file:", 5) && strncmp(arg, "env:", 4) && strncmp(arg, "exec:", 5)) {
+        return "SvcSecret takes a reference (file:/path, env:NAME or exec:/program), "
+               "never the secret itself";
+    }
+    server_conf(cmd)->secret_ref = arg;
+    return NULL;
+}
+
+static const char *set_body_limit(cmd_parms *cmd, void *dummy, const char *arg)
+{
+    svc_server_conf *sc = server_conf(cmd);
+    long long v;
+    const char *err = parse_positive(cmd, arg, 64LL * 1024 * 1024, &v);
+
+    if (!err) {
+        sc->core.body_limit = (apr_size_t)v;
+        sc->set |= SVC_SET_BODY_LIMIT;
+    }
+    return err;
+}
+
+static const char *set_seconds(cmd_parms *cmd, void *dummy, const char *arg)
+{
+    svc_server_conf *sc = server_conf(cmd);
+    long long v;
+    const char *err = parse_positive(cmd, arg, 365LL * 86400, &v);
+    long which = (long)cmd->info;
+
+    if (err) {
+        return err;
+    }
+    if (which == SVC_SET_TOUCH) {
+        sc->core.token_touch_interval = (int)v;
+    }
+    else if (which == SVC_SET_SESSION_LIFE) {
+        sc->core.session_lifetime = (int)v;
+    }
+    else {
+        sc->core.statement_timeout_ms = (int)v;
+    }
+    sc->set |= (unsigned)which;
+    return NULL;
+}
+
+static const char *set_rate(cmd_parms *cmd, void *dummy, const char *name, const char *count,
+                            const char *period)
+{
+    svc_server_conf *sc = server_conf(cmd);
+    long long c, s;
+    const char *err;
+    char *end;
+
+    c = apr_strtoi64(count, &end, 10);
+    if (!*count || *end || c < 0 || c > 1000000) {
+        return "SvcRateLimit COUNT must be an integer from 0 (unlimited) to 1000000";
+    }
+    if ((err = parse_positive(cmd, period, 86400, &s)) != NULL) {
+        return err;
+    }
+    svc_config_set_rate(&sc->core, cmd->pool, name, (int)c, (int)s);
+    return NULL;
+}
+
+static const char *add_internal_allow(cmd_parms *cmd, void *dummy, const char *arg)
+{
+    svc_server_conf *sc = server_conf(cmd);
+    char *ip = apr_pstrdup(cmd->pool, arg);
+    char *mask = strchr(ip, '/');
+    apr_ipsubnet_t *sub;
+    apr_status_t rv;
+
+    if (mask) {
+        *mask++ = '\0';
+    }
+    rv = apr_ipsubnet_create(&sub, ip, mask, cmd->pool);
+    if (rv != APR_SUCCESS) {
+        return apr_psprintf(cmd->pool, "SvcInternalAllow: %s is not an address or CIDR "
+                            "network", arg);
+    }
+    APR_ARRAY_PUSH(sc->core.internal_allow, apr_ipsubnet_t *) = sub;
+    return NULL;
+}
+
+static const char *add_trusted_origin(cmd_parms *cmd, void *dummy, const char *arg)
+{
+    svc_server_conf *sc = server_conf(cmd);
+    const char *rest;
+
+    if (strncmp(arg, "https://", 8) == 0) {
+        rest = arg + 8;
+    }
+    else if (strncmp(arg, "http://", 7) == 0) {
+        rest = arg + 7;
+    }
+    else {
+        return "SvcTrustedOrigin must be an origin such as https://app.example.com";
+    }
+    if (!*rest || strpbrk(rest, "/?#@ ")) {
+        return "SvcTrustedOrigin must be scheme://host[:port] with no path";
+    }
+    APR_ARRAY_PUSH(sc->core.trusted_origins, const char *) = arg;
+    return NULL;
+}
+
+static const char *set_public_url(cmd_parms *cmd, void *dummy, const char *arg)
+{
+    svc_server_conf *sc = server_conf(cmd);
+
+    if (strncmp(arg, "https://", 8) && strncmp(arg, "http://", 7)) {
+        return "SvcPublicURL must be an http(s) URL";
+    }
+    sc->core.public_url = arg;
+    sc->set |= SVC_SET_PUBLIC_URL;
+    return NULL;
+}
+
+static const command_rec svc_cmds[] = {
+    AP_INIT_TAKE1("SvcSecret", set_secret, NULL, RSRC_CONF,
+                  "Reference to the server secret (file:/path mode 0600, env:NAME or "
+                  "exec:/program); keys for token hashing, session cookies and secrets at "
+                  "rest are derived from it"),
+    AP_INIT_TAKE1("SvcBodyLimit", set_body_limit, NULL, RSRC_CONF,
+                  "Largest JSON request body accepted, in bytes (default 1048576); routes "
+                  "may accept less"),
+    AP_INIT_TAKE3("SvcRateLimit", set_rate, NULL, RSRC_CONF,
+                  "CLASS COUNT SECONDS: at most COUNT events of CLASS per SECONDS per user, "
+                  "shared by every process and node (default: tokens 20 60); COUNT 0 lifts "
+                  "the limit"),
+    AP_INIT_ITERATE("SvcInternalAllow", add_internal_allow, NULL, RSRC_CONF,
+                    "Addresses or CIDR networks allowed to call /internal/ (default: "
+                    "127.0.0.1 and ::1)"),
+    AP_INIT_TAKE1("SvcTokenTouchInterval", set_seconds, (void *)SVC_SET_TOUCH, RSRC_CONF,
+                  "Seconds between writes of a token's or session's last use (default 60)"),
+    AP_INIT_TAKE1("SvcSessionLifetime", set_seconds, (void *)SVC_SET_SESSION_LIFE, RSRC_CONF,
+                  "Lifetime of a signed-in session in seconds (default 604800)"),
+    AP_INIT_TAKE1("SvcStatementTimeout", set_seconds, (void *)SVC_SET_STMT_TIMEOUT, RSRC_CONF,
+                  "Longest a database statement may run, in milliseconds (default 10000)"),
+    AP_INIT_ITERATE("SvcTrustedOrigin", add_trusted_origin, NULL, RSRC_CONF,
+                    "Origins (scheme://host[:port]) besides the server's own from which "
+                    "cookie-authenticated requests may change state"),
+    AP_INIT_TAKE1("SvcPublicURL", set_public_url, NULL, RSRC_CONF,
+                  "The service's public base URL, as clients reach it (for the OpenAPI "
+                  "document)"),
+    { NULL }
+};
+
+static apr_status_t add_default_internal(svc_server_conf *sc, apr_pool_t *p)
+{
+    static const char *const loopback[] = { "127.0.0.1", "::1" };
+    apr_ipsubnet_t *sub;
+    int i;
+
+    for (i = 0; i < 2; i++) {
+        if (apr_ipsubnet_create(&sub, loopback[i], NULL, p) == APR_SUCCESS) {
+            APR_ARRAY_PUSH(sc->core.internal_allow, apr_ipsubnet_t *) = sub;
+        }
+    }
+    return APR_SUCCESS;
+}
+
+static int svc_post_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp,
+                           server_rec *s)
+{
+    static int process_ready = 0;
+    const svc_router_t *router;
+    svc_router_t *rt;
+    server_rec *vs;
+    apr_status_t rv;
+
+    /* Libraries that want one call per process, before any thread exists. */
+    if (!process_ready) {
+        if (svc_crypto_init() != APR_SUCCESS || svc_http_global_init() != APR_SUCCESS) {
+            ap_log_error(APLOG_MARK, APLOG_CRIT, 0, s, "SVC0001: cannot initialise "
+                         "libsodium or libcurl");
+            return HTTP_INTERNAL_SERVER_ERROR;
+        }
+        process_ready = 1;
+    }
+    if (!svc_glue_dbd_init()) {
+        ap_log_error(APLOG_MARK, APLOG_CRIT, 0, s, "SVC0002: mod_svc needs mod_dbd: add "
+                     "LoadModule dbd_module before LoadModule svc_module");
+        return HTTP_INTERNAL_SERVER_ERROR;
+    }
+    rv = svc_router_create(&rt, svc_routes, pconf);
+    if (rv != APR_SUCCESS) {
+        ap_log_error(APLOG_MARK, APLOG_CRIT, rv, s, "SVC0003: the route table is invalid");
+        return HTTP_INTERNAL_SERVER_ERROR;
+    }
+    router = rt;
+
+    for (vs = s; vs; vs = vs->next) {
+        svc_server_conf *sc = ap_get_module_config(vs->module_config, &svc_module);
+        const char *err = NULL;
+
+        sc->router = router;
+        svc_config_default_rates(&sc->core, pconf);
+        if (sc->core.internal_allow->nelts == 0) {
+            add_default_internal(sc, pconf);
+        }
+        if (!sc->secret_ref) {
+            continue;
+        }
+        if (vs != s && sc->secret_ref == ((svc_server_conf *)ap_get_module_config(
+                                              s->module_config, &svc_module))->secret_ref) {
+            /* Inherited from the main server: share its keys. */
+            svc_server_conf *main_sc = ap_get_module_config(s->module_config, &svc_module);
+            memcpy(sc->core.pat_key, main_sc->core.pat_key, sizeof(sc->core.pat_key));
+            memcpy(sc->core.session_key, main_sc->core.session_key,
+                   sizeof(sc->core.session_key));
+            memcpy(sc->core.box_key, main_sc->core.box_key, sizeof(sc->core.box_key));
+            sc->core.have_secret = main_sc->core.have_secret;
+            continue;
+        }
+        rv = svc_config_load_secret(&sc->core, sc->secret_ref, ptemp, &err);
+        if (rv != APR_SUCCESS) {
+            ap_log_error(APLOG_MARK, APLOG_CRIT, rv, vs, "SVC0004: SvcSecret: %s", err);
+            return HTTP_INTERNAL_SERVER_ERROR;
+        }
+    }
+    {
+        svc_server_conf *main_sc = ap_get_module_config(s->module_config, &svc_module);
+        if (!main_sc->core.have_secret) {
+            ap_log_error(APLOG_MARK, APLOG_WARNING, 0, s, "SVC0005: SvcSecret is not set: "
+                         "authenticated routes answer 503 until it is");
+        }
+    }
+    ap_log_error(APLOG_MARK, APLOG_INFO, 0, s, "SVC0006: mod_svc %s ready, schema version "
+                 "%d required", SVC_VERSION, svc_schema_version);
+    return OK;
+}
+
+static void svc_register_hooks(apr_pool_t *p)
+{
+    static const char *const pre[] = { "mod_dbd.c", NULL };
+
+    ap_hook_post_config(svc_post_config, pre, NULL, APR_HOOK_MIDDLE);
+    ap_hook_handler(svc_handler, NULL, NULL, APR_HOOK_MIDDLE);
+}
+
+AP_DECLARE_MODULE(svc) = {
+    STANDARD20_MODULE_STUFF,
+    NULL,
+    NULL,
+    create_server_conf,
+    merge_server_conf,
+    svc_cmds,
+    svc_register_hooks
+#if defined(AP_MODULE_FLAG_ALWAYS_MERGE)
+    , AP_MODULE_FLAG_NONE
+#endif
+};

@@ -1,0 +1,42 @@
+/*
+ * mod_svc.h: what the httpd glue files share.
+ *
+ * The glue is thin on purpose: configuration and hooks (mod_svc.c), and
+ * turning a request_rec into a core context and the context back into a
+ * response (mod_svc_request.c). Everything else is in mod_svc/core.
+ */
+#ifndef SVC_MOD_SVC_H
+#define SVC_MOD_SVC_H
+
+#include <httpd.h>
+#include <http_config.h>
+#include <http_log.h>
+
+#include "svc_config.h"
+#include "svc_route.h"
+
+extern module AP_MODULE_DECLARE_DATA svc_module;
+
+/* Per-server configuration: the core's resolved config plus what the
+ * directives said before resolution (for merging and for start-up). */
+typedef struct {
+    svc_config_t core;
+    const char *secret_ref;
+    const svc_router_t *router;
+    /* Which scalar directives were set here, so a vhost inherits the rest. */
+    unsigned set;
+} svc_server_conf;
+
+#define SVC_SET_BODY_LIMIT   0x01
+#define SVC_SET_TOUCH        0x02
+#define SVC_SET_SESSION_LIFE 0x04
+#define SVC_SET_STMT_TIMEOUT 0x08
+#define SVC_SET_PUBLIC_URL   0x10
+
+/* The API handler ("svc") and the benchmark's no-op handler ("svc-noop"). */
+int svc_handler(request_rec *r);
+
+/* Called at start-up to resolve mod_dbd's optional functions. */
+int svc_glue_dbd_init(void);
+
+#endif /* SVC_MOD_SVC_H */

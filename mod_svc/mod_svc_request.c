@@ -1,0 +1,355 @@
+/*
+ * mod_svc_request.c: one API request through httpd. Builds the core
+ * context from the request_rec, reads the body under the route's cap,
+ * lends the core a pooled database connection, and writes the answer.
+ */
+#include "mod_svc.h"
+
+#include <http_core.h>
+#include <http_protocol.h>
+#include <http_request.h>
+#include <apr_atomic.h>
+#include <apr_dbd.h>
+#include <mod_dbd.h>
+#include <apr_optional.h>
+#include <apr_strings.h>
+
+#include "svc_crypto.h"
+#include "svc_db.h"
+#include "svc_dispatch.h"
+#include "svc_migrate.h"
+#include "svc_redact.h"
+
+APLOG_USE_MODULE(svc);
+
+static APR_OPTIONAL_FN_TYPE(ap_dbd_open) *dbd_open;
+static APR_OPTIONAL_FN_TYPE(ap_dbd_close) *dbd_close;
+
+/* 1 once this process has seen the schema at the version it needs. */
+static volatile apr_uint32_t schema_ok;
+/* When the schema was last found behind (apr_time_t seconds), to re-check. */
+static volatile apr_uint32_t schema_checked_at;
+
+/* Query strings with more parameters than this are refused. */
+#define SVC_MAX_QUERY_PARAMS 64
+
+int svc_glue_dbd_init(void)
+{
+    dbd_open = APR_RETRIEVE_OPTIONAL_FN(ap_dbd_open);
+    dbd_close = APR_RETRIEVE_OPTIONAL_FN(ap_dbd_close);
+    return dbd_open && dbd_close;
+}
+
+/* The pooled connection lent to one request. */
+typedef struct {
+    request_rec *r;
+    ap_dbd_t *dbd;
+    svc_ctx_t *ctx;
+} svc_lease_t;
+
+static void db_return(svc_lease_t *lease)
+{
+    if (lease->dbd) {
+        /* Never hand a connection back inside a transaction (trap 7). */
+        svc_db_release(lease->ctx->db);
+        dbd_close(lease->r->server, lease->dbd);
+        lease->dbd = NULL;
+        lease->ctx->db = NULL;
+    }
+}
+
+static apr_status_t db_return_cleanup(void *data)
+{
+    db_return(data);
+    return APR_SUCCESS;
+}
+
+static apr_status_t db_acquire(svc_ctx_t *ctx)
+{
+    svc_lease_t *lease = ctx->glue;
+    request_rec *r = lease->r;
+    PGconn *conn;
+    apr_status_t rv;
+
+    lease->dbd = dbd_open(r->pool, r->server);
+    if (!lease->dbd) {
+        return SVC_EDBDOWN;
+    }
+    if (strcmp(apr_dbd_name(lease->dbd->driver), "pgsql") != 0) {
+        ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, r, "SVC0010: DBDriver must be pgsql, not %s",
+                      apr_dbd_name(lease->dbd->driver));
+        dbd_close(r->server, lease->dbd);
+        lease->dbd = NULL;
+        return APR_ENOTIMPL;
+    }
+    conn = apr_dbd_native_handle(lease->dbd->driver, lease->dbd->handle);
+    rv = svc_db_wrap(&ctx->db, conn, lease->dbd->pool, ctx->conf->statement_timeout_ms,
+                     r->pool);
+    if (rv != APR_SUCCESS) {
+        dbd_close(r->server, lease->dbd);
+        lease->dbd = NULL;
+    }
+    return rv;
+}
+
+/*
+ * The module refuses service while the database is behind the schema this
+ * build needs, rather than failing strangely; it re-checks every few
+ * seconds so `svcctl migrate` takes effect without a restart.
+ */
+static apr_status_t schema_gate(svc_ctx_t *ctx, request_rec *r)
+{
+    apr_uint32_t now = (apr_uint32_t)apr_time_sec(apr_time_now());
+    svc_db_t *db;
+    int version = 0;
+    apr_status_t rv;
+
+    if (apr_atomic_read32(&schema_ok)) {
+        return APR_SUCCESS;
+    }
+    if (now - apr_atomic_read32(&schema_checked_at) < 5) {
+        return SVC_ESCHEMA;
+    }
+    if ((rv = svc_ctx_db(ctx, &db)) != APR_SUCCESS
+        || (rv = svc_migrate_current(db, r->pool, &version)) != APR_SUCCESS) {
+        return rv;
+    }
+    if (version >= svc_schema_version) {
+        apr_atomic_set32(&schema_ok, 1);
+        return APR_SUCCESS;
+    }
+    if (apr_atomic_xchg32(&schema_checked_at, now) != now) {
+        ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, r, "SVC0011: the database schema is at "
+                      "version %d; this build needs %d. Run `svcctl migrate`; until then "
+                      "the API answers 503.", version, svc_schema_version);
+    }
+    return SVC_ESCHEMA;
+}
+
+static void parse_query(svc_ctx_t *ctx, request_rec *r)
+{
+    char *args, *pair, *state = NULL;
+    int n = 0;
+
+    if (!r->args || !*r->args) {
+        return;
+    }
+    args = apr_pstrdup(r->pool, r->args);
+    for (pair = apr_strtok(args, "&", &state); pair && n < SVC_MAX_QUERY_PARAMS;
+         pair = apr_strtok(NULL, "&", &state), n++) {
+        char *eq = strchr(pair, '=');
+        char *val = eq ? eq + 1 : pair + strlen(pair);
+
+        if (eq) {
+            *eq = '\0';
+        }
+        /* '+' is a space in form encoding; unescape refuses %00 and bad escapes. */
+        for (eq = val; *eq; eq++) {
+            if (*eq == '+') {
+                *eq = ' ';
+            }
+        }
+        if (ap_unescape_url(pair) != OK || ap_unescape_url(val) != OK) {
+            continue;
+        }
+        /* The first occurrence wins: a repeated parameter cannot override. */
+        if (!apr_table_get(ctx->query, pair)) {
+            apr_table_setn(ctx->query, pair, val);
+        }
+    }
+}
+
+static const char *self_origin(request_rec *r)
+{
+    const char *scheme = ap_http_scheme(r);
+    apr_port_t port = ap_get_server_port(r);
+    int dflt = (port == 80 && strcmp(scheme, "http") == 0)
+               || (port == 443 && strcmp(scheme, "https") == 0);
+
+    if (!r->hostname) {
+        return NULL;
+    }
+    return dflt ? apr_pstrcat(r->pool, scheme, "://", r->hostname, NULL)
+                : apr_psprintf(r->pool, "%s://%s:%u", scheme, r->hostname, (unsigned)port);
+}
+
+/*
+ * Reads the request body, refusing it with 413 as soon as it is known to be
+ * over `limit`: up front from Content-Length, or while reading a chunked
+ * body. With limit 0 the route takes no body, and any byte is kept so the
+ * core can refuse it with 400.
+ */
+static apr_status_t read_body(svc_ctx_t *ctx, request_rec *r, apr_size_t limit)
+{
+    apr_size_t cap = limit ? limit : 1;
+    apr_size_t len = 0;
+    char *buf;
+    long got;
+
+    if (ap_setup_client_block(r, REQUEST_CHUNKED_DECHUNK) != OK) {
+        return svc_fail(ctx, 400, "invalid_body", "The request body could not be read.");
+    }
+    if (!ap_should_client_block(r)) {
+        return APR_SUCCESS;
+    }
+    if (limit && r->remaining > (apr_off_t)limit) {
+        r->connection->keepalive = AP_CONN_CLOSE;
+        return svc_fail_too_large(ctx, limit);
+    }
+    buf = apr_palloc(r->pool, cap + 1);
+    for (;;) {
+        char chunk[8192];
+        got = ap_get_client_block(r, chunk, sizeof(chunk));
+        if (got < 0) {
+            r->connection->keepalive = AP_CONN_CLOSE;
+            return svc_fail(ctx, 400, "invalid_body", "The request body could not be read.");
+        }
+        if (got == 0) {
+            break;
+        }
+        if (len + (apr_size_t)got > cap) {
+            r->connection->keepalive = AP_CONN_CLOSE;
+            if (!limit) {
+                len = cap;
+                break;
+            }
+            return svc_fail_too_large(ctx, limit);
+        }
+        memcpy(buf + len, chunk, (apr_size_t)got);
+        len += (apr_size_t)got;
+    }
+    buf[len] = '\0';
+    ctx->raw_body = buf;
+    ctx->raw_len = len;
+    return APR_SUCCESS;
+}
+
+static int copy_header(void *baton, const char *key, const char *val)
+{
+    request_rec *r = baton;
+
+    apr_table_add(r->err_headers_out, key, val);
+    return 1;
+}
+
+static int write_response(svc_ctx_t *ctx, request_rec *r)
+{
+    /* err_headers_out survive an error status; everything we send goes there. */
+    apr_table_do(copy_header, r, ctx->headers_out, NULL);
+    apr_table_setn(r->err_headers_out, "Cache-Control", "no-store");
+    apr_table_setn(r->err_headers_out, "X-Content-Type-Options", "nosniff");
+    r->status = ctx->status;
+    if (ctx->content_type) {
+        ap_set_content_type(r, ctx->content_type);
+    }
+    if (ctx->resp_body && ctx->status != 204) {
+        ap_set_content_length(r, (apr_off_t)ctx->resp_len);
+        if (!r->header_only) {
+            ap_rwrite(ctx->resp_body, (int)ctx->resp_len, r);
+        }
+    }
+    else {
+        ap_set_content_length(r, 0);
+    }
+    return OK;
+}
+
+static void log_failure(svc_ctx_t *ctx, request_rec *r, apr_status_t rv,
+                        const svc_problem_t *pr)
+{
+    const char *dberr = ctx->db ? svc_db_errmsg(ctx->db) : "";
+
+    if (pr->status < 500) {
+        return;
+    }
+    if (rv == SVC_EDBDOWN || rv == SVC_ESCHEMA) {
+        /* Expected while the database restarts: the client is told to retry. */
+        ap_log_rerror(APLOG_MARK, APLOG_WARNING, 0, r, "SVC0012: %s answered %d (%s) "
+                      "request_id=%s %s", ctx->route ? ctx->route->op_id : r->uri,
+                      pr->status, pr->code, ctx->request_id,
+                      svc_redact(r->pool, dberr));
+        return;
+    }
+    ap_log_rerror(APLOG_MARK, APLOG_ERR, rv == SVC_EPROBLEM ? 0 : rv, r,
+                  "SVC0013: %s failed with %d (%s) request_id=%s sqlstate=%s %s",
+                  ctx->route ? ctx->route->op_id : "-", pr->status, pr->code,
+                  ctx->request_id, ctx->db ? svc_db_sqlstate(ctx->db) : "-",
+                  svc_redact(r->pool, dberr));
+}
+
+/* The benchmark's reference point: as little work as an answer can take. */
+static int noop_handler(request_rec *r)
+{
+    apr_table_setn(r->headers_out, "X-Request-Id", svc_id_new(r->pool, "req_"));
+    ap_set_content_type(r, "application/json; charset=utf-8");
+    ap_set_content_length(r, 2);
+    if (!r->header_only) {
+        ap_rwrite("{}", 2, r);
+    }
+    return OK;
+}
+
+int svc_handler(request_rec *r)
+{
+    svc_server_conf *sc;
+    svc_lease_t *lease;
+    svc_ctx_t *ctx;
+    apr_status_t rv;
+
+    if (!r->handler || strncmp(r->handler, "svc", 3) != 0) {
+        return DECLINED;
+    }
+    if (strcmp(r->handler, "svc-noop") == 0) {
+        return noop_handler(r);
+    }
+    if (r->handler[3] != '\0') {
+        return DECLINED;
+    }
+    sc = ap_get_module_config(r->server->module_config, &svc_module);
+    ctx = svc_ctx_create(r->pool, &sc->core);
+    ctx->method = r->method;
+    ctx->path = r->uri;
+    ctx->headers_in = r->headers_in;
+    ctx->client_ip = r->useragent_ip ? r->useragent_ip : "";
+    ctx->client_sa = r->useragent_addr;
+    ctx->user_agent = apr_table_get(r->headers_in, "User-Agent");
+    ctx->request_id = svc_id_new(r->pool, "req_");
+    ctx->self_origin = self_origin(r);
+    ctx->is_tls = strcmp(ap_http_scheme(r), "https") == 0;
+    parse_query(ctx, r);
+
+    lease = apr_pcalloc(r->pool, sizeof(*lease));
+    lease->r = r;
+    lease->ctx = ctx;
+    ctx->glue = lease;
+    ctx->db_acquire = db_acquire;
+    apr_pool_cleanup_register(r->pool, lease, db_return_cleanup, apr_pool_cleanup_null);
+
+    apr_table_setn(r->err_headers_out, "X-Request-Id", ctx->request_id);
+    /* The access log can show it too: LogFormat "... %{SVC_REQUEST_ID}e". */
+    apr_table_setn(r->subprocess_env, "SVC_REQUEST_ID", ctx->request_id);
+
+    rv = svc_dispatch_route(ctx, sc->router);
+    if (rv == APR_SUCCESS && ctx->route) {
+        rv = read_body(ctx, r, svc_dispatch_body_limit(ctx));
+        if (rv == APR_SUCCESS && !sc->core.have_secret && ctx->route->auth == SVC_AUTH_USER) {
+            rv = svc_fail(ctx, 503, "not_configured",
+                          "The service is not configured for authentication yet "
+                          "(SvcSecret is missing).");
+        }
+        if (rv == APR_SUCCESS && !(ctx->route->flags & SVC_RF_NO_DB)) {
+            rv = schema_gate(ctx, r);
+        }
+        if (rv == APR_SUCCESS) {
+            rv = svc_dispatch_run(ctx);
+        }
+    }
+    if (rv != APR_SUCCESS) {
+        svc_problem_t *pr = svc_ctx_problem(ctx, rv);
+        log_failure(ctx, r, rv, pr);
+        svc_ctx_render_problem(ctx, pr);
+    }
+    /* Give the connection back before talking to a possibly slow client. */
+    db_return(lease);
+    return write_response(ctx, r);
+}

@@ -1,0 +1,533 @@
+/*
+ * svcctl: the operator's tool. It links the same core as the module (which
+ * proves the split is real) and talks to PostgreSQL directly.
+ *
+ *   svcctl [--db CONNINFO] [--secret REF] COMMAND ...
+ *
+ * The connection comes from --db or SVC_DB (a libpq conninfo string), the
+ * server secret reference from --secret or SVC_SECRET. Exit status: 0 done,
+ * 1 failed, 2 usage error.
+ */
+#include <apr_general.h>
+#include <apr_env.h>
+#include <apr_strings.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "svc_audit.h"
+#include "svc_config.h"
+#include "svc_crypto.h"
+#include "svc_db.h"
+#include "svc_json.h"
+#include "svc_migrate.h"
+#include "svc_orgs.h"
+#include "svc_route.h"
+#include "svc_sessions.h"
+#include "svc_tokens.h"
+#include "svc_users.h"
+
+#define EXIT_FAILED 1
+#define EXIT_USAGE 2
+
+static const char usage_text[] =
+    "usage: svcctl [--db CONNINFO] [--secret REF] COMMAND\n"
+    "\n"
+    "  migrate                             apply the schema migrations that are missing\n"
+    "  schema-version                      print the database's and this build's versions\n"
+    "  user add EMAIL [--name NAME] [--founder]\n"
+    "  org create SLUG --owner EMAIL [--name NAME]\n"
+    "  token create EMAIL --scope read|write|admin [--org SLUG] [--days N] [--name NAME]\n"
+    "                                      print a new personal access token (only the secret)\n"
+    "  session create EMAIL                print a service_session cookie value\n"
+    "  routes [--json]                     the route table\n"
+    "\n"
+    "  --db CONNINFO   libpq connection string (default: $SVC_DB)\n"
+    "  --secret REF    server secret as file:/path, env:NAME or exec:/program\n"
+    "                  (default: $SVC_SECRET); the module's SvcSecret\n";
+
+typedef struct {
+    apr_pool_t *pool;
+    const char *conninfo;
+    const char *secret_ref;
+    int argc;
+    const char **argv;
+    svc_config_t conf;
+    svc_db_t *db;
+} cli_t;
+
+static int usage(const char *why)
+{
+    if (why) {
+        fprintf(stderr, "svcctl: %s\n\n", why);
+    }
+    fputs(usage_text, stderr);
+    return EXIT_USAGE;
+}
+
+static int fail(const char *what, const char *why)
+{
+    fprintf(stderr, "svcctl: %s: %s\n", what, why);
+    return EXIT_FAILED;
+}
+
+/* Why a core call failed, in words for an operator. */
+static const char *explain(cli_t *cli, apr_status_t rv)
+{
+    char buf[256];
+
+    switch (rv) {
+    case SVC_EDBDOWN:
+        return apr_pstrcat(cli->pool, "database unreachable: ", svc_db_errmsg(cli->db), NULL);
+    case SVC_ECONFLICT:
+        return "already exists";
+    case SVC_ENOTFOUND:
+        return "not found";
+    case SVC_EDB:
+    case SVC_EINTEGRITY:
+        return apr_pstrdup(cli->pool, svc_db_errmsg(cli->db));
+    default:
+        return apr_pstrdup(cli->pool, apr_strerror(rv, buf, sizeof(buf)));
+    }
+}
+
+/* Finds --name VALUE among the command's arguments; flags without a value
+ * are reported by has_flag. Unknown options are usage errors. */
+static const char *opt(cli_t *cli, const char *name)
+{
+    int i;
+
+    for (i = 0; i < cli->argc; i++) {
+        if (strcmp(cli->argv[i], name) == 0) {
+            return i + 1 < cli->argc ? cli->argv[i + 1] : "";
+        }
+    }
+    return NULL;
+}
+
+static int has_flag(cli_t *cli, const char *name)
+{
+    int i;
+
+    for (i = 0; i < cli->argc; i++) {
+        if (strcmp(cli->argv[i], name) == 0) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* Every argument after the positional ones must be a known option. */
+static const char *check_options(cli_t *cli, int positional, const char *const *with_value,
+                                 const char *const *flags)
+{
+    int i;
+
+    for (i = positional; i < cli->argc; i++) {
+        const char *const *o;
+        int known = 0;
+        for (o = with_value; o && *o; o++) {
+            if (strcmp(cli->argv[i], *o) == 0) {
+                if (i + 1 >= cli->argc) {
+                    return apr_psprintf(cli->pool, "%s needs a value", *o);
+                }
+                i++;
+                known = 1;
+                break;
+            }
+        }
+        for (o = flags; !known && o && *o; o++) {
+            known = strcmp(cli->argv[i], *o) == 0;
+        }
+        if (!known) {
+            return apr_psprintf(cli->pool, "unexpected argument: %s", cli->argv[i]);
+        }
+    }
+    return NULL;
+}
+
+static int connect_db(cli_t *cli)
+{
+    const char *err = NULL;
+
+    if (!cli->conninfo || !*cli->conninfo) {
+        fprintf(stderr, "svcctl: no database: give --db CONNINFO or set SVC_DB\n");
+        return EXIT_USAGE;
+    }
+    if (svc_db_connect(&cli->db, cli->conninfo, cli->pool, &err) != APR_SUCCESS) {
+        return fail("cannot connect to the database", err ? err : "unknown error");
+    }
+    return 0;
+}
+
+static int load_secret(cli_t *cli)
+{
+    const char *err = NULL;
+
+    if (!cli->secret_ref || !*cli->secret_ref) {
+        fprintf(stderr, "svcctl: this command needs the server secret: give --secret REF or "
+                        "set SVC_SECRET (the same reference as SvcSecret)\n");
+        return EXIT_USAGE;
+    }
+    if (svc_config_load_secret(&cli->conf, cli->secret_ref, cli->pool, &err) != APR_SUCCESS) {
+        return fail("cannot load the server secret", err);
+    }
+    return 0;
+}
+
+static void operator_actor(svc_actor_t *a)
+{
+    memset(a, 0, sizeof(*a));
+    a->kind = "operator";
+    a->user_agent = "svcctl/" SVC_VERSION;
+    a->request_id = "svcctl";
+}
+
+static int need_user(cli_t *cli, const char *email, const char **pid)
+{
+    apr_status_t rv = svc_user_by_email(cli->db, cli->pool, email, pid);
+
+    if (rv == SVC_ENOTFOUND) {
+        return fail(email, "no such user (create it with: svcctl user add EMAIL)");
+    }
+    if (rv != APR_SUCCESS) {
+        return fail("looking up the user", explain(cli, rv));
+    }
+    return 0;
+}
+
+static int cmd_migrate(cli_t *cli)
+{
+    const char *err = NULL;
+    int applied = 0, version = 0, rc;
+    apr_status_t rv;
+
+    if (cli->argc != 0) {
+        return usage("migrate takes no arguments");
+    }
+    if ((rc = connect_db(cli)) != 0) {
+        return rc;
+    }
+    rv = svc_migrate_run(cli->db, cli->pool, &applied, &err);
+    if (rv != APR_SUCCESS) {
+        return fail("migrate", err ? err : explain(cli, rv));
+    }
+    svc_migrate_current(cli->db, cli->pool, &version);
+    printf("schema at version %d (%d migration%s applied)\n", version, applied,
+           applied == 1 ? "" : "s");
+    return 0;
+}
+
+static int cmd_schema_version(cli_t *cli)
+{
+    int version = 0, rc;
+    apr_status_t rv;
+
+    if ((rc = connect_db(cli)) != 0) {
+        return rc;
+    }
+    rv = svc_migrate_current(cli->db, cli->pool, &version);
+    if (rv != APR_SUCCESS) {
+        return fail("schema-version", explain(cli, rv));
+    }
+    printf("database %d, build %d\n", version, svc_schema_version);
+    return version >= svc_schema_version ? 0 : EXIT_FAILED;
+}
+
+static int cmd_user_add(cli_t *cli)
+{
+    static const char *const with_value[] = { "--name", NULL };
+    static const char *const flags[] = { "--founder", NULL };
+    const char *email, *name, *id, *err;
+    svc_actor_t actor;
+    apr_status_t rv;
+    int rc;
+
+    if (cli->argc < 1 || cli->argv[0][0] == '-') {
+        return usage("user add needs an EMAIL");
+    }
+    if ((err = check_options(cli, 1, with_value, flags)) != NULL) {
+        return usage(err);
+    }
+    email = cli->argv[0];
+    name = opt(cli, "--name");
+    if (!svc_email_valid(email)) {
+        return usage("EMAIL is not an email address");
+    }
+    if (name && strlen(name) > 200) {
+        return usage("--name is longer than 200 characters");
+    }
+    if ((rc = connect_db(cli)) != 0) {
+        return rc;
+    }
+    operator_actor(&actor);
+    rv = svc_user_add(cli->db, cli->pool, email, name, has_flag(cli, "--founder"), &actor, &id);
+    if (rv != APR_SUCCESS) {
+        return fail(email, rv == SVC_ECONFLICT ? "a user with this email already exists"
+                                               : explain(cli, rv));
+    }
+    printf("%s\n", id);
+    return 0;
+}
+
+static int cmd_org_create(cli_t *cli)
+{
+    static const char *const with_value[] = { "--owner", "--name", NULL };
+    const char *slug, *owner, *name, *owner_id, *id, *err;
+    svc_actor_t actor;
+    apr_status_t rv;
+    int rc;
+
+    if (cli->argc < 1 || cli->argv[0][0] == '-') {
+        return usage("org create needs a SLUG");
+    }
+    if ((err = check_options(cli, 1, with_value, NULL)) != NULL) {
+        return usage(err);
+    }
+    slug = cli->argv[0];
+    owner = opt(cli, "--owner");
+    name = opt(cli, "--name");
+    if (!svc_slug_valid(slug)) {
+        return usage("SLUG must be 1 to 63 characters of a-z, 0-9 and '-', not starting or "
+                     "ending with '-'");
+    }
+    if (!owner) {
+        return usage("org create needs --owner EMAIL");
+    }
+    if (name && (strlen(name) < 1 || strlen(name) > 200)) {
+        return usage("--name must be 1 to 200 characters");
+    }
+    if ((rc = connect_db(cli)) != 0 || (rc = need_user(cli, owner, &owner_id)) != 0) {
+        return rc;
+    }
+    operator_actor(&actor);
+    rv = svc_org_create(cli->db, cli->pool, slug, name ? name : slug, owner_id, &actor, &id);
+    if (rv != APR_SUCCESS) {
+        return fail(slug, rv == SVC_ECONFLICT ? "this slug is taken" : explain(cli, rv));
+    }
+    printf("%s\n", id);
+    return 0;
+}
+
+static int cmd_token_create(cli_t *cli)
+{
+    static const char *const with_value[] = { "--scope", "--org", "--days", "--name", NULL };
+    const char *email, *scope, *org, *days, *name, *err, *secret;
+    svc_token_spec_t spec;
+    svc_actor_t actor;
+    json_t *meta;
+    long long d = 0;
+    apr_status_t rv;
+    int rc;
+
+    if (cli->argc < 1 || cli->argv[0][0] == '-') {
+        return usage("token create needs an EMAIL");
+    }
+    if ((err = check_options(cli, 1, with_value, NULL)) != NULL) {
+        return usage(err);
+    }
+    email = cli->argv[0];
+    scope = opt(cli, "--scope");
+    org = opt(cli, "--org");
+    days = opt(cli, "--days");
+    name = opt(cli, "--name");
+    memset(&spec, 0, sizeof(spec));
+    spec.scope = svc_scope_parse(scope);
+    if (spec.scope == SVC_SCOPE_NONE) {
+        return usage("token create needs --scope read, write or admin");
+    }
+    if (days && svc_parse_int(days, 1, 365, &d) != APR_SUCCESS) {
+        return usage("--days must be an integer from 1 to 365");
+    }
+    spec.days = (int)d;
+    spec.name = name ? name : "svcctl";
+    if (strlen(spec.name) < 1 || strlen(spec.name) > 100) {
+        return usage("--name must be 1 to 100 characters");
+    }
+    if (org && !svc_slug_valid(org)) {
+        return usage("--org must be an organization slug");
+    }
+    if ((rc = load_secret(cli)) != 0 || (rc = connect_db(cli)) != 0
+        || (rc = need_user(cli, email, &spec.user_id)) != 0) {
+        return rc;
+    }
+    if (org) {
+        svc_orgref_t *ref;
+        rv = svc_org_membership(cli->db, cli->pool, org, spec.user_id, &ref);
+        if (rv == SVC_ENOTFOUND) {
+            return fail(org, "no such organization, or the user is not a member");
+        }
+        if (rv != APR_SUCCESS) {
+            return fail(org, explain(cli, rv));
+        }
+        spec.org_id = ref->id;
+    }
+    operator_actor(&actor);
+    rv = svc_token_create(cli->db, cli->pool, &cli->conf, &spec, &actor, &secret, &meta);
+    if (rv != APR_SUCCESS) {
+        return fail("token create", explain(cli, rv));
+    }
+    printf("%s\n", secret);
+    return 0;
+}
+
+static int cmd_session_create(cli_t *cli)
+{
+    const char *email, *user_id, *cookie, *sid;
+    apr_status_t rv;
+    int rc;
+
+    if (cli->argc != 1 || cli->argv[0][0] == '-') {
+        return usage("session create needs exactly one EMAIL");
+    }
+    email = cli->argv[0];
+    if ((rc = load_secret(cli)) != 0 || (rc = connect_db(cli)) != 0
+        || (rc = need_user(cli, email, &user_id)) != 0) {
+        return rc;
+    }
+    rv = svc_session_create(cli->db, cli->pool, &cli->conf, user_id, NULL, "svcctl/" SVC_VERSION,
+                            &cookie, &sid);
+    if (rv != APR_SUCCESS) {
+        return fail("session create", explain(cli, rv));
+    }
+    printf("%s\n", cookie);
+    return 0;
+}
+
+static const char *auth_name(svc_auth_e a)
+{
+    switch (a) {
+    case SVC_AUTH_NONE: return "none";
+    case SVC_AUTH_USER: return "user";
+    case SVC_AUTH_INTERNAL: return "internal";
+    case SVC_AUTH_SHARE: return "share";
+    case SVC_AUTH_WEBHOOK: return "webhook";
+    case SVC_AUTH_AGENT: return "agent";
+    }
+    return "?";
+}
+
+static int cmd_routes(cli_t *cli)
+{
+    const svc_route_t *r;
+    json_t *all;
+    char *out;
+
+    if (cli->argc > 1 || (cli->argc == 1 && strcmp(cli->argv[0], "--json") != 0)) {
+        return usage("routes takes only --json");
+    }
+    if (cli->argc == 0) {
+        for (r = svc_routes; r->method; r++) {
+            printf("%-7s %-60s %-8s %-6s %s\n", r->method, r->path, auth_name(r->auth),
+                   svc_scope_name(r->scope),
+                   svc_route_is_tenant(r) ? svc_role_name(r->role) : "-");
+        }
+        return 0;
+    }
+    all = json_array();
+    for (r = svc_routes; r->method; r++) {
+        json_t *fields = json_array();
+        const svc_field_t *f;
+        for (f = r->body; f && f->name; f++) {
+            json_array_append_new(fields, json_pack("{s:s,s:b}", "name", f->name,
+                                                    "required", f->required));
+        }
+        json_array_append_new(
+            all, json_pack("{s:s,s:s,s:s,s:s,s:s,s:b,s:o,s:s?,s:b,s:b,s:b,s:i,s:s}",
+                           "method", r->method, "path", r->path, "auth", auth_name(r->auth),
+                           "scope", svc_scope_name(r->scope), "role", svc_role_name(r->role),
+                           "tenant", svc_route_is_tenant(r), "body",
+                           r->body ? fields : json_null(), "rate_class", r->rate_class,
+                           "hidden", (r->flags & SVC_RF_HIDDEN) != 0,
+                           "founder", (r->flags & SVC_RF_FOUNDER) != 0,
+                           "paged", (r->flags & SVC_RF_PAGED) != 0,
+                           "success", r->success, "op_id", r->op_id));
+        if (!r->body) {
+            json_decref(fields);
+        }
+    }
+    out = json_dumps(all, JSON_INDENT(1));
+    printf("%s\n", out);
+    free(out);
+    json_decref(all);
+    return 0;
+}
+
+int main(int argc, const char *const *argv)
+{
+    cli_t cli;
+    char *env;
+    int i = 1, rc;
+
+    apr_app_initialize(&argc, &argv, NULL);
+    memset(&cli, 0, sizeof(cli));
+    apr_pool_create(&cli.pool, NULL);
+    svc_config_defaults(&cli.conf, cli.pool);
+    svc_config_default_rates(&cli.conf, cli.pool);
+    if (svc_crypto_init() != APR_SUCCESS) {
+        return fail("start", "libsodium failed to initialise");
+    }
+    if (apr_env_get(&env, "SVC_DB", cli.pool) == APR_SUCCESS) {
+        cli.conninfo = env;
+    }
+    if (apr_env_get(&env, "SVC_SECRET", cli.pool) == APR_SUCCESS) {
+        cli.secret_ref = env;
+    }
+    while (i < argc && argv[i][0] == '-') {
+        if (strcmp(argv[i], "--db") == 0 && i + 1 < argc) {
+            cli.conninfo = argv[i + 1];
+            i += 2;
+        }
+        else if (strcmp(argv[i], "--secret") == 0 && i + 1 < argc) {
+            cli.secret_ref = argv[i + 1];
+            i += 2;
+        }
+        else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            fputs(usage_text, stdout);
+            return 0;
+        }
+        else {
+            return usage(apr_psprintf(cli.pool, "unknown option %s", argv[i]));
+        }
+    }
+    if (i >= argc) {
+        return usage(NULL);
+    }
+#define IS(n, word) (argc > i + (n) && strcmp(argv[i + (n)], (word)) == 0)
+#define ARGS(n) (cli.argc = argc - i - (n), cli.argv = (const char **)argv + i + (n))
+    if (IS(0, "migrate")) {
+        ARGS(1);
+        rc = cmd_migrate(&cli);
+    }
+    else if (IS(0, "schema-version")) {
+        ARGS(1);
+        rc = cmd_schema_version(&cli);
+    }
+    else if (IS(0, "user") && IS(1, "add")) {
+        ARGS(2);
+        rc = cmd_user_add(&cli);
+    }
+    else if (IS(0, "org") && IS(1, "create")) {
+        ARGS(2);
+        rc = cmd_org_create(&cli);
+    }
+    else if (IS(0, "token") && IS(1, "create")) {
+        ARGS(2);
+        rc = cmd_token_create(&cli);
+    }
+    else if (IS(0, "session") && IS(1, "create")) {
+        ARGS(2);
+        rc = cmd_session_create(&cli);
+    }
+    else if (IS(0, "routes")) {
+        ARGS(1);
+        rc = cmd_routes(&cli);
+    }
+    else {
+        rc = usage(apr_psprintf(cli.pool, "unknown command: %s", argv[i]));
+    }
+#undef IS
+#undef ARGS
+    apr_pool_destroy(cli.pool);
+    apr_terminate();
+    return rc;
+}
