@@ -49,7 +49,7 @@ typedef struct {
 
 typedef struct {
     int status;                 /* HTTP status, 0 when there was no response */
-    apr_table_t *headers;       /* response headers (last response after redirects) */
+    apr_table_t *headers;       /* response headers of the final response */
     char *body;                 /* NUL-terminated for convenience; may contain NULs */
     apr_size_t body_len;
     const char *error;          /* why it failed, redacted, for logs and problems */

@@ -2,7 +2,7 @@
  * svc_test.h: the smallest unit-test harness that does the job.
  *
  *     SVC_TEST(name) { SVC_CHECK(expr); SVC_CHECK_STR(a, b); }
- *     int main(void) { return svc_test_run(argc, argv); }
+ *     int main(int argc, const char *const *argv) { return svc_test_run(argc, argv); }
  *
  * Each test gets a fresh pool (svc_test_pool). A failed check prints
  * file:line and the expression and marks the test failed; the program's exit
@@ -29,14 +29,14 @@ extern svc_test_case_t svc_test_cases[SVC_TEST_MAX];
 extern int svc_test_ncases;
 extern int svc_test_failed_checks;
 
-#define SVC_TEST(name)                                                        \
-    static void name(apr_pool_t *p);                                          \
-    __attribute__((constructor)) static void name##_register(void)            \
+#define SVC_TEST(tname)                                                       \
+    static void tname(apr_pool_t *p);                                         \
+    __attribute__((constructor)) static void tname##_register(void)           \
     {                                                                         \
-        svc_test_cases[svc_test_ncases].name = #name;                         \
-        svc_test_cases[svc_test_ncases++].fn = name;                          \
+        svc_test_cases[svc_test_ncases].name = #tname;                        \
+        svc_test_cases[svc_test_ncases++].fn = tname;                         \
     }                                                                         \
-    static void name(apr_pool_t *p)
+    static void tname(apr_pool_t *p __attribute__((unused)))
 
 #define SVC_CHECK(expr)                                                       \
     do {                                                                      \
