@@ -58,6 +58,11 @@ static void db_return(svc_lease_t *lease)
     }
 }
 
+static void db_release(svc_ctx_t *ctx)
+{
+    db_return(ctx->glue);
+}
+
 static apr_status_t db_return_cleanup(void *data)
 {
     db_return(data);
@@ -323,6 +328,7 @@ int svc_handler(request_rec *r)
     lease->ctx = ctx;
     ctx->glue = lease;
     ctx->db_acquire = db_acquire;
+    ctx->db_release = db_release;
     apr_pool_cleanup_register(r->pool, lease, db_return_cleanup, apr_pool_cleanup_null);
 
     apr_table_setn(r->err_headers_out, "X-Request-Id", ctx->request_id);

@@ -79,6 +79,13 @@ apr_status_t svc_ctx_db(svc_ctx_t *ctx, svc_db_t **pdb)
     return ctx->db ? APR_SUCCESS : SVC_EDBDOWN;
 }
 
+void svc_ctx_db_release(svc_ctx_t *ctx)
+{
+    if (ctx->db && ctx->db_release) {
+        ctx->db_release(ctx);
+    }
+}
+
 apr_status_t svc_fail(svc_ctx_t *ctx, int status, const char *code, const char *fmt, ...)
 {
     svc_problem_t *pr = apr_pcalloc(ctx->pool, sizeof(*pr));

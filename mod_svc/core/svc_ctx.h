@@ -76,7 +76,8 @@ struct svc_ctx_t {
     /* The database, acquired on first use through the glue's callback. */
     svc_db_t *db;
     apr_status_t (*db_acquire)(svc_ctx_t *ctx);
-    void *glue;                 /* baton for db_acquire */
+    void (*db_release)(svc_ctx_t *ctx);
+    void *glue;                 /* baton for db_acquire and db_release */
 
     /* The response. */
     int status;
@@ -92,6 +93,14 @@ svc_ctx_t *svc_ctx_create(apr_pool_t *p, const svc_config_t *conf);
 
 /* The database handle, acquired on first call. SVC_EDBDOWN when there is none. */
 apr_status_t svc_ctx_db(svc_ctx_t *ctx, svc_db_t **pdb);
+
+/*
+ * Gives the connection back to the pool now (rolling back anything not
+ * committed). Handlers call this before waiting on anything slow, such as
+ * an outbound HTTP call, so a slow provider cannot starve the pool; the
+ * next svc_ctx_db acquires a connection again.
+ */
+void svc_ctx_db_release(svc_ctx_t *ctx);
 
 /*
  * Attaches a problem document and returns SVC_EPROBLEM, so handlers write
