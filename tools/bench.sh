@@ -1,0 +1,158 @@
+#!/usr/bin/env bash
+# tools/bench.sh: `make bench`, wrk against the stack `make run` starts.
+#
+# In one httpd, one run: GET /api/me/tokens with an admin PAT (auth, a
+# database round trip, JSON out) and GET /noop (the module's no-op handler),
+# each for BENCH_REQUESTS requests over 32 connections after a warm-up.
+# Prints both throughputs, their ratio, p50/p99 latencies, and httpd's total
+# RSS (parent + children, from /proc) before and after the PAT run.
+# The numbers are ratios to /noop on the same machine, never absolutes to
+# assert on.
+#
+#   BENCH_REQUESTS=200000 BENCH_CONNECTIONS=32 BENCH_WARMUP=5 PORT=8080
+set -euo pipefail
+
+SVC_RUN_LIB=1
+# shellcheck source=tools/run.sh
+. "$(dirname "${BASH_SOURCE[0]}")/run.sh"
+
+REQUESTS=${BENCH_REQUESTS:-200000}
+CONNS=${BENCH_CONNECTIONS:-32}
+WARMUP=${BENCH_WARMUP:-5}
+THREADS=${BENCH_THREADS:-$(nproc 2>/dev/null || echo 2)}
+[ "$THREADS" -le "$CONNS" ] || THREADS=$CONNS
+
+# total_rss_kib PID: VmRSS of PID and its direct children (httpd's workers).
+total_rss_kib() {
+    local parent=$1 total=0 n=0 st pid ppid rss
+    for st in /proc/[0-9]*/status; do
+        pid=${st#/proc/}; pid=${pid%/status}
+        ppid=$(awk '/^PPid:/ {print $2}' "$st" 2>/dev/null) || continue
+        [ "$pid" = "$parent" ] || [ "$ppid" = "$parent" ] || continue
+        rss=$(awk '/^VmRSS:/ {print $2}' "$st" 2>/dev/null) || continue
+        total=$((total + ${rss:-0}))
+        n=$((n + 1))
+    done
+    echo "$total $n"
+}
+
+# The wrk script: sets the PAT header, stops each thread after its share of
+# requests (wrk itself only knows durations; the last thread to finish leaves
+# a mark the shell turns into SIGINT, which ends wrk early with correct
+# statistics), and prints one parsable line.
+write_lua() {
+    cat >"$1" <<'EOF'
+local token = os.getenv("SVC_BENCH_TOKEN")
+if token and token ~= "" then
+    wrk.headers["Authorization"] = "Bearer " .. token
+end
+local limit = tonumber(os.getenv("SVC_BENCH_PER_THREAD") or "0")
+local mark = os.getenv("SVC_BENCH_MARK")
+local count = 0
+
+function response(status, headers, body)
+    count = count + 1
+    if limit > 0 and count == limit then
+        local f = io.open(mark, "a")
+        f:write("done\n")
+        f:close()
+        wrk.thread:stop()
+    end
+end
+
+function done(summary, latency, requests)
+    local e = summary.errors
+    io.write(string.format(
+        "SVCBENCH requests=%d duration_us=%d p50_us=%d p99_us=%d non2xx=%d sockerr=%d\n",
+        summary.requests, summary.duration,
+        latency:percentile(50), latency:percentile(99),
+        e.status, e.connect + e.read + e.write + e.timeout))
+end
+EOF
+}
+
+# run_wrk NAME PATH TOKEN REQUESTS|0 SECONDS → prints the SVCBENCH line
+run_wrk() {
+    local name=$1 path=$2 token=$3 n=$4 secs=$5 mark out pid
+    mark=$(mktemp "$BENCH_DIR/mark.XXXXXX")
+    out=$BENCH_DIR/wrk-$name.out
+    : >"$mark"
+    SVC_BENCH_TOKEN=$token SVC_BENCH_MARK=$mark \
+    SVC_BENCH_PER_THREAD=$(( n > 0 ? (n + THREADS - 1) / THREADS : 0 )) \
+        wrk -t"$THREADS" -c"$CONNS" -d"${secs}s" --timeout 10s -s "$LUA" \
+            "http://127.0.0.1:$PORT$path" >"$out" 2>&1 &
+    pid=$!
+    if [ "$n" -gt 0 ]; then
+        while kill -0 "$pid" 2>/dev/null; do
+            if [ "$(wc -l <"$mark")" -ge "$THREADS" ]; then
+                kill -INT "$pid" 2>/dev/null || true
+                break
+            fi
+            sleep 0.05
+        done
+    fi
+    wait "$pid" || true
+    rm -f "$mark"
+    grep '^SVCBENCH ' "$out" || { cat "$out" >&2; die "wrk failed on $path"; }
+}
+
+field() { sed -n "s/.* $2=\([0-9]*\).*/\1/p" <<<"$1"; }
+
+report() {
+    local name=$1 line=$2 req dur p50 p99 non2xx sockerr
+    req=$(field "$line" requests); dur=$(field "$line" duration_us)
+    p50=$(field "$line" p50_us); p99=$(field "$line" p99_us)
+    non2xx=$(field "$line" non2xx); sockerr=$(field "$line" sockerr)
+    awk -v n="$name" -v r="$req" -v d="$dur" -v a="$p50" -v b="$p99" \
+        -v x="$non2xx" -v s="$sockerr" 'BEGIN {
+        printf "  %-20s %9d req %10.0f req/s   p50 %7.2f ms   p99 %7.2f ms   non-2xx %d, socket errors %d\n",
+               n, r, r / (d / 1e6), a / 1000, b / 1000, x, s }'
+}
+
+rps() { awk -v r="$(field "$1" requests)" -v d="$(field "$1" duration_us)" 'BEGIN { print r / (d / 1e6) }'; }
+
+main_bench() {
+    command -v wrk >/dev/null || die "wrk is not installed (tools/deps.sh)"
+    setup_stack
+    BENCH_DIR=$VAR/bench
+    mkdir -p "$BENCH_DIR"
+    LUA=$BENCH_DIR/svc.lua
+    write_lua "$LUA"
+    # Files, not the terminal: a benchmark should not pay for a tty.
+    httpd_start "$VAR/log/error_log"
+
+    local token code
+    token=$(cat "$VAR/admin.token")
+    code=$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $token" \
+           "http://127.0.0.1:$PORT/api/me/tokens")
+    [ "$code" = 200 ] || die "GET /api/me/tokens answered $code, not 200"
+    code=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$PORT/noop")
+    [ "$code" = 200 ] || die "GET /noop answered $code, not 200"
+
+    echo
+    echo "bench: $CONNS connections, $THREADS wrk threads, $(nproc) CPUs;" \
+         "warm-up ${WARMUP}s per route, then $REQUESTS requests per route"
+    run_wrk warmup-pat /api/me/tokens "$token" 0 "$WARMUP" >/dev/null
+    run_wrk warmup-noop /noop "" 0 "$WARMUP" >/dev/null
+
+    local before after pat noop
+    before=$(total_rss_kib "$HTTPD_PID")
+    pat=$(run_wrk pat /api/me/tokens "$token" "$REQUESTS" 600)
+    after=$(total_rss_kib "$HTTPD_PID")
+    noop=$(run_wrk noop /noop "" "$REQUESTS" 600)
+
+    echo
+    report "GET /noop" "$noop"
+    report "GET /api/me/tokens" "$pat"
+    awk -v p="$(rps "$pat")" -v n="$(rps "$noop")" 'BEGIN {
+        printf "  PAT route / no-op: %.1f %% of the no-op throughput\n", 100 * p / n }'
+    set -- $before; local b_kib=$1 b_n=$2
+    set -- $after;  local a_kib=$1 a_n=$2
+    awk -v b="$b_kib" -v bn="$b_n" -v a="$a_kib" -v an="$a_n" -v r="$REQUESTS" 'BEGIN {
+        printf "  httpd RSS: %.1f MiB (%d processes) before, %.1f MiB (%d processes) after %d PAT requests: %+.1f %%\n",
+               b / 1024, bn, a / 1024, an, r, 100 * (a - b) / b }'
+    echo
+    stop_all
+}
+
+main_bench "$@"

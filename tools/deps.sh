@@ -1,0 +1,174 @@
+#!/usr/bin/env bash
+# tools/deps.sh: the ONE list of system packages mod_svc needs to build, run
+# and test, for Debian/Ubuntu (apt) and for RPM systems (dnf).  The packaging
+# (packaging/deb, packaging/rpm) reads its Build-Depends / Requires from here
+# with --print, so the lists cannot drift apart.
+#
+#   tools/deps.sh                     install whatever is missing (all groups)
+#   tools/deps.sh --check             exit 1 and name what is missing
+#   tools/deps.sh --print deb|rpm [build|run|test|all]
+#                                     print one package name per line
+#
+# Groups: build = compile the module and svcctl; run = what the installed
+# module needs at run time (plus the PostgreSQL server `make run` starts);
+# test = the test harness and `make bench`.
+set -euo pipefail
+
+# --- Debian 12 / Ubuntu --------------------------------------------------
+DEB_BUILD=(
+    gcc make pkg-config libc6-dev perl
+    apache2-dev            # apxs, httpd headers, apr-1-config, apu-1-config
+    libjansson-dev libsodium-dev libcurl4-openssl-dev libpq-dev libssl-dev
+)
+DEB_RUN=(
+    apache2                # /usr/sbin/apache2 and the event MPM module
+    libaprutil1-dbd-pgsql  # apr_dbd's PostgreSQL driver, used by mod_dbd
+    postgresql             # server (initdb, pg_ctl) + psql for `make run`
+)
+DEB_TEST=(
+    libapache2-mod-perl2   # Debian ships Apache::Test in this package
+    libwww-perl            # LWP, used by Apache::TestRequest and SvcTest.pm
+    libhttp-daemon-perl    # fake code-hosting/payment/LLM providers
+    valgrind               # unit tests (without SANITIZE=1)
+    wrk                    # make bench
+    curl procps            # health probes; ps/pgrep in the scripts
+    util-linux             # runuser, setpriv (dropping root in test.sh)
+    passwd                 # useradd (the unprivileged test user)
+    tar coreutils findutils
+)
+
+# --- Fedora / RHEL (EPEL for wrk and libsodium on RHEL) ---------------------
+RPM_BUILD=(
+    gcc make pkgconf-pkg-config perl
+    httpd-devel apr-devel apr-util-devel
+    jansson-devel libsodium-devel libcurl-devel libpq-devel openssl-devel
+    libasan libubsan       # SANITIZE=1
+)
+RPM_RUN=(
+    httpd
+    apr-util-pgsql
+    postgresql-server postgresql
+)
+RPM_TEST=(
+    perl-Apache-Test perl-libwww-perl perl-HTTP-Daemon perl-JSON-PP
+    perl-Time-HiRes perl-Digest-SHA perl-IPC-Cmd
+    valgrind wrk curl procps-ng util-linux shadow-utils tar coreutils findutils
+)
+
+die() { echo "deps.sh: $*" >&2; exit 1; }
+
+# pick <deb|rpm> <group>: prints the package names of a group.
+pick() {
+    case $1:$2 in
+        deb:build) printf '%s\n' "${DEB_BUILD[@]}" ;;
+        deb:run)   printf '%s\n' "${DEB_RUN[@]}" ;;
+        deb:test)  printf '%s\n' "${DEB_TEST[@]}" ;;
+        rpm:build) printf '%s\n' "${RPM_BUILD[@]}" ;;
+        rpm:run)   printf '%s\n' "${RPM_RUN[@]}" ;;
+        rpm:test)  printf '%s\n' "${RPM_TEST[@]}" ;;
+        deb:all|rpm:all) pick "$1" build; pick "$1" run; pick "$1" test ;;
+        *) die "unknown family/group '$1 $2' (deb|rpm; build|run|test|all)" ;;
+    esac
+}
+
+family() {
+    if command -v dpkg-query >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
+        echo deb
+    elif command -v rpm >/dev/null 2>&1 && command -v dnf >/dev/null 2>&1; then
+        echo rpm
+    else
+        echo unknown
+    fi
+}
+
+# missing <fam>: the packages of all groups that are not installed.
+missing() {
+    local fam=$1 p
+    while read -r p; do
+        case $fam in
+            deb) dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' \
+                     || echo "$p" ;;
+            rpm) rpm -q --whatprovides "$p" >/dev/null 2>&1 || echo "$p" ;;
+        esac
+    done < <(pick "$fam" all | sort -u)
+}
+
+# as_root CMD...: run as root directly, or through sudo, or explain.
+as_root() {
+    if [ "$(id -u)" = 0 ]; then
+        "$@"
+    elif command -v sudo >/dev/null 2>&1; then
+        sudo "$@"
+    else
+        return 127
+    fi
+}
+
+install_deb() {
+    local pkgs=("$@") policy=/usr/sbin/policy-rc.d made_policy=0
+    # Installing apache2 or postgresql would start their system services
+    # (port 80, a cluster on 5432).  We never use those, so keep them off,
+    # the way container images do, unless the machine already decided.
+    if [ ! -e "$policy" ]; then
+        as_root sh -c "printf '#!/bin/sh\nexit 101\n' > $policy && chmod 755 $policy" \
+            && made_policy=1
+    fi
+    local rc=0
+    {
+        # SVC_APT_UPDATED=1: the caller (.ci/run) has just refreshed the lists.
+        if [ -z "${SVC_APT_UPDATED:-}" ]; then
+            as_root env DEBIAN_FRONTEND=noninteractive apt-get update -q
+        fi &&
+        as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
+            --no-install-recommends "${pkgs[@]}"
+    } || rc=$?
+    if [ "$made_policy" = 1 ]; then as_root rm -f "$policy"; fi
+    return $rc
+}
+
+install_rpm() {
+    as_root dnf install -y "$@"
+}
+
+main() {
+    local mode=install
+    case ${1:-} in
+        --print) [ $# -ge 2 ] || die "usage: deps.sh --print deb|rpm [build|run|test|all]"
+                 pick "$2" "${3:-all}"; return ;;
+        --check) mode=check ;;
+        "") ;;
+        -h|--help) sed -n '2,17p' "$0"; return ;;
+        *) die "unknown argument '$1' (see --help)" ;;
+    esac
+
+    local fam
+    fam=$(family)
+    [ "$fam" != unknown ] || die "neither apt-get nor dnf found; install by hand:
+  Debian: $(pick deb all | tr '\n' ' ')
+  RPM:    $(pick rpm all | tr '\n' ' ')"
+
+    local -a miss
+    mapfile -t miss < <(missing "$fam")
+    if [ ${#miss[@]} -eq 0 ]; then
+        echo "deps.sh: all $(pick "$fam" all | sort -u | wc -l) packages present"
+        return 0
+    fi
+    if [ "$mode" = check ]; then
+        echo "deps.sh: missing: ${miss[*]}" >&2
+        return 1
+    fi
+
+    echo "deps.sh: installing: ${miss[*]}"
+    local rc=0
+    "install_$fam" "${miss[@]}" || rc=$?
+    if [ $rc = 127 ]; then
+        die "not root and no sudo; as root, install: ${miss[*]}"
+    elif [ $rc != 0 ]; then
+        die "package installation failed (exit $rc); needed: ${miss[*]}"
+    fi
+    # What apt says it installed is not proof; check again.
+    mapfile -t miss < <(missing "$fam")
+    [ ${#miss[@]} -eq 0 ] || die "still missing after install: ${miss[*]}"
+}
+
+main "$@"

@@ -1,0 +1,388 @@
+#!/usr/bin/env bash
+# tools/run.sh: `make run`, a working mod_svc on this machine in one command.
+#
+#   make run                 (PORT=8081 make run for another port)
+#
+# Installs what is missing, builds, creates (once) a PostgreSQL cluster in
+# var/pg with its socket in var/, migrates it, bootstraps the founder
+# admin@localhost owning org "demo", writes a fresh admin PAT to
+# var/admin.token (0600) and the connection settings to var/svc.env, and runs
+# httpd (event MPM) with the module in the foreground on 127.0.0.1:$PORT.
+# Ctrl-C stops httpd and PostgreSQL.  var/ is kept for the next run.
+#
+# As root: initdb refuses root, so PostgreSQL runs as an unprivileged user
+# ($SVC_RUN_USER, default svcdev, created if needed) and httpd's children
+# switch to it (User/Group).  If that user cannot enter the checkout (e.g. it
+# is under /root), var/ becomes a symlink to /var/lib/mod_svc-dev/<hash>.
+#
+# tools/bench.sh sources this file with SVC_RUN_LIB=1 to reuse the functions.
+set -euo pipefail
+
+TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+PORT=${PORT:-8080}
+RUN_USER=${SVC_RUN_USER:-svcdev}
+ADMIN_EMAIL=admin@localhost
+DEMO_ORG=demo
+
+say() { printf 'run.sh: %s\n' "$*"; }
+die() { printf 'run.sh: %s\n' "$*" >&2; exit 1; }
+
+IS_ROOT=0
+[ "$(id -u)" = 0 ] && IS_ROOT=1
+
+# as_pg CMD...: run as the user that owns the PostgreSQL cluster.
+as_pg() {
+    if [ "$IS_ROOT" = 1 ]; then
+        # cd /: the user may not be able to enter the current directory.
+        (cd / && runuser -u "$PG_OS_USER" -- "$@")
+    else
+        "$@"
+    fi
+}
+
+pg_bindir() {
+    local d
+    d=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)
+    if [ -n "$d" ] && [ -x "$d/initdb" ]; then echo "$d"; return; fi
+    d=$(pg_config --bindir 2>/dev/null || true)
+    if [ -n "$d" ] && [ -x "$d/initdb" ]; then echo "$d"; return; fi
+    d=$(command -v initdb || true)
+    [ -n "$d" ] && dirname "$d"
+}
+
+# --- var/ and who owns it --------------------------------------------------
+
+setup_var() {
+    cd "$TOP"
+    PG_OS_USER=$(id -un)
+    if [ "$IS_ROOT" = 1 ]; then
+        PG_OS_USER=$RUN_USER
+        # A cluster made by someone else (an earlier non-root run) keeps its owner.
+        if [ -d var/pg ]; then
+            PG_OS_USER=$(stat -L -c %U var/pg)
+            [ "$PG_OS_USER" != root ] || die "var/pg is owned by root; remove it"
+        elif ! id -u "$RUN_USER" >/dev/null 2>&1; then
+            say "creating user $RUN_USER (PostgreSQL and httpd's children run as it)"
+            useradd --system --user-group --home-dir "/var/lib/$RUN_USER" \
+                --no-create-home --shell /usr/sbin/nologin "$RUN_USER"
+        fi
+        if [ ! -L var ] && ! runuser -u "$PG_OS_USER" -- test -x "$TOP"; then
+            # The user cannot even enter the checkout: keep var/ elsewhere.
+            [ ! -e var ] || die "$PG_OS_USER cannot reach $TOP/var; remove var/ \
+(rm -rf var) so that make run can re-create it as a symlink"
+            local hash target
+            hash=$(printf '%s' "$TOP" | sha256sum | cut -c1-12)
+            target=/var/lib/mod_svc-dev/$hash
+            mkdir -p "$target"
+            ln -s "$target" var
+        fi
+        if [ -L var ]; then
+            say "note: $PG_OS_USER cannot enter $TOP, so var -> $(readlink var)"
+        fi
+        mkdir -p var
+        chown "$PG_OS_USER:" "$(readlink -f var)"
+    else
+        mkdir -p var
+        if [ -d var/pg ] && [ ! -O var/pg ]; then
+            die "var/pg belongs to $(stat -L -c %U var/pg); run as that user or as root, or remove var/"
+        fi
+    fi
+    VAR=$(readlink -f var)
+    chmod 700 "$VAR"
+    mkdir -p "$VAR/log" "$VAR/run" "$VAR/htdocs"
+    if [ "$IS_ROOT" = 1 ]; then
+        chown "$PG_OS_USER:" "$VAR" "$VAR/log" "$VAR/run" "$VAR/htdocs"
+    fi
+    PGDATA=$VAR/pg
+    PGLOG=$VAR/log/postgresql.log
+    # Unix socket paths are limited to 107 bytes.
+    PGSOCK=$VAR
+    if [ ${#PGSOCK} -gt 90 ]; then
+        PGSOCK=/tmp/mod_svc-$(printf '%s' "$VAR" | sha256sum | cut -c1-12)
+        mkdir -p "$PGSOCK"
+        [ "$IS_ROOT" = 0 ] || chown "$PG_OS_USER:" "$PGSOCK"
+        chmod 700 "$PGSOCK"
+    fi
+    SVC_DB="host=$PGSOCK port=5432 dbname=svc user=$PG_OS_USER connect_timeout=3"
+    SECRET_FILE=$VAR/secret.key
+    SVC_SECRET=file:$SECRET_FILE
+    SVCCTL=$TOP/build/svcctl
+    export SVC_DB SVC_SECRET
+}
+
+# --- PostgreSQL ----------------------------------------------------------
+
+PG_STARTED=0
+
+pg_start() {
+    PGBIN=$(pg_bindir) || true
+    [ -n "$PGBIN" ] || die "PostgreSQL server binaries (initdb, pg_ctl) not found"
+    if [ ! -f "$PGDATA/PG_VERSION" ]; then
+        say "creating the PostgreSQL cluster in $PGDATA"
+        as_pg "$PGBIN/initdb" -D "$PGDATA" -A trust -U "$PG_OS_USER" -E UTF8 \
+            --locale=C >"$VAR/log/initdb.log" 2>&1 \
+            || { cat "$VAR/log/initdb.log"; die "initdb failed"; }
+        # Unix socket only, next to the data: no port to collide on.
+        as_pg tee -a "$PGDATA/postgresql.conf" >/dev/null <<EOF
+
+# --- tools/run.sh ---
+listen_addresses = ''
+unix_socket_directories = '$PGSOCK'
+port = 5432
+max_connections = 200
+logging_collector = off
+log_line_prefix = '%m [%p] %q%u@%d '
+EOF
+    fi
+    if as_pg "$PGBIN/pg_ctl" -D "$PGDATA" status >/dev/null 2>&1; then
+        say "PostgreSQL is already running (left over from an earlier run); using it"
+    else
+        as_pg "$PGBIN/pg_ctl" -D "$PGDATA" -l "$PGLOG" -w -t 60 start >/dev/null \
+            || { tail -n 20 "$PGLOG"; die "PostgreSQL did not start (log: $PGLOG)"; }
+    fi
+    PG_STARTED=1
+    if ! as_pg "$PGBIN/psql" -X -q -h "$PGSOCK" -d postgres -tAc \
+            "SELECT 1 FROM pg_database WHERE datname = 'svc'" | grep -q 1; then
+        as_pg "$PGBIN/createdb" -h "$PGSOCK" svc
+    fi
+}
+
+pg_stop() {
+    if [ "$PG_STARTED" = 1 ]; then
+        as_pg "$PGBIN/pg_ctl" -D "$PGDATA" -m fast -w -t 60 stop >/dev/null 2>&1 ||
+            as_pg "$PGBIN/pg_ctl" -D "$PGDATA" -m immediate -w stop >/dev/null 2>&1 || true
+        PG_STARTED=0
+        say "PostgreSQL stopped"
+    fi
+}
+
+# --- secret, schema, bootstrap ---------------------------------------------
+
+make_secret() {
+    if [ ! -s "$SECRET_FILE" ]; then
+        (umask 077; od -An -tx1 -N32 /dev/urandom | tr -d ' \n' >"$SECRET_FILE")
+        say "generated $SECRET_FILE"
+    fi
+    # httpd's children (the cluster's user, when root) may read it too.
+    [ "$IS_ROOT" = 0 ] || chown "$PG_OS_USER:" "$SECRET_FILE"
+    chmod 600 "$SECRET_FILE"
+}
+
+# svcctl_idem ARGS...: svcctl that accepts "already exists" as success.
+svcctl_idem() {
+    local err rc=0
+    err=$("$SVCCTL" "$@" 2>&1 >/dev/null) || rc=$?
+    if [ $rc != 0 ] && ! grep -qi 'already exists' <<<"$err"; then
+        printf '%s\n' "$err" >&2
+        die "svcctl $* failed"
+    fi
+}
+
+bootstrap() {
+    "$SVCCTL" migrate
+    # The marker lives in the cluster's directory: a new cluster bootstraps anew.
+    local marker=$PGDATA/svc-bootstrap.done
+    if [ ! -f "$marker" ]; then
+        svcctl_idem user add "$ADMIN_EMAIL" --name Admin --founder
+        svcctl_idem org create "$DEMO_ORG" --owner "$ADMIN_EMAIL" --name Demo
+        as_pg touch "$marker"
+        say "bootstrapped founder $ADMIN_EMAIL, owner of org $DEMO_ORG"
+    fi
+    local tmp
+    tmp=$(umask 077; mktemp "$VAR/admin.token.XXXXXX")
+    "$SVCCTL" token create "$ADMIN_EMAIL" --scope admin --name "make run $(date -u +%FT%TZ)" >"$tmp"
+    mv "$tmp" "$VAR/admin.token"
+    chmod 600 "$VAR/admin.token"
+    {
+        echo "# Written by tools/run.sh: source it to use build/svcctl on this instance."
+        echo "SVC_DB='$SVC_DB'"
+        echo "SVC_SECRET='$SVC_SECRET'"
+    } >"$VAR/svc.env"
+}
+
+# --- httpd -----------------------------------------------------------------
+
+HTTPD_PID=
+
+# write_httpd_conf ERRORLOG: the whole httpd configuration, regenerated each
+# start; the mod_svc part has the same directives as conf/svc.conf.
+write_httpd_conf() {
+    local errorlog=$1 libexec
+    libexec=$(apxs -q LIBEXECDIR)
+    HTTPD_BIN=$(apxs -q SBINDIR)/$(apxs -q TARGET)
+    HTTPD_CONF=$VAR/httpd.conf
+    {
+        cat <<EOF
+# Generated by tools/run.sh at every start; edit tools/run.sh, not this file.
+ServerRoot        "$VAR"
+DefaultRuntimeDir "$VAR/run"
+PidFile           "$VAR/run/httpd.pid"
+DocumentRoot      "$VAR/htdocs"
+ServerName        127.0.0.1
+Listen            127.0.0.1:$PORT
+
+LoadModule mpm_event_module  $libexec/mod_mpm_event.so
+LoadModule authz_core_module $libexec/mod_authz_core.so
+LoadModule dbd_module        $libexec/mod_dbd.so
+LoadModule svc_module        $TOP/build/mod_svc.so
+EOF
+        if [ "$IS_ROOT" = 1 ]; then
+            printf 'User  %s\nGroup %s\n' "$PG_OS_USER" "$(id -gn "$PG_OS_USER")"
+        fi
+        cat <<EOF
+
+ErrorLog  $errorlog
+LogLevel  info
+LogFormat "%h %l %u %t \"%r\" %>s %b %D %{X-Request-Id}o" svc
+CustomLog "$VAR/log/access_log" svc
+
+# A fixed set of children (no reaping during a benchmark); DBDMax 32 x
+# ServerLimit 4 stays below the cluster's max_connections.
+StartServers        2
+ServerLimit         4
+ThreadsPerChild     25
+MinSpareThreads     25
+MaxSpareThreads     100
+MaxRequestWorkers   100
+MaxConnectionsPerChild 0
+KeepAlive On
+
+<Directory />
+    Require all denied
+</Directory>
+
+# --- mod_svc (as in conf/svc.conf) ---
+DBDriver   pgsql
+DBDParams  "$SVC_DB"
+DBDPersist On
+DBDMin     0
+DBDKeep    8
+DBDMax     32
+DBDExptime 60
+
+SvcSecret        $SVC_SECRET
+SvcInternalAllow 127.0.0.1 ::1
+
+<Location /api/>
+    Require all granted
+    SetHandler svc
+</Location>
+<Location /internal/>
+    Require all granted
+    SetHandler svc
+</Location>
+<Location /auth/>
+    Require all granted
+    SetHandler svc
+</Location>
+<Location /webhooks/vcs>
+    Require all granted
+    SetHandler svc
+</Location>
+<Location /noop>
+    Require all granted
+    SetHandler svc-noop
+</Location>
+EOF
+    } >"$HTTPD_CONF"
+    "$HTTPD_BIN" -t -f "$HTTPD_CONF" >/dev/null 2>"$VAR/log/configtest.log" \
+        || { cat "$VAR/log/configtest.log"; die "httpd configuration test failed"; }
+}
+
+# httpd_start ERRORLOG: start httpd in the background (foreground mode, so it
+# stays our child) and wait until /internal/health answers 200.
+httpd_start() {
+    local pidfile=$VAR/run/httpd.pid pid
+    if [ -s "$pidfile" ] && pid=$(cat "$pidfile") && kill -0 "$pid" 2>/dev/null; then
+        die "httpd from an earlier run is still running (pid $pid); stop it first"
+    fi
+    # Someone else on the port would answer our health probe: refuse early.
+    if (exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null; then
+        die "127.0.0.1:$PORT is already in use; try PORT=<another port> make run"
+    fi
+    write_httpd_conf "$1"
+    rm -f "$pidfile"
+    "$HTTPD_BIN" -f "$HTTPD_CONF" -DFOREGROUND &
+    HTTPD_PID=$!
+    local code=
+    for _ in $(seq 150); do
+        kill -0 "$HTTPD_PID" 2>/dev/null || { HTTPD_PID=; die "httpd exited at start"; }
+        # Ours is up once it wrote its pid file (then it listens).
+        if [ "$(cat "$pidfile" 2>/dev/null)" = "$HTTPD_PID" ]; then
+            code=$(curl -s -o /dev/null -w '%{http_code}' \
+                   "http://127.0.0.1:$PORT/internal/health" || true)
+            [ "$code" = 200 ] && return 0
+        fi
+        sleep 0.2
+    done
+    die "httpd did not become healthy on port $PORT (last status: ${code:-none})"
+}
+
+httpd_stop() {
+    if [ -n "$HTTPD_PID" ] && kill -0 "$HTTPD_PID" 2>/dev/null; then
+        kill -TERM "$HTTPD_PID" 2>/dev/null || true
+        wait "$HTTPD_PID" 2>/dev/null || true
+        say "httpd stopped"
+    fi
+    HTTPD_PID=
+}
+
+stop_all() {
+    trap - INT TERM EXIT
+    set +e
+    httpd_stop
+    pg_stop
+}
+
+# setup_stack: everything up to (not including) httpd.
+setup_stack() {
+    if [ -z "${SVC_SKIP_DEPS:-}" ]; then
+        "$TOP/tools/deps.sh"
+    fi
+    (cd "$TOP" && make -j"$(nproc 2>/dev/null || echo 2)")
+    setup_var
+    # One stack per checkout: a second `make run` (or bench) would adopt the
+    # first one's PostgreSQL and stop it on exit.
+    local pid
+    if [ -s "$VAR/run/httpd.pid" ] && pid=$(cat "$VAR/run/httpd.pid") &&
+       kill -0 "$pid" 2>/dev/null; then
+        die "make run (or make bench) is already running in $TOP (httpd pid $pid)"
+    fi
+    trap 'stop_all; exit 130' INT
+    trap 'stop_all; exit 143' TERM
+    trap 'stop_all' EXIT
+    pg_start
+    make_secret
+    bootstrap
+}
+
+main() {
+    setup_stack
+    # Foreground: the error log goes to the terminal as well as to a file.
+    # (Not `ErrorLog /dev/stderr`: httpd re-opens that path, which fails when
+    # stderr belongs to another user, e.g. after su.)
+    httpd_start "\"|/usr/bin/tee -a $VAR/log/error_log\""
+    cat <<EOF
+
+mod_svc is running on http://127.0.0.1:$PORT/  (Ctrl-C stops httpd and PostgreSQL)
+
+  curl -H "Authorization: Bearer \$(cat var/admin.token)" http://127.0.0.1:$PORT/api/me
+  curl http://127.0.0.1:$PORT/api/openapi.json
+  set -a; . var/svc.env; set +a; build/svcctl routes    # svcctl on this instance
+
+  founder: $ADMIN_EMAIL (org "$DEMO_ORG"); admin token in var/admin.token (0600)
+  logs: var/log/error_log (also shown below), var/log/access_log, var/log/postgresql.log
+
+EOF
+    # `wait` returns as soon as a trapped signal arrives, so Ctrl-C (or kill)
+    # stops everything at once rather than after httpd exits on its own.
+    local rc=0
+    wait "$HTTPD_PID" || rc=$?
+    HTTPD_PID=
+    say "httpd exited ($rc)"
+    exit "$rc"
+}
+
+if [ -z "${SVC_RUN_LIB:-}" ]; then
+    main "$@"
+fi

@@ -1,0 +1,323 @@
+#!/usr/bin/env bash
+# tools/test.sh: what `make test` runs; every test level on a fresh machine.
+#
+#   tools/test.sh [t/TEST arguments, e.g. t/00_smoke.t]
+#   SANITIZE=1 tools/test.sh       build with ASan+UBSan, run httpd under them
+#
+# 1. installs what is missing (tools/deps.sh);
+# 2. as root: re-runs itself as an unprivileged user on a copy of the tree
+#    (Apache::Test will not run httpd as root, initdb refuses root, and CI's
+#    clone may sit under /root, which that user cannot enter);
+# 3. builds (make, make unit), starts a throwaway PostgreSQL cluster, migrates
+#    the databases `svc` (integration) and `svc_unit` (unit tests);
+# 4. runs the C unit tests (valgrind, or plainly when SANITIZE=1);
+# 5. runs the Apache::Test suite (t/*.t) against Debian's httpd, event MPM;
+# 6. checks the logs (tools/check-logs.pl): crashes, sanitizer reports,
+#    unexpected error lines, leaked secrets.
+# Servers are stopped and the cluster removed whatever happens.
+#
+# Knobs: SVC_TEST_USER (default svctest), SVC_TEST_KEEP=1 (keep the cluster
+# and, as root, the copied tree, for a post-mortem).
+set -euo pipefail
+
+TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+SANITIZE=${SANITIZE:-0}
+TEST_USER=${SVC_TEST_USER:-svctest}
+
+say() { printf '\n=== %s\n' "$*"; }
+die() { printf 'test.sh: %s\n' "$*" >&2; exit 1; }
+
+# ---------------------------------------------------------------------------
+# As root: prepare an unprivileged user and a copy of the tree, then re-run.
+# ---------------------------------------------------------------------------
+if [ "$(id -u)" = 0 ]; then
+    "$TOP/tools/deps.sh"
+
+    if ! id -u "$TEST_USER" >/dev/null 2>&1; then
+        say "creating user $TEST_USER"
+        useradd --system --user-group --create-home \
+            --home-dir "/var/lib/$TEST_USER" --shell /bin/bash "$TEST_USER"
+    fi
+    home=$(getent passwd "$TEST_USER" | cut -d: -f6)
+    [ -n "$home" ] || die "no home directory for $TEST_USER"
+    mkdir -p "$home"
+    chown "$TEST_USER:" "$home"
+
+    # A fresh copy the user owns.  build/ is rebuilt (it may hold other flags),
+    # var/ is `make run`'s state, t/logs belongs to an earlier run.
+    WORK=$(mktemp -d "$home/mod_svc.XXXXXX")
+    cleanup_root() {
+        if [ -n "${SVC_TEST_KEEP:-}" ]; then
+            echo "test.sh: kept $WORK"
+        else
+            rm -rf "$WORK"
+        fi
+    }
+    trap cleanup_root EXIT
+    tar -C "$TOP" --exclude=./build --exclude=./var --exclude=./t/logs -cf - . \
+        | tar -C "$WORK" -xf -
+    chown -R "$TEST_USER:" "$WORK"
+
+    say "running the tests as $TEST_USER in $WORK"
+    # A clean environment: root's HOME (unreadable to the user) would make
+    # Perl and Apache::Test look for preferences there.
+    env_pass=(HOME="$home" USER="$TEST_USER" LOGNAME="$TEST_USER"
+              PATH="$PATH" LANG=C.UTF-8 SANITIZE="$SANITIZE"
+              SVC_TEST_SKIP_DEPS=1)
+    for v in CC CI TERM TMPDIR SVC_TEST_KEEP; do
+        if [ -n "${!v:-}" ]; then env_pass+=("$v=${!v}"); fi
+    done
+    rc=0
+    if command -v runuser >/dev/null 2>&1; then
+        runuser -u "$TEST_USER" -- env -i "${env_pass[@]}" \
+            bash "$WORK/tools/test.sh" "$@" || rc=$?
+    else
+        setpriv --reuid="$TEST_USER" --regid="$TEST_USER" --init-groups \
+            env -i "${env_pass[@]}" bash "$WORK/tools/test.sh" "$@" || rc=$?
+    fi
+
+    # Leave the logs where a developer (or CI) looks for them (the summary
+    # printed by the run above already points there).
+    if [ -d "$WORK/t/logs" ]; then
+        rm -rf "$TOP/t/logs"
+        cp -R "$WORK/t/logs" "$TOP/t/logs"
+        chown -R --reference="$TOP" "$TOP/t/logs"
+    fi
+    exit $rc
+fi
+
+# ---------------------------------------------------------------------------
+# As an ordinary user, in $TOP.
+# ---------------------------------------------------------------------------
+cd "$TOP"
+ME=$(id -un)
+LOGS=$TOP/t/logs
+
+declare -a PASSED=() FAILED=()
+pass() { PASSED+=("$1"); echo "test.sh: PASS $1"; }
+fail() { FAILED+=("$1"); echo "test.sh: FAIL $1"; }
+
+summary() {
+    say "summary"
+    local t
+    for t in "${PASSED[@]+"${PASSED[@]}"}"; do echo "  ok      $t"; done
+    for t in "${FAILED[@]+"${FAILED[@]}"}"; do echo "  FAILED  $t"; done
+    echo "  (logs: t/logs/: error_log, access_log, postgresql.log)"
+    echo
+    echo "tests: ${#PASSED[@]} passed, ${#FAILED[@]} failed"
+}
+
+if [ -z "${SVC_TEST_SKIP_DEPS:-}" ]; then
+    tools/deps.sh
+fi
+
+# --- build -------------------------------------------------------------------
+say "build (SANITIZE=$SANITIZE)"
+jobs=$(nproc 2>/dev/null || echo 2)
+if ! make -j"$jobs" SANITIZE="$SANITIZE" all unit; then
+    fail build
+    summary
+    exit 1
+fi
+pass build
+SVCCTL=$TOP/build/svcctl
+
+# --- sanitizer runtime for the processes we did not build -------------------
+if [ "$SANITIZE" = 1 ]; then
+    cc_bin=${CC:-cc}
+    if "$cc_bin" --version 2>/dev/null | grep -q clang; then
+        asan_rt=$("$cc_bin" -print-file-name=libclang_rt.asan-x86_64.so)
+        ubsan_rt=
+    else
+        asan_rt=$("$cc_bin" -print-file-name=libasan.so)
+        ubsan_rt=$("$cc_bin" -print-file-name=libubsan.so)
+    fi
+    [ -f "$asan_rt" ] || die "ASan runtime not found ($asan_rt)"
+    # Our own programs (svcctl, unit tests) are instrumented and check leaks.
+    export ASAN_OPTIONS=detect_leaks=1:halt_on_error=1:abort_on_error=0
+    export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+fi
+
+# --- PostgreSQL ----------------------------------------------------------------
+pg_bindir() {
+    local d
+    d=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)
+    if [ -n "$d" ] && [ -x "$d/initdb" ]; then echo "$d"; return; fi
+    d=$(pg_config --bindir 2>/dev/null || true)
+    if [ -n "$d" ] && [ -x "$d/initdb" ]; then echo "$d"; return; fi
+    d=$(command -v initdb || true)
+    [ -n "$d" ] && dirname "$d"
+}
+PGBIN=$(pg_bindir) || true
+[ -n "$PGBIN" ] || die "PostgreSQL server binaries (initdb, pg_ctl) not found"
+
+PGTMP=$(mktemp -d "${TMPDIR:-/tmp}/svc-pg.XXXXXX")
+PGDATA=$PGTMP/data
+PGLOG=$PGTMP/postgresql.log
+HTTPD_PIDFILE=$LOGS/httpd.pid
+
+cleanup() {
+    local rc=$?
+    set +e
+    # An interrupted t/TEST can leave httpd behind.
+    if [ -s "$HTTPD_PIDFILE" ]; then
+        local pid
+        pid=$(cat "$HTTPD_PIDFILE")
+        if kill -0 "$pid" 2>/dev/null; then
+            echo "test.sh: stopping httpd ($pid)"
+            kill -TERM "$pid"
+            for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
+            kill -KILL "$pid" 2>/dev/null
+        fi
+    fi
+    if [ -f "$PGDATA/postmaster.pid" ]; then
+        "$PGBIN/pg_ctl" -D "$PGDATA" -m fast -w -t 30 stop >/dev/null 2>&1 ||
+            "$PGBIN/pg_ctl" -D "$PGDATA" -m immediate -w stop >/dev/null 2>&1
+    fi
+    if [ -n "${SVC_TEST_KEEP:-}" ]; then
+        echo "test.sh: kept the cluster in $PGTMP"
+    else
+        rm -rf "$PGTMP"
+    fi
+    exit $rc
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+say "PostgreSQL cluster in $PGTMP"
+"$PGBIN/initdb" -D "$PGDATA" -A trust -U "$ME" -E UTF8 --locale=C --no-sync \
+    >"$PGTMP/initdb.log" 2>&1 || { cat "$PGTMP/initdb.log"; die "initdb failed"; }
+# Settings live in postgresql.conf (not pg_ctl -o) so a test's
+# `pg_ctl restart` keeps them.  Unix socket only: no port to collide on.
+# fsync=off only saves time; restarts (even -m immediate) lose nothing
+# without an OS crash.
+cat >>"$PGDATA/postgresql.conf" <<EOF
+
+# --- tools/test.sh ---
+listen_addresses = ''
+unix_socket_directories = '$PGTMP'
+port = 5432
+max_connections = 200
+fsync = off
+logging_collector = off
+log_line_prefix = '%m [%p] %q%u@%d '
+EOF
+"$PGBIN/pg_ctl" -D "$PGDATA" -l "$PGLOG" -w -t 60 start >/dev/null \
+    || { cat "$PGLOG"; die "PostgreSQL did not start"; }
+
+conninfo() { echo "host=$PGTMP port=5432 dbname=$1 user=$ME connect_timeout=3"; }
+SVC_DB=$(conninfo svc)
+SVC_UNIT_DB=$(conninfo svc_unit)
+
+# The server secret: 32 random bytes as 64 hex characters, mode 0600.
+SECRET_FILE=$PGTMP/secret.key
+(umask 077; od -An -tx1 -N32 /dev/urandom | tr -d ' \n' >"$SECRET_FILE")
+SVC_SECRET=file:$SECRET_FILE
+
+setup_db() {
+    "$PGBIN/createdb" -h "$PGTMP" -p 5432 "$1" &&
+    SVC_DB=$(conninfo "$1") SVC_SECRET=$SVC_SECRET "$SVCCTL" migrate
+}
+if setup_db svc && setup_db svc_unit; then
+    pass "migrate"
+else
+    fail "migrate"
+    summary
+    exit 1
+fi
+
+# --- unit tests -----------------------------------------------------------------
+say "unit tests"
+shopt -s nullglob
+units=(build/unit/test_*)
+shopt -u nullglob
+for t in "${units[@]}"; do
+    [ -f "$t" ] && [ -x "$t" ] || continue
+    name=unit/$(basename "$t")
+    echo "--- $name"
+    if [ "$SANITIZE" = 1 ]; then
+        cmd=("$t")
+    else
+        cmd=(valgrind -q --error-exitcode=1 --leak-check=full --num-callers=30 "$t")
+    fi
+    if SVC_TEST_DB=$SVC_UNIT_DB SVC_SECRET=$SVC_SECRET "${cmd[@]}"; then
+        pass "$name"
+    else
+        fail "$name"
+    fi
+done
+[ ${#units[@]} -gt 0 ] || echo "(no unit tests built)"
+
+# --- integration tests (Apache::Test) ------------------------------------------
+say "integration tests (Apache::Test, event MPM)"
+export SVC_DB SVC_SECRET SVCCTL
+export SVC_TEST_PGDATA=$PGDATA SVC_TEST_PGBIN=$PGBIN SVC_TEST_PGLOG=$PGLOG
+export SVC_TOP=$TOP
+export APACHE_TEST_NO_STICKY_PREFERENCES=1
+
+# Start from scratch: no configuration or logs of an earlier run.
+rm -rf "$LOGS" t/TEST t/SMOKE t/conf/httpd.conf t/conf/extra.conf \
+    t/conf/apache_test_config.pm t/conf/modules.conf t/conf/mime.types t/htdocs
+perl -MApache::TestMM -e 'Apache::TestMM::generate_script("t/TEST")' >/dev/null
+
+if [ "$SANITIZE" = 1 ]; then
+    # httpd is not instrumented, but mod_svc.so is: the ASan runtime must be
+    # the first library of the process, so preload it into httpd (only).
+    # Leaks are not checked in httpd (its pools are freed by exit), crashes
+    # and errors are, through the report files in t/logs.
+    wrapper=$PGTMP/bin/apache2
+    mkdir -p "$PGTMP/bin"
+    httpd_bin=$(apxs -q SBINDIR)/$(apxs -q TARGET)
+    cat >"$wrapper" <<EOF
+#!/bin/sh
+export LD_PRELOAD="$asan_rt${ubsan_rt:+:$ubsan_rt}\${LD_PRELOAD:+:\$LD_PRELOAD}"
+export ASAN_OPTIONS="detect_leaks=0:abort_on_error=1:log_path=$LOGS/asan"
+export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:log_path=$LOGS/ubsan"
+exec "$httpd_bin" "\$@"
+EOF
+    chmod 755 "$wrapper"
+    export SVC_TEST_HTTPD=$wrapper
+fi
+
+harness_out=$PGTMP/harness.out
+set +e
+perl t/TEST "$@" 2>&1 | tee "$harness_out"
+rc=${PIPESTATUS[0]}
+set -e
+# One summary entry per test file: every file the harness announced
+# ("t/x.t .. "), failed if its "Test Summary Report" names it.
+mapfile -t tfiles < <(grep -oE '^t/[^ ]+\.t \.+' "$harness_out" | sed 's/ \.*$//' | sort -u)
+mapfile -t tbad < <(sed -n '/^Test Summary Report/,$p' "$harness_out" \
+                    | grep -oE '^t/[^ ]+\.t' | sort -u)
+for f in "${tfiles[@]+"${tfiles[@]}"}"; do
+    if printf '%s\n' "${tbad[@]+"${tbad[@]}"}" | grep -qxF "$f"; then
+        fail "$f"
+    else
+        pass "$f"
+    fi
+done
+if [ "$rc" != 0 ]; then
+    fail "t/TEST (exit $rc)"
+elif [ ${#tfiles[@]} = 0 ]; then
+    fail "t/TEST (no test ran)"
+fi
+
+# --- logs -------------------------------------------------------------------------
+say "log check"
+mkdir -p "$LOGS"
+cp "$PGLOG" "$LOGS/postgresql.log" 2>/dev/null || true
+cores=$(find t -maxdepth 2 -name 'core*' -type f -newer "$PGDATA/PG_VERSION" 2>/dev/null || true)
+if [ -n "$cores" ]; then
+    echo "core dumps: $cores"
+    fail "core dumps"
+fi
+if tools/check-logs.pl --logs "$LOGS" --pg-log "$LOGS/postgresql.log" \
+        --secrets "$SECRET_FILE"; then
+    pass "logs"
+else
+    fail "logs"
+fi
+
+summary
+[ ${#FAILED[@]} = 0 ]
