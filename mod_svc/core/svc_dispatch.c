@@ -103,14 +103,19 @@ apr_status_t svc_dispatch_run(svc_ctx_t *ctx)
     if ((rv = svc_auth_check(ctx)) != APR_SUCCESS) {
         return rv;
     }
+    if ((rv = read_body(ctx)) != APR_SUCCESS) {
+        return rv;
+    }
+    /*
+     * Only well-formed, authorized requests count against a limit: bad input
+     * changes nothing, not even a counter, and a typo does not cost a
+     * client its budget.
+     */
     if (route->rate_class) {
         const char *subject = ctx->who ? ctx->who->user_id : ctx->client_ip;
         if ((rv = svc_rate_hit(ctx, route->rate_class, subject)) != APR_SUCCESS) {
             return rv;
         }
-    }
-    if ((rv = read_body(ctx)) != APR_SUCCESS) {
-        return rv;
     }
     rv = route->handler(ctx);
     if (rv == APR_SUCCESS && ctx->status == 0) {

@@ -1,7 +1,7 @@
 /*
  * svc_dispatch.h: the request pipeline of DESIGN.md section 1, in order:
  * route -> (glue reads the body under the route's cap) -> authenticate and
- * authorize -> rate limit -> parse and validate the body -> handler.
+ * authorize -> parse and validate the body -> rate limit -> handler.
  */
 #ifndef SVC_DISPATCH_H
 #define SVC_DISPATCH_H

@@ -43,6 +43,7 @@ our @EXPORT = qw(
     record_secret expect_errors_begin expect_errors_end
     psql psql_value pg_ctl pg_restart
     uniq base_url t_logs error_log_path wait_for json
+    reset_rate_limits
 );
 
 my $JSON = JSON::PP->new->utf8->canonical->allow_nonref;
@@ -338,6 +339,17 @@ sub wait_for {
         return $v if $v || time >= $deadline;
         sleep($opt{interval} // 0.1);
     }
+}
+
+# --- rate limits ---------------------------------------------------------
+
+# reset_rate_limits($email): forget the user's rate-limit windows, for tests
+# that create many tokens without being about rate limiting.
+sub reset_rate_limits {
+    my $email = shift;
+    my $id = psql_value("SELECT id FROM users WHERE lower(email) = lower('$email')")
+        // die "reset_rate_limits: no user $email\n";
+    psql("DELETE FROM rate_limits WHERE key LIKE '%:$id'");
 }
 
 1;
