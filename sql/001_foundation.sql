@@ -43,7 +43,8 @@ CREATE INDEX org_members_user ON org_members (user_id);
 CREATE UNIQUE INDEX org_members_one_owner ON org_members (org_id) WHERE role = 'owner';
 
 -- ...and at least one, checked when the transaction commits, so an ownership
--- swap can demote and promote in either order.
+-- swap can demote the old owner first and promote the new one after (the
+-- unique index above is not deferrable, so promoting first fails).
 CREATE FUNCTION svc_check_one_owner() RETURNS trigger
     LANGUAGE plpgsql AS $$
 DECLARE

@@ -92,8 +92,13 @@ apr_status_t svc_db_wrap(svc_db_t **pdb, PGconn *conn, apr_pool_t *conn_pool,
 apr_status_t svc_db_connect(svc_db_t **pdb, const char *conninfo, apr_pool_t *p,
                             const char **perr)
 {
-    PGconn *conn = PQconnectdb(conninfo ? conninfo : "");
+    PGconn *conn;
+    apr_pool_t *cp;
 
+    /* One pool per connection: its statement cache lives there. */
+    apr_pool_create(&cp, p);
+    p = cp;
+    conn = PQconnectdb(conninfo ? conninfo : "");
     if (!conn) {
         *perr = "out of memory";
         return APR_ENOMEM;
@@ -140,7 +145,13 @@ static void note_error(svc_db_t *db, const PGresult *res)
 /* Is the failure one of losing the server rather than of the statement? */
 static int lost_connection(svc_db_t *db)
 {
-    if (PQstatus(db->conn) != CONNECTION_OK) {
+    /*
+     * Every error the server reports carries an SQLSTATE; one without is
+     * libpq's own, i.e. about the connection. libpq may still call the
+     * connection OK at that point (a failed write is reported before the
+     * read that would notice the socket is gone).
+     */
+    if (PQstatus(db->conn) != CONNECTION_OK || db->sqlstate[0] == '\0') {
         return 1;
     }
     /* 08xxx connection exceptions; 57P01-03 shutdown and start-up. */
@@ -153,7 +164,8 @@ static int lost_connection(svc_db_t *db)
 static apr_status_t classify(svc_db_t *db)
 {
     if (lost_connection(db)) {
-        db->in_tx = 0;
+        /* in_tx stays set: the caller's transaction is gone, and nothing may
+         * run outside it until the caller rolls back. */
         return SVC_EDBDOWN;
     }
     if (strcmp(db->sqlstate, "23505") == 0) {
@@ -237,6 +249,11 @@ apr_status_t svc_db_exec(svc_db_t *db, const svc_stmt_t *st, apr_pool_t *p,
     }
 again:
     attempts++;
+    if (attempts == 1 && !db->in_tx && PQstatus(db->conn) != CONNECTION_OK
+        && (rv = try_reset(db)) != APR_SUCCESS) {
+        /* Known dead before anything was sent: a new connection is safe. */
+        return rv;
+    }
     rv = sync_backend(db);
     if (rv == APR_SUCCESS && !apr_hash_get(db->cache->prepared, st->name,
                                            APR_HASH_KEY_STRING)) {
@@ -315,6 +332,10 @@ static apr_status_t simple(svc_db_t *db, const char *sql, const char *expect_tag
 
 again:
     attempts++;
+    if (attempts == 1 && !db->in_tx && PQstatus(db->conn) != CONNECTION_OK
+        && (rv = try_reset(db)) != APR_SUCCESS) {
+        return rv;
+    }
     rv = sync_backend(db);
     if (rv == APR_SUCCESS) {
         ExecStatusType est;
@@ -437,7 +458,8 @@ apr_status_t svc_dbres_int64(const svc_dbres_t *res, int row, int col, apr_int64
     char *end;
     long long v;
 
-    if (!s || !*s) {
+    /* strtoll would skip leading blanks and take a "+" sign. */
+    if (!s || !(*s == '-' || (*s >= '0' && *s <= '9'))) {
         return APR_EINVAL;
     }
     errno = 0;

@@ -68,6 +68,10 @@ static apr_size_t keyword_at(const char *s, apr_size_t *pkw)
     for (i = 0; kws[i]; i++) {
         if (ci_prefix(s, kws[i])) {
             *pkw = strlen(kws[i]);
+            /* RFC 9110 allows more than one space after the scheme. */
+            while (s[*pkw] == ' ') {
+                (*pkw)++;
+            }
             for (n = 0; s[*pkw + n] && !isspace((unsigned char)s[*pkw + n])
                         && s[*pkw + n] != '&' && s[*pkw + n] != ';'
                         && s[*pkw + n] != '"' && s[*pkw + n] != ','; n++) {
@@ -93,7 +97,9 @@ const char *svc_redact(apr_pool_t *p, const char *s)
         apr_size_t kw = 0, n;
         int boundary = (i == 0) || !is_b64url(s[i - 1]);
 
-        if (boundary && (n = secret_at(s + i)) > 0) {
+        /* Our secret shapes are distinctive enough to redact wherever they
+         * start (after "%20", inside a word): over-redacting costs nothing. */
+        if ((n = secret_at(s + i)) > 0) {
             memcpy(out + o, "[REDACTED]", 10);
             o += 10;
             i += n;

@@ -78,6 +78,12 @@ static int specificity_cmp(const void *a, const void *b)
     int i, n = x->nseg < y->nseg ? x->nseg : y->nseg;
     int c;
 
+    /* Templates of different lengths never match the same path; ordering
+     * them by length first keeps the comparison a total order for qsort. */
+    if (x->nseg != y->nseg) {
+        return x->nseg < y->nseg ? -1 : 1;
+    }
+
     for (i = 0; i < n; i++) {
         if (!x->seg[i] != !y->seg[i]) {
             return x->seg[i] ? -1 : 1;

@@ -351,8 +351,11 @@ static void req_init(svc_http_req_t *req, const char *method, const char *url)
     memset(req, 0, sizeof(*req));
     req->method = method;
     req->url = url;
-    req->connect_timeout_ms = 2000;
-    req->timeout_ms = 5000;
+    /* Generous: under valgrind on a busy machine, loading the system CA
+     * bundle and a TLS handshake take seconds. Tests of timeouts set their
+     * own short values. */
+    req->connect_timeout_ms = 30000;
+    req->timeout_ms = 60000;
 }
 
 /* ---------------------------------------------------------------------- */
