@@ -30,6 +30,8 @@ static void *merge_server_conf(apr_pool_t *p, void *basev, void *addv)
     int i;
 
     *sc = *add;
+    sc->schema_ok = 0;
+    sc->schema_checked_at = 0;
     sc->secret_ref = add->secret_ref ? add->secret_ref : base->secret_ref;
     if (!(add->set & SVC_SET_BODY_LIMIT)) {
         sc->core.body_limit = base->core.body_limit;
@@ -43,8 +45,29 @@ static void *merge_server_conf(apr_pool_t *p, void *basev, void *addv)
     if (!(add->set & SVC_SET_STMT_TIMEOUT)) {
         sc->core.statement_timeout_ms = base->core.statement_timeout_ms;
     }
+    if (!(add->set & SVC_SET_INVITE_LIFE)) {
+        sc->core.invite_lifetime = base->core.invite_lifetime;
+    }
     if (!(add->set & SVC_SET_PUBLIC_URL)) {
         sc->core.public_url = base->core.public_url;
+    }
+    if (!add->signin_refs.client_id) {
+        sc->signin_refs.client_id = base->signin_refs.client_id;
+    }
+    if (!add->signin_refs.client_secret) {
+        sc->signin_refs.client_secret = base->signin_refs.client_secret;
+    }
+    if (!add->signin_refs.web_url) {
+        sc->signin_refs.web_url = base->signin_refs.web_url;
+    }
+    if (!add->signin_refs.api_url) {
+        sc->signin_refs.api_url = base->signin_refs.api_url;
+    }
+    if (!(add->set & SVC_SET_UI_URL)) {
+        sc->core.ui_url = base->core.ui_url;
+    }
+    if (!(add->set & SVC_SET_VCS_TIMEOUT)) {
+        sc->core.vcs_timeout_ms = base->core.vcs_timeout_ms;
     }
     if (add->core.internal_allow->nelts == 0) {
         sc->core.internal_allow = base->core.internal_allow;
@@ -123,6 +146,9 @@ static const char *set_seconds(cmd_parms *cmd, void *dummy, const char *arg)
     }
     else if (which == SVC_SET_SESSION_LIFE) {
         sc->core.session_lifetime = (int)v;
+    }
+    else if (which == SVC_SET_INVITE_LIFE) {
+        sc->core.invite_lifetime = (int)v;
     }
     else {
         sc->core.statement_timeout_ms = (int)v;
@@ -203,6 +229,77 @@ static const char *set_public_url(cmd_parms *cmd, void *dummy, const char *arg)
     return NULL;
 }
 
+#define SIGNIN_CLIENT_ID     1
+#define SIGNIN_CLIENT_SECRET 2
+#define SIGNIN_WEB_URL       3
+#define SIGNIN_API_URL       4
+
+/* References are resolved at start (svc_signin_configure): an env: variable
+ * that is unset there turns sign-in off instead of failing start-up. */
+static const char *set_signin(cmd_parms *cmd, void *dummy, const char *arg)
+{
+    svc_server_conf *sc = server_conf(cmd);
+    const char *err = ap_check_cmd_context(cmd, NOT_IN_DIR_LOC_FILE);
+    int ref = !strncmp(arg, "file:", 5) || !strncmp(arg, "env:", 4)
+              || !strncmp(arg, "exec:", 5);
+    const char *norm;
+
+    if (err) {
+        return err;
+    }
+    switch ((long)cmd->info) {
+    case SIGNIN_CLIENT_ID:
+        sc->signin_refs.client_id = arg;
+        break;
+    case SIGNIN_CLIENT_SECRET:
+        if (!ref) {
+            return "SvcOAuthClientSecret takes a reference (env:NAME, file:/path or "
+                   "exec:/program), never the secret itself";
+        }
+        sc->signin_refs.client_secret = arg;
+        break;
+    default:
+        if (!ref && (err = svc_signin_check_base_url(cmd->pool, arg, &norm)) != NULL) {
+            return apr_pstrcat(cmd->pool, cmd->directive->directive, " ", err,
+                               " (or give a reference such as env:VCS_WEB_URL)", NULL);
+        }
+        if ((long)cmd->info == SIGNIN_WEB_URL) {
+            sc->signin_refs.web_url = arg;
+        }
+        else {
+            sc->signin_refs.api_url = arg;
+        }
+        break;
+    }
+    return NULL;
+}
+
+static const char *set_ui_url(cmd_parms *cmd, void *dummy, const char *arg)
+{
+    svc_server_conf *sc = server_conf(cmd);
+    const char *err = svc_signin_check_ui_url(cmd->pool, arg);
+
+    if (err) {
+        return apr_pstrcat(cmd->pool, "SvcUIURL ", err, NULL);
+    }
+    sc->core.ui_url = arg;
+    sc->set |= SVC_SET_UI_URL;
+    return NULL;
+}
+
+static const char *set_vcs_timeout(cmd_parms *cmd, void *dummy, const char *arg)
+{
+    svc_server_conf *sc = server_conf(cmd);
+    long long v;
+    const char *err = parse_positive(cmd, arg, 300, &v);
+
+    if (!err) {
+        sc->core.vcs_timeout_ms = (int)v * 1000;
+        sc->set |= SVC_SET_VCS_TIMEOUT;
+    }
+    return err;
+}
+
 static const command_rec svc_cmds[] = {
     AP_INIT_TAKE1("SvcSecret", set_secret, NULL, RSRC_CONF,
                   "Reference to the server secret (file:/path mode 0600, env:NAME or "
@@ -222,6 +319,9 @@ static const command_rec svc_cmds[] = {
                   "Seconds between writes of a token's or session's last use (default 60)"),
     AP_INIT_TAKE1("SvcSessionLifetime", set_seconds, (void *)SVC_SET_SESSION_LIFE, RSRC_CONF,
                   "Lifetime of a signed-in session in seconds (default 604800)"),
+    AP_INIT_TAKE1("SvcInviteLifetime", set_seconds, (void *)SVC_SET_INVITE_LIFE, RSRC_CONF,
+                  "Seconds an invitation to an organization or a project stays valid "
+                  "(default 1209600, 14 days)"),
     AP_INIT_TAKE1("SvcStatementTimeout", set_seconds, (void *)SVC_SET_STMT_TIMEOUT, RSRC_CONF,
                   "Longest a database statement may run, in milliseconds (default 10000)"),
     AP_INIT_ITERATE("SvcTrustedOrigin", add_trusted_origin, NULL, RSRC_CONF,
@@ -230,6 +330,23 @@ static const command_rec svc_cmds[] = {
     AP_INIT_TAKE1("SvcPublicURL", set_public_url, NULL, RSRC_CONF,
                   "The service's public base URL, as clients reach it (for the OpenAPI "
                   "document)"),
+    AP_INIT_TAKE1("SvcOAuthClientId", set_signin, (void *)SIGNIN_CLIENT_ID, RSRC_CONF,
+                  "Client id of the code-hosting provider's OAuth app for sign-in: the value, "
+                  "or env:NAME, file:/path or exec:/program; unset env: turns sign-in off"),
+    AP_INIT_TAKE1("SvcOAuthClientSecret", set_signin, (void *)SIGNIN_CLIENT_SECRET, RSRC_CONF,
+                  "Client secret of that OAuth app, by reference only (env:NAME, file:/path "
+                  "mode 0600, or exec:/program); unset env: turns sign-in off"),
+    AP_INIT_TAKE1("SvcVcsWebURL", set_signin, (void *)SIGNIN_WEB_URL, RSRC_CONF,
+                  "The provider's web origin, or a reference to it (default "
+                  "https://github.com)"),
+    AP_INIT_TAKE1("SvcVcsApiURL", set_signin, (void *)SIGNIN_API_URL, RSRC_CONF,
+                  "The provider's REST API base URL, or a reference to it (default "
+                  "https://api.github.com; GitHub Enterprise Server: https://HOST/api/v3)"),
+    AP_INIT_TAKE1("SvcUIURL", set_ui_url, NULL, RSRC_CONF,
+                  "Where the browser lands after signing in: a path on this site or an "
+                  "http(s) URL (default /); return_to paths go to its origin"),
+    AP_INIT_TAKE1("SvcVcsTimeout", set_vcs_timeout, NULL, RSRC_CONF,
+                  "Seconds all provider calls of one sign-in may take together (default 10)"),
     { NULL }
 };
 
@@ -243,6 +360,41 @@ static apr_status_t add_default_internal(svc_server_conf *sc, apr_pool_t *p)
         if (apr_ipsubnet_create(&sub, loopback[i], NULL, p) == APR_SUCCESS) {
             APR_ARRAY_PUSH(sc->core.internal_allow, apr_ipsubnet_t *) = sub;
         }
+    }
+    return APR_SUCCESS;
+}
+
+/*
+ * Resolves the sign-in settings of one server. A virtual host that
+ * inherited them all shares the main server's result, so a program runs
+ * and the "off" warning is logged once, not once per host; and not on the
+ * pass httpd makes over the configuration before the real start.
+ */
+static apr_status_t signin_setup(svc_server_conf *sc, server_rec *vs, server_rec *s,
+                                 apr_pool_t *pconf)
+{
+    svc_server_conf *main_sc = ap_get_module_config(s->module_config, &svc_module);
+    const char *err = NULL;
+    apr_status_t rv;
+
+    if (vs != s && memcmp(&sc->signin_refs, &main_sc->signin_refs,
+                          sizeof(sc->signin_refs)) == 0) {
+        sc->core.signin_off = main_sc->core.signin_off;
+        sc->core.oauth_client_id = main_sc->core.oauth_client_id;
+        sc->core.oauth_client_secret = main_sc->core.oauth_client_secret;
+        sc->core.vcs_web_url = main_sc->core.vcs_web_url;
+        sc->core.vcs_api_url = main_sc->core.vcs_api_url;
+        return APR_SUCCESS;
+    }
+    rv = svc_signin_configure(&sc->core, &sc->signin_refs, pconf, &err);
+    if (rv != APR_SUCCESS) {
+        ap_log_error(APLOG_MARK, APLOG_CRIT, rv, vs, "SVC0021: sign-in: %s", err);
+        return rv;
+    }
+    if (sc->core.signin_off && ap_state_query(AP_SQ_MAIN_STATE) != AP_SQ_MS_CREATE_PRE_CONFIG) {
+        ap_log_error(APLOG_MARK, APLOG_WARNING, 0, vs, "SVC0020: sign-in is off: %s. "
+                     "/auth/login and /auth/callback answer 503 sign_in_not_configured; "
+                     "personal access tokens work as usual.", sc->core.signin_off);
     }
     return APR_SUCCESS;
 }
@@ -286,6 +438,9 @@ static int svc_post_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptem
         if (sc->core.internal_allow->nelts == 0) {
             add_default_internal(sc, pconf);
         }
+        if (signin_setup(sc, vs, s, pconf) != APR_SUCCESS) {
+            return HTTP_INTERNAL_SERVER_ERROR;
+        }
         if (!sc->secret_ref) {
             continue;
         }
@@ -297,6 +452,7 @@ static int svc_post_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptem
             memcpy(sc->core.session_key, main_sc->core.session_key,
                    sizeof(sc->core.session_key));
             memcpy(sc->core.box_key, main_sc->core.box_key, sizeof(sc->core.box_key));
+            memcpy(sc->core.signin_key, main_sc->core.signin_key, sizeof(sc->core.signin_key));
             sc->core.have_secret = main_sc->core.have_secret;
             continue;
         }

@@ -14,6 +14,7 @@
 
 #include "svc_config.h"
 #include "svc_route.h"
+#include "svc_signin.h"
 
 extern module AP_MODULE_DECLARE_DATA svc_module;
 
@@ -22,9 +23,18 @@ extern module AP_MODULE_DECLARE_DATA svc_module;
 typedef struct {
     svc_config_t core;
     const char *secret_ref;
+    /* The sign-in directives as written; resolved into core at start. */
+    svc_signin_refs_t signin_refs;
     const svc_router_t *router;
     /* Which scalar directives were set here, so a vhost inherits the rest. */
     unsigned set;
+    /*
+     * Per child process (the struct is copied at fork) and per server, since
+     * each virtual host may have its own DBDParams: 1 once the schema was
+     * seen at the needed version; when it was last found behind.
+     */
+    volatile apr_uint32_t schema_ok;
+    volatile apr_uint32_t schema_checked_at;
 } svc_server_conf;
 
 #define SVC_SET_BODY_LIMIT   0x01
@@ -32,6 +42,9 @@ typedef struct {
 #define SVC_SET_SESSION_LIFE 0x04
 #define SVC_SET_STMT_TIMEOUT 0x08
 #define SVC_SET_PUBLIC_URL   0x10
+#define SVC_SET_UI_URL       0x0100
+#define SVC_SET_VCS_TIMEOUT  0x0200
+#define SVC_SET_INVITE_LIFE  0x0400
 
 /* The API handler ("svc") and the benchmark's no-op handler ("svc-noop"). */
 int svc_handler(request_rec *r);

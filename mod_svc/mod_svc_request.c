@@ -25,11 +25,6 @@ APLOG_USE_MODULE(svc);
 static APR_OPTIONAL_FN_TYPE(ap_dbd_open) *dbd_open;
 static APR_OPTIONAL_FN_TYPE(ap_dbd_close) *dbd_close;
 
-/* 1 once this process has seen the schema at the version it needs. */
-static volatile apr_uint32_t schema_ok;
-/* When the schema was last found behind (apr_time_t seconds), to re-check. */
-static volatile apr_uint32_t schema_checked_at;
-
 /* Query strings with more parameters than this are refused. */
 #define SVC_MAX_QUERY_PARAMS 64
 
@@ -102,17 +97,17 @@ static apr_status_t db_acquire(svc_ctx_t *ctx)
  * build needs, rather than failing strangely; it re-checks every few
  * seconds so `svcctl migrate` takes effect without a restart.
  */
-static apr_status_t schema_gate(svc_ctx_t *ctx, request_rec *r)
+static apr_status_t schema_gate(svc_ctx_t *ctx, request_rec *r, svc_server_conf *sc)
 {
     apr_uint32_t now = (apr_uint32_t)apr_time_sec(apr_time_now());
     svc_db_t *db;
     int version = 0;
     apr_status_t rv;
 
-    if (apr_atomic_read32(&schema_ok)) {
+    if (apr_atomic_read32(&sc->schema_ok)) {
         return APR_SUCCESS;
     }
-    if (now - apr_atomic_read32(&schema_checked_at) < 5) {
+    if (now - apr_atomic_read32(&sc->schema_checked_at) < 5) {
         return SVC_ESCHEMA;
     }
     if ((rv = svc_ctx_db(ctx, &db)) != APR_SUCCESS
@@ -120,10 +115,10 @@ static apr_status_t schema_gate(svc_ctx_t *ctx, request_rec *r)
         return rv;
     }
     if (version >= svc_schema_version) {
-        apr_atomic_set32(&schema_ok, 1);
+        apr_atomic_set32(&sc->schema_ok, 1);
         return APR_SUCCESS;
     }
-    if (apr_atomic_xchg32(&schema_checked_at, now) != now) {
+    if (apr_atomic_xchg32(&sc->schema_checked_at, now) != now) {
         ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, r, "SVC0011: the database schema is at "
                       "version %d; this build needs %d. Run `svcctl migrate`; until then "
                       "the API answers 503.", version, svc_schema_version);
@@ -148,13 +143,10 @@ static void parse_query(svc_ctx_t *ctx, request_rec *r)
         if (eq) {
             *eq = '\0';
         }
-        /* '+' is a space in form encoding; unescape refuses %00 and bad escapes. */
-        for (eq = val; *eq; eq++) {
-            if (*eq == '+') {
-                *eq = ' ';
-            }
-        }
-        if (ap_unescape_url(pair) != OK || ap_unescape_url(val) != OK) {
+        /* Form decoding ('+' is a space); %2F is an ordinary character in a
+         * query (encodeURIComponent("/x") is "%2Fx"), while %00 and bad
+         * escapes are refused. */
+        if (ap_unescape_urlencoded(pair) != OK || ap_unescape_urlencoded(val) != OK) {
             continue;
         }
         /* The first occurrence wins: a repeated parameter cannot override. */
@@ -162,6 +154,54 @@ static void parse_query(svc_ctx_t *ctx, request_rec *r)
             apr_table_setn(ctx->query, pair, val);
         }
     }
+}
+
+/* "code=abc&state=def" -> "code=[REDACTED]&state=[REDACTED]". */
+static const char *mask_query(apr_pool_t *p, const char *q)
+{
+    const char *out = "";
+
+    while (*q) {
+        apr_size_t n = strcspn(q, "&");
+        const char *eq = memchr(q, '=', n);
+
+        out = apr_pstrcat(p, out, *out ? "&" : "",
+                          eq ? apr_pstrmemdup(p, q, (apr_size_t)(eq - q + 1)) : "",
+                          "[REDACTED]", NULL);
+        q += n;
+        q += *q == '&';
+    }
+    return out;
+}
+
+/*
+ * On routes whose query carries credentials (an OAuth code and state), the
+ * values are replaced before the access log prints the request line (%r),
+ * the URL (%U%q) or the query; the core has already read them.
+ */
+static void hide_query(request_rec *r)
+{
+    const char *masked, *qm, *end;
+
+    if (!r->args || !*r->args) {
+        return;
+    }
+    masked = mask_query(r->pool, r->args);
+    if (r->the_request && (qm = strchr(r->the_request, '?')) != NULL) {
+        end = qm + strcspn(qm, " ");
+        r->the_request = apr_pstrcat(r->pool,
+                                     apr_pstrmemdup(r->pool, r->the_request,
+                                                    (apr_size_t)(qm - r->the_request + 1)),
+                                     masked, end, NULL);
+    }
+    if (r->unparsed_uri && (qm = strchr(r->unparsed_uri, '?')) != NULL) {
+        r->unparsed_uri = apr_pstrcat(r->pool,
+                                      apr_pstrmemdup(r->pool, r->unparsed_uri,
+                                                     (apr_size_t)(qm - r->unparsed_uri + 1)),
+                                      masked, NULL);
+    }
+    r->args = apr_pstrdup(r->pool, masked);
+    r->parsed_uri.query = r->args;
 }
 
 static const char *self_origin(request_rec *r)
@@ -267,6 +307,25 @@ static void log_failure(svc_ctx_t *ctx, request_rec *r, apr_status_t rv,
     if (pr->status < 500) {
         return;
     }
+    if (rv == SVC_EPROBLEM && pr->status >= 502 && pr->status <= 504) {
+        /*
+         * An upstream (a provider) failed, or a feature is off: not our
+         * bug. The handler says why in log_detail; a feature that is off
+         * was explained once at start and is not repeated per request.
+         */
+        if (pr->log_detail) {
+            ap_log_rerror(APLOG_MARK, APLOG_WARNING, 0, r, "SVC0022: %s answered %d (%s) "
+                          "request_id=%s: %s", ctx->route ? ctx->route->op_id : r->uri,
+                          pr->status, pr->code, ctx->request_id,
+                          svc_redact(r->pool, svc_printable(r->pool, pr->log_detail, 1024)));
+        }
+        else {
+            ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, r, "%s answered %d (%s) request_id=%s",
+                          ctx->route ? ctx->route->op_id : r->uri, pr->status, pr->code,
+                          ctx->request_id);
+        }
+        return;
+    }
     if (rv == SVC_EDBDOWN || rv == SVC_ESCHEMA) {
         /* Expected while the database restarts: the client is told to retry. */
         ap_log_rerror(APLOG_MARK, APLOG_WARNING, 0, r, "SVC0012: %s answered %d (%s) "
@@ -275,7 +334,8 @@ static void log_failure(svc_ctx_t *ctx, request_rec *r, apr_status_t rv,
                       svc_redact(r->pool, dberr));
         return;
     }
-    ap_log_rerror(APLOG_MARK, APLOG_ERR, rv == SVC_EPROBLEM ? 0 : rv, r,
+    /* Our own status codes mean nothing to APR's strerror: log them as 0. */
+    ap_log_rerror(APLOG_MARK, APLOG_ERR, rv >= APR_OS_START_USERERR ? 0 : rv, r,
                   "SVC0013: %s failed with %d (%s) request_id=%s sqlstate=%s %s",
                   ctx->route ? ctx->route->op_id : "-", pr->status, pr->code,
                   ctx->request_id, ctx->db ? svc_db_sqlstate(ctx->db) : "-",
@@ -336,6 +396,9 @@ int svc_handler(request_rec *r)
     apr_table_setn(r->subprocess_env, "SVC_REQUEST_ID", ctx->request_id);
 
     rv = svc_dispatch_route(ctx, sc->router);
+    if (ctx->route && (ctx->route->flags & SVC_RF_SECRET_QUERY)) {
+        hide_query(r);
+    }
     if (rv == APR_SUCCESS && ctx->route) {
         rv = read_body(ctx, r, svc_dispatch_body_limit(ctx));
         if (rv == APR_SUCCESS && !sc->core.have_secret && ctx->route->auth == SVC_AUTH_USER) {
@@ -344,7 +407,7 @@ int svc_handler(request_rec *r)
                           "(SvcSecret is missing).");
         }
         if (rv == APR_SUCCESS && !(ctx->route->flags & SVC_RF_NO_DB)) {
-            rv = schema_gate(ctx, r);
+            rv = schema_gate(ctx, r, sc);
         }
         if (rv == APR_SUCCESS) {
             rv = svc_dispatch_run(ctx);

@@ -19,6 +19,7 @@
 #include "svc_crypto.h"
 #include "svc_db.h"
 #include "svc_json.h"
+#include "svc_members.h"
 #include "svc_migrate.h"
 #include "svc_orgs.h"
 #include "svc_route.h"
@@ -36,9 +37,13 @@ static const char usage_text[] =
     "  schema-version                      print the database's and this build's versions\n"
     "  user add EMAIL [--name NAME] [--founder]\n"
     "  org create SLUG --owner EMAIL [--name NAME]\n"
+    "  org list [--json]                   every organization, its owner and sizes\n"
+    "  org add-member SLUG EMAIL --role admin|member|viewer\n"
+    "                                      add a user directly, without an invite\n"
     "  token create EMAIL --scope read|write|admin [--org SLUG] [--days N] [--name NAME]\n"
     "                                      print a new personal access token (only the secret)\n"
     "  session create EMAIL                print a service_session cookie value\n"
+    "  audit verify                        check every audit chain; exit 1 if one is broken\n"
     "  routes [--json]                     the route table\n"
     "\n"
     "  --db CONNINFO   libpq connection string (default: $SVC_DB)\n"
@@ -308,6 +313,137 @@ static int cmd_org_create(cli_t *cli)
     return 0;
 }
 
+/*
+ * The API only shows a user the orgs they belong to; an operator needs the
+ * whole list (to find an org whose owner left, for instance).
+ */
+static int cmd_org_list(cli_t *cli)
+{
+    const char *text;
+    json_t *all, *o;
+    size_t i;
+    apr_status_t rv;
+    int rc, as_json;
+
+    if (cli->argc > 1 || (cli->argc == 1 && strcmp(cli->argv[0], "--json") != 0)) {
+        return usage("org list takes only --json");
+    }
+    as_json = cli->argc == 1;
+    if ((rc = connect_db(cli)) != 0) {
+        return rc;
+    }
+    rv = svc_org_list_all(cli->db, cli->pool, &text);
+    if (rv != APR_SUCCESS) {
+        return fail("org list", explain(cli, rv));
+    }
+    if (as_json) {
+        printf("%s\n", text);
+        return 0;
+    }
+    all = svc_json_pool(cli->pool, json_loads(text, 0, NULL));
+    printf("%-30s %-26s %-30s %7s %8s\n", "SLUG", "ID", "OWNER", "MEMBERS", "PROJECTS");
+    json_array_foreach(all, i, o) {
+        printf("%-30s %-26s %-30s %7" JSON_INTEGER_FORMAT " %8" JSON_INTEGER_FORMAT "\n",
+               json_string_value(json_object_get(o, "slug")),
+               json_string_value(json_object_get(o, "id")),
+               json_is_string(json_object_get(o, "owner"))
+                   ? json_string_value(json_object_get(o, "owner")) : "-",
+               json_integer_value(json_object_get(o, "members")),
+               json_integer_value(json_object_get(o, "projects")));
+    }
+    return 0;
+}
+
+/*
+ * Adds a member without an invite: for bootstrapping and for recovering an
+ * org whose admins are gone. Never as owner: ownership moves by transfer.
+ */
+static int cmd_org_add_member(cli_t *cli)
+{
+    static const char *const with_value[] = { "--role", NULL };
+    const char *slug, *email, *role_s, *user_id, *err;
+    svc_orgref_t *org;
+    svc_actor_t actor;
+    svc_role_e role;
+    apr_status_t rv;
+    int rc;
+
+    if (cli->argc < 2 || cli->argv[0][0] == '-' || cli->argv[1][0] == '-') {
+        return usage("org add-member needs a SLUG and an EMAIL");
+    }
+    if ((err = check_options(cli, 2, with_value, NULL)) != NULL) {
+        return usage(err);
+    }
+    slug = cli->argv[0];
+    email = cli->argv[1];
+    role_s = opt(cli, "--role");
+    if (!svc_slug_valid(slug)) {
+        return usage("SLUG must be an organization slug");
+    }
+    if (!role_s) {
+        return usage("org add-member needs --role admin, member or viewer");
+    }
+    role = svc_role_parse(role_s);
+    if (role == SVC_ROLE_OWNER) {
+        return usage("--role owner is refused: ownership moves only by transfer "
+                     "(POST /api/orgs/SLUG/transfer-ownership)");
+    }
+    if (role == SVC_ROLE_NONE) {
+        return usage("--role must be admin, member or viewer");
+    }
+    if ((rc = connect_db(cli)) != 0 || (rc = need_user(cli, email, &user_id)) != 0) {
+        return rc;
+    }
+    rv = svc_org_by_slug(cli->db, cli->pool, slug, &org);
+    if (rv == SVC_ENOTFOUND) {
+        return fail(slug, "no such organization");
+    }
+    if (rv != APR_SUCCESS) {
+        return fail(slug, explain(cli, rv));
+    }
+    operator_actor(&actor);
+    rv = svc_member_add(cli->db, cli->pool, &actor, org->id, user_id, role);
+    if (rv != APR_SUCCESS) {
+        return fail(email, rv == SVC_ECONFLICT ? "is a member of this organization already"
+                                               : explain(cli, rv));
+    }
+    printf("%s %s %s\n", slug, email, role_s);
+    return 0;
+}
+
+/* Every chain, the user-level one included, which no API route can show. */
+static int cmd_audit_verify(cli_t *cli)
+{
+    const char *text;
+    json_t *broken, *b;
+    size_t i;
+    apr_status_t rv;
+    int rc;
+
+    if (cli->argc != 0) {
+        return usage("audit verify takes no arguments");
+    }
+    if ((rc = connect_db(cli)) != 0) {
+        return rc;
+    }
+    rv = svc_audit_verify_all(cli->db, cli->pool, &text);
+    if (rv != APR_SUCCESS) {
+        return fail("audit verify", explain(cli, rv));
+    }
+    broken = svc_json_pool(cli->pool, json_loads(text, 0, NULL));
+    if (json_array_size(broken) == 0) {
+        printf("every audit chain verifies\n");
+        return 0;
+    }
+    json_array_foreach(broken, i, b) {
+        const char *org = json_string_value(json_object_get(b, "org_id"));
+        fprintf(stderr, "svcctl: audit chain of %s is broken at entry %s\n",
+                org ? org : "the user level", json_string_value(json_object_get(b,
+                                                                "first_broken_id")));
+    }
+    return EXIT_FAILED;
+}
+
 static int cmd_token_create(cli_t *cli)
 {
     static const char *const with_value[] = { "--scope", "--org", "--days", "--name", NULL };
@@ -406,6 +542,22 @@ static const char *auth_name(svc_auth_e a)
     return "?";
 }
 
+static const char *field_type_name(svc_ftype_e t)
+{
+    switch (t) {
+    case SVC_FT_STRING: return "string";
+    case SVC_FT_INT: return "int";
+    case SVC_FT_BOOL: return "bool";
+    case SVC_FT_ENUM: return "enum";
+    case SVC_FT_SLUG: return "slug";
+    case SVC_FT_EMAIL: return "email";
+    case SVC_FT_ID: return "id";
+    case SVC_FT_OBJECT: return "object";
+    case SVC_FT_TEXT: return "text";
+    }
+    return "?";
+}
+
 static int cmd_routes(cli_t *cli)
 {
     const svc_route_t *r;
@@ -417,9 +569,10 @@ static int cmd_routes(cli_t *cli)
     }
     if (cli->argc == 0) {
         for (r = svc_routes; r->method; r++) {
-            printf("%-7s %-60s %-8s %-6s %s\n", r->method, r->path, auth_name(r->auth),
+            printf("%-7s %-60s %-8s %-6s %-7s %s\n", r->method, r->path, auth_name(r->auth),
                    svc_scope_name(r->scope),
-                   svc_route_is_tenant(r) ? svc_role_name(r->role) : "-");
+                   svc_route_is_tenant(r) ? svc_role_name(r->role) : "-",
+                   svc_route_is_project(r) ? svc_prole_name(r->prole) : "-");
         }
         return 0;
     }
@@ -428,14 +581,25 @@ static int cmd_routes(cli_t *cli)
         json_t *fields = json_array();
         const svc_field_t *f;
         for (f = r->body; f && f->name; f++) {
-            json_array_append_new(fields, json_pack("{s:s,s:b}", "name", f->name,
-                                                    "required", f->required));
+            json_t *values = json_array();
+            const char *const *v;
+            for (v = f->values; v && *v; v++) {
+                json_array_append_new(values, json_string(*v));
+            }
+            /* Enough for a test to build a valid body (the conformance tests do). */
+            json_array_append_new(fields, json_pack("{s:s,s:b,s:s,s:o,s:I,s:I}", "name", f->name,
+                                                    "required", f->required,
+                                                    "type", field_type_name(f->type),
+                                                    "values", values, "min", (json_int_t)f->min,
+                                                    "max", (json_int_t)f->max));
         }
         json_array_append_new(
-            all, json_pack("{s:s,s:s,s:s,s:s,s:s,s:b,s:o,s:s?,s:b,s:b,s:b,s:i,s:s}",
+            all, json_pack("{s:s,s:s,s:s,s:s,s:s,s:b,s:b,s:s,s:o,s:s?,s:b,s:b,s:b,s:i,s:s}",
                            "method", r->method, "path", r->path, "auth", auth_name(r->auth),
                            "scope", svc_scope_name(r->scope), "role", svc_role_name(r->role),
-                           "tenant", svc_route_is_tenant(r), "body",
+                           "tenant", svc_route_is_tenant(r),
+                           "project", svc_route_is_project(r),
+                           "prole", svc_prole_name(r->prole), "body",
                            r->body ? fields : json_null(), "rate_class", r->rate_class,
                            "hidden", (r->flags & SVC_RF_HIDDEN) != 0,
                            "founder", (r->flags & SVC_RF_FOUNDER) != 0,
@@ -509,6 +673,18 @@ int main(int argc, const char *const *argv)
     else if (IS(0, "org") && IS(1, "create")) {
         ARGS(2);
         rc = cmd_org_create(&cli);
+    }
+    else if (IS(0, "org") && IS(1, "list")) {
+        ARGS(2);
+        rc = cmd_org_list(&cli);
+    }
+    else if (IS(0, "org") && IS(1, "add-member")) {
+        ARGS(2);
+        rc = cmd_org_add_member(&cli);
+    }
+    else if (IS(0, "audit") && IS(1, "verify")) {
+        ARGS(2);
+        rc = cmd_audit_verify(&cli);
     }
     else if (IS(0, "token") && IS(1, "create")) {
         ARGS(2);

@@ -263,6 +263,13 @@ DBDExptime 60
 SvcSecret        $SVC_SECRET
 SvcInternalAllow 127.0.0.1 ::1
 
+# Sign-in: on when VCS_OAUTH_CLIENT_ID and VCS_OAUTH_CLIENT_SECRET are set in
+# the environment of \`make run\`; VCS_WEB_URL and VCS_API_URL default to GitHub.
+SvcOAuthClientId     env:VCS_OAUTH_CLIENT_ID
+SvcOAuthClientSecret env:VCS_OAUTH_CLIENT_SECRET
+SvcVcsWebURL         env:VCS_WEB_URL
+SvcVcsApiURL         env:VCS_API_URL
+
 <Location /api/>
     Require all granted
     SetHandler svc
@@ -371,6 +378,9 @@ mod_svc is running on http://127.0.0.1:$PORT/  (Ctrl-C stops httpd and PostgreSQ
   set -a; . var/svc.env; set +a; build/svcctl routes    # svcctl on this instance
 
   founder: $ADMIN_EMAIL (org "$DEMO_ORG"); admin token in var/admin.token (0600)
+  sign-in: http://127.0.0.1:$PORT/auth/login when VCS_OAUTH_CLIENT_ID and
+           VCS_OAUTH_CLIENT_SECRET are set (OAuth app callback URL:
+           http://127.0.0.1:$PORT/auth/callback; see docs/api/signin.md)
   logs: var/log/error_log (also shown below), var/log/access_log, var/log/postgresql.log
 
 EOF

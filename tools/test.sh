@@ -170,6 +170,9 @@ cleanup() {
             kill -KILL "$pid" 2>/dev/null
         fi
     fi
+    if [ -n "${FAKEVCS_PID:-}" ] && kill -0 "$FAKEVCS_PID" 2>/dev/null; then
+        kill -TERM "$FAKEVCS_PID"
+    fi
     if [ -f "$PGDATA/postmaster.pid" ]; then
         "$PGBIN/pg_ctl" -D "$PGDATA" -m fast -w -t 30 stop >/dev/null 2>&1 ||
             "$PGBIN/pg_ctl" -D "$PGDATA" -m immediate -w stop >/dev/null 2>&1
@@ -219,7 +222,10 @@ setup_db() {
     "$PGBIN/createdb" -h "$PGTMP" -p 5432 "$1" &&
     SVC_DB=$(conninfo "$1") SVC_SECRET=$SVC_SECRET "$SVCCTL" migrate
 }
-if setup_db svc && setup_db svc_unit; then
+# svc_behind stays empty: a virtual host of the test server points at it to
+# prove the module answers 503 while the schema is behind (t/15_schema.t).
+if setup_db svc && setup_db svc_unit \
+        && "$PGBIN/createdb" -h "$PGTMP" -p 5432 svc_behind; then
     pass "migrate"
 else
     fail "migrate"
@@ -255,6 +261,24 @@ export SVC_DB SVC_SECRET SVCCTL
 export SVC_TEST_PGDATA=$PGDATA SVC_TEST_PGBIN=$PGBIN SVC_TEST_PGLOG=$PGLOG
 export SVC_TOP=$TOP
 export APACHE_TEST_NO_STICKY_PREFERENCES=1
+
+# The fake code-hosting provider (t/lib/FakeVcs.pm) for sign-in, started
+# before httpd so its configuration can name it: SvcOAuthClientId and friends
+# in t/conf/extra.conf.in are env: references to these variables. The tests
+# switch its behaviour through its /_control endpoint.
+VCS_SECRET_FILE=$PGTMP/vcs-client-secret
+VCS_OAUTH_CLIENT_ID=Iv1.test$(od -An -tx1 -N6 /dev/urandom | tr -d ' \n')
+VCS_OAUTH_CLIENT_SECRET=$(od -An -tx1 -N20 /dev/urandom | tr -d ' \n')
+(umask 077; echo "$VCS_OAUTH_CLIENT_SECRET" >"$VCS_SECRET_FILE")
+export VCS_OAUTH_CLIENT_ID VCS_OAUTH_CLIENT_SECRET
+perl -It/lib -MFakeVcs -e FakeVcs::main -- --port-file "$PGTMP/fakevcs.port" \
+    >"$PGTMP/fakevcs.log" 2>&1 &
+FAKEVCS_PID=$!
+for _ in $(seq 100); do [ -s "$PGTMP/fakevcs.port" ] && break; sleep 0.1; done
+[ -s "$PGTMP/fakevcs.port" ] || { cat "$PGTMP/fakevcs.log"; die "the fake provider did not start"; }
+VCS_WEB_URL=http://127.0.0.1:$(cat "$PGTMP/fakevcs.port")
+VCS_API_URL=$VCS_WEB_URL/api/v3
+export VCS_WEB_URL VCS_API_URL
 
 # Start from scratch: no configuration or logs of an earlier run.
 rm -rf "$LOGS" t/TEST t/SMOKE t/conf/httpd.conf t/conf/extra.conf \
@@ -313,7 +337,7 @@ if [ -n "$cores" ]; then
     fail "core dumps"
 fi
 if tools/check-logs.pl --logs "$LOGS" --pg-log "$LOGS/postgresql.log" \
-        --secrets "$SECRET_FILE"; then
+        --secrets "$SECRET_FILE" --secrets "$VCS_SECRET_FILE"; then
     pass "logs"
 else
     fail "logs"

@@ -1,10 +1,12 @@
 /*
  * svc_auth.c: authentication (PAT or session cookie) and route
- * authorization (scope, founder flag, CSRF origin, org binding and role).
+ * authorization (scope, founder flag, CSRF origin, org binding and role,
+ * project role).
  */
 #include "svc_auth.h"
 #include "svc_json.h"
 #include "svc_orgs.h"
+#include "svc_projects.h"
 #include "svc_route.h"
 #include "svc_sessions.h"
 #include "svc_tokens.h"
@@ -147,6 +149,36 @@ static apr_status_t authenticate(svc_ctx_t *ctx)
                     "svc_pat_...) or a signed-in session.");
 }
 
+/*
+ * The project of a route under /projects/:projectSlug, looked up in the org
+ * already resolved (so a slug of another org is simply not found), and the
+ * caller's effective role in it. Every member of the org can see that a
+ * project exists, so a role too low for the route is 403, not 404.
+ */
+static apr_status_t check_project(svc_ctx_t *ctx, svc_db_t *db)
+{
+    const char *slug = apr_table_get(ctx->params, "projectSlug");
+    apr_status_t rv;
+
+    if (!svc_slug_valid(slug)) {
+        return svc_fail(ctx, 404, "not_found", "No project with this slug.");
+    }
+    rv = svc_project_resolve(db, ctx->pool, ctx->org, slug, ctx->who->user_id, &ctx->project);
+    if (rv == SVC_ENOTFOUND) {
+        return svc_fail(ctx, 404, "not_found", "No project %s in %s.", slug, ctx->org->slug);
+    }
+    if (rv != APR_SUCCESS) {
+        return rv;
+    }
+    if (ctx->project->prole < ctx->route->prole) {
+        return svc_fail(ctx, 403, "forbidden",
+                        "Your role in project %s is %s; this needs %s or above.", slug,
+                        svc_prole_name(ctx->project->prole),
+                        svc_prole_name(ctx->route->prole));
+    }
+    return APR_SUCCESS;
+}
+
 apr_status_t svc_auth_check(svc_ctx_t *ctx)
 {
     const svc_route_t *route = ctx->route;
@@ -216,6 +248,9 @@ apr_status_t svc_auth_check(svc_ctx_t *ctx)
             return svc_fail(ctx, 403, "forbidden",
                             "Your role in %s is %s; this needs %s or above.", slug,
                             svc_role_name(ctx->org->role), svc_role_name(route->role));
+        }
+        if (svc_route_is_project(route)) {
+            return check_project(ctx, db);
         }
     }
     return APR_SUCCESS;

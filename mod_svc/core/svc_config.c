@@ -21,9 +21,16 @@ void svc_config_defaults(svc_config_t *conf, apr_pool_t *p)
     conf->token_touch_interval = 60;
     conf->session_lifetime = 7 * 24 * 3600;
     conf->statement_timeout_ms = 10000;
+    conf->invite_lifetime = 14 * 24 * 3600;
     conf->rate_classes = apr_array_make(p, 4, sizeof(svc_rate_class_t));
     conf->internal_allow = apr_array_make(p, 2, sizeof(apr_ipsubnet_t *));
     conf->trusted_origins = apr_array_make(p, 2, sizeof(const char *));
+    conf->signin_off = "SvcOAuthClientId and SvcOAuthClientSecret are not set";
+    conf->vcs_web_url = "https://github.com";
+    conf->vcs_api_url = "https://api.github.com";
+    conf->ui_url = "/";
+    conf->vcs_timeout_ms = 10000;
+    conf->vcs_connect_timeout_ms = 3000;
 }
 
 void svc_config_default_rates(svc_config_t *conf, apr_pool_t *p)
@@ -31,6 +38,9 @@ void svc_config_default_rates(svc_config_t *conf, apr_pool_t *p)
     /* Token creation and revocation: SPEC says rate-limited; 20 a minute per user. */
     static const svc_rate_class_t defaults[] = {
         { "tokens", 20, 60 },
+        /* Sign-in starts and callbacks, per client address: each writes a
+         * row and the callback calls the provider. */
+        { "signin", 60, 60 },
         { NULL, 0, 0 }
     };
     const svc_rate_class_t *d;
@@ -236,6 +246,7 @@ apr_status_t svc_config_load_secret(svc_config_t *conf, const char *ref, apr_poo
     crypto_kdf_derive_from_key(conf->pat_key, SVC_KEY_BYTES, 1, "svc_pat_", master);
     crypto_kdf_derive_from_key(conf->session_key, SVC_KEY_BYTES, 2, "svc_sess", master);
     crypto_kdf_derive_from_key(conf->box_key, SVC_KEY_BYTES, 3, "svc_box_", master);
+    crypto_kdf_derive_from_key(conf->signin_key, SVC_KEY_BYTES, 4, "svc_sign", master);
     sodium_memzero(master, sizeof(master));
     sodium_memzero((void *)v, n);
     conf->have_secret = 1;

@@ -25,18 +25,31 @@ struct svc_config_t {
     unsigned char pat_key[SVC_KEY_BYTES];      /* keyed hash of PAT secrets */
     unsigned char session_key[SVC_KEY_BYTES];  /* HS256 session JWTs */
     unsigned char box_key[SVC_KEY_BYTES];      /* secrets at rest */
+    unsigned char signin_key[SVC_KEY_BYTES];   /* OAuth state hashes, PKCE verifiers */
     int have_secret;
 
     apr_size_t body_limit;          /* default JSON body cap in bytes */
     int token_touch_interval;       /* seconds between last_used writes */
     int session_lifetime;           /* seconds */
     int statement_timeout_ms;       /* per-statement cap on the server */
+    int invite_lifetime;            /* seconds an org or project invite stays valid */
 
     apr_array_header_t *rate_classes;     /* of svc_rate_class_t */
     apr_array_header_t *internal_allow;   /* of apr_ipsubnet_t * */
     apr_array_header_t *trusted_origins;  /* of const char *, "scheme://host[:port]" */
 
     const char *public_url;         /* base URL for the OpenAPI servers list */
+
+    /* Sign-in through the code-hosting provider's OAuth app (svc_signin.c),
+     * resolved at start by svc_signin_configure. */
+    const char *signin_off;         /* why sign-in is off, or NULL when it is on */
+    const char *oauth_client_id;
+    const char *oauth_client_secret;
+    const char *vcs_web_url;        /* provider web origin, no trailing slash */
+    const char *vcs_api_url;        /* provider API base, no trailing slash */
+    const char *ui_url;             /* where the browser lands after signing in */
+    int vcs_timeout_ms;             /* budget of all provider calls of one sign-in */
+    int vcs_connect_timeout_ms;
 };
 
 /* Defaults that give a working local instance. */

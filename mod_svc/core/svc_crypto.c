@@ -155,6 +155,11 @@ void svc_keyed_hash(unsigned char out[32], const unsigned char key[32],
     crypto_generichash(out, 32, msg, len, key, 32);
 }
 
+void svc_sha256(unsigned char out[32], const unsigned char *msg, apr_size_t len)
+{
+    crypto_hash_sha256(out, msg, len);
+}
+
 int svc_ct_equal(const void *a, const void *b, apr_size_t len)
 {
     return sodium_memcmp(a, b, len) == 0;

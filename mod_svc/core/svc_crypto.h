@@ -36,6 +36,9 @@ void svc_hmac_sha256(unsigned char out[32], const unsigned char *key, apr_size_t
 void svc_keyed_hash(unsigned char out[32], const unsigned char key[32],
                     const unsigned char *msg, apr_size_t len);
 
+/* Plain SHA-256, for protocols that name it (PKCE's S256 challenge). */
+void svc_sha256(unsigned char out[32], const unsigned char *msg, apr_size_t len);
+
 /* Constant-time equality of two equal-length buffers. */
 int svc_ct_equal(const void *a, const void *b, apr_size_t len);
 

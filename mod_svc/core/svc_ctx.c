@@ -10,6 +10,7 @@
 
 static const char *const scope_names[] = { "none", "read", "write", "admin" };
 static const char *const role_names[] = { "none", "viewer", "member", "admin", "owner" };
+static const char *const prole_names[] = { "none", "viewer", "developer", "maintainer" };
 
 const char *svc_scope_name(svc_scope_e scope)
 {
@@ -43,6 +44,24 @@ svc_role_e svc_role_parse(const char *s)
         }
     }
     return SVC_ROLE_NONE;
+}
+
+const char *svc_prole_name(svc_prole_e prole)
+{
+    return (prole >= SVC_PROLE_NONE && prole <= SVC_PROLE_MAINTAINER) ? prole_names[prole]
+                                                                     : "none";
+}
+
+svc_prole_e svc_prole_parse(const char *s)
+{
+    int i;
+
+    for (i = SVC_PROLE_VIEWER; s && i <= SVC_PROLE_MAINTAINER; i++) {
+        if (strcmp(s, prole_names[i]) == 0) {
+            return (svc_prole_e)i;
+        }
+    }
+    return SVC_PROLE_NONE;
 }
 
 svc_ctx_t *svc_ctx_create(apr_pool_t *p, const svc_config_t *conf)
@@ -219,4 +238,32 @@ apr_status_t svc_reply_empty(svc_ctx_t *ctx)
     ctx->resp_body = NULL;
     ctx->resp_len = 0;
     return APR_SUCCESS;
+}
+
+apr_status_t svc_reply_redirect(svc_ctx_t *ctx, const char *location)
+{
+    const char *s;
+
+    for (s = location; *s; s++) {
+        if ((unsigned char)*s < 0x20 || *s == 0x7f) {
+            return APR_EINVAL;
+        }
+    }
+    apr_table_setn(ctx->headers_out, "Location", location);
+    ctx->status = 302;
+    ctx->content_type = NULL;
+    ctx->resp_body = NULL;
+    ctx->resp_len = 0;
+    return APR_SUCCESS;
+}
+
+void svc_cookie_set(svc_ctx_t *ctx, const char *name, const char *value, const char *path,
+                    int max_age)
+{
+    /* Lax: sent on top-level navigations from other sites (the provider's
+     * redirect back to /auth/callback), never on their subrequests or POSTs. */
+    apr_table_addn(ctx->headers_out, "Set-Cookie",
+                   apr_psprintf(ctx->pool, "%s=%s; Path=%s; Max-Age=%d; HttpOnly; "
+                                "SameSite=Lax%s", name, value, path, max_age,
+                                ctx->is_tls ? "; Secure" : ""));
 }

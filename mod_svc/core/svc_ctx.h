@@ -40,12 +40,25 @@ struct svc_orgref_t {
     svc_role_e role;
 };
 
+/* The project a route under /projects/:projectSlug addresses, with the
+ * caller's effective role in it. */
+struct svc_projref_t {
+    const char *id;
+    const char *slug;
+    const char *name;
+    int archived;
+    svc_prole_e prole;
+};
+
 /* Where a problem document goes before the glue renders it. */
 struct svc_problem_t {
     int status;
     const char *code;
     const char *detail;
     json_t *errors;             /* array of {field,code,message} or NULL */
+    /* For the operator, never sent to the client: why an upstream call
+     * failed. The glue redacts it and logs it with 502/503/504 answers. */
+    const char *log_detail;
 };
 
 struct svc_ctx_t {
@@ -69,9 +82,11 @@ struct svc_ctx_t {
     const char *self_origin;    /* "scheme://host[:port]" as the client sees us */
     int is_tls;
 
-    /* The caller, once authenticated; and the org, on tenant routes. */
+    /* The caller, once authenticated; the org, on tenant routes; and the
+     * project, on routes under /projects/:projectSlug. */
     svc_principal_t *who;
     svc_orgref_t *org;
+    svc_projref_t *project;
 
     /* The database, acquired on first use through the glue's callback. */
     svc_db_t *db;
@@ -134,6 +149,19 @@ apr_status_t svc_reply_text(svc_ctx_t *ctx, int status, const char *json_text);
 
 /* 204, no body. */
 apr_status_t svc_reply_empty(svc_ctx_t *ctx);
+
+/* 302 to `location` (absolute, or a path on the same origin), no body.
+ * APR_EINVAL when it holds a control character: callers validate first. */
+apr_status_t svc_reply_redirect(svc_ctx_t *ctx, const char *location);
+
+/*
+ * Adds one Set-Cookie (added, not set: a response may carry several):
+ * HttpOnly, SameSite=Lax, and Secure when the request came over TLS.
+ * max_age 0 deletes the cookie. name and value must be cookie-octets
+ * already (ours are base62 or base64url).
+ */
+void svc_cookie_set(svc_ctx_t *ctx, const char *name, const char *value, const char *path,
+                    int max_age);
 
 /* The reason phrase of a status we use. */
 const char *svc_status_title(int status);

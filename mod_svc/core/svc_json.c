@@ -439,3 +439,89 @@ apr_status_t svc_parse_int(const char *s, long long min, long long max, long lon
     *pval = v;
     return APR_SUCCESS;
 }
+
+/* n decimal digits at s, or -1. */
+static int digits(const char *s, int n)
+{
+    int v = 0, i;
+
+    for (i = 0; i < n; i++) {
+        if (s[i] < '0' || s[i] > '9') {
+            return -1;
+        }
+        v = v * 10 + (s[i] - '0');
+    }
+    return v;
+}
+
+/* Days since 1970-01-01 of a proleptic Gregorian date (Hinnant's algorithm). */
+static apr_int64_t days_from_civil(int y, int m, int d)
+{
+    apr_int64_t era, yoe, doy, doe;
+
+    y -= m <= 2;
+    era = (y >= 0 ? y : y - 399) / 400;
+    yoe = y - era * 400;
+    doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+    doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    return era * 146097 + doe - 719468;
+}
+
+apr_status_t svc_parse_rfc3339(const char *s, apr_int64_t *pepoch)
+{
+    static const int mdays[] = { 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31 };
+    int y, mo, d, h, mi, sec, off = 0, leap, dim;
+    const char *p;
+
+    if (!s || strlen(s) < 20 || strlen(s) > 40) {
+        return APR_EINVAL;
+    }
+    y = digits(s, 4);
+    mo = digits(s + 5, 2);
+    d = digits(s + 8, 2);
+    h = digits(s + 11, 2);
+    mi = digits(s + 14, 2);
+    sec = digits(s + 17, 2);
+    if (y < 1 || s[4] != '-' || mo < 1 || mo > 12 || s[7] != '-' || d < 1
+        || (s[10] != 'T' && s[10] != 't') || h < 0 || h > 23 || s[13] != ':'
+        || mi < 0 || mi > 59 || s[16] != ':' || sec < 0 || sec > 59) {
+        return APR_EINVAL;
+    }
+    leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+    dim = mdays[mo - 1] + (mo == 2 && leap);
+    if (d > dim) {
+        return APR_EINVAL;
+    }
+    p = s + 19;
+    if (*p == '.') {
+        int n = 0;
+        for (p++; *p >= '0' && *p <= '9'; p++) {
+            n++;
+        }
+        if (n < 1 || n > 9) {
+            return APR_EINVAL;
+        }
+    }
+    if (*p == 'Z' || *p == 'z') {
+        p++;
+    }
+    else if (*p == '+' || *p == '-') {
+        int oh = digits(p + 1, 2), om;
+        /* Each check guards the next read: nothing past the NUL is looked at. */
+        if (oh < 0 || oh > 23 || p[3] != ':' || (om = digits(p + 4, 2)) < 0 || om > 59) {
+            return APR_EINVAL;
+        }
+        off = (oh * 60 + om) * 60 * (*p == '-' ? -1 : 1);
+        p += 6;
+    }
+    else {
+        return APR_EINVAL;
+    }
+    if (*p) {
+        return APR_EINVAL;
+    }
+    if (pepoch) {
+        *pepoch = days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + sec - off;
+    }
+    return APR_SUCCESS;
+}

@@ -67,6 +67,14 @@ int svc_slug_valid(const char *s);
 /* A plausible email address: one @, no spaces or controls, at most 254 bytes. */
 int svc_email_valid(const char *s);
 
+/*
+ * An RFC 3339 date-time ("2026-11-25T21:54:14Z", "...14.250+01:00"), with
+ * every field range-checked (days per month and leap years included) and
+ * years 1 to 9999, so that PostgreSQL accepts whatever passes. *pepoch gets
+ * the whole seconds since 1970 (may be NULL). APR_EINVAL otherwise.
+ */
+apr_status_t svc_parse_rfc3339(const char *s, apr_int64_t *pepoch);
+
 /* Full-string decimal parse into [min, max]; APR_EINVAL otherwise. */
 apr_status_t svc_parse_int(const char *s, long long min, long long max, long long *pval);
 

@@ -114,6 +114,9 @@ static json_t *operation(apr_pool_t *p, const svc_route_t *r, json_t *params)
     if (svc_route_is_tenant(r)) {
         json_object_set_new(op, "x-svc-role", json_string(svc_role_name(r->role)));
     }
+    if (svc_route_is_project(r)) {
+        json_object_set_new(op, "x-svc-project-role", json_string(svc_prole_name(r->prole)));
+    }
     if (r->rate_class) {
         json_object_set_new(op, "x-svc-rate-class", json_string(r->rate_class));
     }

@@ -1,9 +1,24 @@
 /*
- * svc_orgs.c: organizations and memberships.
+ * svc_orgs.c: organizations: the membership lookup behind every tenant
+ * route, creation, the org lock, and the /api/orgs endpoints.
  */
 #include "svc_orgs.h"
 #include "svc_crypto.h"
 #include "svc_json.h"
+#include "svc_page.h"
+
+#include <string.h>
+
+/* One org as the API shows it; `o` is the orgs row, `m` the caller's
+ * membership (the role is null for a caller who is not a member). */
+#define ORG_JSON                                                                    \
+    "json_build_object('id', o.id, 'slug', o.slug, 'name', o.name, 'role', m.role," \
+    " 'owner', (SELECT json_build_object('id', u.id, 'email', u.email, 'name', u.name)" \
+    "           FROM org_members om JOIN users u ON u.id = om.user_id"               \
+    "           WHERE om.org_id = o.id AND om.role = 'owner'),"                      \
+    " 'members', (SELECT count(*) FROM org_members c WHERE c.org_id = o.id),"       \
+    " 'projects', (SELECT count(*) FROM projects c WHERE c.org_id = o.id),"         \
+    " 'created_at', svc_ts(o.created_at), 'updated_at', svc_ts(o.updated_at))"
 
 static const svc_stmt_t st_org_membership = {
     "svc_orgs_membership",
@@ -11,6 +26,12 @@ static const svc_stmt_t st_org_membership = {
     " JOIN org_members m ON m.org_id = o.id AND m.user_id = $2"
     " WHERE o.slug = $1",
     2, SVC_STMT_READ
+};
+
+static const svc_stmt_t st_org_by_slug = {
+    "svc_orgs_by_slug",
+    "SELECT id, slug, name FROM orgs WHERE slug = $1",
+    1, SVC_STMT_READ
 };
 
 static const svc_stmt_t st_org_insert = {
@@ -23,6 +44,73 @@ static const svc_stmt_t st_member_insert = {
     "svc_orgs_member_insert",
     "INSERT INTO org_members (org_id, user_id, role) VALUES ($1, $2, $3)",
     3, 0
+};
+
+/*
+ * FOR NO KEY UPDATE: conflicts with itself (and with UPDATE of the row), so
+ * membership changes of one org queue up, but not with the key-share locks
+ * that foreign keys take, so creating projects is never held up by it.
+ */
+static const svc_stmt_t st_org_lock = {
+    "svc_orgs_lock",
+    "SELECT m.role FROM orgs o"
+    " LEFT JOIN org_members m ON m.org_id = o.id AND m.user_id = $2"
+    " WHERE o.id = $1 FOR NO KEY UPDATE OF o",
+    2, 0
+};
+
+static const svc_stmt_t st_org_get = {
+    "svc_orgs_get",
+    "SELECT " ORG_JSON " FROM orgs o"
+    " LEFT JOIN org_members m ON m.org_id = o.id AND m.user_id = $2 WHERE o.id = $1",
+    2, SVC_STMT_READ
+};
+
+/* The caller's orgs, newest membership first; a bound token sees its org only. */
+static const svc_stmt_t st_org_list = {
+    "svc_orgs_list",
+    "SELECT json_build_object('id', o.id, 'slug', o.slug, 'name', o.name, 'role', m.role,"
+    " 'created_at', svc_ts(o.created_at), 'updated_at', svc_ts(o.updated_at)), m.seq"
+    " FROM org_members m JOIN orgs o ON o.id = m.org_id"
+    " WHERE m.user_id = $1 AND ($2::text IS NULL OR o.id = $2) AND m.seq < $3::bigint"
+    " ORDER BY m.seq DESC LIMIT $4::int",
+    4, SVC_STMT_READ
+};
+
+static const svc_stmt_t st_org_list_all = {
+    "svc_orgs_list_all",
+    "SELECT coalesce(json_agg(json_build_object('id', o.id, 'slug', o.slug, 'name', o.name,"
+    " 'owner', (SELECT u.email FROM org_members om JOIN users u ON u.id = om.user_id"
+    "           WHERE om.org_id = o.id AND om.role = 'owner'),"
+    " 'members', (SELECT count(*) FROM org_members c WHERE c.org_id = o.id),"
+    " 'projects', (SELECT count(*) FROM projects c WHERE c.org_id = o.id),"
+    " 'created_at', svc_ts(o.created_at)) ORDER BY o.slug), '[]'::json) FROM orgs o",
+    0, SVC_STMT_READ
+};
+
+static const svc_stmt_t st_org_name_lock = {
+    "svc_orgs_name_lock",
+    "SELECT name FROM orgs WHERE id = $1 FOR NO KEY UPDATE",
+    1, 0
+};
+
+static const svc_stmt_t st_org_rename = {
+    "svc_orgs_rename",
+    "UPDATE orgs SET name = $2, updated_at = now() WHERE id = $1",
+    2, 0
+};
+
+const svc_field_t svc_body_org_create[] = {
+    { "slug", SVC_FT_SLUG, 1, 0, 0, 0, NULL,
+      "The organization's address (:orgSlug): lowercase a-z, 0-9 and '-', 1 to 63, "
+      "not starting or ending with '-'. Unique; cannot be changed." },
+    { "name", SVC_FT_STRING, 1, 0, 1, 200, NULL, "Display name, 1 to 200 characters." },
+    SVC_FIELD_END
+};
+
+const svc_field_t svc_body_org_update[] = {
+    { "name", SVC_FT_STRING, 1, 0, 1, 200, NULL, "Display name, 1 to 200 characters." },
+    SVC_FIELD_END
 };
 
 apr_status_t svc_org_membership(svc_db_t *db, apr_pool_t *p, const char *slug,
@@ -44,6 +132,29 @@ apr_status_t svc_org_membership(svc_db_t *db, apr_pool_t *p, const char *slug,
     org->slug = svc_dbres_str(res, 0, 1);
     org->name = svc_dbres_str(res, 0, 2);
     org->role = svc_role_parse(svc_dbres_str(res, 0, 3));
+    *porg = org;
+    return APR_SUCCESS;
+}
+
+apr_status_t svc_org_by_slug(svc_db_t *db, apr_pool_t *p, const char *slug,
+                             svc_orgref_t **porg)
+{
+    svc_orgref_t *org;
+    svc_dbres_t *res;
+    apr_status_t rv;
+
+    rv = svc_db_execv(db, &st_org_by_slug, p, &res, slug);
+    if (rv != APR_SUCCESS) {
+        return rv;
+    }
+    if (svc_dbres_rows(res) != 1) {
+        return SVC_ENOTFOUND;
+    }
+    org = apr_pcalloc(p, sizeof(*org));
+    org->id = svc_dbres_str(res, 0, 0);
+    org->slug = svc_dbres_str(res, 0, 1);
+    org->name = svc_dbres_str(res, 0, 2);
+    org->role = SVC_ROLE_NONE;
     *porg = org;
     return APR_SUCCESS;
 }
@@ -77,4 +188,172 @@ apr_status_t svc_org_create(svc_db_t *db, apr_pool_t *p, const char *slug, const
     }
     *pid = id;
     return APR_SUCCESS;
+}
+
+apr_status_t svc_org_lock(svc_db_t *db, apr_pool_t *p, const char *org_id,
+                          const char *user_id, svc_role_e *prole)
+{
+    svc_dbres_t *res;
+    apr_status_t rv;
+
+    rv = svc_db_execv(db, &st_org_lock, p, &res, org_id, user_id);
+    if (rv != APR_SUCCESS) {
+        return rv;
+    }
+    if (svc_dbres_rows(res) != 1) {
+        return SVC_ENOTFOUND;
+    }
+    *prole = svc_role_parse(svc_dbres_str(res, 0, 0));
+    return APR_SUCCESS;
+}
+
+apr_status_t svc_org_json(svc_db_t *db, apr_pool_t *p, const char *org_id,
+                          const char *user_id, const char **pjson)
+{
+    svc_dbres_t *res;
+    apr_status_t rv;
+
+    rv = svc_db_execv(db, &st_org_get, p, &res, org_id, user_id);
+    if (rv != APR_SUCCESS) {
+        return rv;
+    }
+    if (svc_dbres_rows(res) != 1) {
+        return SVC_ENOTFOUND;
+    }
+    *pjson = svc_dbres_str(res, 0, 0);
+    return APR_SUCCESS;
+}
+
+apr_status_t svc_org_list_all(svc_db_t *db, apr_pool_t *p, const char **pjson)
+{
+    svc_dbres_t *res;
+    apr_status_t rv;
+
+    rv = svc_db_exec(db, &st_org_list_all, p, &res, NULL);
+    if (rv != APR_SUCCESS) {
+        return rv;
+    }
+    if (svc_dbres_rows(res) != 1) {
+        return SVC_EDB;
+    }
+    *pjson = svc_dbres_str(res, 0, 0);
+    return APR_SUCCESS;
+}
+
+apr_status_t svc_h_orgs_list(svc_ctx_t *ctx)
+{
+    const char *bound = ctx->who->via == SVC_VIA_PAT ? ctx->who->token_org_id : NULL;
+    svc_page_t pg;
+    svc_dbres_t *res;
+    svc_db_t *db;
+    apr_status_t rv;
+
+    if ((rv = svc_page_parse(ctx, &pg)) != APR_SUCCESS
+        || (rv = svc_ctx_db(ctx, &db)) != APR_SUCCESS) {
+        return rv;
+    }
+    rv = svc_db_execv(db, &st_org_list, ctx->pool, &res, ctx->who->user_id, bound, pg.before,
+                      pg.fetch);
+    if (rv != APR_SUCCESS) {
+        return rv;
+    }
+    return svc_reply_page(ctx, res, 0, 1, &pg);
+}
+
+apr_status_t svc_h_orgs_create(svc_ctx_t *ctx)
+{
+    const char *slug = svc_json_str(ctx->body, "slug");
+    const char *name = svc_json_str(ctx->body, "name");
+    const char *id, *json;
+    svc_actor_t actor;
+    svc_db_t *db;
+    apr_status_t rv;
+
+    /* A token bound to one org must not be a way to reach beyond it. */
+    if (ctx->who->via == SVC_VIA_PAT && ctx->who->token_org_id) {
+        return svc_fail(ctx, 403, "insufficient_scope",
+                        "This token is bound to organization %s and cannot create "
+                        "organizations.", ctx->who->token_org_slug);
+    }
+    if ((rv = svc_ctx_db(ctx, &db)) != APR_SUCCESS) {
+        return rv;
+    }
+    svc_actor_from_ctx(ctx, &actor);
+    rv = svc_org_create(db, ctx->pool, slug, name, ctx->who->user_id, &actor, &id);
+    if (rv == SVC_ECONFLICT) {
+        /* The unique index decides between simultaneous creations. */
+        return svc_fail(ctx, 409, "conflict", "An organization with the slug %s already exists.",
+                        slug);
+    }
+    if (rv != APR_SUCCESS || (rv = svc_org_json(db, ctx->pool, id, ctx->who->user_id, &json))
+                             != APR_SUCCESS) {
+        return rv;
+    }
+    return svc_reply_text(ctx, 201, json);
+}
+
+apr_status_t svc_h_orgs_get(svc_ctx_t *ctx)
+{
+    const char *json;
+    svc_db_t *db;
+    apr_status_t rv;
+
+    if ((rv = svc_ctx_db(ctx, &db)) != APR_SUCCESS
+        || (rv = svc_org_json(db, ctx->pool, ctx->org->id, ctx->who->user_id, &json))
+           != APR_SUCCESS) {
+        return rv;
+    }
+    return svc_reply_text(ctx, 200, json);
+}
+
+apr_status_t svc_h_orgs_update(svc_ctx_t *ctx)
+{
+    const char *name = svc_json_str(ctx->body, "name");
+    const char *before, *json;
+    svc_actor_t actor;
+    svc_dbres_t *res;
+    svc_db_t *db;
+    apr_status_t rv;
+
+    if ((rv = svc_ctx_db(ctx, &db)) != APR_SUCCESS) {
+        return rv;
+    }
+    if ((rv = svc_db_begin(db, ctx->pool)) != APR_SUCCESS) {
+        return rv;
+    }
+    rv = svc_db_execv(db, &st_org_name_lock, ctx->pool, &res, ctx->org->id);
+    if (rv != APR_SUCCESS) {
+        goto cleanup;
+    }
+    if (svc_dbres_rows(res) != 1) {
+        rv = SVC_ENOTFOUND;
+        goto cleanup;
+    }
+    before = svc_dbres_str(res, 0, 0);
+    if (strcmp(before, name) != 0) {
+        rv = svc_db_execv(db, &st_org_rename, ctx->pool, NULL, ctx->org->id, name);
+        if (rv != APR_SUCCESS) {
+            goto cleanup;
+        }
+        svc_actor_from_ctx(ctx, &actor);
+        rv = svc_audit_write(db, ctx->pool, &actor, ctx->org->id, "org.updated", "org",
+                             ctx->org->id,
+                             svc_json_pool(ctx->pool,
+                                           json_pack("{s:{s:s},s:{s:s}}", "before", "name",
+                                                     before, "after", "name", name)));
+        if (rv != APR_SUCCESS) {
+            goto cleanup;
+        }
+    }
+    rv = svc_db_commit(db, ctx->pool);
+cleanup:
+    if (rv != APR_SUCCESS) {
+        svc_db_rollback(db, ctx->pool);
+        return rv;
+    }
+    if ((rv = svc_org_json(db, ctx->pool, ctx->org->id, ctx->who->user_id, &json))
+        != APR_SUCCESS) {
+        return rv;
+    }
+    return svc_reply_text(ctx, 200, json);
 }

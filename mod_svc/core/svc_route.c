@@ -70,6 +70,15 @@ int svc_route_is_tenant(const svc_route_t *route)
         && (route->path[18] == '\0' || route->path[18] == '/');
 }
 
+int svc_route_is_project(const svc_route_t *route)
+{
+    static const char prefix[] = "/api/orgs/:orgSlug/projects/:projectSlug";
+    apr_size_t n = sizeof(prefix) - 1;
+
+    return strncmp(route->path, prefix, n) == 0
+        && (route->path[n] == '\0' || route->path[n] == '/');
+}
+
 /* Literal segments sort before parameters, position by position; routes of
  * one template stay together, in table order. */
 static int specificity_cmp(const void *a, const void *b)
@@ -117,6 +126,11 @@ apr_status_t svc_router_create(svc_router_t **prt, const svc_route_t *table, apr
          * break the scope model; refuse to start rather than serve it. */
         if (r->auth == SVC_AUTH_USER && svc_method_is_unsafe(r->method)
             && r->scope < SVC_SCOPE_WRITE) {
+            return APR_EINVAL;
+        }
+        /* A project route that names no least project role would let every
+         * org member in; a project role elsewhere would be checked nowhere. */
+        if (svc_route_is_project(r) != (r->prole != SVC_PROLE_NONE)) {
             return APR_EINVAL;
         }
         c->route = r;

@@ -19,6 +19,9 @@ typedef apr_status_t (*svc_handler_fn)(svc_ctx_t *ctx);
 #define SVC_RF_NO_DB    0x0004  /* never touches the database (no schema gate) */
 #define SVC_RF_PAGED    0x0008  /* takes ?limit= and ?cursor= */
 #define SVC_RF_NO_CSRF  0x0010  /* state-changing but exempt from the Origin check */
+/* The query string carries credentials (an OAuth code and state): the glue
+ * keeps its values out of the access log. */
+#define SVC_RF_SECRET_QUERY 0x0100
 
 /* A query parameter a route documents and accepts. */
 typedef struct {
@@ -43,6 +46,7 @@ struct svc_route_t {
     const char *summary;
     const char *tag;            /* OpenAPI tag: the SPEC area */
     const svc_qparam_t *query;  /* extra documented query parameters, {NULL} ended */
+    svc_prole_e prole;          /* least project role on routes with :projectSlug */
 };
 
 /* The table, ended by a row with method NULL. */
@@ -64,6 +68,10 @@ const svc_route_t *svc_router_match(const svc_router_t *rt, const char *method,
 
 /* True when the route addresses one organization (/api/orgs/:orgSlug/...). */
 int svc_route_is_tenant(const svc_route_t *route);
+
+/* True when the route addresses one project of that org
+ * (/api/orgs/:orgSlug/projects/:projectSlug/...). */
+int svc_route_is_project(const svc_route_t *route);
 
 /* True for methods that change state. */
 int svc_method_is_unsafe(const char *method);

@@ -6,7 +6,10 @@
 #include "svc_crypto.h"
 #include "svc_json.h"
 #include "svc_jwt.h"
+#include "svc_page.h"
 #include "svc_redact.h"
+
+#include <string.h>
 
 static const svc_stmt_t st_session_insert = {
     "svc_sessions_insert",
@@ -30,6 +33,41 @@ static const svc_stmt_t st_session_touch = {
     "svc_sessions_touch",
     "UPDATE sessions SET last_seen_at = now(), ip = $2 WHERE id = $1",
     2, SVC_STMT_RETRY
+};
+
+static const svc_stmt_t st_session_revoke = {
+    "svc_sessions_revoke",
+    "UPDATE sessions SET revoked_at = now()"
+    " WHERE id = $1 AND user_id = $2 AND revoked_at IS NULL RETURNING id",
+    2, 0
+};
+
+static const svc_stmt_t st_session_visible = {
+    "svc_sessions_visible",
+    "SELECT 1 FROM sessions WHERE id = $1 AND user_id = $2",
+    2, SVC_STMT_READ
+};
+
+/* Every live session but the one in use ($2, NULL for a token caller). */
+static const svc_stmt_t st_session_revoke_others = {
+    "svc_sessions_revoke_others",
+    "UPDATE sessions SET revoked_at = now()"
+    " WHERE user_id = $1 AND revoked_at IS NULL AND expires_at > now()"
+    " AND ($2::text IS NULL OR id <> $2) RETURNING id",
+    2, 0
+};
+
+/* Live sessions only: ended ones are of no use to act on. */
+static const svc_stmt_t st_session_list = {
+    "svc_sessions_list",
+    "SELECT json_build_object('id', s.id, 'current', coalesce(s.id = $3::text, false),"
+    " 'created_at', svc_ts(s.created_at), 'expires_at', svc_ts(s.expires_at),"
+    " 'last_seen_at', svc_ts(s.last_seen_at), 'ip', s.ip, 'user_agent', s.user_agent),"
+    " s.seq FROM sessions s"
+    " WHERE s.user_id = $1 AND s.seq < $2::bigint"
+    " AND s.revoked_at IS NULL AND s.expires_at > now()"
+    " ORDER BY s.seq DESC LIMIT $4::int",
+    4, SVC_STMT_READ
 };
 
 apr_status_t svc_session_create(svc_db_t *db, apr_pool_t *p, const svc_config_t *conf,
@@ -108,4 +146,134 @@ apr_status_t svc_session_authenticate(svc_ctx_t *ctx, const char *cookie,
     }
     *pwho = who;
     return APR_SUCCESS;
+}
+
+apr_status_t svc_session_revoke(svc_db_t *db, apr_pool_t *p, const svc_actor_t *actor,
+                                const char *user_id, const char *sid, const char *reason,
+                                int *pfound)
+{
+    svc_dbres_t *res;
+    apr_status_t rv;
+
+    *pfound = 0;
+    if ((rv = svc_db_begin(db, p)) != APR_SUCCESS) {
+        return rv;
+    }
+    rv = svc_db_execv(db, &st_session_revoke, p, &res, sid, user_id);
+    if (rv != APR_SUCCESS) {
+        goto cleanup;
+    }
+    if (svc_dbres_rows(res) == 0) {
+        svc_dbres_t *vis;
+        rv = svc_db_execv(db, &st_session_visible, p, &vis, sid, user_id);
+        *pfound = rv == APR_SUCCESS && svc_dbres_rows(vis) > 0;
+        goto cleanup;
+    }
+    rv = svc_audit_write(db, p, actor, NULL, "session.revoked", "session", sid,
+                         svc_json_pool(p, json_pack("{s:s}", "reason", reason)));
+    if (rv == APR_SUCCESS) {
+        rv = svc_db_commit(db, p);
+    }
+    *pfound = rv == APR_SUCCESS;
+cleanup:
+    svc_db_rollback(db, p);
+    return rv;
+}
+
+/* Sessions reach every org: a token bound to one may neither see nor end them. */
+static apr_status_t sessions_allowed(svc_ctx_t *ctx)
+{
+    if (ctx->who->via == SVC_VIA_PAT && ctx->who->token_org_id) {
+        return svc_fail(ctx, 403, "insufficient_scope",
+                        "A token bound to an organization cannot manage sessions, which reach "
+                        "every organization.");
+    }
+    return APR_SUCCESS;
+}
+
+apr_status_t svc_h_sessions_list(svc_ctx_t *ctx)
+{
+    svc_page_t pg;
+    svc_dbres_t *res;
+    svc_db_t *db;
+    apr_status_t rv;
+
+    if ((rv = sessions_allowed(ctx)) != APR_SUCCESS
+        || (rv = svc_page_parse(ctx, &pg)) != APR_SUCCESS
+        || (rv = svc_ctx_db(ctx, &db)) != APR_SUCCESS) {
+        return rv;
+    }
+    rv = svc_db_execv(db, &st_session_list, ctx->pool, &res, ctx->who->user_id, pg.before,
+                      ctx->who->session_id, pg.fetch);
+    if (rv != APR_SUCCESS) {
+        return rv;
+    }
+    return svc_reply_page(ctx, res, 0, 1, &pg);
+}
+
+apr_status_t svc_h_sessions_revoke(svc_ctx_t *ctx)
+{
+    const char *id = apr_table_get(ctx->params, "id");
+    svc_actor_t actor;
+    svc_db_t *db;
+    apr_status_t rv;
+    int found;
+
+    if ((rv = sessions_allowed(ctx)) != APR_SUCCESS
+        || (rv = svc_ctx_db(ctx, &db)) != APR_SUCCESS) {
+        return rv;
+    }
+    svc_actor_from_ctx(ctx, &actor);
+    rv = svc_session_revoke(db, ctx->pool, &actor, ctx->who->user_id, id, "revoked", &found);
+    if (rv != APR_SUCCESS) {
+        return rv;
+    }
+    if (!found) {
+        return svc_fail(ctx, 404, "not_found", "You have no session with this id.");
+    }
+    if (ctx->who->session_id && strcmp(id, ctx->who->session_id) == 0) {
+        /* The session in use has ended: its cookie is of no use to the browser. */
+        svc_cookie_set(ctx, SVC_SESSION_COOKIE, "", "/", 0);
+    }
+    return svc_reply_empty(ctx);
+}
+
+apr_status_t svc_h_sessions_revoke_others(svc_ctx_t *ctx)
+{
+    svc_actor_t actor;
+    svc_dbres_t *res;
+    svc_db_t *db;
+    apr_status_t rv;
+    int i, n = 0;
+
+    if ((rv = sessions_allowed(ctx)) != APR_SUCCESS
+        || (rv = svc_ctx_db(ctx, &db)) != APR_SUCCESS) {
+        return rv;
+    }
+    svc_actor_from_ctx(ctx, &actor);
+    if ((rv = svc_db_begin(db, ctx->pool)) != APR_SUCCESS) {
+        return rv;
+    }
+    rv = svc_db_execv(db, &st_session_revoke_others, ctx->pool, &res, ctx->who->user_id,
+                      ctx->who->session_id);
+    if (rv != APR_SUCCESS) {
+        goto cleanup;
+    }
+    n = svc_dbres_rows(res);
+    /* One entry per session, so each one's end can be traced like a single revocation. */
+    for (i = 0; i < n && rv == APR_SUCCESS; i++) {
+        rv = svc_audit_write(db, ctx->pool, &actor, NULL, "session.revoked", "session",
+                             svc_dbres_str(res, i, 0),
+                             svc_json_pool(ctx->pool,
+                                           json_pack("{s:s}", "reason", "revoke_others")));
+    }
+    if (rv == APR_SUCCESS) {
+        rv = svc_db_commit(db, ctx->pool);
+    }
+cleanup:
+    svc_db_rollback(db, ctx->pool);
+    if (rv != APR_SUCCESS) {
+        return rv;
+    }
+    return svc_reply_json(ctx, 200, json_pack("{s:i}", "revoked", n));
 }

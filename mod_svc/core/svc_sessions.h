@@ -11,6 +11,7 @@
 #include "svc_types.h"
 #include "svc_ctx.h"
 #include "svc_db.h"
+#include "svc_audit.h"
 
 /*
  * Opens a session for the user: inserts the row and signs the cookie value.
@@ -23,5 +24,21 @@ apr_status_t svc_session_create(svc_db_t *db, apr_pool_t *p, const svc_config_t 
 /* Authenticates a cookie value: 401 problem when it is not a live session. */
 apr_status_t svc_session_authenticate(svc_ctx_t *ctx, const char *cookie,
                                       svc_principal_t **pwho);
+
+/*
+ * Revokes one of user_id's sessions and writes its session.revoked audit
+ * entry (with `reason`) in one transaction. *pfound is 0 when the user has
+ * no session with this id; one revoked already is found and left as it was,
+ * without a second entry.
+ */
+apr_status_t svc_session_revoke(svc_db_t *db, apr_pool_t *p, const svc_actor_t *actor,
+                                const char *user_id, const char *sid, const char *reason,
+                                int *pfound);
+
+/* Route handlers: GET /api/me/sessions, DELETE /api/me/sessions/:id,
+ * POST /api/me/sessions/revoke-others. */
+apr_status_t svc_h_sessions_list(svc_ctx_t *ctx);
+apr_status_t svc_h_sessions_revoke(svc_ctx_t *ctx);
+apr_status_t svc_h_sessions_revoke_others(svc_ctx_t *ctx);
 
 #endif /* SVC_SESSIONS_H */

@@ -51,6 +51,18 @@ typedef enum {
     SVC_ROLE_OWNER = 4
 } svc_role_e;
 
+/*
+ * Project roles, ordered like org roles. The effective role in a project
+ * combines both (svc_projects.h): org owners and admins maintain every
+ * project, other members hold their team role or else view.
+ */
+typedef enum {
+    SVC_PROLE_NONE = 0,
+    SVC_PROLE_VIEWER = 1,
+    SVC_PROLE_DEVELOPER = 2,
+    SVC_PROLE_MAINTAINER = 3
+} svc_prole_e;
+
 /* How a route's caller authenticates. */
 typedef enum {
     SVC_AUTH_NONE = 0,     /* public */
@@ -77,11 +89,14 @@ typedef struct svc_field_t svc_field_t;
 typedef struct svc_problem_t svc_problem_t;
 typedef struct svc_principal_t svc_principal_t;
 typedef struct svc_orgref_t svc_orgref_t;
+typedef struct svc_projref_t svc_projref_t;
 
 const char *svc_scope_name(svc_scope_e scope);
 svc_scope_e svc_scope_parse(const char *s);
 const char *svc_role_name(svc_role_e role);
 svc_role_e svc_role_parse(const char *s);
+const char *svc_prole_name(svc_prole_e prole);
+svc_prole_e svc_prole_parse(const char *s);
 
 /* Ties a jansson value's lifetime to a pool: decref'd when the pool goes. */
 json_t *svc_json_pool(apr_pool_t *p, json_t *v);

@@ -352,4 +352,323 @@ sub reset_rate_limits {
     psql("DELETE FROM rate_limits WHERE key LIKE '%:$id'");
 }
 
+# ===========================================================================
+# Sign-in (issue 4): the fake code-hosting provider and a browser.
+#
+#   my $u  = new_vcs_user('alice');          # who the provider signs in next
+#   my $b  = browser();                      # cookie jar, follows nothing itself
+#   my $si = sign_in($b, return_to => '/x'); # /auth/login -> provider -> callback
+#   $si->{callback}->code;  $si->{session}   # the service_session value
+#   vcs_control(mode => 'token_timeout');    # the next flows misbehave
+#
+# The fake (t/lib/FakeVcs.pm) is started by tools/test.sh, which exports
+# VCS_WEB_URL, VCS_API_URL, VCS_OAUTH_CLIENT_ID and VCS_OAUTH_CLIENT_SECRET.
+# Every code and access token it hands out, every state, nonce and session
+# cookie seen here, is recorded as a secret for the log check.
+# ===========================================================================
+require HTTP::Cookies;
+require MIME::Base64;
+require URI::Escape;
+
+push @EXPORT, qw(vcs_url vcs_control vcs_state vcs_reset new_vcs_user browser sign_in
+                 jwt_forge b64url);
+
+sub vcs_url {
+    return $ENV{VCS_WEB_URL}
+        // die "SvcTest: VCS_WEB_URL is not set (the fake provider runs under tools/test.sh)\n";
+}
+
+my $vcs_ua;
+
+sub _vcs_call {
+    my ($method, $path, $data) = @_;
+    $vcs_ua //= LWP::UserAgent->new(timeout => 10, keep_alive => 0);
+    my $req = HTTP::Request->new($method => vcs_url() . $path);
+    if ($data) {
+        $req->header('Content-Type' => 'application/json');
+        $req->content($JSON->encode($data));
+    }
+    my $res = $vcs_ua->request($req);
+    die "SvcTest: fake provider $method $path: " . $res->status_line . "\n"
+        unless $res->is_success;
+    my $state = $JSON->decode($res->content);
+    record_secret(@{ $state->{issued} // [] });
+    return $state;
+}
+
+# vcs_control(mode => 'ok'|'deny'|'token_error'|'token_500'|'token_garbage'|
+#             'token_timeout'|'emails_timeout'|'user_500', user => {...},
+#             hang_seconds => N) → the fake's state
+sub vcs_control { my %set = @_; return _vcs_call(POST => '/_control', \%set) }
+
+# vcs_state() → {mode, user, issued => [...], last => {authorize, token, user, emails}}
+sub vcs_state { return _vcs_call(GET => '/_control') }
+
+sub vcs_reset { return _vcs_call(POST => '/_control/reset') }
+
+# new_vcs_user('alice', email => ..., name => ..., verified => 0, primary => 0)
+#   → {id, login, name, email, emails}: the user the fake signs in from now
+#   on, with one address (primary and verified unless told otherwise).
+sub new_vcs_user {
+    my ($prefix, %opt) = @_;
+    my $login = uniq($prefix // 'octo');
+    my $email = $opt{email} // "$login\@example.test";
+    my $bool = sub { $_[0] ? JSON::PP::true() : JSON::PP::false() };
+    my $u = {
+        id     => $opt{id} // (1_000_000 + int(rand(1e12))),
+        login  => $login,
+        name   => exists $opt{name} ? $opt{name} : "User $login",
+        emails => $opt{emails} // [ { email => $email,
+                                       primary => $bool->($opt{primary} // 1),
+                                       verified => $bool->($opt{verified} // 1),
+                                       visibility => 'private' } ],
+    };
+    vcs_control(user => $u);
+    return { %$u, email => $email };
+}
+
+# browser() → an LWP::UserAgent with a cookie jar that follows no redirect
+# by itself (sign_in walks them, so each step can be looked at).
+sub browser {
+    return LWP::UserAgent->new(
+        agent        => 'Mozilla/5.0 (mod_svc tests)',
+        cookie_jar   => HTTP::Cookies->new,
+        max_redirect => 0,
+        keep_alive   => 0,
+        timeout      => 60,
+    );
+}
+
+sub _record_cookies {
+    my $res = shift;
+    for my $sc ($res->header('Set-Cookie')) {
+        record_secret($1) if defined $sc && $sc =~ /^\s*[\w-]+=([^;\s]+)/;
+    }
+}
+
+# sign_in($browser, return_to => '/path', base => $url, stop_before_callback => 1)
+#   → {login, authorize, callback: HTTP::Response; state, code, callback_url,
+#      session: the service_session value set by the callback}
+# Stops at the first step that does not answer 302.
+sub sign_in {
+    my ($ua, %opt) = @_;
+    my $base = $opt{base} // base_url();
+    my %r;
+    my $q = defined $opt{return_to}
+        ? '?return_to=' . URI::Escape::uri_escape($opt{return_to}) : '';
+
+    $r{login} = $ua->get("$base/auth/login$q");
+    _record_cookies($r{login});
+    return \%r unless $r{login}->code == 302;
+    my $to = $r{login}->header('Location');
+    ($r{state}) = $to =~ /[?&]state=([^&]+)/;
+    record_secret($r{state});
+    $r{authorize} = $ua->get($to);
+    return \%r unless $r{authorize}->code == 302;
+    $r{callback_url} = $r{authorize}->header('Location');
+    ($r{code}) = $r{callback_url} =~ /[?&]code=([^&]+)/;
+    record_secret($r{code});
+    return \%r if $opt{stop_before_callback};
+    $r{callback} = $ua->get($r{callback_url});
+    _record_cookies($r{callback});
+    ($r{session}) = map { /^service_session=([^;]+)/ ? $1 : () }
+                    $r{callback}->header('Set-Cookie');
+    vcs_state();    # records the access token the fake issued
+    return \%r;
+}
+
+sub b64url { return MIME::Base64::encode_base64url(shift) }
+
+# jwt_forge($header_json, $claims_json) → a token of exactly these bytes,
+# signed with the server's real session key (build/unit/test_jwt --sign,
+# which derives it from $SVC_SECRET as the module does).
+sub jwt_forge {
+    my ($header, $claims) = @_;
+    my $top = $ENV{SVC_TOP} // die "SvcTest: SVC_TOP is not set\n";
+    my ($rc, $out, $err) = run([catfile($top, 'build', 'unit', 'test_jwt'), '--sign',
+                                $header, $claims]);
+    die "test_jwt --sign: $err" if $rc != 0;
+    chomp $out;
+    record_secret($out);
+    return $out;
+}
+
+# ===========================================================================
+# Tenancy helpers (issue 3): ids, the route table, database digests, races,
+# deliberate audit tampering.  Everything above this line is the harness's.
+# ===========================================================================
+
+push @EXPORT, qw(
+    sql_quote user_id_of org_id_of route_table db_digest race
+    audit_tamper tampered_orgs csrf_ok lock_hold lock_release
+);
+
+# Apache::Test reads its configuration on first use, and doing so assigns to
+# the global $_: a first record_secret() inside `map { new_token(...) }`
+# replaced map's element.  Read it now, with $_ protected.
+{
+    local $_;
+    eval { Apache::Test::config() };
+}
+
+# sql_quote($s) → a single-quoted SQL literal (for psql() in tests only).
+sub sql_quote {
+    my $s = shift;
+    return 'NULL' unless defined $s;
+    $s =~ s/'/''/g;
+    return "'$s'";
+}
+
+sub user_id_of {
+    my $email = shift;
+    return psql_value('SELECT id FROM users WHERE lower(email) = lower('
+                      . sql_quote($email) . ')');
+}
+
+sub org_id_of {
+    my $slug = shift;
+    return psql_value('SELECT id FROM orgs WHERE slug = ' . sql_quote($slug));
+}
+
+# route_table() → the rows of `svcctl routes --json` (method, path, auth,
+# scope, role, tenant, project, prole, body [{name, required, type, values,
+# min, max}], hidden, founder, paged, success, op_id, ...).
+my $routes;
+sub route_table {
+    $routes //= $JSON->decode(svcctl('routes', '--json'));
+    return @$routes;
+}
+
+# The headers a cookie-authenticated state change needs to pass the CSRF
+# check (a non-browser client's X-Requested-With).
+sub csrf_ok { return (headers => { 'X-Requested-With' => 'mod_svc-tests' }) }
+
+# db_digest() → { table => md5 of its rows } for every table of the schema
+# but audit_log (which every refused request may not touch anyway, and which
+# grows with every allowed one) and rate_limits (counters, not data).  The
+# columns that authentication itself moves forward (a token's or session's
+# last use, and where from) are left out, so a digest changes only when data
+# does.
+my %touched = (api_tokens => [qw(last_used_at last_used_ip)],
+               sessions   => [qw(last_seen_at ip)]);
+sub db_digest {
+    my @tables = map { $_->[0] } psql(
+        "SELECT tablename FROM pg_tables WHERE schemaname = 'public' "
+        . "AND tablename NOT IN ('audit_log', 'rate_limits') ORDER BY tablename");
+    my $sql = join ' UNION ALL ', map {
+        my $drop = join ', ', map { "'$_'" } @{ $touched{$_} // [] };
+        my $row = $drop ? "(to_jsonb(t) - ARRAY[$drop])::text" : 'to_jsonb(t)::text';
+        "SELECT '$_', md5(coalesce(string_agg($row, '|' ORDER BY $row), '')) FROM \"$_\" t"
+    } @tables;
+    return { map { $_->[0] => $_->[1] } psql($sql) };
+}
+
+# race(sub { ... }, sub { ... }, ...) → the return values of the subs, each
+# run in its own child process, all released at the same moment: every
+# child blocks reading a pipe the parent closes only when all are forked.
+# Each sub returns a list of plain scalars (or hash/array refs), which come
+# back JSON-encoded.  Children use a fresh HTTP client (connections must not
+# be shared across fork) and leave with _exit, so Test::More's end-of-test
+# bookkeeping only runs in the parent.
+sub race {
+    my @subs = @_;
+    require POSIX;
+    pipe(my $go_r, my $go_w) or die "race: pipe: $!";
+    my @kids;
+    for my $sub (@subs) {
+        pipe(my $res_r, my $res_w) or die "race: pipe: $!";
+        my $pid = fork // die "race: fork: $!";
+        if ($pid == 0) {
+            close $go_w;
+            close $res_r;
+            undef $ua;
+            my $ready = <$go_r>;            # EOF once the parent closes its end
+            my $out = eval { $JSON->encode([ $sub->() ]) }
+                // $JSON->encode([ 'died', "$@" ]);
+            print $res_w $out;
+            close $res_w;
+            POSIX::_exit(0);
+        }
+        close $res_w;
+        push @kids, [ $pid, $res_r ];
+    }
+    close $go_r;
+    close $go_w;                            # go
+    my @results;
+    for my $k (@kids) {
+        my ($pid, $fh) = @$k;
+        local $/;
+        my $out = <$fh>;
+        close $fh;
+        waitpid($pid, 0);
+        push @results, defined $out && length $out ? $JSON->decode($out) : [ 'no result' ];
+    }
+    return @results;
+}
+
+# my $h = lock_hold($lock_sql, $waiters); ...requests...; lock_release($h);
+# A psql in the background runs $lock_sql (e.g. "SELECT 1 FROM orgs WHERE id =
+# '...' FOR UPDATE") in a transaction and keeps it open until $waiters other
+# backends of the database wait for a lock (at most 60 s), then commits.
+# lock_hold returns once the lock is held.  This makes "simultaneous" exact:
+# requests that must meet at a lock are all there before any goes on, so a
+# race test does not depend on how fast the machine happens to be.
+sub lock_hold {
+    my ($lock_sql, $waiters) = @_;
+    require POSIX;
+    my $app = 'svc_test_lock_' . join '', map { ('a'..'z')[rand 26] } 1 .. 12;
+    # (pg_stat_activity is a snapshot per transaction unless cleared.)
+    my $wait = "DO \$\$ BEGIN FOR i IN 1 .. 600 LOOP PERFORM pg_stat_clear_snapshot(); "
+             . "EXIT WHEN (SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = "
+             . "'Lock' AND datname = current_database()) >= $waiters; "
+             . "PERFORM pg_sleep(0.1); END LOOP; END \$\$";
+    my $pid = fork // die "lock_hold: fork: $!";
+    if ($pid == 0) {
+        open STDOUT, '>', '/dev/null';
+        exec(_pgbin('psql'), '-X', '-q', '-v', 'ON_ERROR_STOP=1',
+             '-d', "$ENV{SVC_DB} application_name=$app",
+             '-c', "BEGIN; $lock_sql; $wait; COMMIT;");
+        POSIX::_exit(127);
+    }
+    my $held = wait_for(sub {
+        psql_value("SELECT count(*) FROM pg_stat_activity WHERE application_name = '$app' "
+                   . "AND wait_event = 'PgSleep'") > 0
+            || waitpid($pid, POSIX::WNOHANG()) == $pid
+    }, timeout => 30, interval => 0.05);
+    die "lock_hold: the lock was not taken\n" unless $held && kill(0, $pid);
+    return $pid;
+}
+
+# lock_release($h): waits for the holder to commit (it does once enough
+# backends wait) and dies if it failed.
+sub lock_release {
+    my $pid = shift;
+    waitpid($pid, 0);
+    die "lock_hold: psql failed ($?)\n" if $?;
+}
+
+# audit_tamper($entry_id): what a superuser with direct database access can
+# do, bypassing the append-only triggers.  The org is recorded in
+# t/logs/audit-tampered, so the end-of-run chain check (t/zz_audit_chain.t)
+# expects exactly those chains to be broken.
+sub audit_tamper {
+    my $id = shift;
+    die "audit_tamper: bad id\n" unless defined $id && $id =~ /^\d+$/;
+    my $org = psql_value("SELECT coalesce(org_id, '') FROM audit_log WHERE id = $id");
+    _append(catfile(t_logs(), 'audit-tampered'), "$org\n");
+    psql('ALTER TABLE audit_log DISABLE TRIGGER USER; '
+         . "UPDATE audit_log SET data = data || '{\"tampered\": true}' WHERE id = $id; "
+         . 'ALTER TABLE audit_log ENABLE TRIGGER USER');
+    return $org;
+}
+
+# tampered_orgs() → the org ids (or '' for the user-level chain) that tests
+# tampered with on purpose.
+sub tampered_orgs {
+    my $file = catfile(t_logs(), 'audit-tampered');
+    open my $fh, '<', $file or return ();
+    my %seen;
+    return grep { !$seen{$_}++ } map { chomp; $_ } <$fh>;
+}
+
 1;

@@ -1185,8 +1185,9 @@ static apr_status_t h_dummy(svc_ctx_t *ctx)
 
 #define ROW(m_, path_, auth_, scope_)                                         \
     { m_, path_, h_dummy, auth_, scope_, SVC_ROLE_NONE, NULL, 0, NULL, 0,     \
-      200, NULL, NULL, NULL, NULL }
-#define ROW_END { NULL, NULL, NULL, 0, 0, 0, NULL, 0, NULL, 0, 0, NULL, NULL, NULL, NULL }
+      200, NULL, NULL, NULL, NULL, SVC_PROLE_NONE }
+#define ROW_END { NULL, NULL, NULL, 0, 0, 0, NULL, 0, NULL, 0, 0, NULL, NULL, NULL, NULL,     \
+                  SVC_PROLE_NONE }
 
 /* Parameter templates first... */
 static const svc_route_t table_a[] = {

@@ -1,0 +1,43 @@
+/*
+ * svc_members.h: organization members and their roles, leaving an org,
+ * and ownership transfer.
+ *
+ * Every change of who belongs to an org, or with which role, first locks
+ * the org's row (svc_org_lock), so such changes in one org happen one at a
+ * time and each sees the roles the previous one left: two simultaneous
+ * ownership transfers end in one 200 and one 409. The database enforces
+ * exactly one owner per org at commit.
+ */
+#ifndef SVC_MEMBERS_H
+#define SVC_MEMBERS_H
+
+#include "svc_types.h"
+#include "svc_ctx.h"
+#include "svc_db.h"
+#include "svc_audit.h"
+#include "svc_json.h"
+
+/*
+ * Makes a user a member of an org with `role` (never owner), audit-logged
+ * (member.added, with `via` in the entry's data). Runs in the caller's
+ * transaction, which must hold the org lock. SVC_ECONFLICT when the user
+ * is a member already.
+ */
+apr_status_t svc_member_insert(svc_db_t *db, apr_pool_t *p, const svc_actor_t *actor,
+                               const char *org_id, const char *user_id, svc_role_e role,
+                               const char *via);
+
+/* The same in a transaction of its own, for svcctl. */
+apr_status_t svc_member_add(svc_db_t *db, apr_pool_t *p, const svc_actor_t *actor,
+                            const char *org_id, const char *user_id, svc_role_e role);
+
+/* Route handlers. */
+apr_status_t svc_h_members_list(svc_ctx_t *ctx);
+apr_status_t svc_h_members_update(svc_ctx_t *ctx);
+apr_status_t svc_h_members_remove(svc_ctx_t *ctx);
+apr_status_t svc_h_orgs_transfer(svc_ctx_t *ctx);
+
+extern const svc_field_t svc_body_member_update[];
+extern const svc_field_t svc_body_transfer[];
+
+#endif /* SVC_MEMBERS_H */

@@ -1,0 +1,129 @@
+/*
+ * test_tenancy.c: the pure parts of tenancy: the effective project role,
+ * RFC 3339 parsing for audit filters, and the route table's project rows.
+ */
+#define SVC_TEST_MAIN
+#include "svc_test.h"
+
+#include "svc_json.h"
+#include "svc_projects.h"
+#include "svc_route.h"
+
+SVC_TEST(effective_project_role)
+{
+    /* Owners and admins maintain everything, on the team or not. */
+    SVC_CHECK_INT(svc_prole_effective(SVC_ROLE_OWNER, SVC_PROLE_NONE), SVC_PROLE_MAINTAINER);
+    SVC_CHECK_INT(svc_prole_effective(SVC_ROLE_ADMIN, SVC_PROLE_VIEWER), SVC_PROLE_MAINTAINER);
+    /* Members hold their team role, or view. */
+    SVC_CHECK_INT(svc_prole_effective(SVC_ROLE_MEMBER, SVC_PROLE_NONE), SVC_PROLE_VIEWER);
+    SVC_CHECK_INT(svc_prole_effective(SVC_ROLE_MEMBER, SVC_PROLE_DEVELOPER),
+                  SVC_PROLE_DEVELOPER);
+    SVC_CHECK_INT(svc_prole_effective(SVC_ROLE_MEMBER, SVC_PROLE_MAINTAINER),
+                  SVC_PROLE_MAINTAINER);
+    /* An org viewer views, whatever a team row says. */
+    SVC_CHECK_INT(svc_prole_effective(SVC_ROLE_VIEWER, SVC_PROLE_MAINTAINER), SVC_PROLE_VIEWER);
+    SVC_CHECK_INT(svc_prole_effective(SVC_ROLE_VIEWER, SVC_PROLE_NONE), SVC_PROLE_VIEWER);
+    /* No org role, no project role. */
+    SVC_CHECK_INT(svc_prole_effective(SVC_ROLE_NONE, SVC_PROLE_MAINTAINER), SVC_PROLE_NONE);
+}
+
+SVC_TEST(prole_names)
+{
+    SVC_CHECK_STR(svc_prole_name(SVC_PROLE_DEVELOPER), "developer");
+    SVC_CHECK_INT(svc_prole_parse("maintainer"), SVC_PROLE_MAINTAINER);
+    SVC_CHECK_INT(svc_prole_parse("owner"), SVC_PROLE_NONE);
+    SVC_CHECK_INT(svc_prole_parse(NULL), SVC_PROLE_NONE);
+}
+
+SVC_TEST(rfc3339_accepts)
+{
+    apr_int64_t t = -1;
+
+    SVC_CHECK(svc_parse_rfc3339("1970-01-01T00:00:00Z", &t) == APR_SUCCESS);
+    SVC_CHECK_INT(t, 0);
+    SVC_CHECK(svc_parse_rfc3339("2026-11-25T21:54:14Z", &t) == APR_SUCCESS);
+    SVC_CHECK_INT(t, 1795643654);
+    SVC_CHECK(svc_parse_rfc3339("2026-11-25T22:54:14+01:00", &t) == APR_SUCCESS);
+    SVC_CHECK_INT(t, 1795643654);
+    SVC_CHECK(svc_parse_rfc3339("2026-11-25t21:54:14.123456z", &t) == APR_SUCCESS);
+    SVC_CHECK_INT(t, 1795643654);
+    SVC_CHECK(svc_parse_rfc3339("2024-02-29T00:00:00-05:30", NULL) == APR_SUCCESS);
+    SVC_CHECK(svc_parse_rfc3339("2000-02-29T23:59:59Z", NULL) == APR_SUCCESS);
+}
+
+SVC_TEST(rfc3339_refuses)
+{
+    static const char *const bad[] = {
+        "", "2026-11-25", "2026-11-25T21:54:14", "2026-11-25 21:54:14Z",
+        "2026-13-01T00:00:00Z", "2026-00-01T00:00:00Z", "2026-02-29T00:00:00Z",
+        "1900-02-29T00:00:00Z", "2026-04-31T00:00:00Z", "2026-01-01T24:00:00Z",
+        "2026-01-01T00:60:00Z", "2026-01-01T00:00:60Z", "0000-01-01T00:00:00Z",
+        "2026-01-01T00:00:00.Z", "2026-01-01T00:00:00+01", "2026-01-01T00:00:00+0100",
+        "2026-01-01T00:00:00+24:00", "2026-01-01T00:00:00Zjunk", "+2026-01-01T00:00:00Z",
+        "2026-1-01T00:00:00Z", "2026-01-01T00:00:00.1234567890Z", "yesterday",
+        "2026-01-01T00:00:00+01:", NULL
+    };
+    int i;
+
+    for (i = 0; bad[i]; i++) {
+        if (svc_parse_rfc3339(bad[i], NULL) != APR_EINVAL) {
+            fprintf(stderr, "accepted: \"%s\"\n", bad[i]);
+            SVC_CHECK(0);
+        }
+    }
+    SVC_CHECK(svc_parse_rfc3339(NULL, NULL) == APR_EINVAL);
+}
+
+/* Every route under /projects/:projectSlug names its least project role,
+ * and no other route names one (svc_router_create refuses either slip). */
+SVC_TEST(project_routes_name_a_project_role)
+{
+    const svc_route_t *r;
+    svc_router_t *rt;
+    int projects = 0;
+
+    for (r = svc_routes; r->method; r++) {
+        if (svc_route_is_project(r)) {
+            projects++;
+            SVC_CHECK(r->prole >= SVC_PROLE_VIEWER);
+            SVC_CHECK(svc_route_is_tenant(r));
+            SVC_CHECK(r->role >= SVC_ROLE_VIEWER);
+        }
+        else {
+            SVC_CHECK_INT(r->prole, SVC_PROLE_NONE);
+        }
+        if (svc_route_is_tenant(r)) {
+            SVC_CHECK(r->role >= SVC_ROLE_VIEWER);
+        }
+    }
+    SVC_CHECK(projects > 0);
+    SVC_CHECK(svc_router_create(&rt, svc_routes, p) == APR_SUCCESS);
+}
+
+SVC_TEST(router_refuses_project_route_without_role)
+{
+    static const svc_route_t bad[] = {
+        { "GET", "/api/orgs/:orgSlug/projects/:projectSlug/x", svc_h_projects_get,
+          SVC_AUTH_USER, SVC_SCOPE_READ, SVC_ROLE_VIEWER, NULL, 0, NULL, 0, 200, "x", "x",
+          "x", NULL, SVC_PROLE_NONE },
+        { NULL, NULL, NULL, 0, 0, 0, NULL, 0, NULL, 0, 0, NULL, NULL, NULL, NULL,
+          SVC_PROLE_NONE }
+    };
+    static const svc_route_t stray[] = {
+        { "GET", "/api/orgs/:orgSlug/x", svc_h_projects_get, SVC_AUTH_USER, SVC_SCOPE_READ,
+          SVC_ROLE_VIEWER, NULL, 0, NULL, 0, 200, "x", "x", "x", NULL, SVC_PROLE_VIEWER },
+        { NULL, NULL, NULL, 0, 0, 0, NULL, 0, NULL, 0, 0, NULL, NULL, NULL, NULL,
+          SVC_PROLE_NONE }
+    };
+    svc_router_t *rt;
+
+    SVC_CHECK(svc_router_create(&rt, bad, p) == APR_EINVAL);
+    SVC_CHECK(svc_router_create(&rt, stray, p) == APR_EINVAL);
+    /* "/projects/:projectSlugs" is another parameter, not a project route. */
+    SVC_CHECK(!svc_route_is_project(&(svc_route_t){ .path = "/api/orgs/:orgSlug/projects" }));
+}
+
+int main(int argc, const char *const *argv)
+{
+    return svc_test_run(argc, argv);
+}
