@@ -12,6 +12,7 @@
 #include "svc_crypto.h"
 #include "svc_http.h"
 #include "svc_migrate.h"
+#include "svc_tokens.h"
 
 
 static void *create_server_conf(apr_pool_t *p, server_rec *s)
@@ -474,11 +475,24 @@ static int svc_post_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptem
     return OK;
 }
 
+/* Per child: the authentication cache (its mutex must belong to the child). */
+static void svc_child_init(apr_pool_t *pchild, server_rec *s)
+{
+    apr_status_t rv = svc_pat_cache_init(pchild);
+
+    if (rv != APR_SUCCESS) {
+        /* Not fatal: every request then authenticates with its own round trip. */
+        ap_log_error(APLOG_MARK, APLOG_WARNING, rv, s, "SVC0007: cannot create the "
+                     "authentication cache; continuing without it");
+    }
+}
+
 static void svc_register_hooks(apr_pool_t *p)
 {
     static const char *const pre[] = { "mod_dbd.c", NULL };
 
     ap_hook_post_config(svc_post_config, pre, NULL, APR_HOOK_MIDDLE);
+    ap_hook_child_init(svc_child_init, NULL, NULL, APR_HOOK_MIDDLE);
     ap_hook_handler(svc_handler, NULL, NULL, APR_HOOK_MIDDLE);
 }
 

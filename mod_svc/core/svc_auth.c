@@ -179,6 +179,14 @@ static apr_status_t check_project(svc_ctx_t *ctx, svc_db_t *db)
     return APR_SUCCESS;
 }
 
+apr_status_t svc_auth_confirm(svc_ctx_t *ctx)
+{
+    if (ctx->who && ctx->who->via == SVC_VIA_PAT) {
+        return svc_pat_confirm(ctx);
+    }
+    return APR_SUCCESS;
+}
+
 apr_status_t svc_auth_check(svc_ctx_t *ctx)
 {
     const svc_route_t *route = ctx->route;
@@ -202,6 +210,10 @@ apr_status_t svc_auth_check(svc_ctx_t *ctx)
     }
 
     if ((rv = authenticate(ctx)) != APR_SUCCESS) {
+        return rv;
+    }
+    /* The founder flag can change: never decide on a cached one. */
+    if ((route->flags & SVC_RF_FOUNDER) && (rv = svc_auth_confirm(ctx)) != APR_SUCCESS) {
         return rv;
     }
     if ((route->flags & SVC_RF_FOUNDER) && !ctx->who->founder) {

@@ -17,6 +17,14 @@
 /* Authenticates and authorizes ctx->route for the request in ctx. */
 apr_status_t svc_auth_check(svc_ctx_t *ctx);
 
+/*
+ * Settles authentication before a response is final: a token check that was
+ * deferred to ride along with a read (svc_pat_authenticate) runs now if no
+ * read carried it, and its failure (401, or SVC_ERESTART: run again) wins
+ * over whatever the handler answered.
+ */
+apr_status_t svc_auth_confirm(svc_ctx_t *ctx);
+
 /* A 401 problem with the RFC 6750 WWW-Authenticate challenge. */
 apr_status_t svc_auth_fail(svc_ctx_t *ctx, const char *detail);
 

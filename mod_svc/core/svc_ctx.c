@@ -3,6 +3,7 @@
  * built (RFC 9457 with our `code` and `request_id` members).
  */
 #include "svc_ctx.h"
+#include "svc_db.h"
 #include "svc_json.h"
 
 #include <stdarg.h>
@@ -101,6 +102,9 @@ apr_status_t svc_ctx_db(svc_ctx_t *ctx, svc_db_t **pdb)
 void svc_ctx_db_release(svc_ctx_t *ctx)
 {
     if (ctx->db && ctx->db_release) {
+        /* A deferred authentication check must not leave with the
+         * connection; its failure, if any, is kept in ctx->auth_rv. */
+        (void)svc_db_flush(ctx->db);
         ctx->db_release(ctx);
     }
 }

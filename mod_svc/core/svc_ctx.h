@@ -30,6 +30,8 @@ struct svc_principal_t {
     apr_int64_t token_expires_epoch;
     /* Set for a session caller. */
     const char *session_id;
+    /* The credential's last use is due to be recorded (after the request). */
+    int touch_due;
 };
 
 /* The organization a tenant route addresses, with the caller's role in it. */
@@ -81,6 +83,13 @@ struct svc_ctx_t {
     const char *request_id;
     const char *self_origin;    /* "scheme://host[:port]" as the client sees us */
     int is_tls;
+
+    /*
+     * Set when a deferred authentication check failed (svc_tokens.c): the
+     * status, and the problem to answer with, whatever the handler did.
+     */
+    apr_status_t auth_rv;
+    svc_problem_t *auth_problem;
 
     /* The caller, once authenticated; the org, on tenant routes; and the
      * project, on routes under /projects/:projectSlug. */

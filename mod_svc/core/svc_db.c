@@ -19,11 +19,21 @@ typedef struct {
     svc_db_stats_t stats;
 } svc_conncache_t;
 
+/* A statement waiting to ride along with the next read (svc_db_defer). */
+typedef struct {
+    const svc_stmt_t *st;
+    const char **params;
+    svc_db_check_fn check;
+    void *baton;
+    apr_pool_t *pool;
+} deferred_t;
+
 struct svc_db_t {
     PGconn *conn;
     svc_conncache_t *cache;
     int statement_timeout_ms;
     int in_tx;
+    deferred_t *deferred;
     char sqlstate[6];
     char constraint[64];
     char errmsg[256];
@@ -236,6 +246,187 @@ static apr_status_t try_reset(svc_db_t *db)
     return APR_SUCCESS;
 }
 
+/* Prepares a statement on this backend unless it already is. */
+static apr_status_t ensure_prepared(svc_db_t *db, const svc_stmt_t *st)
+{
+    PGresult *res;
+    apr_status_t rv = APR_SUCCESS;
+
+    if (apr_hash_get(db->cache->prepared, st->name, APR_HASH_KEY_STRING)) {
+        return APR_SUCCESS;
+    }
+    res = PQprepare(db->conn, st->name, st->sql, st->nparams, NULL);
+    if (PQresultStatus(res) != PGRES_COMMAND_OK) {
+        note_error(db, res);
+        rv = classify(db);
+    }
+    else {
+        /* The name is a static string: the hash can keep the pointer. */
+        apr_hash_set(db->cache->prepared, st->name, APR_HASH_KEY_STRING, st);
+        db->cache->stats.prepares++;
+    }
+    PQclear(res);
+    return rv;
+}
+
+/* A successful result handed to the caller (owned by p), or cleared. */
+static void keep_result(apr_pool_t *p, PGresult *res, svc_dbres_t **pres)
+{
+    if (pres) {
+        svc_dbres_t *r = apr_palloc(p, sizeof(*r));
+        r->res = res;
+        apr_pool_cleanup_register(p, r, res_cleanup, apr_pool_cleanup_null);
+        *pres = r;
+    }
+    else {
+        PQclear(res);
+    }
+}
+
+static int result_ok(const PGresult *res)
+{
+    ExecStatusType est = PQresultStatus(res);
+
+    return est == PGRES_COMMAND_OK || est == PGRES_TUPLES_OK;
+}
+
+/*
+ * Sends the deferred statement and the read `st` in one round trip
+ * (pipeline mode), calls the deferred check on the first result, and only
+ * then hands out the second. Both are reads, so after a lost connection the
+ * pair may be sent again once.
+ */
+static apr_status_t exec_pipelined(svc_db_t *db, const deferred_t *d, const svc_stmt_t *st,
+                                   apr_pool_t *p, svc_dbres_t **pres,
+                                   const char *const *params)
+{
+    PGresult *res[2] = { NULL, NULL }, *r;
+    int attempts = 0, i, guard;
+    apr_status_t rv, crv;
+
+again:
+    attempts++;
+    res[0] = res[1] = NULL;
+    if (attempts == 1 && PQstatus(db->conn) != CONNECTION_OK
+        && (rv = try_reset(db)) != APR_SUCCESS) {
+        return rv;
+    }
+    if ((rv = sync_backend(db)) != APR_SUCCESS
+        || (rv = ensure_prepared(db, d->st)) != APR_SUCCESS
+        || (rv = ensure_prepared(db, st)) != APR_SUCCESS) {
+        goto failed;
+    }
+    if (!PQenterPipelineMode(db->conn)
+        || !PQsendQueryPrepared(db->conn, d->st->name, d->st->nparams,
+                                (const char *const *)d->params, NULL, NULL, 0)
+        || !PQsendQueryPrepared(db->conn, st->name, st->nparams, params, NULL, NULL, 0)
+        || !PQpipelineSync(db->conn)) {
+        note_error(db, NULL);
+        rv = classify(db);
+        goto failed;
+    }
+    /*
+     * Each statement yields its result, then NULL; the sync point ends the
+     * pipeline. The guard bounds the loop if the connection dies halfway.
+     */
+    for (i = 0, guard = 0; guard < 16; guard++) {
+        r = PQgetResult(db->conn);
+        if (!r) {
+            if (PQstatus(db->conn) != CONNECTION_OK) {
+                break;
+            }
+            continue;
+        }
+        if (PQresultStatus(r) == PGRES_PIPELINE_SYNC) {
+            PQclear(r);
+            break;
+        }
+        if (i < 2 && !res[i]) {
+            res[i++] = r;
+        }
+        else {
+            PQclear(r);
+        }
+    }
+    if (!PQexitPipelineMode(db->conn)) {
+        /* Results we did not expect are left: the connection is unusable. */
+        PQreset(db->conn);
+    }
+    db->cache->stats.pipelined++;
+    if (!res[0] || !result_ok(res[0])) {
+        note_error(db, res[0]);
+        rv = classify(db);
+        goto failed;
+    }
+    /* The check decides before anyone looks at what the read returned,
+     * and whatever became of the read. */
+    {
+        svc_dbres_t first = { res[0] };
+        crv = d->check(d->baton, &first);
+    }
+    if (crv != APR_SUCCESS) {
+        PQclear(res[0]);
+        PQclear(res[1]);
+        return crv;
+    }
+    if (!res[1] || !result_ok(res[1])) {
+        note_error(db, res[1] && PQresultStatus(res[1]) != PGRES_PIPELINE_ABORTED
+                       ? res[1] : NULL);
+        rv = classify(db);
+        goto failed;
+    }
+    PQclear(res[0]);
+    keep_result(p, res[1], pres);
+    return APR_SUCCESS;
+
+failed:
+    PQclear(res[0]);
+    PQclear(res[1]);
+    if (rv == SVC_EDBDOWN && attempts == 1 && try_reset(db) == APR_SUCCESS) {
+        goto again;
+    }
+    return rv;
+}
+
+void svc_db_defer(svc_db_t *db, const svc_stmt_t *st, const char *const *params,
+                  svc_db_check_fn check, void *baton, apr_pool_t *p)
+{
+    deferred_t *d = apr_palloc(p, sizeof(*d));
+    int i;
+
+    d->st = st;
+    d->params = apr_palloc(p, sizeof(char *) * (apr_size_t)(st->nparams ? st->nparams : 1));
+    for (i = 0; i < st->nparams; i++) {
+        d->params[i] = params[i] ? apr_pstrdup(p, params[i]) : NULL;
+    }
+    d->check = check;
+    d->baton = baton;
+    d->pool = p;
+    db->deferred = d;
+}
+
+int svc_db_pending(svc_db_t *db)
+{
+    return db && db->deferred != NULL;
+}
+
+apr_status_t svc_db_flush(svc_db_t *db)
+{
+    deferred_t *d = db->deferred;
+    svc_dbres_t *res;
+    apr_status_t rv;
+
+    if (!d) {
+        return APR_SUCCESS;
+    }
+    db->deferred = NULL;
+    rv = svc_db_exec(db, d->st, d->pool, &res, (const char *const *)d->params);
+    if (rv != APR_SUCCESS) {
+        return rv;
+    }
+    return d->check(d->baton, res);
+}
+
 apr_status_t svc_db_exec(svc_db_t *db, const svc_stmt_t *st, apr_pool_t *p,
                          svc_dbres_t **pres, const char *const *params)
 {
@@ -247,6 +438,18 @@ apr_status_t svc_db_exec(svc_db_t *db, const svc_stmt_t *st, apr_pool_t *p,
     if (pres) {
         *pres = NULL;
     }
+    if (db->deferred) {
+        /* A read may travel with the deferred statement; anything else waits
+         * for its check, so no write happens on an assumption. */
+        if (!db->in_tx && (st->flags & SVC_STMT_READ)) {
+            deferred_t *d = db->deferred;
+            db->deferred = NULL;
+            return exec_pipelined(db, d, st, p, pres, params);
+        }
+        if ((rv = svc_db_flush(db)) != APR_SUCCESS) {
+            return rv;
+        }
+    }
 again:
     attempts++;
     if (attempts == 1 && !db->in_tx && PQstatus(db->conn) != CONNECTION_OK
@@ -255,36 +458,13 @@ again:
         return rv;
     }
     rv = sync_backend(db);
-    if (rv == APR_SUCCESS && !apr_hash_get(db->cache->prepared, st->name,
-                                           APR_HASH_KEY_STRING)) {
-        res = PQprepare(db->conn, st->name, st->sql, st->nparams, NULL);
-        if (PQresultStatus(res) != PGRES_COMMAND_OK) {
-            note_error(db, res);
-            rv = classify(db);
-        }
-        else {
-            /* The name is a static string: the hash can keep the pointer. */
-            apr_hash_set(db->cache->prepared, st->name, APR_HASH_KEY_STRING, st);
-            db->cache->stats.prepares++;
-        }
-        PQclear(res);
-        res = NULL;
+    if (rv == APR_SUCCESS) {
+        rv = ensure_prepared(db, st);
     }
     if (rv == APR_SUCCESS) {
-        ExecStatusType est;
-
         res = PQexecPrepared(db->conn, st->name, st->nparams, params, NULL, NULL, 0);
-        est = PQresultStatus(res);
-        if (est == PGRES_COMMAND_OK || est == PGRES_TUPLES_OK) {
-            if (pres) {
-                svc_dbres_t *r = apr_palloc(p, sizeof(*r));
-                r->res = res;
-                apr_pool_cleanup_register(p, r, res_cleanup, apr_pool_cleanup_null);
-                *pres = r;
-            }
-            else {
-                PQclear(res);
-            }
+        if (result_ok(res)) {
+            keep_result(p, res, pres);
             return APR_SUCCESS;
         }
         note_error(db, res);
@@ -329,6 +509,10 @@ static apr_status_t simple(svc_db_t *db, const char *sql, const char *expect_tag
     PGresult *res;
     int attempts = 0;
     apr_status_t rv;
+
+    if (db->deferred && (rv = svc_db_flush(db)) != APR_SUCCESS) {
+        return rv;
+    }
 
 again:
     attempts++;
@@ -429,6 +613,8 @@ int svc_db_in_tx(svc_db_t *db)
 void svc_db_release(svc_db_t *db)
 {
     if (db && db->conn) {
+        /* Whoever deferred a check has flushed it or no longer needs it. */
+        db->deferred = NULL;
         svc_db_rollback(db, NULL);
     }
 }

@@ -67,6 +67,28 @@ apr_status_t svc_db_exec(svc_db_t *db, const svc_stmt_t *st, apr_pool_t *p,
 apr_status_t svc_db_execv(svc_db_t *db, const svc_stmt_t *st, apr_pool_t *p,
                           svc_dbres_t **pres, ...);
 
+/*
+ * Speculation with a check. A deferred statement is one whose result only
+ * confirms what the caller already assumed (that a cached token is still
+ * good). It is not sent on its own: the next READ statement outside a
+ * transaction carries it in the same round trip (libpq pipeline mode), and
+ * `check` is called on its result before the read's result is returned;
+ * when check fails, the read's result is discarded and check's status is
+ * returned instead. Any other statement, BEGIN, or svc_db_flush runs it on
+ * its own first, so nothing is ever written on an assumption. Parameters
+ * are copied into p, which must outlive the check.
+ */
+typedef apr_status_t (*svc_db_check_fn)(void *baton, const svc_dbres_t *res);
+
+void svc_db_defer(svc_db_t *db, const svc_stmt_t *st, const char *const *params,
+                  svc_db_check_fn check, void *baton, apr_pool_t *p);
+
+/* Runs a deferred statement and its check now, if there is one. */
+apr_status_t svc_db_flush(svc_db_t *db);
+
+/* True while a deferred statement waits. */
+int svc_db_pending(svc_db_t *db);
+
 /* Runs plain SQL without parameters (transaction control, migrations). */
 apr_status_t svc_db_simple(svc_db_t *db, const char *sql, apr_pool_t *p);
 
@@ -104,6 +126,7 @@ typedef struct {
     unsigned long prepares;     /* statements prepared on this connection */
     unsigned long reconnects;   /* new backends noticed */
     unsigned long retries;      /* statements run again after a lost connection */
+    unsigned long pipelined;    /* deferred statements sent along with a read */
 } svc_db_stats_t;
 void svc_db_stats(svc_db_t *db, svc_db_stats_t *pstats);
 

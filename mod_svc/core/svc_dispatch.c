@@ -5,6 +5,7 @@
  */
 #include "svc_dispatch.h"
 #include "svc_auth.h"
+#include "svc_db.h"
 #include "svc_json.h"
 #include "svc_ratelimit.h"
 
@@ -95,7 +96,7 @@ static apr_status_t read_body(svc_ctx_t *ctx)
     return APR_SUCCESS;
 }
 
-apr_status_t svc_dispatch_run(svc_ctx_t *ctx)
+static apr_status_t run_once(svc_ctx_t *ctx)
 {
     const svc_route_t *route = ctx->route;
     apr_status_t rv;
@@ -123,4 +124,44 @@ apr_status_t svc_dispatch_run(svc_ctx_t *ctx)
         return APR_EGENERAL;
     }
     return rv;
+}
+
+/* Back to the state right after routing, for a second run. */
+static void reset(svc_ctx_t *ctx)
+{
+    if (ctx->db) {
+        svc_db_rollback(ctx->db, ctx->pool);
+    }
+    ctx->who = NULL;
+    ctx->org = NULL;
+    ctx->project = NULL;
+    ctx->body = NULL;
+    ctx->problem = NULL;
+    ctx->auth_rv = APR_SUCCESS;
+    ctx->auth_problem = NULL;
+    ctx->status = 0;
+    ctx->content_type = NULL;
+    ctx->resp_body = NULL;
+    ctx->resp_len = 0;
+    apr_table_clear(ctx->headers_out);
+}
+
+apr_status_t svc_dispatch_run(svc_ctx_t *ctx)
+{
+    apr_status_t rv, crv;
+
+    rv = run_once(ctx);
+    /*
+     * Authentication may have been confirmed only speculatively (see
+     * svc_pat_authenticate); its verdict overrides whatever the handler
+     * answered. A stale assumption (all that ran were reads) means running
+     * the request once more, now without the assumption.
+     */
+    crv = svc_auth_confirm(ctx);
+    if (crv == SVC_ERESTART) {
+        reset(ctx);
+        rv = run_once(ctx);
+        crv = svc_auth_confirm(ctx);
+    }
+    return crv != APR_SUCCESS ? crv : rv;
 }

@@ -10,6 +10,8 @@
 #include "svc_orgs.h"
 #include "svc_page.h"
 
+#include <apr_thread_mutex.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* One token's metadata as the API shows it; `t` is the api_tokens row. */
@@ -34,6 +36,21 @@ static const svc_stmt_t st_tok_auth = {
     " u.id, u.email, u.name, u.founder, extract(epoch FROM t.expires_at)::bigint"
     " FROM api_tokens t JOIN users u ON u.id = t.user_id"
     " LEFT JOIN orgs o ON o.id = t.org_id"
+    " WHERE t.secret_hash = $1::bytea",
+    2, SVC_STMT_READ
+};
+
+/*
+ * The lean form of st_tok_auth for a cached token: only what can change
+ * (revocation, expiry by the clock, the user's details) and what identifies
+ * the principal, so the check is cheap on every request.
+ */
+static const svc_stmt_t st_tok_check = {
+    "svc_tokens_check",
+    "SELECT t.id, t.scope, t.org_id, t.revoked_at IS NOT NULL, t.expires_at <= now(),"
+    " t.last_used_at IS NULL OR t.last_used_at < now() - make_interval(secs => $2::int),"
+    " u.id, u.email, u.name, u.founder"
+    " FROM api_tokens t JOIN users u ON u.id = t.user_id"
     " WHERE t.secret_hash = $1::bytea",
     2, SVC_STMT_READ
 };
@@ -136,24 +153,15 @@ static const char *hash_param(apr_pool_t *p, const svc_config_t *conf, const cha
     return apr_pstrcat(p, "\\x", svc_hex(p, h, sizeof(h)), NULL);
 }
 
-apr_status_t svc_pat_authenticate(svc_ctx_t *ctx, const char *secret, svc_principal_t **pwho)
+/*
+ * The principal a row of st_tok_auth describes, or a 401 problem. It only
+ * reads the row, so the synchronous and the deferred path share it.
+ */
+static apr_status_t principal_of(svc_ctx_t *ctx, const svc_dbres_t *res,
+                                 svc_principal_t **pwho)
 {
     svc_principal_t *who;
-    svc_dbres_t *res;
-    svc_db_t *db;
-    apr_status_t rv;
 
-    if (!svc_pat_well_formed(secret)) {
-        return svc_auth_fail(ctx, "The token is malformed (wrong prefix, length or checksum).");
-    }
-    if ((rv = svc_ctx_db(ctx, &db)) != APR_SUCCESS) {
-        return rv;
-    }
-    rv = svc_db_execv(db, &st_tok_auth, ctx->pool, &res, hash_param(ctx->pool, ctx->conf, secret),
-                      apr_itoa(ctx->pool, ctx->conf->token_touch_interval));
-    if (rv != APR_SUCCESS) {
-        return rv;
-    }
     if (svc_dbres_rows(res) != 1) {
         return svc_auth_fail(ctx, "The token is not recognised.");
     }
@@ -165,28 +173,301 @@ apr_status_t svc_pat_authenticate(svc_ctx_t *ctx, const char *secret, svc_princi
     }
     who = apr_pcalloc(ctx->pool, sizeof(*who));
     who->via = SVC_VIA_PAT;
-    who->token_id = svc_dbres_str(res, 0, 0);
+    who->token_id = apr_pstrdup(ctx->pool, svc_dbres_str(res, 0, 0));
     who->scope = svc_scope_parse(svc_dbres_str(res, 0, 1));
-    who->token_org_id = svc_dbres_str(res, 0, 2);
-    who->token_org_slug = svc_dbres_str(res, 0, 3);
-    who->token_expires_at = svc_dbres_str(res, 0, 4);
-    who->user_id = svc_dbres_str(res, 0, 8);
-    who->email = svc_dbres_str(res, 0, 9);
-    who->name = svc_dbres_str(res, 0, 10);
+    who->token_org_id = apr_pstrdup(ctx->pool, svc_dbres_str(res, 0, 2));
+    who->token_org_slug = apr_pstrdup(ctx->pool, svc_dbres_str(res, 0, 3));
+    who->token_expires_at = apr_pstrdup(ctx->pool, svc_dbres_str(res, 0, 4));
+    who->user_id = apr_pstrdup(ctx->pool, svc_dbres_str(res, 0, 8));
+    who->email = apr_pstrdup(ctx->pool, svc_dbres_str(res, 0, 9));
+    who->name = apr_pstrdup(ctx->pool, svc_dbres_str(res, 0, 10));
     who->founder = svc_dbres_bool(res, 0, 11) == 1;
     if (who->token_expires_at
         && svc_dbres_int64(res, 0, 12, &who->token_expires_epoch) != APR_SUCCESS) {
         return SVC_EDB;
     }
-    /*
-     * last_used_at is written at most once per interval per token, not on
-     * every request; a failure to record it must not fail the request.
-     */
-    if (svc_dbres_bool(res, 0, 7) == 1) {
-        (void)svc_db_execv(db, &st_tok_touch, ctx->pool, NULL, who->token_id,
+    /* last_used_at is written at most once per interval per token. */
+    who->touch_due = svc_dbres_bool(res, 0, 7) == 1;
+    *pwho = who;
+    return APR_SUCCESS;
+}
+
+/* ------------------------------------------------------------------------ */
+/*
+ * The authentication cache: what a token hash resolved to, per httpd child.
+ *
+ * It never decides anything. A hit only lets the authentication query be
+ * deferred and sent in the same round trip as the request's first read
+ * (svc_db_defer): the request proceeds on the cached principal, and the
+ * query's result is checked before that read's result is used, before any
+ * write, and at the latest before the response (svc_pat_confirm). So a
+ * revoked or expired token is refused on the very next request, as without
+ * the cache; the cache only saves a round trip. If the fresh row differs
+ * from the cached principal (an email or the founder flag changed), the
+ * entry is dropped and the request runs again from authentication
+ * (SVC_ERESTART).
+ */
+
+#define SVC_AUTH_CACHE_SLOTS 512
+
+typedef struct {
+    unsigned char hash[32];
+    int used;
+    svc_principal_t who;        /* its strings point into blob */
+    char *blob;                 /* malloc'd: an entry outlives any request pool */
+} cache_slot_t;
+
+static cache_slot_t *auth_cache;
+static apr_thread_mutex_t *auth_cache_lock;
+
+static apr_status_t cache_cleanup(void *data)
+{
+    int i;
+
+    (void)data;
+    for (i = 0; auth_cache && i < SVC_AUTH_CACHE_SLOTS; i++) {
+        free(auth_cache[i].blob);
+    }
+    free(auth_cache);
+    auth_cache = NULL;
+    auth_cache_lock = NULL;
+    return APR_SUCCESS;
+}
+
+apr_status_t svc_pat_cache_init(apr_pool_t *p)
+{
+    apr_status_t rv;
+
+    if (auth_cache) {
+        return APR_SUCCESS;
+    }
+    rv = apr_thread_mutex_create(&auth_cache_lock, APR_THREAD_MUTEX_DEFAULT, p);
+    if (rv != APR_SUCCESS) {
+        return rv;
+    }
+    auth_cache = calloc(SVC_AUTH_CACHE_SLOTS, sizeof(cache_slot_t));
+    if (!auth_cache) {
+        return APR_ENOMEM;
+    }
+    apr_pool_cleanup_register(p, NULL, cache_cleanup, apr_pool_cleanup_null);
+    return APR_SUCCESS;
+}
+
+/* The key is a keyed hash, uniformly random already: its first bytes pick
+ * the slot, and a collision merely evicts. */
+static cache_slot_t *slot_of(const unsigned char hash[32])
+{
+    return &auth_cache[(((unsigned)hash[0] << 8) | hash[1]) % SVC_AUTH_CACHE_SLOTS];
+}
+
+static const char *blob_put(char **pw, const char *s)
+{
+    char *start;
+
+    if (!s) {
+        return NULL;
+    }
+    start = *pw;
+    *pw = stpcpy(start, s) + 1;
+    return start;
+}
+
+static apr_size_t len0(const char *s)
+{
+    return s ? strlen(s) + 1 : 0;
+}
+
+static void cache_store(const unsigned char hash[32], const svc_principal_t *who)
+{
+    cache_slot_t *slot;
+    char *blob, *w;
+
+    if (!auth_cache) {
+        return;
+    }
+    blob = malloc(len0(who->user_id) + len0(who->email) + len0(who->name)
+                  + len0(who->token_id) + len0(who->token_org_id)
+                  + len0(who->token_org_slug) + len0(who->token_expires_at) + 1);
+    if (!blob) {
+        return;
+    }
+    apr_thread_mutex_lock(auth_cache_lock);
+    slot = slot_of(hash);
+    free(slot->blob);
+    memcpy(slot->hash, hash, 32);
+    slot->used = 1;
+    slot->who = *who;
+    w = blob;
+    slot->who.user_id = blob_put(&w, who->user_id);
+    slot->who.email = blob_put(&w, who->email);
+    slot->who.name = blob_put(&w, who->name);
+    slot->who.token_id = blob_put(&w, who->token_id);
+    slot->who.token_org_id = blob_put(&w, who->token_org_id);
+    slot->who.token_org_slug = blob_put(&w, who->token_org_slug);
+    slot->who.token_expires_at = blob_put(&w, who->token_expires_at);
+    slot->who.touch_due = 0;
+    slot->blob = blob;
+    apr_thread_mutex_unlock(auth_cache_lock);
+}
+
+/* A pool copy of the cached principal for this hash, or NULL. */
+static svc_principal_t *cache_get(apr_pool_t *p, const unsigned char hash[32])
+{
+    svc_principal_t *who = NULL;
+    cache_slot_t *slot;
+
+    if (!auth_cache) {
+        return NULL;
+    }
+    apr_thread_mutex_lock(auth_cache_lock);
+    slot = slot_of(hash);
+    if (slot->used && svc_ct_equal(slot->hash, hash, 32)) {
+        who = apr_pmemdup(p, &slot->who, sizeof(*who));
+        who->user_id = apr_pstrdup(p, slot->who.user_id);
+        who->email = apr_pstrdup(p, slot->who.email);
+        who->name = apr_pstrdup(p, slot->who.name);
+        who->token_id = apr_pstrdup(p, slot->who.token_id);
+        who->token_org_id = apr_pstrdup(p, slot->who.token_org_id);
+        who->token_org_slug = apr_pstrdup(p, slot->who.token_org_slug);
+        who->token_expires_at = apr_pstrdup(p, slot->who.token_expires_at);
+    }
+    apr_thread_mutex_unlock(auth_cache_lock);
+    return who;
+}
+
+static void cache_drop(const unsigned char hash[32])
+{
+    cache_slot_t *slot;
+
+    if (!auth_cache) {
+        return;
+    }
+    apr_thread_mutex_lock(auth_cache_lock);
+    slot = slot_of(hash);
+    if (slot->used && svc_ct_equal(slot->hash, hash, 32)) {
+        free(slot->blob);
+        memset(slot, 0, sizeof(*slot));
+    }
+    apr_thread_mutex_unlock(auth_cache_lock);
+}
+
+static int same_str(const char *a, const char *b)
+{
+    return (!a && !b) || (a && b && strcmp(a, b) == 0);
+}
+
+/*
+ * Does a st_tok_check row confirm the assumed principal? Everything the
+ * request may have used is compared; a token's expiry and org binding never
+ * change, so the cached ones stand.
+ */
+static int row_confirms(const svc_dbres_t *res, const svc_principal_t *a)
+{
+    return same_str(svc_dbres_str(res, 0, 0), a->token_id)
+        && svc_scope_parse(svc_dbres_str(res, 0, 1)) == a->scope
+        && same_str(svc_dbres_str(res, 0, 2), a->token_org_id)
+        && same_str(svc_dbres_str(res, 0, 6), a->user_id)
+        && same_str(svc_dbres_str(res, 0, 7), a->email)
+        && same_str(svc_dbres_str(res, 0, 8), a->name)
+        && (svc_dbres_bool(res, 0, 9) == 1) == (a->founder != 0);
+}
+
+typedef struct {
+    svc_ctx_t *ctx;
+    svc_principal_t *assumed;
+    unsigned char hash[32];
+} deferred_auth_t;
+
+/* The deferred check answered: did the request assume right? */
+static apr_status_t check_deferred(void *baton, const svc_dbres_t *res)
+{
+    deferred_auth_t *d = baton;
+    svc_ctx_t *ctx = d->ctx;
+    apr_status_t rv = APR_SUCCESS;
+
+    if (svc_dbres_rows(res) != 1) {
+        rv = svc_auth_fail(ctx, "The token is not recognised.");
+    }
+    else if (svc_dbres_bool(res, 0, 3) == 1) {
+        rv = svc_auth_fail(ctx, "The token has been revoked.");
+    }
+    else if (svc_dbres_bool(res, 0, 4) == 1) {
+        rv = svc_auth_fail(ctx, "The token has expired.");
+    }
+    else if (!row_confirms(res, d->assumed)) {
+        rv = SVC_ERESTART;
+    }
+    if (rv != APR_SUCCESS) {
+        cache_drop(d->hash);
+        ctx->auth_rv = rv;
+        ctx->auth_problem = rv == SVC_EPROBLEM ? ctx->problem : NULL;
+        return rv;
+    }
+    d->assumed->touch_due = svc_dbres_bool(res, 0, 5) == 1;
+    return APR_SUCCESS;
+}
+
+apr_status_t svc_pat_authenticate(svc_ctx_t *ctx, const char *secret, svc_principal_t **pwho)
+{
+    unsigned char hash[32];
+    const char *params[2];
+    svc_principal_t *who;
+    svc_dbres_t *res;
+    svc_db_t *db;
+    apr_status_t rv;
+
+    if (!svc_pat_well_formed(secret)) {
+        return svc_auth_fail(ctx, "The token is malformed (wrong prefix, length or checksum).");
+    }
+    if ((rv = svc_ctx_db(ctx, &db)) != APR_SUCCESS) {
+        return rv;
+    }
+    svc_pat_hash(ctx->conf, secret, hash);
+    params[0] = apr_pstrcat(ctx->pool, "\\x", svc_hex(ctx->pool, hash, sizeof(hash)), NULL);
+    params[1] = apr_itoa(ctx->pool, ctx->conf->token_touch_interval);
+
+    who = cache_get(ctx->pool, hash);
+    if (who) {
+        deferred_auth_t *d = apr_palloc(ctx->pool, sizeof(*d));
+        d->ctx = ctx;
+        d->assumed = who;
+        memcpy(d->hash, hash, sizeof(hash));
+        svc_db_defer(db, &st_tok_check, params, check_deferred, d, ctx->pool);
+        *pwho = who;
+        return APR_SUCCESS;
+    }
+    rv = svc_db_exec(db, &st_tok_auth, ctx->pool, &res, params);
+    if (rv == APR_SUCCESS) {
+        rv = principal_of(ctx, res, &who);
+    }
+    if (rv != APR_SUCCESS) {
+        return rv;
+    }
+    cache_store(hash, who);
+    *pwho = who;
+    return APR_SUCCESS;
+}
+
+apr_status_t svc_pat_confirm(svc_ctx_t *ctx)
+{
+    svc_db_t *db;
+
+    if (ctx->db && svc_db_pending(ctx->db)) {
+        (void)svc_db_flush(ctx->db);
+    }
+    if (ctx->auth_rv != APR_SUCCESS) {
+        if (ctx->auth_problem) {
+            ctx->problem = ctx->auth_problem;
+        }
+        return ctx->auth_rv;
+    }
+    /* A failure to record the last use must not fail the request. */
+    if (ctx->who && ctx->who->via == SVC_VIA_PAT && ctx->who->touch_due
+        && svc_ctx_db(ctx, &db) == APR_SUCCESS) {
+        ctx->who->touch_due = 0;
+        (void)svc_db_execv(db, &st_tok_touch, ctx->pool, NULL, ctx->who->token_id,
                            *ctx->client_ip ? ctx->client_ip : NULL);
     }
-    *pwho = who;
     return APR_SUCCESS;
 }
 

@@ -31,9 +31,24 @@ void svc_pat_hash(const svc_config_t *conf, const char *secret, unsigned char ou
 /*
  * Authenticates a bearer secret: on success fills *pwho. A 401 problem for
  * a malformed, unknown, expired or revoked token; SVC_EDBDOWN when the
- * database cannot say (never a 401 then).
+ * database cannot say (never a 401 then). When this process has seen the
+ * token before, the database's answer is deferred to the request's first
+ * read, sent in the same round trip, and checked before that read's result
+ * is used.
  */
 apr_status_t svc_pat_authenticate(svc_ctx_t *ctx, const char *secret, svc_principal_t **pwho);
+
+/*
+ * Completes authentication before the response is final: runs a deferred
+ * check no read has carried yet (see svc_pat_authenticate), answers with
+ * its failure if it failed (a 401, or SVC_ERESTART when the cached
+ * principal was stale), and records the token's last use when due.
+ */
+apr_status_t svc_pat_confirm(svc_ctx_t *ctx);
+
+/* Creates this process's authentication cache (httpd: once per child).
+ * Without it, every request authenticates with its own round trip. */
+apr_status_t svc_pat_cache_init(apr_pool_t *p);
 
 /* What a new token is to be. */
 typedef struct {

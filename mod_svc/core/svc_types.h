@@ -33,6 +33,8 @@
 #define SVC_ESCHEMA    (SVC_ERRSPACE + 6)
 /* A foreign key or check constraint refused the write. */
 #define SVC_EINTEGRITY (SVC_ERRSPACE + 7)
+/* A speculation turned out wrong: run the request again from authentication. */
+#define SVC_ERESTART   (SVC_ERRSPACE + 8)
 
 /* What a personal access token may do. A session counts as admin. */
 typedef enum {

@@ -1026,6 +1026,177 @@ SVC_TEST(db_exactly_one_owner)
 /* ---------------------------------------------------------------------- */
 /* Migrations                                                              */
 
+/* ---------------------------------------------------------------------- */
+/* Deferred checks: one round trip for a check and the next read            */
+
+typedef struct {
+    int calls;
+    apr_status_t answer;        /* what the check returns */
+    char seen[32];              /* the first column it saw */
+} check_baton_t;
+
+static apr_status_t record_check(void *baton, const svc_dbres_t *res)
+{
+    check_baton_t *b = baton;
+    const char *v = svc_dbres_str(res, 0, 0);
+
+    b->calls++;
+    apr_cpystrn(b->seen, v ? v : "(null)", sizeof(b->seen));
+    return b->answer;
+}
+
+static const svc_stmt_t st_echo = {
+    "svc_ut_echo", "SELECT $1::text", 1, SVC_STMT_READ
+};
+
+SVC_TEST(db_deferred_check_rides_with_a_read)
+{
+    svc_db_t *db = svc_testdb_open(p);
+    check_baton_t b = { 0, APR_SUCCESS, "" };
+    const char *params[1] = { "checked" };
+    svc_dbres_t *res = NULL;
+    svc_db_stats_t s;
+
+    if (!db) {
+        return;
+    }
+    svc_db_defer(db, &st_echo, params, record_check, &b, p);
+    SVC_CHECK(svc_db_pending(db));
+    SVC_CHECK_INT(b.calls, 0);
+    SVC_CHECK_INT(svc_db_execv(db, &st_echo, p, &res, "read"), APR_SUCCESS);
+    SVC_CHECK_INT(b.calls, 1);
+    SVC_CHECK_STR(b.seen, "checked");
+    SVC_CHECK_STR(svc_dbres_str(res, 0, 0), "read");
+    SVC_CHECK(!svc_db_pending(db));
+    svc_db_stats(db, &s);
+    SVC_CHECK_INT(s.pipelined, 1);
+    /* The connection is back in normal mode: plain statements work. */
+    SVC_CHECK_INT(svc_db_exec(db, &st_one, p, NULL, NULL), APR_SUCCESS);
+    SVC_CHECK_INT(svc_db_simple(db, "SELECT 1", p), APR_SUCCESS);
+    SVC_CHECK_INT(b.calls, 1);
+}
+
+SVC_TEST(db_deferred_check_failure_discards_the_read)
+{
+    svc_db_t *db = svc_testdb_open(p);
+    check_baton_t b = { 0, SVC_EPROBLEM, "" };
+    const char *params[1] = { "no" };
+    svc_dbres_t *res = NULL;
+
+    if (!db) {
+        return;
+    }
+    svc_db_defer(db, &st_echo, params, record_check, &b, p);
+    SVC_CHECK_INT(svc_db_execv(db, &st_echo, p, &res, "secret"), SVC_EPROBLEM);
+    SVC_CHECK(res == NULL);
+    SVC_CHECK_INT(b.calls, 1);
+    /* Nothing is left pending, and the connection still works. */
+    SVC_CHECK_INT(svc_db_execv(db, &st_echo, p, &res, "after"), APR_SUCCESS);
+    SVC_CHECK_STR(svc_dbres_str(res, 0, 0), "after");
+    SVC_CHECK_INT(b.calls, 1);
+}
+
+SVC_TEST(db_deferred_check_runs_before_a_write)
+{
+    svc_db_t *db = svc_testdb_open(p), *other = svc_testdb_open(p);
+    check_baton_t b = { 0, SVC_EPROBLEM, "" };
+    const char *params[1] = { "gate" };
+    const svc_stmt_t *ins;
+    const char *t;
+    svc_db_stats_t s;
+
+    if (!db || !other) {
+        return;
+    }
+    t = scratch_table(p, other);
+    ins = stmt(p, "svc_ut_ins_gate",
+               apr_psprintf(p, "INSERT INTO %s (id, v) VALUES ($1::int, $2)", t), 2, 0);
+    /* A failing check stops the write: it never reaches the database. */
+    svc_db_defer(db, &st_echo, params, record_check, &b, p);
+    SVC_CHECK_INT(svc_db_execv(db, ins, p, NULL, "1", "x"), SVC_EPROBLEM);
+    SVC_CHECK_INT(b.calls, 1);
+    SVC_CHECK_INT(count_id(p, other, t, 1), 0);
+    /* A passing one runs first, on its own, then the write. */
+    b.answer = APR_SUCCESS;
+    svc_db_defer(db, &st_echo, params, record_check, &b, p);
+    SVC_CHECK_INT(svc_db_execv(db, ins, p, NULL, "2", "y"), APR_SUCCESS);
+    SVC_CHECK_INT(b.calls, 2);
+    SVC_CHECK_INT(count_id(p, other, t, 2), 1);
+    /* BEGIN waits for the check too. */
+    b.answer = SVC_EPROBLEM;
+    svc_db_defer(db, &st_echo, params, record_check, &b, p);
+    SVC_CHECK_INT(svc_db_begin(db, p), SVC_EPROBLEM);
+    SVC_CHECK(!svc_db_in_tx(db));
+    SVC_CHECK_INT(b.calls, 3);
+    svc_db_stats(db, &s);
+    SVC_CHECK_INT(s.pipelined, 0);
+    drop_table(p, other, t);
+}
+
+SVC_TEST(db_deferred_check_flush_and_release)
+{
+    svc_db_t *db = svc_testdb_open(p);
+    check_baton_t b = { 0, APR_SUCCESS, "" };
+    const char *params[1] = { "flushed" };
+
+    if (!db) {
+        return;
+    }
+    SVC_CHECK_INT(svc_db_flush(db), APR_SUCCESS);
+    svc_db_defer(db, &st_echo, params, record_check, &b, p);
+    SVC_CHECK_INT(svc_db_flush(db), APR_SUCCESS);
+    SVC_CHECK_INT(b.calls, 1);
+    SVC_CHECK_STR(b.seen, "flushed");
+    SVC_CHECK_INT(svc_db_flush(db), APR_SUCCESS);
+    SVC_CHECK_INT(b.calls, 1);
+    /* Releasing forgets a check nobody flushed (its owner is gone). */
+    svc_db_defer(db, &st_echo, params, record_check, &b, p);
+    svc_db_release(db);
+    SVC_CHECK(!svc_db_pending(db));
+    SVC_CHECK_INT(b.calls, 1);
+}
+
+SVC_TEST(db_deferred_pipeline_survives_a_reconnect)
+{
+    svc_db_t *db = svc_testdb_open(p), *other = svc_testdb_open(p);
+    check_baton_t b = { 0, APR_SUCCESS, "" };
+    const char *params[1] = { "again" };
+    svc_dbres_t *res = NULL;
+
+    if (!db || !other) {
+        return;
+    }
+    SVC_CHECK_INT(svc_db_execv(db, &st_echo, p, &res, "warm"), APR_SUCCESS);
+    if (!kill_backend(p, other, db)) {
+        return;
+    }
+    /* Both statements are reads: the pair is sent once more on a new backend. */
+    svc_db_defer(db, &st_echo, params, record_check, &b, p);
+    SVC_CHECK_INT(svc_db_execv(db, &st_echo, p, &res, "read"), APR_SUCCESS);
+    SVC_CHECK_STR(svc_dbres_str(res, 0, 0), "read");
+    SVC_CHECK_INT(b.calls, 1);
+    SVC_CHECK_STR(b.seen, "again");
+}
+
+SVC_TEST(db_deferred_check_sees_a_failing_read)
+{
+    svc_db_t *db = svc_testdb_open(p);
+    check_baton_t b = { 0, APR_SUCCESS, "" };
+    const char *params[1] = { "first" };
+    const svc_stmt_t *bad;
+
+    if (!db) {
+        return;
+    }
+    /* The read fails on the server; the check has still run on its result. */
+    bad = stmt(p, "svc_ut_div0", "SELECT 1 / $1::int", 1, SVC_STMT_READ);
+    svc_db_defer(db, &st_echo, params, record_check, &b, p);
+    SVC_CHECK_INT(svc_db_execv(db, bad, p, NULL, "0"), SVC_EDB);
+    SVC_CHECK_INT(b.calls, 1);
+    SVC_CHECK_STR(svc_db_sqlstate(db), "22012");
+    SVC_CHECK_INT(svc_db_exec(db, &st_one, p, NULL, NULL), APR_SUCCESS);
+}
+
 SVC_TEST(db_migrate_current)
 {
     svc_db_t *db = svc_testdb_open(p), *scratch = svc_testdb_open(p);
