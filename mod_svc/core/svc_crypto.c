@@ -16,14 +16,28 @@ apr_status_t svc_crypto_init(void)
 
 char *svc_random_base62(apr_pool_t *p, apr_size_t n)
 {
+    unsigned char buf[64];
+    apr_size_t i = 0, k = sizeof(buf);
     char *out = apr_palloc(p, n + 1);
-    apr_size_t i;
 
-    for (i = 0; i < n; i++) {
-        /* randombytes_uniform has no modulo bias. */
-        out[i] = b62[randombytes_uniform(62)];
+    /*
+     * One draw from the system for up to ~60 characters, rather than one
+     * per character (every request id would otherwise cost 22 getrandom
+     * calls). Bytes of 248 and above are dropped: 248 is 4 x 62, so what
+     * remains maps onto the alphabet without modulo bias.
+     */
+    while (i < n) {
+        if (k == sizeof(buf)) {
+            randombytes_buf(buf, sizeof(buf));
+            k = 0;
+        }
+        if (buf[k] < 248) {
+            out[i++] = b62[buf[k] % 62];
+        }
+        k++;
     }
     out[n] = '\0';
+    sodium_memzero(buf, sizeof(buf));
     return out;
 }
 
