@@ -12,6 +12,7 @@
 #include "svc_crypto.h"
 #include "svc_http.h"
 #include "svc_migrate.h"
+#include "svc_openapi.h"
 #include "svc_tokens.h"
 
 
@@ -435,6 +436,7 @@ static int svc_post_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptem
         const char *err = NULL;
 
         sc->router = router;
+        sc->core.openapi_json = svc_openapi_render(pconf, sc->core.public_url);
         svc_config_default_rates(&sc->core, pconf);
         if (sc->core.internal_allow->nelts == 0) {
             add_default_internal(sc, pconf);

@@ -248,6 +248,8 @@ MaxConnectionsPerChild 0
 KeepAlive On
 
 <Directory />
+    # No .htaccess lookups on every request; the API is not files.
+    AllowOverride None
     Require all denied
 </Directory>
 

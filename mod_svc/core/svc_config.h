@@ -39,6 +39,7 @@ struct svc_config_t {
     apr_array_header_t *trusted_origins;  /* of const char *, "scheme://host[:port]" */
 
     const char *public_url;         /* base URL for the OpenAPI servers list */
+    const char *openapi_json;       /* the OpenAPI document, rendered once at start */
 
     /* Sign-in through the code-hosting provider's OAuth app (svc_signin.c),
      * resolved at start by svc_signin_configure. */

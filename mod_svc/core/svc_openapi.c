@@ -181,7 +181,21 @@ json_t *svc_openapi_build(apr_pool_t *p, const svc_route_t *table, const char *s
                      "paths", paths, "components", components());
 }
 
+const char *svc_openapi_render(apr_pool_t *p, const char *server_url)
+{
+    json_t *doc = svc_openapi_build(p, svc_routes, server_url);
+    const char *text = svc_json_dump(p, doc);
+
+    json_decref(doc);
+    return text;
+}
+
 apr_status_t svc_h_openapi(svc_ctx_t *ctx)
 {
-    return svc_reply_json(ctx, 200, svc_openapi_build(ctx->pool, svc_routes, ctx->conf->public_url));
+    /* The document only changes with the build and the configuration, so
+     * the server renders it once at start; svcctl and tests have no copy. */
+    if (ctx->conf->openapi_json) {
+        return svc_reply_text(ctx, 200, ctx->conf->openapi_json);
+    }
+    return svc_reply_text(ctx, 200, svc_openapi_render(ctx->pool, ctx->conf->public_url));
 }

@@ -11,6 +11,9 @@
 /* The document for every route of `table` not flagged hidden (new reference). */
 json_t *svc_openapi_build(apr_pool_t *p, const svc_route_t *table, const char *server_url);
 
+/* The document for svc_routes as JSON text in p. */
+const char *svc_openapi_render(apr_pool_t *p, const char *server_url);
+
 apr_status_t svc_h_openapi(svc_ctx_t *ctx);
 
 #endif /* SVC_OPENAPI_H */
