@@ -99,14 +99,23 @@ apr_status_t svc_ctx_db(svc_ctx_t *ctx, svc_db_t **pdb)
     return ctx->db ? APR_SUCCESS : SVC_EDBDOWN;
 }
 
-void svc_ctx_db_release(svc_ctx_t *ctx)
+apr_status_t svc_ctx_db_release(svc_ctx_t *ctx)
 {
+    apr_status_t rv = APR_SUCCESS;
+
     if (ctx->db && ctx->db_release) {
-        /* A deferred authentication check must not leave with the
-         * connection; its failure, if any, is kept in ctx->auth_rv. */
-        (void)svc_db_flush(ctx->db);
+        /*
+         * A deferred authentication check must not leave with the
+         * connection: it runs now, and if it cannot, the request fails
+         * closed. Either way the verdict is kept in ctx->auth_rv.
+         */
+        rv = svc_db_flush(ctx->db);
+        if (rv != APR_SUCCESS && ctx->auth_rv == APR_SUCCESS) {
+            ctx->auth_rv = rv;
+        }
         ctx->db_release(ctx);
     }
+    return ctx->auth_rv != APR_SUCCESS ? ctx->auth_rv : rv;
 }
 
 apr_status_t svc_fail(svc_ctx_t *ctx, int status, const char *code, const char *fmt, ...)
@@ -157,6 +166,9 @@ svc_problem_t *svc_ctx_problem(svc_ctx_t *ctx, apr_status_t rv)
                  "The service is being upgraded; try again shortly.");
         break;
     case SVC_ECONFLICT:
+    case SVC_EINTEGRITY:
+        /* A database rule refused the change (a concurrent change usually
+         * made it invalid): the state, not the request, is the problem. */
         svc_fail(ctx, 409, "conflict", "The request conflicts with the current state.");
         break;
     case SVC_ENOTFOUND:

@@ -122,9 +122,10 @@ apr_status_t svc_ctx_db(svc_ctx_t *ctx, svc_db_t **pdb);
  * Gives the connection back to the pool now (rolling back anything not
  * committed). Handlers call this before waiting on anything slow, such as
  * an outbound HTTP call, so a slow provider cannot starve the pool; the
- * next svc_ctx_db acquires a connection again.
+ * next svc_ctx_db acquires a connection again. Anything but APR_SUCCESS
+ * means the caller's authentication did not hold: stop and return it.
  */
-void svc_ctx_db_release(svc_ctx_t *ctx);
+apr_status_t svc_ctx_db_release(svc_ctx_t *ctx) __attribute__((warn_unused_result));
 
 /*
  * Attaches a problem document and returns SVC_EPROBLEM, so handlers write

@@ -33,6 +33,7 @@ struct svc_db_t {
     svc_conncache_t *cache;
     int statement_timeout_ms;
     int in_tx;
+    int lost;                   /* the last failure lost the connection */
     deferred_t *deferred;
     char sqlstate[6];
     char constraint[64];
@@ -173,7 +174,8 @@ static int lost_connection(svc_db_t *db)
 
 static apr_status_t classify(svc_db_t *db)
 {
-    if (lost_connection(db)) {
+    db->lost = lost_connection(db);
+    if (db->lost) {
         /* in_tx stays set: the caller's transaction is gone, and nothing may
          * run outside it until the caller rolls back. */
         return SVC_EDBDOWN;
@@ -184,8 +186,13 @@ static apr_status_t classify(svc_db_t *db)
     if (strncmp(db->sqlstate, "23", 2) == 0) {
         return SVC_EINTEGRITY;
     }
-    /* A statement timeout means the database is overloaded: try later. */
-    if (strcmp(db->sqlstate, "57014") == 0) {
+    /*
+     * A statement timeout means the database is overloaded; a serialization
+     * failure or a deadlock means the transaction lost a race and nothing
+     * of it stays. Either way the client may simply try again (503).
+     */
+    if (strcmp(db->sqlstate, "57014") == 0 || strcmp(db->sqlstate, "40001") == 0
+        || strcmp(db->sqlstate, "40P01") == 0) {
         return SVC_EDBDOWN;
     }
     return SVC_EDB;
@@ -204,6 +211,7 @@ static apr_status_t sync_backend(svc_db_t *db)
 
     if (PQstatus(db->conn) != CONNECTION_OK) {
         apr_cpystrn(db->errmsg, PQerrorMessage(db->conn), sizeof(db->errmsg));
+        db->lost = 1;
         return SVC_EDBDOWN;
     }
     pid = PQbackendPID(db->conn);
@@ -241,6 +249,7 @@ static apr_status_t try_reset(svc_db_t *db)
     PQreset(db->conn);
     if (PQstatus(db->conn) != CONNECTION_OK) {
         apr_cpystrn(db->errmsg, PQerrorMessage(db->conn), sizeof(db->errmsg));
+        db->lost = 1;
         return SVC_EDBDOWN;
     }
     return APR_SUCCESS;
@@ -296,20 +305,63 @@ static int result_ok(const PGresult *res)
  * then hands out the second. Both are reads, so after a lost connection the
  * pair may be sent again once.
  */
-static apr_status_t exec_pipelined(svc_db_t *db, const deferred_t *d, const svc_stmt_t *st,
+/*
+ * Leaves pipeline mode whatever state the pipeline is in: results not read
+ * yet are drained. If libpq still will not leave it, the connection is
+ * reset, so it never goes back to the pool in pipeline mode.
+ */
+static void leave_pipeline(svc_db_t *db)
+{
+    PGresult *r;
+    int guard;
+
+    if (PQpipelineStatus(db->conn) == PQ_PIPELINE_OFF) {
+        return;
+    }
+    for (guard = 0; !PQexitPipelineMode(db->conn) && guard < 16; guard++) {
+        if (PQstatus(db->conn) != CONNECTION_OK) {
+            break;
+        }
+        while ((r = PQgetResult(db->conn)) != NULL) {
+            ExecStatusType est = PQresultStatus(r);
+            PQclear(r);
+            if (est == PGRES_PIPELINE_SYNC) {
+                break;
+            }
+        }
+    }
+    if (PQpipelineStatus(db->conn) != PQ_PIPELINE_OFF) {
+        PQreset(db->conn);
+        db->lost = 1;
+    }
+}
+
+/*
+ * Sends the deferred statement and the read `st` in one round trip
+ * (pipeline mode), calls the deferred check on the first result, and only
+ * then hands out the second. Both are reads, so after a lost connection or
+ * a forgotten prepared statement the pair may be sent again once. When no
+ * verdict could be had, the deferred statement stays pending, so a later
+ * statement (a write above all) cannot run without it.
+ */
+static apr_status_t exec_pipelined(svc_db_t *db, deferred_t *d, const svc_stmt_t *st,
                                    apr_pool_t *p, svc_dbres_t **pres,
                                    const char *const *params)
 {
-    PGresult *res[2] = { NULL, NULL }, *r;
-    int attempts = 0, i, guard;
+    PGresult *res[2], *r;
+    int attempts = 0, resets = 0, need_reset = 0, i, guard;
     apr_status_t rv, crv;
 
 again:
     attempts++;
     res[0] = res[1] = NULL;
-    if (attempts == 1 && PQstatus(db->conn) != CONNECTION_OK
-        && (rv = try_reset(db)) != APR_SUCCESS) {
-        return rv;
+    db->lost = 0;
+    if (need_reset || PQstatus(db->conn) != CONNECTION_OK) {
+        /* Known dead before anything was sent: one new connection per call. */
+        if (resets++ || (rv = try_reset(db)) != APR_SUCCESS) {
+            rv = SVC_EDBDOWN;
+            goto failed;
+        }
     }
     if ((rv = sync_backend(db)) != APR_SUCCESS
         || (rv = ensure_prepared(db, d->st)) != APR_SUCCESS
@@ -323,6 +375,7 @@ again:
         || !PQpipelineSync(db->conn)) {
         note_error(db, NULL);
         rv = classify(db);
+        leave_pipeline(db);
         goto failed;
     }
     /*
@@ -341,17 +394,14 @@ again:
             PQclear(r);
             break;
         }
-        if (i < 2 && !res[i]) {
+        if (i < 2) {
             res[i++] = r;
         }
         else {
             PQclear(r);
         }
     }
-    if (!PQexitPipelineMode(db->conn)) {
-        /* Results we did not expect are left: the connection is unusable. */
-        PQreset(db->conn);
-    }
+    leave_pipeline(db);
     db->cache->stats.pipelined++;
     if (!res[0] || !result_ok(res[0])) {
         note_error(db, res[0]);
@@ -364,36 +414,61 @@ again:
         svc_dbres_t first = { res[0] };
         crv = d->check(d->baton, &first);
     }
+    PQclear(res[0]);
+    res[0] = NULL;
     if (crv != APR_SUCCESS) {
-        PQclear(res[0]);
         PQclear(res[1]);
         return crv;
     }
     if (!res[1] || !result_ok(res[1])) {
         note_error(db, res[1] && PQresultStatus(res[1]) != PGRES_PIPELINE_ABORTED
                        ? res[1] : NULL);
+        PQclear(res[1]);
+        /* The check has passed: from here on this is an ordinary read. */
+        if (strcmp(db->sqlstate, "26000") == 0 && attempts == 1) {
+            apr_hash_clear(db->cache->prepared);
+            return svc_db_exec(db, st, p, pres, params);
+        }
         rv = classify(db);
-        goto failed;
+        if (rv == SVC_EDBDOWN && db->lost && attempts == 1
+            && try_reset(db) == APR_SUCCESS) {
+            return svc_db_exec(db, st, p, pres, params);
+        }
+        return rv;
     }
-    PQclear(res[0]);
     keep_result(p, res[1], pres);
     return APR_SUCCESS;
 
 failed:
     PQclear(res[0]);
     PQclear(res[1]);
-    if (rv == SVC_EDBDOWN && attempts == 1 && try_reset(db) == APR_SUCCESS) {
+    if (attempts == 1 && strcmp(db->sqlstate, "26000") == 0) {
+        /* Our cache believed in a statement the server does not have. */
+        apr_hash_clear(db->cache->prepared);
         goto again;
     }
+    if (rv == SVC_EDBDOWN && db->lost && attempts == 1 && !resets) {
+        /* The top of the loop reconnects, once. */
+        need_reset = 1;
+        goto again;
+    }
+    /* No verdict: the check stays pending for whatever runs next. */
+    db->deferred = d;
     return rv;
 }
 
-void svc_db_defer(svc_db_t *db, const svc_stmt_t *st, const char *const *params,
-                  svc_db_check_fn check, void *baton, apr_pool_t *p)
+apr_status_t svc_db_defer(svc_db_t *db, const svc_stmt_t *st, const char *const *params,
+                          svc_db_check_fn check, void *baton, apr_pool_t *p)
 {
-    deferred_t *d = apr_palloc(p, sizeof(*d));
+    deferred_t *d;
+    apr_status_t rv;
     int i;
 
+    /* One check at a time: an earlier one is settled first. */
+    if (db->deferred && (rv = svc_db_flush(db)) != APR_SUCCESS) {
+        return rv;
+    }
+    d = apr_palloc(p, sizeof(*d));
     d->st = st;
     d->params = apr_palloc(p, sizeof(char *) * (apr_size_t)(st->nparams ? st->nparams : 1));
     for (i = 0; i < st->nparams; i++) {
@@ -403,6 +478,7 @@ void svc_db_defer(svc_db_t *db, const svc_stmt_t *st, const char *const *params,
     d->baton = baton;
     d->pool = p;
     db->deferred = d;
+    return APR_SUCCESS;
 }
 
 int svc_db_pending(svc_db_t *db)
@@ -422,6 +498,8 @@ apr_status_t svc_db_flush(svc_db_t *db)
     db->deferred = NULL;
     rv = svc_db_exec(db, d->st, d->pool, &res, (const char *const *)d->params);
     if (rv != APR_SUCCESS) {
+        /* No verdict: still pending, so nothing after it runs unchecked. */
+        db->deferred = d;
         return rv;
     }
     return d->check(d->baton, res);
@@ -478,7 +556,9 @@ again:
         }
         rv = classify(db);
     }
-    if (rv == SVC_EDBDOWN && retryable && attempts == 1
+    /* Retry after losing the connection, never after a timeout: running a
+     * slow statement again would only add to an overloaded database. */
+    if (rv == SVC_EDBDOWN && db->lost && retryable && attempts == 1
         && try_reset(db) == APR_SUCCESS) {
         goto again;
     }
@@ -541,7 +621,8 @@ again:
         PQclear(res);
         rv = classify(db);
     }
-    if (rv == SVC_EDBDOWN && retryable && attempts == 1 && try_reset(db) == APR_SUCCESS) {
+    if (rv == SVC_EDBDOWN && db->lost && retryable && attempts == 1
+        && try_reset(db) == APR_SUCCESS) {
         goto again;
     }
     return rv;

@@ -80,10 +80,14 @@ apr_status_t svc_db_execv(svc_db_t *db, const svc_stmt_t *st, apr_pool_t *p,
  */
 typedef apr_status_t (*svc_db_check_fn)(void *baton, const svc_dbres_t *res);
 
-void svc_db_defer(svc_db_t *db, const svc_stmt_t *st, const char *const *params,
-                  svc_db_check_fn check, void *baton, apr_pool_t *p);
+apr_status_t svc_db_defer(svc_db_t *db, const svc_stmt_t *st, const char *const *params,
+                          svc_db_check_fn check, void *baton, apr_pool_t *p);
 
-/* Runs a deferred statement and its check now, if there is one. */
+/*
+ * Runs a deferred statement and its check now, if there is one. If the
+ * statement itself fails (the database is down), it stays pending: no later
+ * statement runs before its check has passed.
+ */
 apr_status_t svc_db_flush(svc_db_t *db);
 
 /* True while a deferred statement waits. */

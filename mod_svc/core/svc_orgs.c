@@ -113,6 +113,25 @@ const svc_field_t svc_body_org_update[] = {
     SVC_FIELD_END
 };
 
+/* Share-locks the row the member's foreign keys point at (see svc_orgs.h). */
+static const svc_stmt_t st_member_hold = {
+    "svc_orgs_member_hold",
+    "SELECT 1 FROM org_members WHERE org_id = $1 AND user_id = $2 FOR KEY SHARE",
+    2, 0
+};
+
+apr_status_t svc_member_hold(svc_db_t *db, apr_pool_t *p, const char *org_id,
+                             const char *user_id)
+{
+    svc_dbres_t *res;
+    apr_status_t rv = svc_db_execv(db, &st_member_hold, p, &res, org_id, user_id);
+
+    if (rv == APR_SUCCESS && svc_dbres_rows(res) != 1) {
+        rv = SVC_ENOTFOUND;
+    }
+    return rv;
+}
+
 apr_status_t svc_org_membership(svc_db_t *db, apr_pool_t *p, const char *slug,
                                 const char *user_id, svc_orgref_t **porg)
 {

@@ -22,6 +22,16 @@ apr_status_t svc_org_membership(svc_db_t *db, apr_pool_t *p, const char *slug,
 apr_status_t svc_org_by_slug(svc_db_t *db, apr_pool_t *p, const char *slug,
                              svc_orgref_t **porg);
 
+/*
+ * Inside a transaction: holds the user's membership of the org (FOR KEY
+ * SHARE, what a foreign key to it takes) until commit, so a concurrent
+ * removal waits for what is being built on that membership, or the build
+ * sees it gone (SVC_ENOTFOUND). Take it before any audit entry: the audit
+ * chain's lock comes last, or a removal holding the row deadlocks with us.
+ */
+apr_status_t svc_member_hold(svc_db_t *db, apr_pool_t *p, const char *org_id,
+                             const char *user_id);
+
 /* Creates an org owned by owner_user_id, audit-logged, in one transaction.
  * SVC_ECONFLICT when the slug is taken. */
 apr_status_t svc_org_create(svc_db_t *db, apr_pool_t *p, const char *slug, const char *name,

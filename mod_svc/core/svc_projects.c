@@ -4,6 +4,7 @@
  * /projects/:projectSlug.
  */
 #include "svc_projects.h"
+#include "svc_orgs.h"
 #include "svc_audit.h"
 #include "svc_crypto.h"
 #include "svc_page.h"
@@ -209,6 +210,18 @@ apr_status_t svc_h_projects_create(svc_ctx_t *ctx)
         rv = svc_fail(ctx, 409, "conflict", "A project with the slug %s already exists in %s.",
                       slug, ctx->org->slug);
         goto cleanup;
+    }
+    if (rv != APR_SUCCESS) {
+        goto cleanup;
+    }
+    /*
+     * The creator's membership is locked before the audit chain's lock (see
+     * svc_member_hold): a concurrent removal of the creator then waits, or
+     * this creation finds them gone, instead of the two deadlocking.
+     */
+    rv = svc_member_hold(db, ctx->pool, ctx->org->id, ctx->who->user_id);
+    if (rv == SVC_ENOTFOUND) {
+        rv = svc_fail(ctx, 404, "not_found", "No organization %s.", ctx->org->slug);
     }
     if (rv != APR_SUCCESS) {
         goto cleanup;

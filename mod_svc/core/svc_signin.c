@@ -581,7 +581,9 @@ apr_status_t svc_h_signin_callback(svc_ctx_t *ctx)
     }
 
     /* Never hold a pooled connection while the provider takes its time. */
-    svc_ctx_db_release(ctx);
+    if ((rv = svc_ctx_db_release(ctx)) != APR_SUCCESS) {
+        return rv;
+    }
     rv = svc_github_sign_in(ctx, code, svc_signin_verifier(ctx->pool, ctx->conf, state),
                             redirect_uri, &user);
     if (rv != APR_SUCCESS) {

@@ -432,7 +432,10 @@ apr_status_t svc_pat_authenticate(svc_ctx_t *ctx, const char *secret, svc_princi
         d->ctx = ctx;
         d->assumed = who;
         memcpy(d->hash, hash, sizeof(hash));
-        svc_db_defer(db, &st_tok_check, params, check_deferred, d, ctx->pool);
+        if ((rv = svc_db_defer(db, &st_tok_check, params, check_deferred, d, ctx->pool))
+            != APR_SUCCESS) {
+            return rv;
+        }
         *pwho = who;
         return APR_SUCCESS;
     }
@@ -451,9 +454,12 @@ apr_status_t svc_pat_authenticate(svc_ctx_t *ctx, const char *secret, svc_princi
 apr_status_t svc_pat_confirm(svc_ctx_t *ctx)
 {
     svc_db_t *db;
+    apr_status_t rv;
 
-    if (ctx->db && svc_db_pending(ctx->db)) {
-        (void)svc_db_flush(ctx->db);
+    /* No verdict (the database went away) means no answer but a 503. */
+    if (ctx->db && svc_db_pending(ctx->db) && (rv = svc_db_flush(ctx->db)) != APR_SUCCESS
+        && ctx->auth_rv == APR_SUCCESS) {
+        ctx->auth_rv = rv;
     }
     if (ctx->auth_rv != APR_SUCCESS) {
         if (ctx->auth_problem) {
@@ -494,6 +500,12 @@ apr_status_t svc_token_create(svc_db_t *db, apr_pool_t *p, const svc_config_t *c
 
     if ((rv = svc_db_begin(db, p)) != APR_SUCCESS) {
         return rv;
+    }
+    /* A concurrent removal from the org (which revokes the member's tokens
+     * bound to it) must not miss a token being created. */
+    if (spec->org_id && (rv = svc_member_hold(db, p, spec->org_id, spec->user_id))
+                        != APR_SUCCESS) {
+        goto cleanup;
     }
     rv = svc_db_exec(db, &st_tok_insert, p, &res, params);
     if (rv != APR_SUCCESS) {
@@ -603,6 +615,12 @@ apr_status_t svc_h_tokens_create(svc_ctx_t *ctx)
     }
     svc_actor_from_ctx(ctx, &actor);
     rv = svc_token_create(db, ctx->pool, ctx->conf, &spec, &actor, &secret, &meta);
+    if (rv == SVC_ENOTFOUND) {
+        /* Removed from the org between the check above and the insert. */
+        svc_fail_field(ctx, "org", "not_found",
+                       "You are not a member of an organization with this slug.");
+        return SVC_EPROBLEM;
+    }
     if (rv != APR_SUCCESS) {
         return rv;
     }

@@ -2156,6 +2156,7 @@ SVC_TEST(problem_mapping)
     } map[] = {
         { SVC_EDBDOWN, 503, "Service Unavailable", "1" },
         { SVC_ECONFLICT, 409, "Conflict", NULL },
+        { SVC_EINTEGRITY, 409, "Conflict", NULL },
         { SVC_ENOTFOUND, 404, "Not Found", NULL },
         { SVC_EDB, 500, "Internal Server Error", NULL },
         { APR_EGENERAL, 500, "Internal Server Error", NULL },

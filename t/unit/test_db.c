@@ -1060,7 +1060,7 @@ SVC_TEST(db_deferred_check_rides_with_a_read)
     if (!db) {
         return;
     }
-    svc_db_defer(db, &st_echo, params, record_check, &b, p);
+    SVC_CHECK_INT(svc_db_defer(db, &st_echo, params, record_check, &b, p), APR_SUCCESS);
     SVC_CHECK(svc_db_pending(db));
     SVC_CHECK_INT(b.calls, 0);
     SVC_CHECK_INT(svc_db_execv(db, &st_echo, p, &res, "read"), APR_SUCCESS);
@@ -1086,7 +1086,7 @@ SVC_TEST(db_deferred_check_failure_discards_the_read)
     if (!db) {
         return;
     }
-    svc_db_defer(db, &st_echo, params, record_check, &b, p);
+    SVC_CHECK_INT(svc_db_defer(db, &st_echo, params, record_check, &b, p), APR_SUCCESS);
     SVC_CHECK_INT(svc_db_execv(db, &st_echo, p, &res, "secret"), SVC_EPROBLEM);
     SVC_CHECK(res == NULL);
     SVC_CHECK_INT(b.calls, 1);
@@ -1112,19 +1112,19 @@ SVC_TEST(db_deferred_check_runs_before_a_write)
     ins = stmt(p, "svc_ut_ins_gate",
                apr_psprintf(p, "INSERT INTO %s (id, v) VALUES ($1::int, $2)", t), 2, 0);
     /* A failing check stops the write: it never reaches the database. */
-    svc_db_defer(db, &st_echo, params, record_check, &b, p);
+    SVC_CHECK_INT(svc_db_defer(db, &st_echo, params, record_check, &b, p), APR_SUCCESS);
     SVC_CHECK_INT(svc_db_execv(db, ins, p, NULL, "1", "x"), SVC_EPROBLEM);
     SVC_CHECK_INT(b.calls, 1);
     SVC_CHECK_INT(count_id(p, other, t, 1), 0);
     /* A passing one runs first, on its own, then the write. */
     b.answer = APR_SUCCESS;
-    svc_db_defer(db, &st_echo, params, record_check, &b, p);
+    SVC_CHECK_INT(svc_db_defer(db, &st_echo, params, record_check, &b, p), APR_SUCCESS);
     SVC_CHECK_INT(svc_db_execv(db, ins, p, NULL, "2", "y"), APR_SUCCESS);
     SVC_CHECK_INT(b.calls, 2);
     SVC_CHECK_INT(count_id(p, other, t, 2), 1);
     /* BEGIN waits for the check too. */
     b.answer = SVC_EPROBLEM;
-    svc_db_defer(db, &st_echo, params, record_check, &b, p);
+    SVC_CHECK_INT(svc_db_defer(db, &st_echo, params, record_check, &b, p), APR_SUCCESS);
     SVC_CHECK_INT(svc_db_begin(db, p), SVC_EPROBLEM);
     SVC_CHECK(!svc_db_in_tx(db));
     SVC_CHECK_INT(b.calls, 3);
@@ -1143,14 +1143,14 @@ SVC_TEST(db_deferred_check_flush_and_release)
         return;
     }
     SVC_CHECK_INT(svc_db_flush(db), APR_SUCCESS);
-    svc_db_defer(db, &st_echo, params, record_check, &b, p);
+    SVC_CHECK_INT(svc_db_defer(db, &st_echo, params, record_check, &b, p), APR_SUCCESS);
     SVC_CHECK_INT(svc_db_flush(db), APR_SUCCESS);
     SVC_CHECK_INT(b.calls, 1);
     SVC_CHECK_STR(b.seen, "flushed");
     SVC_CHECK_INT(svc_db_flush(db), APR_SUCCESS);
     SVC_CHECK_INT(b.calls, 1);
     /* Releasing forgets a check nobody flushed (its owner is gone). */
-    svc_db_defer(db, &st_echo, params, record_check, &b, p);
+    SVC_CHECK_INT(svc_db_defer(db, &st_echo, params, record_check, &b, p), APR_SUCCESS);
     svc_db_release(db);
     SVC_CHECK(!svc_db_pending(db));
     SVC_CHECK_INT(b.calls, 1);
@@ -1171,7 +1171,7 @@ SVC_TEST(db_deferred_pipeline_survives_a_reconnect)
         return;
     }
     /* Both statements are reads: the pair is sent once more on a new backend. */
-    svc_db_defer(db, &st_echo, params, record_check, &b, p);
+    SVC_CHECK_INT(svc_db_defer(db, &st_echo, params, record_check, &b, p), APR_SUCCESS);
     SVC_CHECK_INT(svc_db_execv(db, &st_echo, p, &res, "read"), APR_SUCCESS);
     SVC_CHECK_STR(svc_dbres_str(res, 0, 0), "read");
     SVC_CHECK_INT(b.calls, 1);
@@ -1190,11 +1190,116 @@ SVC_TEST(db_deferred_check_sees_a_failing_read)
     }
     /* The read fails on the server; the check has still run on its result. */
     bad = stmt(p, "svc_ut_div0", "SELECT 1 / $1::int", 1, SVC_STMT_READ);
-    svc_db_defer(db, &st_echo, params, record_check, &b, p);
+    SVC_CHECK_INT(svc_db_defer(db, &st_echo, params, record_check, &b, p), APR_SUCCESS);
     SVC_CHECK_INT(svc_db_execv(db, bad, p, NULL, "0"), SVC_EDB);
     SVC_CHECK_INT(b.calls, 1);
     SVC_CHECK_STR(svc_db_sqlstate(db), "22012");
     SVC_CHECK_INT(svc_db_exec(db, &st_one, p, NULL, NULL), APR_SUCCESS);
+}
+
+SVC_TEST(db_deferred_check_without_verdict_blocks_writes)
+{
+    svc_db_t *db = svc_testdb_open(p), *other = svc_testdb_open(p);
+    check_baton_t b = { 0, APR_SUCCESS, "" };
+    const char *params[1] = { "0" };
+    const svc_stmt_t *failing, *ins;
+    const char *t;
+
+    if (!db || !other) {
+        return;
+    }
+    t = scratch_table(p, other);
+    ins = stmt(p, "svc_ut_ins_verdict",
+               apr_psprintf(p, "INSERT INTO %s (id, v) VALUES ($1::int, $2)", t), 2, 0);
+    /* The check's own statement fails: there is no verdict. */
+    failing = stmt(p, "svc_ut_check_fails", "SELECT (1 / $1::int)::text", 1, SVC_STMT_READ);
+    SVC_CHECK_INT(svc_db_defer(db, failing, params, record_check, &b, p), APR_SUCCESS);
+    SVC_CHECK_INT(svc_db_execv(db, &st_echo, p, NULL, "read"), SVC_EDB);
+    SVC_CHECK_INT(b.calls, 0);
+    /* ... so it is still pending, and a write cannot slip past it. */
+    SVC_CHECK(svc_db_pending(db));
+    SVC_CHECK_INT(svc_db_execv(db, ins, p, NULL, "1", "unchecked"), SVC_EDB);
+    SVC_CHECK_INT(count_id(p, other, t, 1), 0);
+    SVC_CHECK_INT(svc_db_flush(db), SVC_EDB);
+    SVC_CHECK(svc_db_pending(db));
+    /* Release forgets it with the connection (the request is over). */
+    svc_db_release(db);
+    SVC_CHECK(!svc_db_pending(db));
+    SVC_CHECK_INT(b.calls, 0);
+    drop_table(p, other, t);
+}
+
+SVC_TEST(db_timeout_is_not_a_lost_connection)
+{
+    svc_db_t *db = svc_testdb_open(p);
+    const svc_stmt_t *slow;
+    svc_db_stats_t s;
+    int pid;
+
+    if (!db) {
+        return;
+    }
+    slow = stmt(p, "svc_ut_slow", "SELECT pg_sleep($1::float8)", 1, SVC_STMT_READ);
+    SVC_CHECK_INT(svc_db_exec(db, &st_one, p, NULL, NULL), APR_SUCCESS);
+    pid = PQbackendPID(svc_db_conn(db));
+    SVC_CHECK_INT(svc_db_simple(db, "SET statement_timeout = 50", p), APR_SUCCESS);
+    /* A statement timeout answers 503 (the database is overloaded) ... */
+    SVC_CHECK_INT(svc_db_execv(db, slow, p, NULL, "2"), SVC_EDBDOWN);
+    SVC_CHECK_STR(svc_db_sqlstate(db), "57014");
+    /* ... but the connection is fine: no reset, no second run. */
+    svc_db_stats(db, &s);
+    SVC_CHECK_INT(s.retries, 0);
+    SVC_CHECK_INT(PQbackendPID(svc_db_conn(db)), pid);
+    SVC_CHECK_INT(svc_db_simple(db, "SET statement_timeout = 0", p), APR_SUCCESS);
+    SVC_CHECK_INT(svc_db_exec(db, &st_one, p, NULL, NULL), APR_SUCCESS);
+}
+
+SVC_TEST(db_deadlock_is_retry_later)
+{
+    svc_db_t *a = svc_testdb_open(p), *b = svc_testdb_open(p), *obs = svc_testdb_open(p);
+    const svc_stmt_t *up;
+    const char *t;
+    apr_status_t ra, rb;
+
+    if (!a || !b || !obs) {
+        return;
+    }
+    t = scratch_table(p, obs);
+    svc_testdb_value(p, obs, apr_psprintf(p, "INSERT INTO %s VALUES (1, 'a'), (2, 'b')", t));
+    up = stmt(p, "svc_ut_lock_row",
+              apr_psprintf(p, "SELECT v FROM %s WHERE id = $1::int FOR UPDATE", t), 1, 0);
+    /*
+     * a locks 1, b locks 2; b waits for 1 (sent without waiting), then a
+     * waits for 2. The deadlock is found by whoever's deadlock_timeout runs
+     * out first, and that one is the victim: a, by setting them apart.
+     */
+    SVC_CHECK_INT(svc_db_simple(a, "SET deadlock_timeout = 20", p), APR_SUCCESS);
+    SVC_CHECK_INT(svc_db_simple(b, "SET deadlock_timeout = '30s'", p), APR_SUCCESS);
+    SVC_CHECK_INT(svc_db_begin(a, p), APR_SUCCESS);
+    SVC_CHECK_INT(svc_db_begin(b, p), APR_SUCCESS);
+    SVC_CHECK_INT(svc_db_execv(a, up, p, NULL, "1"), APR_SUCCESS);
+    SVC_CHECK_INT(svc_db_execv(b, up, p, NULL, "2"), APR_SUCCESS);
+    SVC_CHECK(PQsendQuery(svc_db_conn(b),
+                          apr_psprintf(p, "SELECT v FROM %s WHERE id = 1 FOR UPDATE", t)) == 1);
+    ra = svc_db_execv(a, up, p, NULL, "2");
+    {
+        PGresult *r;
+        rb = APR_SUCCESS;
+        while ((r = PQgetResult(svc_db_conn(b))) != NULL) {
+            if (PQresultStatus(r) == PGRES_FATAL_ERROR) {
+                rb = SVC_EDBDOWN;
+            }
+            PQclear(r);
+        }
+    }
+    /* The loser is told "try again" (503), not 500; the other goes on. */
+    SVC_CHECK_INT(ra, SVC_EDBDOWN);
+    SVC_CHECK_STR(svc_db_sqlstate(a), "40P01");
+    SVC_CHECK_INT(rb, APR_SUCCESS);
+    svc_db_rollback(a, p);
+    svc_db_rollback(b, p);
+    svc_db_release(b);
+    drop_table(p, obs, t);
 }
 
 SVC_TEST(db_migrate_current)
