@@ -179,6 +179,11 @@ static apr_status_t check_project(svc_ctx_t *ctx, svc_db_t *db)
     return APR_SUCCESS;
 }
 
+const char *svc_auth_binding(const svc_ctx_t *ctx)
+{
+    return ctx->who && ctx->who->via == SVC_VIA_PAT ? ctx->who->token_org_id : NULL;
+}
+
 apr_status_t svc_auth_confirm(svc_ctx_t *ctx)
 {
     if (ctx->who && ctx->who->via == SVC_VIA_PAT) {
@@ -228,8 +233,7 @@ apr_status_t svc_auth_check(svc_ctx_t *ctx)
                         "This token's scope is %s; this endpoint needs %s.",
                         svc_scope_name(ctx->who->scope), svc_scope_name(route->scope));
     }
-    if (ctx->who->via == SVC_VIA_SESSION && svc_method_is_unsafe(ctx->method)
-        && !(route->flags & SVC_RF_NO_CSRF)) {
+    if (ctx->who->via == SVC_VIA_SESSION && svc_method_is_unsafe(ctx->method)) {
         if ((rv = check_csrf(ctx)) != APR_SUCCESS) {
             return rv;
         }

@@ -25,6 +25,13 @@ apr_status_t svc_auth_check(svc_ctx_t *ctx);
  */
 apr_status_t svc_auth_confirm(svc_ctx_t *ctx);
 
+/*
+ * The org a PAT caller is bound to, or NULL (sessions and unbound tokens).
+ * A bound caller sees and manages only what belongs to that org, on every
+ * route, tenant or not.
+ */
+const char *svc_auth_binding(const svc_ctx_t *ctx);
+
 /* A 401 problem with the RFC 6750 WWW-Authenticate challenge. */
 apr_status_t svc_auth_fail(svc_ctx_t *ctx, const char *detail);
 

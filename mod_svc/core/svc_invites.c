@@ -4,6 +4,7 @@
  * invited user who lists, accepts and declines.
  */
 #include "svc_invites.h"
+#include "svc_auth.h"
 #include "svc_audit.h"
 #include "svc_crypto.h"
 #include "svc_members.h"
@@ -148,12 +149,6 @@ const svc_field_t svc_body_org_invite[] = {
     SVC_FIELD_END
 };
 
-/* The caller's org binding, for the invited user's side. */
-static const char *binding_of(const svc_ctx_t *ctx)
-{
-    return ctx->who->via == SVC_VIA_PAT ? ctx->who->token_org_id : NULL;
-}
-
 apr_status_t svc_invite_create(svc_ctx_t *ctx, svc_db_t *db, const char *project_id,
                                const char *email, const char *role, const char **pjson)
 {
@@ -270,21 +265,8 @@ cleanup:
 
 apr_status_t svc_invite_list(svc_ctx_t *ctx, const char *project_id)
 {
-    svc_page_t pg;
-    svc_dbres_t *res;
-    svc_db_t *db;
-    apr_status_t rv;
-
-    if ((rv = svc_page_parse(ctx, &pg)) != APR_SUCCESS
-        || (rv = svc_ctx_db(ctx, &db)) != APR_SUCCESS) {
-        return rv;
-    }
-    rv = svc_db_execv(db, &st_inv_list, ctx->pool, &res, ctx->org->id, project_id, pg.before,
-                      pg.fetch);
-    if (rv != APR_SUCCESS) {
-        return rv;
-    }
-    return svc_reply_page(ctx, res, 0, 1, &pg);
+    return svc_reply_list(ctx, &st_inv_list, ctx->org->id, project_id, SVC_PAGE_BEFORE,
+                          SVC_PAGE_FETCH);
 }
 
 apr_status_t svc_h_org_invite_create(svc_ctx_t *ctx)
@@ -333,21 +315,8 @@ apr_status_t svc_h_team_invite_revoke(svc_ctx_t *ctx)
 
 apr_status_t svc_h_my_invites_list(svc_ctx_t *ctx)
 {
-    svc_page_t pg;
-    svc_dbres_t *res;
-    svc_db_t *db;
-    apr_status_t rv;
-
-    if ((rv = svc_page_parse(ctx, &pg)) != APR_SUCCESS
-        || (rv = svc_ctx_db(ctx, &db)) != APR_SUCCESS) {
-        return rv;
-    }
-    rv = svc_db_execv(db, &st_inv_mine, ctx->pool, &res, ctx->who->email, binding_of(ctx),
-                      pg.before, pg.fetch);
-    if (rv != APR_SUCCESS) {
-        return rv;
-    }
-    return svc_reply_page(ctx, res, 0, 1, &pg);
+    return svc_reply_list(ctx, &st_inv_mine, ctx->who->email, svc_auth_binding(ctx),
+                          SVC_PAGE_BEFORE, SVC_PAGE_FETCH);
 }
 
 /*
@@ -361,7 +330,7 @@ static apr_status_t lock_mine(svc_ctx_t *ctx, svc_db_t *db, const char *id, svc_
     apr_status_t rv;
 
     rv = svc_db_execv(db, &st_inv_lock_mine, ctx->pool, &res, id, ctx->who->email,
-                      binding_of(ctx));
+                      svc_auth_binding(ctx));
     if (rv != APR_SUCCESS) {
         return rv;
     }
@@ -405,7 +374,7 @@ apr_status_t svc_h_my_invite_accept(svc_ctx_t *ctx)
      * invite, then memberships), so an accept and a revoke cannot deadlock:
      * find the invite's org first, lock the org, then lock the invite.
      */
-    rv = svc_db_execv(db, &st_inv_peek, ctx->pool, &res, id, ctx->who->email, binding_of(ctx));
+    rv = svc_db_execv(db, &st_inv_peek, ctx->pool, &res, id, ctx->who->email, svc_auth_binding(ctx));
     if (rv != APR_SUCCESS) {
         goto cleanup;
     }

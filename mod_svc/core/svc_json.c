@@ -405,10 +405,6 @@ long long svc_json_int(const json_t *obj, const char *key, long long dflt)
     return json_is_integer(v) ? (long long)json_integer_value(v) : dflt;
 }
 
-int svc_json_has(const json_t *obj, const char *key)
-{
-    return json_object_get(obj, key) != NULL;
-}
 
 char *svc_json_dump(apr_pool_t *p, const json_t *v)
 {

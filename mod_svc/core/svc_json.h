@@ -56,7 +56,6 @@ json_t *svc_json_schema_of(const svc_field_t *schema);
 /* Getters for validated bodies: NULL / dflt when absent or null. */
 const char *svc_json_str(const json_t *obj, const char *key);
 long long svc_json_int(const json_t *obj, const char *key, long long dflt);
-int svc_json_has(const json_t *obj, const char *key);
 
 /* Serializes compactly into pool memory. */
 char *svc_json_dump(apr_pool_t *p, const json_t *v);

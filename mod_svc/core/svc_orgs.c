@@ -3,6 +3,7 @@
  * route, creation, the org lock, and the /api/orgs endpoints.
  */
 #include "svc_orgs.h"
+#include "svc_auth.h"
 #include "svc_crypto.h"
 #include "svc_json.h"
 #include "svc_page.h"
@@ -261,22 +262,8 @@ apr_status_t svc_org_list_all(svc_db_t *db, apr_pool_t *p, const char **pjson)
 
 apr_status_t svc_h_orgs_list(svc_ctx_t *ctx)
 {
-    const char *bound = ctx->who->via == SVC_VIA_PAT ? ctx->who->token_org_id : NULL;
-    svc_page_t pg;
-    svc_dbres_t *res;
-    svc_db_t *db;
-    apr_status_t rv;
-
-    if ((rv = svc_page_parse(ctx, &pg)) != APR_SUCCESS
-        || (rv = svc_ctx_db(ctx, &db)) != APR_SUCCESS) {
-        return rv;
-    }
-    rv = svc_db_execv(db, &st_org_list, ctx->pool, &res, ctx->who->user_id, bound, pg.before,
-                      pg.fetch);
-    if (rv != APR_SUCCESS) {
-        return rv;
-    }
-    return svc_reply_page(ctx, res, 0, 1, &pg);
+    return svc_reply_list(ctx, &st_org_list, ctx->who->user_id, svc_auth_binding(ctx),
+                          SVC_PAGE_BEFORE, SVC_PAGE_FETCH);
 }
 
 apr_status_t svc_h_orgs_create(svc_ctx_t *ctx)

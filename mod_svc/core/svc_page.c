@@ -6,6 +6,7 @@
 #include "svc_crypto.h"
 #include "svc_json.h"
 
+#include <stdarg.h>
 #include <string.h>
 
 char *svc_cursor_encode(apr_pool_t *p, apr_int64_t seq)
@@ -92,4 +93,37 @@ apr_status_t svc_reply_page(svc_ctx_t *ctx, const svc_dbres_t *res, int json_col
     ctx->status = 200;
     ctx->content_type = "application/json; charset=utf-8";
     return APR_SUCCESS;
+}
+
+const char svc_page_before[] = "(page bound)";
+const char svc_page_fetch[] = "(page size)";
+
+apr_status_t svc_reply_list(svc_ctx_t *ctx, const svc_stmt_t *st, ...)
+{
+    const char *params[16];
+    svc_page_t pg;
+    svc_dbres_t *res;
+    svc_db_t *db;
+    apr_status_t rv;
+    va_list ap;
+    int i;
+
+    if (st->nparams > (int)(sizeof(params) / sizeof(params[0]))) {
+        return APR_EINVAL;
+    }
+    if ((rv = svc_page_parse(ctx, &pg)) != APR_SUCCESS
+        || (rv = svc_ctx_db(ctx, &db)) != APR_SUCCESS) {
+        return rv;
+    }
+    va_start(ap, st);
+    for (i = 0; i < st->nparams; i++) {
+        const char *v = va_arg(ap, const char *);
+        params[i] = v == svc_page_before ? pg.before : v == svc_page_fetch ? pg.fetch : v;
+    }
+    va_end(ap);
+    rv = svc_db_exec(db, st, ctx->pool, &res, params);
+    if (rv != APR_SUCCESS) {
+        return rv;
+    }
+    return svc_reply_page(ctx, res, 0, 1, &pg);
 }

@@ -34,4 +34,18 @@ char *svc_cursor_encode(apr_pool_t *p, apr_int64_t seq);
 apr_status_t svc_reply_page(svc_ctx_t *ctx, const svc_dbres_t *res, int json_col,
                             int seq_col, const svc_page_t *pg);
 
+/* Stand-ins for the page's bound and size among svc_reply_list's parameters. */
+extern const char svc_page_before[];
+extern const char svc_page_fetch[];
+#define SVC_PAGE_BEFORE svc_page_before
+#define SVC_PAGE_FETCH svc_page_fetch
+
+/*
+ * A list endpoint in one call: reads ?limit= and ?cursor=, runs `st` with
+ * its st->nparams `const char *` arguments, where SVC_PAGE_BEFORE and
+ * SVC_PAGE_FETCH stand for the page's bound and size, and answers the page
+ * (each row: the item's JSON in column 0, its ordering key in column 1).
+ */
+apr_status_t svc_reply_list(svc_ctx_t *ctx, const svc_stmt_t *st, ...);
+
 #endif /* SVC_PAGE_H */

@@ -165,25 +165,13 @@ static apr_status_t reply_project(svc_ctx_t *ctx, svc_db_t *db, const char *id, 
 apr_status_t svc_h_projects_list(svc_ctx_t *ctx)
 {
     const char *archived = apr_table_get(ctx->query, "archived");
-    svc_page_t pg;
-    svc_dbres_t *res;
-    svc_db_t *db;
-    apr_status_t rv;
 
     if (archived && strcmp(archived, "true") != 0 && strcmp(archived, "false") != 0) {
         svc_fail_field(ctx, "archived", "invalid_value", "archived must be true or false.");
         return SVC_EPROBLEM;
     }
-    if ((rv = svc_page_parse(ctx, &pg)) != APR_SUCCESS
-        || (rv = svc_ctx_db(ctx, &db)) != APR_SUCCESS) {
-        return rv;
-    }
-    rv = svc_db_execv(db, &st_prj_list, ctx->pool, &res, ctx->org->id, archived, pg.before,
-                      pg.fetch, svc_role_name(ctx->org->role), ctx->who->user_id);
-    if (rv != APR_SUCCESS) {
-        return rv;
-    }
-    return svc_reply_page(ctx, res, 0, 1, &pg);
+    return svc_reply_list(ctx, &st_prj_list, ctx->org->id, archived, SVC_PAGE_BEFORE,
+                          SVC_PAGE_FETCH, svc_role_name(ctx->org->role), ctx->who->user_id);
 }
 
 apr_status_t svc_h_projects_create(svc_ctx_t *ctx)

@@ -18,7 +18,6 @@ typedef apr_status_t (*svc_handler_fn)(svc_ctx_t *ctx);
 #define SVC_RF_FOUNDER  0x0002  /* platform operator only */
 #define SVC_RF_NO_DB    0x0004  /* never touches the database (no schema gate) */
 #define SVC_RF_PAGED    0x0008  /* takes ?limit= and ?cursor= */
-#define SVC_RF_NO_CSRF  0x0010  /* state-changing but exempt from the Origin check */
 /* The query string carries credentials (an OAuth code and state): the glue
  * keeps its values out of the access log. */
 #define SVC_RF_SECRET_QUERY 0x0100

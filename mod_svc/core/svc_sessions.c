@@ -193,22 +193,13 @@ static apr_status_t sessions_allowed(svc_ctx_t *ctx)
 
 apr_status_t svc_h_sessions_list(svc_ctx_t *ctx)
 {
-    svc_page_t pg;
-    svc_dbres_t *res;
-    svc_db_t *db;
     apr_status_t rv;
 
-    if ((rv = sessions_allowed(ctx)) != APR_SUCCESS
-        || (rv = svc_page_parse(ctx, &pg)) != APR_SUCCESS
-        || (rv = svc_ctx_db(ctx, &db)) != APR_SUCCESS) {
+    if ((rv = sessions_allowed(ctx)) != APR_SUCCESS) {
         return rv;
     }
-    rv = svc_db_execv(db, &st_session_list, ctx->pool, &res, ctx->who->user_id, pg.before,
-                      ctx->who->session_id, pg.fetch);
-    if (rv != APR_SUCCESS) {
-        return rv;
-    }
-    return svc_reply_page(ctx, res, 0, 1, &pg);
+    return svc_reply_list(ctx, &st_session_list, ctx->who->user_id, SVC_PAGE_BEFORE,
+                          ctx->who->session_id, SVC_PAGE_FETCH);
 }
 
 apr_status_t svc_h_sessions_revoke(svc_ctx_t *ctx)

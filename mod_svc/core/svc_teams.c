@@ -131,21 +131,8 @@ static apr_status_t reply_team_member(svc_ctx_t *ctx, svc_db_t *db, const char *
 
 apr_status_t svc_h_team_list(svc_ctx_t *ctx)
 {
-    svc_page_t pg;
-    svc_dbres_t *res;
-    svc_db_t *db;
-    apr_status_t rv;
-
-    if ((rv = svc_page_parse(ctx, &pg)) != APR_SUCCESS
-        || (rv = svc_ctx_db(ctx, &db)) != APR_SUCCESS) {
-        return rv;
-    }
-    rv = svc_db_execv(db, &st_team_list, ctx->pool, &res, ctx->project->id, ctx->org->id,
-                      pg.before, pg.fetch);
-    if (rv != APR_SUCCESS) {
-        return rv;
-    }
-    return svc_reply_page(ctx, res, 0, 1, &pg);
+    return svc_reply_list(ctx, &st_team_list, ctx->project->id, ctx->org->id, SVC_PAGE_BEFORE,
+                          SVC_PAGE_FETCH);
 }
 
 apr_status_t svc_h_team_add(svc_ctx_t *ctx)

@@ -145,12 +145,10 @@ void svc_pat_hash(const svc_config_t *conf, const char *secret, unsigned char ou
     svc_keyed_hash(out, conf->pat_key, (const unsigned char *)secret, strlen(secret));
 }
 
-static const char *hash_param(apr_pool_t *p, const svc_config_t *conf, const char *secret)
+/* A stored hash as a bytea parameter. */
+static const char *hash_param(apr_pool_t *p, const unsigned char hash[32])
 {
-    unsigned char h[32];
-
-    svc_pat_hash(conf, secret, h);
-    return apr_pstrcat(p, "\\x", svc_hex(p, h, sizeof(h)), NULL);
+    return apr_pstrcat(p, "\\x", svc_hex(p, hash, 32), NULL);
 }
 
 /*
@@ -423,7 +421,7 @@ apr_status_t svc_pat_authenticate(svc_ctx_t *ctx, const char *secret, svc_princi
         return rv;
     }
     svc_pat_hash(ctx->conf, secret, hash);
-    params[0] = apr_pstrcat(ctx->pool, "\\x", svc_hex(ctx->pool, hash, sizeof(hash)), NULL);
+    params[0] = hash_param(ctx->pool, hash);
     params[1] = apr_itoa(ctx->pool, ctx->conf->token_touch_interval);
 
     who = cache_get(ctx->pool, hash);
@@ -483,6 +481,7 @@ apr_status_t svc_token_create(svc_db_t *db, apr_pool_t *p, const svc_config_t *c
 {
     const char *secret = svc_pat_generate(p);
     const char *id = svc_id_new(p, "tok_");
+    unsigned char hash[32];
     const char *params[8];
     json_t *meta, *audit;
     json_error_t jerr;
@@ -494,7 +493,8 @@ apr_status_t svc_token_create(svc_db_t *db, apr_pool_t *p, const svc_config_t *c
     params[2] = spec->org_id;
     params[3] = spec->name;
     params[4] = svc_scope_name(spec->scope);
-    params[5] = hash_param(p, conf, secret);
+    svc_pat_hash(conf, secret, hash);
+    params[5] = hash_param(p, hash);
     params[6] = apr_pstrndup(p, secret, 12);
     params[7] = spec->days > 0 ? apr_itoa(p, spec->days) : NULL;
 
@@ -537,29 +537,10 @@ cleanup:
     return rv;
 }
 
-/* A PAT caller bound to an org sees and manages only that org's tokens. */
-static const char *binding_of(const svc_ctx_t *ctx)
-{
-    return ctx->who->via == SVC_VIA_PAT ? ctx->who->token_org_id : NULL;
-}
-
 apr_status_t svc_h_tokens_list(svc_ctx_t *ctx)
 {
-    svc_page_t pg;
-    svc_dbres_t *res;
-    svc_db_t *db;
-    apr_status_t rv;
-
-    if ((rv = svc_page_parse(ctx, &pg)) != APR_SUCCESS
-        || (rv = svc_ctx_db(ctx, &db)) != APR_SUCCESS) {
-        return rv;
-    }
-    rv = svc_db_execv(db, &st_tok_list, ctx->pool, &res, ctx->who->user_id, pg.before,
-                      binding_of(ctx), pg.fetch);
-    if (rv != APR_SUCCESS) {
-        return rv;
-    }
-    return svc_reply_page(ctx, res, 0, 1, &pg);
+    return svc_reply_list(ctx, &st_tok_list, ctx->who->user_id, SVC_PAGE_BEFORE,
+                          svc_auth_binding(ctx), SVC_PAGE_FETCH);
 }
 
 apr_status_t svc_h_tokens_create(svc_ctx_t *ctx)
@@ -643,7 +624,7 @@ apr_status_t svc_h_tokens_revoke(svc_ctx_t *ctx)
         return rv;
     }
     rv = svc_db_execv(db, &st_tok_revoke, ctx->pool, &res, id, ctx->who->user_id,
-                      binding_of(ctx));
+                      svc_auth_binding(ctx));
     if (rv != APR_SUCCESS) {
         goto cleanup;
     }
@@ -651,7 +632,7 @@ apr_status_t svc_h_tokens_revoke(svc_ctx_t *ctx)
         /* Already revoked is fine (DELETE is idempotent); someone else's is not found. */
         svc_dbres_t *vis;
         rv = svc_db_execv(db, &st_tok_visible, ctx->pool, &vis, id, ctx->who->user_id,
-                          binding_of(ctx));
+                          svc_auth_binding(ctx));
         if (rv == APR_SUCCESS && svc_dbres_rows(vis) == 0) {
             rv = svc_fail(ctx, 404, "not_found", "You have no token with this id.");
         }

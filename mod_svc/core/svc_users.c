@@ -2,6 +2,7 @@
  * svc_users.c: user accounts and GET /api/me.
  */
 #include "svc_users.h"
+#include "svc_auth.h"
 #include "svc_crypto.h"
 #include "svc_json.h"
 
@@ -77,7 +78,7 @@ apr_status_t svc_user_by_email(svc_db_t *db, apr_pool_t *p, const char *email,
 apr_status_t svc_h_me(svc_ctx_t *ctx)
 {
     const svc_principal_t *who = ctx->who;
-    const char *bound = who->via == SVC_VIA_PAT ? who->token_org_id : NULL;
+    const char *bound = svc_auth_binding(ctx);
     json_error_t jerr;
     svc_dbres_t *res;
     json_t *me, *auth;
