@@ -10,6 +10,7 @@
 #include "svc_members.h"
 #include "svc_orgs.h"
 #include "svc_page.h"
+#include "svc_projects.h"
 #include "svc_teams.h"
 
 #include <string.h>
@@ -225,6 +226,11 @@ apr_status_t svc_invite_revoke(svc_ctx_t *ctx, const char *project_id, const cha
     if ((rv = svc_db_begin(db, ctx->pool)) != APR_SUCCESS) {
         return rv;
     }
+    rv = project_id ? svc_access_recheck(ctx, db, SVC_ROLE_VIEWER, SVC_PROLE_MAINTAINER)
+                    : svc_access_recheck(ctx, db, SVC_ROLE_ADMIN, SVC_PROLE_NONE);
+    if (rv != APR_SUCCESS) {
+        goto cleanup;
+    }
     rv = svc_db_execv(db, &st_inv_revoke, ctx->pool, &res, id, ctx->org->id, project_id,
                       ctx->who->user_id);
     if (rv != APR_SUCCESS) {
@@ -281,8 +287,11 @@ apr_status_t svc_h_org_invite_create(svc_ctx_t *ctx)
     if ((rv = svc_db_begin(db, ctx->pool)) != APR_SUCCESS) {
         return rv;
     }
-    rv = svc_invite_create(ctx, db, NULL, svc_json_str(ctx->body, "email"),
-                           svc_json_str(ctx->body, "role"), &json);
+    rv = svc_access_recheck(ctx, db, SVC_ROLE_ADMIN, SVC_PROLE_NONE);
+    if (rv == APR_SUCCESS) {
+        rv = svc_invite_create(ctx, db, NULL, svc_json_str(ctx->body, "email"),
+                               svc_json_str(ctx->body, "role"), &json);
+    }
     if (rv == APR_SUCCESS) {
         rv = svc_db_commit(db, ctx->pool);
     }

@@ -7,6 +7,7 @@
 #include "svc_crypto.h"
 #include "svc_json.h"
 #include "svc_page.h"
+#include "svc_projects.h"
 
 #include <string.h>
 
@@ -52,11 +53,21 @@ static const svc_stmt_t st_member_insert = {
  * membership changes of one org queue up, but not with the key-share locks
  * that foreign keys take, so creating projects is never held up by it.
  */
+/*
+ * Two statements, not one: after waiting for a row lock, PostgreSQL
+ * re-reads the locked row but not the rows joined to it, so a role read in
+ * the locking statement could be the one from before the wait. Read in a
+ * statement of its own, it is the one committed by whoever held the lock.
+ */
 static const svc_stmt_t st_org_lock = {
     "svc_orgs_lock",
-    "SELECT m.role FROM orgs o"
-    " LEFT JOIN org_members m ON m.org_id = o.id AND m.user_id = $2"
-    " WHERE o.id = $1 FOR NO KEY UPDATE OF o",
+    "SELECT 1 FROM orgs WHERE id = $1 FOR NO KEY UPDATE",
+    1, 0
+};
+
+static const svc_stmt_t st_org_role_now = {
+    "svc_orgs_role_now",
+    "SELECT role FROM org_members WHERE org_id = $1 AND user_id = $2",
     2, 0
 };
 
@@ -216,15 +227,22 @@ apr_status_t svc_org_lock(svc_db_t *db, apr_pool_t *p, const char *org_id,
     svc_dbres_t *res;
     apr_status_t rv;
 
-    rv = svc_db_execv(db, &st_org_lock, p, &res, org_id, user_id);
+    rv = svc_db_execv(db, &st_org_lock, p, &res, org_id);
     if (rv != APR_SUCCESS) {
         return rv;
     }
     if (svc_dbres_rows(res) != 1) {
         return SVC_ENOTFOUND;
     }
-    *prole = svc_role_parse(svc_dbres_str(res, 0, 0));
-    return APR_SUCCESS;
+    *prole = SVC_ROLE_NONE;
+    if (!user_id) {
+        return APR_SUCCESS;
+    }
+    rv = svc_db_execv(db, &st_org_role_now, p, &res, org_id, user_id);
+    if (rv == APR_SUCCESS && svc_dbres_rows(res) == 1) {
+        *prole = svc_role_parse(svc_dbres_str(res, 0, 0));
+    }
+    return rv;
 }
 
 apr_status_t svc_org_json(svc_db_t *db, apr_pool_t *p, const char *org_id,
@@ -326,6 +344,9 @@ apr_status_t svc_h_orgs_update(svc_ctx_t *ctx)
     }
     if ((rv = svc_db_begin(db, ctx->pool)) != APR_SUCCESS) {
         return rv;
+    }
+    if ((rv = svc_access_recheck(ctx, db, SVC_ROLE_ADMIN, SVC_PROLE_NONE)) != APR_SUCCESS) {
+        goto cleanup;
     }
     rv = svc_db_execv(db, &st_org_name_lock, ctx->pool, &res, ctx->org->id);
     if (rv != APR_SUCCESS) {

@@ -35,6 +35,13 @@ static const svc_stmt_t st_prj_resolve = {
     3, SVC_STMT_READ
 };
 
+/* The caller's team role, read under the org lock (see svc_project_recheck). */
+static const svc_stmt_t st_prj_team_role = {
+    "svc_projects_team_role",
+    "SELECT role FROM project_members WHERE project_id = $1 AND user_id = $2",
+    2, 0
+};
+
 static const svc_stmt_t st_prj_list = {
     "svc_projects_list",
     "SELECT " PROJECT_JSON("$5", "$6") ", p.seq FROM projects p"
@@ -118,6 +125,42 @@ svc_prole_e svc_prole_effective(svc_role_e org_role, svc_prole_e team_role)
         return team_role > SVC_PROLE_NONE ? team_role : SVC_PROLE_VIEWER;
     }
     return SVC_PROLE_NONE;
+}
+
+apr_status_t svc_access_recheck(svc_ctx_t *ctx, svc_db_t *db, svc_role_e least,
+                                svc_prole_e pleast)
+{
+    svc_role_e role = SVC_ROLE_NONE;
+    svc_prole_e prole;
+    svc_dbres_t *res;
+    apr_status_t rv;
+
+    rv = svc_org_lock(db, ctx->pool, ctx->org->id, ctx->who->user_id, &role);
+    if (rv == SVC_ENOTFOUND || (rv == APR_SUCCESS && role == SVC_ROLE_NONE)) {
+        return svc_fail(ctx, 404, "not_found", "No organization %s.", ctx->org->slug);
+    }
+    if (rv != APR_SUCCESS) {
+        return rv;
+    }
+    if (role < least) {
+        return svc_fail(ctx, 403, "forbidden", "Your role in %s is now %s; this needs %s or above.",
+                        ctx->org->slug, svc_role_name(role), svc_role_name(least));
+    }
+    if (pleast == SVC_PROLE_NONE || !ctx->project) {
+        return APR_SUCCESS;
+    }
+    rv = svc_db_execv(db, &st_prj_team_role, ctx->pool, &res, ctx->project->id,
+                      ctx->who->user_id);
+    if (rv != APR_SUCCESS) {
+        return rv;
+    }
+    prole = svc_prole_effective(role, svc_prole_parse(svc_dbres_str(res, 0, 0)));
+    if (prole < pleast) {
+        return svc_fail(ctx, 403, "forbidden",
+                        "Your role in project %s is now %s; this needs %s or above.",
+                        ctx->project->slug, svc_prole_name(prole), svc_prole_name(pleast));
+    }
+    return APR_SUCCESS;
 }
 
 apr_status_t svc_project_resolve(svc_db_t *db, apr_pool_t *p, const svc_orgref_t *org,
@@ -266,6 +309,10 @@ apr_status_t svc_h_projects_update(svc_ctx_t *ctx)
     }
     if ((rv = svc_db_begin(db, ctx->pool)) != APR_SUCCESS) {
         return rv;
+    }
+    if ((rv = svc_access_recheck(ctx, db, SVC_ROLE_VIEWER, SVC_PROLE_MAINTAINER))
+        != APR_SUCCESS) {
+        goto cleanup;
     }
     rv = svc_db_execv(db, &st_prj_lock, ctx->pool, &before, ctx->project->id, ctx->org->id);
     if (rv != APR_SUCCESS) {

@@ -23,6 +23,16 @@ svc_prole_e svc_prole_effective(svc_role_e org_role, svc_prole_e team_role);
  * (org->role must be the user's org role). SVC_ENOTFOUND when the org has
  * no such project. *pproj is allocated from p.
  */
+/*
+ * Inside the transaction of a change to access or to a project, before it
+ * writes: takes the org's lock (the one every change of members, roles and
+ * teams takes) and checks the caller's org role, and on project routes the
+ * effective project role, as they are now. The roles seen at authorization
+ * may have changed since; after this they cannot until the commit.
+ */
+apr_status_t svc_access_recheck(svc_ctx_t *ctx, svc_db_t *db, svc_role_e least,
+                                svc_prole_e pleast);
+
 apr_status_t svc_project_resolve(svc_db_t *db, apr_pool_t *p, const svc_orgref_t *org,
                                  const char *slug, const char *user_id,
                                  svc_projref_t **pproj);

@@ -5,6 +5,7 @@
 #include "svc_teams.h"
 #include "svc_invites.h"
 #include "svc_page.h"
+#include "svc_projects.h"
 
 #include <string.h>
 
@@ -158,6 +159,10 @@ apr_status_t svc_h_team_add(svc_ctx_t *ctx)
     if ((rv = svc_db_begin(db, ctx->pool)) != APR_SUCCESS) {
         return rv;
     }
+    if ((rv = svc_access_recheck(ctx, db, SVC_ROLE_VIEWER, SVC_PROLE_MAINTAINER))
+        != APR_SUCCESS) {
+        goto cleanup;
+    }
     if (email) {
         rv = svc_invite_create(ctx, db, ctx->project->id, email, role_s, &invite);
         if (rv == APR_SUCCESS) {
@@ -217,6 +222,10 @@ apr_status_t svc_h_team_update(svc_ctx_t *ctx)
     }
     if ((rv = svc_db_begin(db, ctx->pool)) != APR_SUCCESS) {
         return rv;
+    }
+    if ((rv = svc_access_recheck(ctx, db, SVC_ROLE_VIEWER, SVC_PROLE_MAINTAINER))
+        != APR_SUCCESS) {
+        goto cleanup;
     }
     rv = svc_db_execv(db, &st_team_lock, ctx->pool, &res, ctx->project->id, user_id);
     if (rv != APR_SUCCESS) {
@@ -278,6 +287,11 @@ apr_status_t svc_h_team_remove(svc_ctx_t *ctx)
     }
     if ((rv = svc_db_begin(db, ctx->pool)) != APR_SUCCESS) {
         return rv;
+    }
+    if ((rv = svc_access_recheck(ctx, db, SVC_ROLE_VIEWER,
+                                 self ? SVC_PROLE_VIEWER : SVC_PROLE_MAINTAINER))
+        != APR_SUCCESS) {
+        goto cleanup;
     }
     rv = svc_db_execv(db, &st_team_delete, ctx->pool, &res, ctx->project->id, user_id);
     if (rv != APR_SUCCESS) {
