@@ -247,6 +247,19 @@ apr_status_t svc_reply_text(svc_ctx_t *ctx, int status, const char *json_text)
     return APR_SUCCESS;
 }
 
+void svc_reply_add(svc_ctx_t *ctx, const char *key, const char *json_value)
+{
+    apr_size_t n = ctx->resp_len;
+
+    /* The body is an object we wrote: its last byte is the closing brace. */
+    if (!ctx->resp_body || n < 2 || ctx->resp_body[n - 1] != '}') {
+        return;
+    }
+    ctx->resp_body = apr_pstrcat(ctx->pool, apr_pstrmemdup(ctx->pool, ctx->resp_body, n - 1),
+                                 n > 2 ? "," : "", "\"", key, "\":", json_value, "}", NULL);
+    ctx->resp_len = strlen(ctx->resp_body);
+}
+
 apr_status_t svc_reply_empty(svc_ctx_t *ctx)
 {
     ctx->status = 204;

@@ -157,6 +157,12 @@ apr_status_t svc_reply_json(svc_ctx_t *ctx, int status, json_t *body);
 /* Sets a response whose JSON text was produced elsewhere (by SQL). */
 apr_status_t svc_reply_text(svc_ctx_t *ctx, int status, const char *json_text);
 
+/*
+ * Adds one member, whose value is JSON text, to the object already set as
+ * the response (a page of a list, say).
+ */
+void svc_reply_add(svc_ctx_t *ctx, const char *key, const char *json_value);
+
 /* 204, no body. */
 apr_status_t svc_reply_empty(svc_ctx_t *ctx);
 

@@ -74,6 +74,18 @@ static const svc_stmt_t st_inv_list = {
     4, SVC_STMT_READ
 };
 
+/* The newest pending invites to an org, and how many there are in all. */
+static const svc_stmt_t st_inv_pending = {
+    "svc_invites_pending",
+    "SELECT coalesce((SELECT json_agg(x.j ORDER BY x.seq DESC) FROM ("
+    "   SELECT " INVITE_JSON " AS j, i.seq FROM invites i"
+    "   WHERE i.org_id = $1 AND i.project_id IS NULL AND" PENDING
+    "   AND i.expires_at > now() ORDER BY i.seq DESC LIMIT $2::int) x), '[]'::json),"
+    " (SELECT count(*) FROM invites i WHERE i.org_id = $1 AND i.project_id IS NULL"
+    "  AND" PENDING " AND i.expires_at > now())",
+    2, SVC_STMT_READ
+};
+
 /* The caller's invites: matched to their address; a bound token sees its org's only. */
 static const svc_stmt_t st_inv_mine = {
     "svc_invites_mine",
@@ -267,6 +279,23 @@ cleanup:
         return rv;
     }
     return svc_reply_empty(ctx);
+}
+
+apr_status_t svc_invites_pending(svc_db_t *db, apr_pool_t *p, const char *org_id, int max,
+                                 const char **pjson, const char **ptotal)
+{
+    svc_dbres_t *res;
+    apr_status_t rv;
+
+    rv = svc_db_execv(db, &st_inv_pending, p, &res, org_id, apr_itoa(p, max));
+    if (rv != APR_SUCCESS) {
+        return rv;
+    }
+    if (svc_dbres_rows(res) != 1 || !(*pjson = svc_dbres_str(res, 0, 0))
+        || !(*ptotal = svc_dbres_str(res, 0, 1))) {
+        return SVC_EDB;
+    }
+    return APR_SUCCESS;
 }
 
 apr_status_t svc_invite_list(svc_ctx_t *ctx, const char *project_id)

@@ -38,6 +38,11 @@ apr_status_t svc_invite_revoke(svc_ctx_t *ctx, const char *project_id, const cha
 /* Lists ctx->org's pending invites (project_id NULL: to the org). */
 apr_status_t svc_invite_list(svc_ctx_t *ctx, const char *project_id);
 
+/* The org's newest pending invites (at most `max`) as a JSON array, and the
+ * number pending in all, both as text in p. */
+apr_status_t svc_invites_pending(svc_db_t *db, apr_pool_t *p, const char *org_id, int max,
+                                 const char **pjson, const char **ptotal);
+
 /* Route handlers. */
 apr_status_t svc_h_org_invite_create(svc_ctx_t *ctx);
 apr_status_t svc_h_org_invites_list(svc_ctx_t *ctx);

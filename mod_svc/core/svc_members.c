@@ -4,6 +4,7 @@
  */
 #include "svc_members.h"
 #include "svc_orgs.h"
+#include "svc_invites.h"
 #include "svc_page.h"
 
 #include <string.h>
@@ -176,9 +177,33 @@ static apr_status_t reply_member(svc_ctx_t *ctx, svc_db_t *db, const char *user_
     return svc_reply_text(ctx, 200, svc_dbres_str(res, 0, 0));
 }
 
+/* Pending invites shown with the first page of members (GET .../invites pages them all). */
+#define SVC_MEMBERS_INVITES_SHOWN 100
+
 apr_status_t svc_h_members_list(svc_ctx_t *ctx)
 {
-    return svc_reply_list(ctx, &st_mem_list, ctx->org->id, SVC_PAGE_BEFORE, SVC_PAGE_FETCH);
+    const char *invites, *total;
+    svc_db_t *db;
+    apr_status_t rv;
+
+    rv = svc_reply_list(ctx, &st_mem_list, ctx->org->id, SVC_PAGE_BEFORE, SVC_PAGE_FETCH);
+    /*
+     * The first page also lists the pending invites, for those who may see
+     * them: invites carry outsiders' addresses, so only admins and owners,
+     * through a session or an admin-scope token (as GET .../invites).
+     */
+    if (rv != APR_SUCCESS || apr_table_get(ctx->query, "cursor")
+        || ctx->org->role < SVC_ROLE_ADMIN || ctx->who->scope < SVC_SCOPE_ADMIN) {
+        return rv;
+    }
+    if ((rv = svc_ctx_db(ctx, &db)) != APR_SUCCESS
+        || (rv = svc_invites_pending(db, ctx->pool, ctx->org->id, SVC_MEMBERS_INVITES_SHOWN,
+                                     &invites, &total)) != APR_SUCCESS) {
+        return rv;
+    }
+    svc_reply_add(ctx, "invites", invites);
+    svc_reply_add(ctx, "invites_total", total);
+    return APR_SUCCESS;
 }
 
 apr_status_t svc_h_members_update(svc_ctx_t *ctx)

@@ -102,7 +102,7 @@ const svc_route_t svc_routes[] = {
 
     { "GET", "/api/orgs/:orgSlug/members", svc_h_members_list, SVC_AUTH_USER, SVC_SCOPE_READ,
       SVC_ROLE_VIEWER, NULL, 0, NULL, SVC_RF_PAGED, 200, "listMembers",
-      "Members of the organization with their roles (pending invites: GET .../invites)",
+      "Members with their roles; for admins, the first page also lists pending invites",
       "Members", NULL, SVC_PROLE_NONE },
     { "POST", "/api/orgs/:orgSlug/members", svc_h_org_invite_create, SVC_AUTH_USER,
       SVC_SCOPE_ADMIN, SVC_ROLE_ADMIN, svc_body_org_invite, KB(16), NULL, 0, 201,
