@@ -64,6 +64,40 @@ static apr_status_t db_return_cleanup(void *data)
     return APR_SUCCESS;
 }
 
+/*
+ * The module refuses service while the database is behind the schema this
+ * build needs, rather than failing strangely; it re-checks every few
+ * seconds so `svcctl migrate` takes effect without a restart. It runs when
+ * a request first needs the database, so what is decided without one (a
+ * malformed token, a bad body) is answered the same whatever the database.
+ */
+static apr_status_t schema_gate(svc_db_t *db, request_rec *r, svc_server_conf *sc)
+{
+    apr_uint32_t now = (apr_uint32_t)apr_time_sec(apr_time_now());
+    int version = 0;
+    apr_status_t rv;
+
+    if (apr_atomic_read32(&sc->schema_ok)) {
+        return APR_SUCCESS;
+    }
+    if (now - apr_atomic_read32(&sc->schema_checked_at) < 5) {
+        return SVC_ESCHEMA;
+    }
+    if ((rv = svc_migrate_current(db, r->pool, &version)) != APR_SUCCESS) {
+        return rv;
+    }
+    if (version >= svc_schema_version) {
+        apr_atomic_set32(&sc->schema_ok, 1);
+        return APR_SUCCESS;
+    }
+    if (apr_atomic_xchg32(&sc->schema_checked_at, now) != now) {
+        ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, r, "SVC0011: the database schema is at "
+                      "version %d; this build needs %d. Run `svcctl migrate`; until then "
+                      "the API answers 503.", version, svc_schema_version);
+    }
+    return SVC_ESCHEMA;
+}
+
 static apr_status_t db_acquire(svc_ctx_t *ctx)
 {
     svc_lease_t *lease = ctx->glue;
@@ -88,42 +122,16 @@ static apr_status_t db_acquire(svc_ctx_t *ctx)
     if (rv != APR_SUCCESS) {
         dbd_close(r->server, lease->dbd);
         lease->dbd = NULL;
-    }
-    return rv;
-}
-
-/*
- * The module refuses service while the database is behind the schema this
- * build needs, rather than failing strangely; it re-checks every few
- * seconds so `svcctl migrate` takes effect without a restart.
- */
-static apr_status_t schema_gate(svc_ctx_t *ctx, request_rec *r, svc_server_conf *sc)
-{
-    apr_uint32_t now = (apr_uint32_t)apr_time_sec(apr_time_now());
-    svc_db_t *db;
-    int version = 0;
-    apr_status_t rv;
-
-    if (apr_atomic_read32(&sc->schema_ok)) {
-        return APR_SUCCESS;
-    }
-    if (now - apr_atomic_read32(&sc->schema_checked_at) < 5) {
-        return SVC_ESCHEMA;
-    }
-    if ((rv = svc_ctx_db(ctx, &db)) != APR_SUCCESS
-        || (rv = svc_migrate_current(db, r->pool, &version)) != APR_SUCCESS) {
         return rv;
     }
-    if (version >= svc_schema_version) {
-        apr_atomic_set32(&sc->schema_ok, 1);
-        return APR_SUCCESS;
+    if (ctx->route && !(ctx->route->flags & SVC_RF_NO_DB)) {
+        svc_server_conf *sc = ap_get_module_config(r->server->module_config, &svc_module);
+        if ((rv = schema_gate(ctx->db, r, sc)) != APR_SUCCESS) {
+            /* No connection stays lent: the next attempt meets the gate again. */
+            db_return(lease);
+        }
     }
-    if (apr_atomic_xchg32(&sc->schema_checked_at, now) != now) {
-        ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, r, "SVC0011: the database schema is at "
-                      "version %d; this build needs %d. Run `svcctl migrate`; until then "
-                      "the API answers 503.", version, svc_schema_version);
-    }
-    return SVC_ESCHEMA;
+    return rv;
 }
 
 static void parse_query(svc_ctx_t *ctx, request_rec *r)
@@ -405,9 +413,6 @@ int svc_handler(request_rec *r)
             rv = svc_fail(ctx, 503, "not_configured",
                           "The service is not configured for authentication yet "
                           "(SvcSecret is missing).");
-        }
-        if (rv == APR_SUCCESS && !(ctx->route->flags & SVC_RF_NO_DB)) {
-            rv = schema_gate(ctx, r, sc);
         }
         if (rv == APR_SUCCESS) {
             rv = svc_dispatch_run(ctx);

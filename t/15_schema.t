@@ -35,6 +35,12 @@ $res = $ua->get("$base/api/me", Authorization => "Bearer $tok");
 is($res->code, 503, 'API with the schema behind: 503');
 like($res->content, qr/"code":"schema_behind"/, '... schema_behind');
 ok($res->header('Retry-After'), '... with Retry-After');
+# What is decided without the database is answered without it, even here.
+(my $bad = $tok) =~ s/.$/substr($tok, -1) eq 'A' ? 'B' : 'A'/e;
+$res = $ua->get("$base/api/me", Authorization => "Bearer $bad");
+is($res->code, 401, 'a malformed token is 401 whatever the schema');
+$res = $ua->get("$base/api/me");
+is($res->code, 401, 'no credentials: 401 whatever the schema');
 $res = $ua->get("$base/api/openapi.json");
 is($res->code, 200, 'the OpenAPI document needs no database and is served');
 

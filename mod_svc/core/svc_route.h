@@ -16,7 +16,7 @@ typedef apr_status_t (*svc_handler_fn)(svc_ctx_t *ctx);
 /* Route flags. */
 #define SVC_RF_HIDDEN   0x0001  /* not in the public OpenAPI document */
 #define SVC_RF_FOUNDER  0x0002  /* platform operator only */
-#define SVC_RF_NO_DB    0x0004  /* never touches the database (no schema gate) */
+#define SVC_RF_NO_DB    0x0004  /* no schema gate: needs no database, or reports it */
 #define SVC_RF_PAGED    0x0008  /* takes ?limit= and ?cursor= */
 /* The query string carries credentials (an OAuth code and state): the glue
  * keeps its values out of the access log. */
