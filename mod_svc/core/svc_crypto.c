@@ -152,6 +152,11 @@ char *svc_hex(apr_pool_t *p, const unsigned char *d, apr_size_t n)
     return out;
 }
 
+char *svc_bytea_param(apr_pool_t *p, const unsigned char *data, apr_size_t len)
+{
+    return apr_pstrcat(p, "\\x", svc_hex(p, data, len), NULL);
+}
+
 void svc_hmac_sha256(unsigned char out[32], const unsigned char *key, apr_size_t keylen,
                      const unsigned char *msg, apr_size_t len)
 {

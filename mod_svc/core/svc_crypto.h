@@ -28,6 +28,9 @@ apr_status_t svc_b64url_decode(apr_pool_t *p, const char *s, apr_size_t slen,
 
 char *svc_hex(apr_pool_t *p, const unsigned char *data, apr_size_t len);
 
+/* Bytes as a PostgreSQL bytea parameter in text form ("\\x" + hex). */
+char *svc_bytea_param(apr_pool_t *p, const unsigned char *data, apr_size_t len);
+
 /* HMAC-SHA256 (32 bytes out). */
 void svc_hmac_sha256(unsigned char out[32], const unsigned char *key, apr_size_t keylen,
                      const unsigned char *msg, apr_size_t len);

@@ -303,7 +303,7 @@ static const char *signin_hash(apr_pool_t *p, const svc_config_t *conf, char dom
     unsigned char h[32];
 
     signin_mac(h, conf, domain, value, p);
-    return apr_pstrcat(p, "\\x", svc_hex(p, h, sizeof(h)), NULL);
+    return svc_bytea_param(p, h, sizeof(h));
 }
 
 const char *svc_signin_verifier(apr_pool_t *p, const svc_config_t *conf, const char *state)

@@ -27,13 +27,27 @@
     " 'last_used_at', svc_ts(t.last_used_at), 'last_used_ip', t.last_used_ip,"      \
     " 'revoked_at', svc_ts(t.revoked_at))"
 
+/*
+ * Both token statements start with the same ten columns (TOKEN_VERDICT), so
+ * one function reads the verdict from either: the token, scope and binding,
+ * whether it is revoked or expired, whether its last use is due to be
+ * recorded, and the user. The full lookup adds what never changes for a
+ * token (the binding's slug, the expiry) for the cache to keep.
+ */
+#define TOKEN_VERDICT                                                               \
+    "SELECT t.id, t.scope, t.org_id, t.revoked_at IS NOT NULL,"                     \
+    " t.expires_at <= now(),"                                                       \
+    " t.last_used_at IS NULL OR t.last_used_at < now() - make_interval(secs => $2::int),"\
+    " u.id, u.email, u.name, u.founder"
+
+enum {
+    TV_ID, TV_SCOPE, TV_ORG, TV_REVOKED, TV_EXPIRED, TV_TOUCH, TV_USER, TV_EMAIL, TV_NAME,
+    TV_FOUNDER, TV_ORG_SLUG, TV_EXPIRES_AT, TV_EXPIRES_EPOCH
+};
+
 static const svc_stmt_t st_tok_auth = {
     "svc_tokens_auth",
-    "SELECT t.id, t.scope, t.org_id, o.slug, svc_ts(t.expires_at),"
-    " t.revoked_at IS NOT NULL,"
-    " t.expires_at IS NOT NULL AND t.expires_at <= now(),"
-    " t.last_used_at IS NULL OR t.last_used_at < now() - make_interval(secs => $2::int),"
-    " u.id, u.email, u.name, u.founder, extract(epoch FROM t.expires_at)::bigint"
+    TOKEN_VERDICT ", o.slug, svc_ts(t.expires_at), extract(epoch FROM t.expires_at)::bigint"
     " FROM api_tokens t JOIN users u ON u.id = t.user_id"
     " LEFT JOIN orgs o ON o.id = t.org_id"
     " WHERE t.secret_hash = $1::bytea",
@@ -47,9 +61,7 @@ static const svc_stmt_t st_tok_auth = {
  */
 static const svc_stmt_t st_tok_check = {
     "svc_tokens_check",
-    "SELECT t.id, t.scope, t.org_id, t.revoked_at IS NOT NULL, t.expires_at <= now(),"
-    " t.last_used_at IS NULL OR t.last_used_at < now() - make_interval(secs => $2::int),"
-    " u.id, u.email, u.name, u.founder"
+    TOKEN_VERDICT
     " FROM api_tokens t JOIN users u ON u.id = t.user_id"
     " WHERE t.secret_hash = $1::bytea",
     2, SVC_STMT_READ
@@ -145,47 +157,52 @@ void svc_pat_hash(const svc_config_t *conf, const char *secret, unsigned char ou
     svc_keyed_hash(out, conf->pat_key, (const unsigned char *)secret, strlen(secret));
 }
 
-/* A stored hash as a bytea parameter. */
-static const char *hash_param(apr_pool_t *p, const unsigned char hash[32])
-{
-    return apr_pstrcat(p, "\\x", svc_hex(p, hash, 32), NULL);
-}
-
 /*
  * The principal a row of st_tok_auth describes, or a 401 problem. It only
  * reads the row, so the synchronous and the deferred path share it.
  */
+/* Unknown, revoked or expired: the 401 to answer; else APR_SUCCESS. */
+static apr_status_t token_verdict(svc_ctx_t *ctx, const svc_dbres_t *res)
+{
+    if (svc_dbres_rows(res) != 1) {
+        return svc_auth_fail(ctx, "The token is not recognised.");
+    }
+    if (svc_dbres_bool(res, 0, TV_REVOKED) == 1) {
+        return svc_auth_fail(ctx, "The token has been revoked.");
+    }
+    if (svc_dbres_bool(res, 0, TV_EXPIRED) == 1) {
+        return svc_auth_fail(ctx, "The token has expired.");
+    }
+    return APR_SUCCESS;
+}
+
+/* The principal a row of st_tok_auth describes, or a 401 problem. */
 static apr_status_t principal_of(svc_ctx_t *ctx, const svc_dbres_t *res,
                                  svc_principal_t **pwho)
 {
     svc_principal_t *who;
+    apr_status_t rv;
 
-    if (svc_dbres_rows(res) != 1) {
-        return svc_auth_fail(ctx, "The token is not recognised.");
-    }
-    if (svc_dbres_bool(res, 0, 5) == 1) {
-        return svc_auth_fail(ctx, "The token has been revoked.");
-    }
-    if (svc_dbres_bool(res, 0, 6) == 1) {
-        return svc_auth_fail(ctx, "The token has expired.");
+    if ((rv = token_verdict(ctx, res)) != APR_SUCCESS) {
+        return rv;
     }
     who = apr_pcalloc(ctx->pool, sizeof(*who));
     who->via = SVC_VIA_PAT;
-    who->token_id = apr_pstrdup(ctx->pool, svc_dbres_str(res, 0, 0));
-    who->scope = svc_scope_parse(svc_dbres_str(res, 0, 1));
-    who->token_org_id = apr_pstrdup(ctx->pool, svc_dbres_str(res, 0, 2));
-    who->token_org_slug = apr_pstrdup(ctx->pool, svc_dbres_str(res, 0, 3));
-    who->token_expires_at = apr_pstrdup(ctx->pool, svc_dbres_str(res, 0, 4));
-    who->user_id = apr_pstrdup(ctx->pool, svc_dbres_str(res, 0, 8));
-    who->email = apr_pstrdup(ctx->pool, svc_dbres_str(res, 0, 9));
-    who->name = apr_pstrdup(ctx->pool, svc_dbres_str(res, 0, 10));
-    who->founder = svc_dbres_bool(res, 0, 11) == 1;
+    who->token_id = apr_pstrdup(ctx->pool, svc_dbres_str(res, 0, TV_ID));
+    who->scope = svc_scope_parse(svc_dbres_str(res, 0, TV_SCOPE));
+    who->token_org_id = apr_pstrdup(ctx->pool, svc_dbres_str(res, 0, TV_ORG));
+    who->token_org_slug = apr_pstrdup(ctx->pool, svc_dbres_str(res, 0, TV_ORG_SLUG));
+    who->token_expires_at = apr_pstrdup(ctx->pool, svc_dbres_str(res, 0, TV_EXPIRES_AT));
+    who->user_id = apr_pstrdup(ctx->pool, svc_dbres_str(res, 0, TV_USER));
+    who->email = apr_pstrdup(ctx->pool, svc_dbres_str(res, 0, TV_EMAIL));
+    who->name = apr_pstrdup(ctx->pool, svc_dbres_str(res, 0, TV_NAME));
+    who->founder = svc_dbres_bool(res, 0, TV_FOUNDER) == 1;
     if (who->token_expires_at
-        && svc_dbres_int64(res, 0, 12, &who->token_expires_epoch) != APR_SUCCESS) {
+        && svc_dbres_int64(res, 0, TV_EXPIRES_EPOCH, &who->token_expires_epoch) != APR_SUCCESS) {
         return SVC_EDB;
     }
     /* last_used_at is written at most once per interval per token. */
-    who->touch_due = svc_dbres_bool(res, 0, 7) == 1;
+    who->touch_due = svc_dbres_bool(res, 0, TV_TOUCH) == 1;
     *pwho = who;
     return APR_SUCCESS;
 }
@@ -361,13 +378,13 @@ static int same_str(const char *a, const char *b)
  */
 static int row_confirms(const svc_dbres_t *res, const svc_principal_t *a)
 {
-    return same_str(svc_dbres_str(res, 0, 0), a->token_id)
-        && svc_scope_parse(svc_dbres_str(res, 0, 1)) == a->scope
-        && same_str(svc_dbres_str(res, 0, 2), a->token_org_id)
-        && same_str(svc_dbres_str(res, 0, 6), a->user_id)
-        && same_str(svc_dbres_str(res, 0, 7), a->email)
-        && same_str(svc_dbres_str(res, 0, 8), a->name)
-        && (svc_dbres_bool(res, 0, 9) == 1) == (a->founder != 0);
+    return same_str(svc_dbres_str(res, 0, TV_ID), a->token_id)
+        && svc_scope_parse(svc_dbres_str(res, 0, TV_SCOPE)) == a->scope
+        && same_str(svc_dbres_str(res, 0, TV_ORG), a->token_org_id)
+        && same_str(svc_dbres_str(res, 0, TV_USER), a->user_id)
+        && same_str(svc_dbres_str(res, 0, TV_EMAIL), a->email)
+        && same_str(svc_dbres_str(res, 0, TV_NAME), a->name)
+        && (svc_dbres_bool(res, 0, TV_FOUNDER) == 1) == (a->founder != 0);
 }
 
 typedef struct {
@@ -381,18 +398,9 @@ static apr_status_t check_deferred(void *baton, const svc_dbres_t *res)
 {
     deferred_auth_t *d = baton;
     svc_ctx_t *ctx = d->ctx;
-    apr_status_t rv = APR_SUCCESS;
+    apr_status_t rv = token_verdict(ctx, res);
 
-    if (svc_dbres_rows(res) != 1) {
-        rv = svc_auth_fail(ctx, "The token is not recognised.");
-    }
-    else if (svc_dbres_bool(res, 0, 3) == 1) {
-        rv = svc_auth_fail(ctx, "The token has been revoked.");
-    }
-    else if (svc_dbres_bool(res, 0, 4) == 1) {
-        rv = svc_auth_fail(ctx, "The token has expired.");
-    }
-    else if (!row_confirms(res, d->assumed)) {
+    if (rv == APR_SUCCESS && !row_confirms(res, d->assumed)) {
         rv = SVC_ERESTART;
     }
     if (rv != APR_SUCCESS) {
@@ -401,7 +409,7 @@ static apr_status_t check_deferred(void *baton, const svc_dbres_t *res)
         ctx->auth_problem = rv == SVC_EPROBLEM ? ctx->problem : NULL;
         return rv;
     }
-    d->assumed->touch_due = svc_dbres_bool(res, 0, 5) == 1;
+    d->assumed->touch_due = svc_dbres_bool(res, 0, TV_TOUCH) == 1;
     return APR_SUCCESS;
 }
 
@@ -421,7 +429,7 @@ apr_status_t svc_pat_authenticate(svc_ctx_t *ctx, const char *secret, svc_princi
         return rv;
     }
     svc_pat_hash(ctx->conf, secret, hash);
-    params[0] = hash_param(ctx->pool, hash);
+    params[0] = svc_bytea_param(ctx->pool, hash, sizeof(hash));
     params[1] = apr_itoa(ctx->pool, ctx->conf->token_touch_interval);
 
     who = cache_get(ctx->pool, hash);
@@ -494,7 +502,7 @@ apr_status_t svc_token_create(svc_db_t *db, apr_pool_t *p, const svc_config_t *c
     params[3] = spec->name;
     params[4] = svc_scope_name(spec->scope);
     svc_pat_hash(conf, secret, hash);
-    params[5] = hash_param(p, hash);
+    params[5] = svc_bytea_param(p, hash, sizeof(hash));
     params[6] = apr_pstrndup(p, secret, 12);
     params[7] = spec->days > 0 ? apr_itoa(p, spec->days) : NULL;
 
