@@ -13,33 +13,33 @@
 #include <string.h>
 
 /*
- * One project as the API shows it; `p` is the projects row, $R the caller's
- * org role and $U the caller's user id (the role column is the caller's
- * effective role, the same rule as svc_prole_effective).
+ * The caller's effective role in project p: $R is the caller's org role, $U
+ * their user id. The rule itself is svc_prole_effective (sql/004), the one
+ * place it lives, for what is shown and what is enforced alike.
  */
+#define EFFECTIVE_ROLE(R, U)                                                        \
+    "svc_prole_effective(" R "::text, (SELECT pm.role FROM project_members pm"      \
+    " WHERE pm.project_id = p.id AND pm.user_id = " U "::text))"
+
+/* One project as the API shows it; `p` is the projects row. */
 #define PROJECT_JSON(R, U)                                                          \
     "json_build_object('id', p.id, 'slug', p.slug, 'name', p.name,"                 \
-    " 'description', p.description, 'archived', p.archived, 'role', CASE"           \
-    "   WHEN " R "::text IN ('owner', 'admin') THEN 'maintainer'"                   \
-    "   WHEN " R "::text = 'viewer' THEN 'viewer'"                                  \
-    "   ELSE coalesce((SELECT pm.role FROM project_members pm"                      \
-    "                  WHERE pm.project_id = p.id AND pm.user_id = " U "::text),"   \
-    "                 'viewer') END,"                                               \
+    " 'description', p.description, 'archived', p.archived,"                        \
+    " 'role', " EFFECTIVE_ROLE(R, U) ","                                            \
     " 'created_at', svc_ts(p.created_at), 'updated_at', svc_ts(p.updated_at))"
 
 static const svc_stmt_t st_prj_resolve = {
     "svc_projects_resolve",
-    "SELECT p.id, p.slug, p.name, p.archived, pm.role FROM projects p"
-    " LEFT JOIN project_members pm ON pm.project_id = p.id AND pm.user_id = $3"
-    " WHERE p.org_id = $1 AND p.slug = $2",
-    3, SVC_STMT_READ
+    "SELECT p.id, p.slug, p.name, p.archived, " EFFECTIVE_ROLE("$4", "$3")
+    " FROM projects p WHERE p.org_id = $1 AND p.slug = $2",
+    4, SVC_STMT_READ
 };
 
-/* The caller's team role, read under the org lock (see svc_project_recheck). */
-static const svc_stmt_t st_prj_team_role = {
-    "svc_projects_team_role",
-    "SELECT role FROM project_members WHERE project_id = $1 AND user_id = $2",
-    2, 0
+/* The caller's effective role, read under the org lock (svc_access_recheck). */
+static const svc_stmt_t st_prj_role_now = {
+    "svc_projects_role_now",
+    "SELECT " EFFECTIVE_ROLE("$3", "$2") " FROM projects p WHERE p.id = $1",
+    3, 0
 };
 
 static const svc_stmt_t st_prj_list = {
@@ -112,21 +112,6 @@ const svc_qparam_t svc_query_projects_list[] = {
     { NULL, NULL, NULL }
 };
 
-svc_prole_e svc_prole_effective(svc_role_e org_role, svc_prole_e team_role)
-{
-    if (org_role >= SVC_ROLE_ADMIN) {
-        return SVC_PROLE_MAINTAINER;
-    }
-    if (org_role == SVC_ROLE_VIEWER) {
-        /* The database refuses more (org_viewer_project_cap); never trust it less. */
-        return SVC_PROLE_VIEWER;
-    }
-    if (org_role == SVC_ROLE_MEMBER) {
-        return team_role > SVC_PROLE_NONE ? team_role : SVC_PROLE_VIEWER;
-    }
-    return SVC_PROLE_NONE;
-}
-
 apr_status_t svc_access_recheck(svc_ctx_t *ctx, svc_db_t *db, svc_role_e least,
                                 svc_prole_e pleast)
 {
@@ -149,12 +134,12 @@ apr_status_t svc_access_recheck(svc_ctx_t *ctx, svc_db_t *db, svc_role_e least,
     if (pleast == SVC_PROLE_NONE || !ctx->project) {
         return APR_SUCCESS;
     }
-    rv = svc_db_execv(db, &st_prj_team_role, ctx->pool, &res, ctx->project->id,
-                      ctx->who->user_id);
+    rv = svc_db_execv(db, &st_prj_role_now, ctx->pool, &res, ctx->project->id,
+                      ctx->who->user_id, svc_role_name(role));
     if (rv != APR_SUCCESS) {
         return rv;
     }
-    prole = svc_prole_effective(role, svc_prole_parse(svc_dbres_str(res, 0, 0)));
+    prole = svc_prole_parse(svc_dbres_str(res, 0, 0));
     if (prole < pleast) {
         return svc_fail(ctx, 403, "forbidden",
                         "Your role in project %s is now %s; this needs %s or above.",
@@ -171,7 +156,8 @@ apr_status_t svc_project_resolve(svc_db_t *db, apr_pool_t *p, const svc_orgref_t
     svc_dbres_t *res;
     apr_status_t rv;
 
-    rv = svc_db_execv(db, &st_prj_resolve, p, &res, org->id, slug, user_id);
+    rv = svc_db_execv(db, &st_prj_resolve, p, &res, org->id, slug, user_id,
+                      svc_role_name(org->role));
     if (rv != APR_SUCCESS) {
         return rv;
     }
@@ -183,7 +169,7 @@ apr_status_t svc_project_resolve(svc_db_t *db, apr_pool_t *p, const svc_orgref_t
     proj->slug = svc_dbres_str(res, 0, 1);
     proj->name = svc_dbres_str(res, 0, 2);
     proj->archived = svc_dbres_bool(res, 0, 3) == 1;
-    proj->prole = svc_prole_effective(org->role, svc_prole_parse(svc_dbres_str(res, 0, 4)));
+    proj->prole = svc_prole_parse(svc_dbres_str(res, 0, 4));
     *pproj = proj;
     return APR_SUCCESS;
 }

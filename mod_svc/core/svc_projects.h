@@ -12,13 +12,6 @@
 #include "svc_route.h"
 
 /*
- * The effective role in a project: owners and admins of the org maintain
- * every project; an org viewer only ever views; any other member holds
- * their team role, or views when they are not on the team.
- */
-svc_prole_e svc_prole_effective(svc_role_e org_role, svc_prole_e team_role);
-
-/*
  * The project with this slug in `org` and the user's effective role in it
  * (org->role must be the user's org role). SVC_ENOTFOUND when the org has
  * no such project. *pproj is allocated from p.

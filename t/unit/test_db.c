@@ -1302,6 +1302,42 @@ SVC_TEST(db_deadlock_is_retry_later)
     drop_table(p, obs, t);
 }
 
+/* The effective project role: one SQL function, read by authorization and
+ * by every project document alike (sql/004). Each row of the rule. */
+SVC_TEST(db_effective_project_role)
+{
+    static const struct {
+        const char *org, *team, *want;
+    } rows[] = {
+        { "owner", NULL, "maintainer" }, { "admin", "viewer", "maintainer" },
+        { "member", NULL, "viewer" }, { "member", "developer", "developer" },
+        { "member", "maintainer", "maintainer" }, { "viewer", "maintainer", "viewer" },
+        { "viewer", NULL, "viewer" }, { NULL, "maintainer", NULL }, { "bogus", "viewer", NULL },
+    };
+    static const svc_stmt_t st_eff = {
+        "svc_ut_prole_effective", "SELECT svc_prole_effective($1, $2)", 2, SVC_STMT_READ
+    };
+    svc_db_t *db = svc_testdb_open(p);
+    size_t i;
+
+    if (!db) {
+        return;
+    }
+    for (i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        svc_dbres_t *res = NULL;
+        const char *got;
+        SVC_CHECK_INT(svc_db_execv(db, &st_eff, p, &res, rows[i].org, rows[i].team),
+                      APR_SUCCESS);
+        got = svc_dbres_str(res, 0, 0);
+        if (rows[i].want) {
+            SVC_CHECK_STR(got, rows[i].want);
+        }
+        else {
+            SVC_CHECK(got == NULL);
+        }
+    }
+}
+
 SVC_TEST(db_migrate_current)
 {
     svc_db_t *db = svc_testdb_open(p), *scratch = svc_testdb_open(p);

@@ -1,5 +1,5 @@
 /*
- * test_tenancy.c: the pure parts of tenancy: the effective project role,
+ * test_tenancy.c: the pure parts of tenancy: project role names,
  * RFC 3339 parsing for audit filters, and the route table's project rows.
  */
 #define SVC_TEST_MAIN
@@ -8,24 +8,6 @@
 #include "svc_json.h"
 #include "svc_projects.h"
 #include "svc_route.h"
-
-SVC_TEST(effective_project_role)
-{
-    /* Owners and admins maintain everything, on the team or not. */
-    SVC_CHECK_INT(svc_prole_effective(SVC_ROLE_OWNER, SVC_PROLE_NONE), SVC_PROLE_MAINTAINER);
-    SVC_CHECK_INT(svc_prole_effective(SVC_ROLE_ADMIN, SVC_PROLE_VIEWER), SVC_PROLE_MAINTAINER);
-    /* Members hold their team role, or view. */
-    SVC_CHECK_INT(svc_prole_effective(SVC_ROLE_MEMBER, SVC_PROLE_NONE), SVC_PROLE_VIEWER);
-    SVC_CHECK_INT(svc_prole_effective(SVC_ROLE_MEMBER, SVC_PROLE_DEVELOPER),
-                  SVC_PROLE_DEVELOPER);
-    SVC_CHECK_INT(svc_prole_effective(SVC_ROLE_MEMBER, SVC_PROLE_MAINTAINER),
-                  SVC_PROLE_MAINTAINER);
-    /* An org viewer views, whatever a team row says. */
-    SVC_CHECK_INT(svc_prole_effective(SVC_ROLE_VIEWER, SVC_PROLE_MAINTAINER), SVC_PROLE_VIEWER);
-    SVC_CHECK_INT(svc_prole_effective(SVC_ROLE_VIEWER, SVC_PROLE_NONE), SVC_PROLE_VIEWER);
-    /* No org role, no project role. */
-    SVC_CHECK_INT(svc_prole_effective(SVC_ROLE_NONE, SVC_PROLE_MAINTAINER), SVC_PROLE_NONE);
-}
 
 SVC_TEST(prole_names)
 {
