@@ -230,6 +230,10 @@ void svc_ctx_render_problem(svc_ctx_t *ctx, const svc_problem_t *pr)
 
 apr_status_t svc_reply_json(svc_ctx_t *ctx, int status, json_t *body)
 {
+    /* A json_pack that failed must become a 500 problem, not a 200 "null". */
+    if (!body) {
+        return APR_ENOMEM;
+    }
     ctx->status = status;
     ctx->content_type = "application/json; charset=utf-8";
     ctx->resp_body = svc_json_dump(ctx->pool, body);

@@ -2241,3 +2241,16 @@ SVC_TEST(random_base62_is_uniform)
     }
     SVC_CHECK(strcmp(svc_random_base62(p, 22), svc_random_base62(p, 22)) != 0);
 }
+
+/* A body that could not be built is a failure for the problem builder, not
+ * a 200 with "null". */
+SVC_TEST(reply_json_refuses_null)
+{
+    svc_ctx_t *ctx = svc_ctx_create(p, NULL);
+
+    SVC_CHECK(svc_reply_json(ctx, 200, NULL) != APR_SUCCESS);
+    SVC_CHECK_INT(ctx->status, 0);
+    SVC_CHECK(ctx->resp_body == NULL);
+    SVC_CHECK_INT(svc_reply_json(ctx, 200, json_object()), APR_SUCCESS);
+    SVC_CHECK_STR(ctx->resp_body, "{}");
+}
