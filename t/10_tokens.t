@@ -66,6 +66,49 @@ is_deeply([sort keys %$item],
                    last_used_ip revoked_at)], 'list: exactly the documented fields');
 ok(exists $list->{next_cursor}, 'list: has next_cursor');
 
+# The list and the creation response build an item the same way (from plain
+# columns, in C): the list shows exactly what creation showed, less the secret.
+{
+    my %created = %$t;
+    delete $created{token};
+    is_deeply($item, \%created, 'list: the item is the creation response without the secret');
+}
+
+# Every value as the database holds it: times in UTC to the second (as
+# PostgreSQL formats them), names with quotes, backslashes and non-ASCII
+# characters intact, NULLs as null.
+{
+    my $name = qq{q"uote \\back\\slash \x{e9}t\x{e9} \x{1F680} </script>};
+    my ($s, $odd) = create($admin, { name => $name, scope => 'read', expires_in_days => 2 });
+    is($s, 201, 'create with an unusual name');
+    is($odd->{name}, $name, 'create: the name comes back intact');
+    psql("UPDATE api_tokens SET last_used_at = '2001-02-03 04:05:06.999+07',"
+         . " last_used_ip = '192.0.2.1' WHERE id = '$odd->{id}'");
+    my ($s2, $l) = api(GET => '/api/me/tokens', token => $admin);
+    my ($it) = grep { $_->{id} eq $odd->{id} } @{ $l->{data} // [] };
+    is($it->{name}, $name, 'list: the name comes back intact');
+    is($it->{last_used_at}, '2001-02-02T21:05:06Z', 'list: a time is UTC, seconds truncated');
+    is($it->{last_used_ip}, '192.0.2.1', 'list: last_used_ip');
+    for my $col (qw(created_at expires_at)) {
+        is($it->{$col},
+           psql_value("SELECT to_char($col AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"')"
+                      . " FROM api_tokens WHERE id = '$odd->{id}'"),
+           "list: $col as the database holds it");
+    }
+    ok(exists $it->{revoked_at} && !defined $it->{revoked_at}, 'list: revoked_at is null');
+    ok(exists $it->{org} && !defined $it->{org}, 'list: an unbound token has org null');
+    my ($bound) = grep { $_->{id} eq $t->{id} } @{ $l->{data} // [] };
+    is_deeply($bound->{org},
+              { id => psql_value("SELECT id FROM orgs WHERE slug = '$org'"), slug => $org },
+              'list: a bound token has org {id, slug}');
+    # Expiry is the database clock's call, shown as a status.
+    psql("UPDATE api_tokens SET created_at = now() - interval '3 days',"
+         . " expires_at = now() - interval '1 day' WHERE id = '$odd->{id}'");
+    ($s2, $l) = api(GET => '/api/me/tokens', token => $admin);
+    ($it) = grep { $_->{id} eq $odd->{id} } @{ $l->{data} // [] };
+    is($it->{status}, 'expired', 'list: an expired token shows as expired');
+}
+
 # --- GET /api/me for a token caller ------------------------------------------------
 ($st, my $me) = api(GET => '/api/me', token => $write_bound);
 is($st, 200, 'me: 200 with a write token');

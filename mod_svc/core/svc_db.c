@@ -292,6 +292,11 @@ static void keep_result(apr_pool_t *p, PGresult *res, svc_dbres_t **pres)
     }
 }
 
+static int result_format(const svc_stmt_t *st)
+{
+    return (st->flags & SVC_STMT_BINARY) ? 1 : 0;
+}
+
 static int result_ok(const PGresult *res)
 {
     ExecStatusType est = PQresultStatus(res);
@@ -370,8 +375,10 @@ again:
     }
     if (!PQenterPipelineMode(db->conn)
         || !PQsendQueryPrepared(db->conn, d->st->name, d->st->nparams,
-                                (const char *const *)d->params, NULL, NULL, 0)
-        || !PQsendQueryPrepared(db->conn, st->name, st->nparams, params, NULL, NULL, 0)
+                                (const char *const *)d->params, NULL, NULL,
+                                result_format(d->st))
+        || !PQsendQueryPrepared(db->conn, st->name, st->nparams, params, NULL, NULL,
+                                result_format(st))
         || !PQpipelineSync(db->conn)) {
         note_error(db, NULL);
         rv = classify(db);
@@ -540,7 +547,8 @@ again:
         rv = ensure_prepared(db, st);
     }
     if (rv == APR_SUCCESS) {
-        res = PQexecPrepared(db->conn, st->name, st->nparams, params, NULL, NULL, 0);
+        res = PQexecPrepared(db->conn, st->name, st->nparams, params, NULL, NULL,
+                             result_format(st));
         if (result_ok(res)) {
             keep_result(p, res, pres);
             return APR_SUCCESS;
@@ -719,12 +727,72 @@ int svc_dbres_isnull(const svc_dbres_t *res, int row, int col)
     return svc_dbres_str(res, row, col) == NULL;
 }
 
+/* Binary integers arrive in network byte order. */
+static apr_uint64_t be_uint(const unsigned char *b, int n)
+{
+    apr_uint64_t v = 0;
+    int i;
+
+    for (i = 0; i < n; i++) {
+        v = (v << 8) | b[i];
+    }
+    return v;
+}
+
+unsigned svc_dbres_type(const svc_dbres_t *res, int col, int *pbinary)
+{
+    if (!res || col < 0 || col >= PQnfields(res->res)) {
+        return 0;
+    }
+    if (pbinary) {
+        *pbinary = PQfformat(res->res, col) == 1;
+    }
+    return (unsigned)PQftype(res->res, col);
+}
+
+int svc_dbres_cols(const svc_dbres_t *res)
+{
+    return res ? PQnfields(res->res) : 0;
+}
+
+/* The raw binary value of a column of type `oid` exactly `len` bytes long. */
+static const unsigned char *binary_value(const svc_dbres_t *res, int row, int col,
+                                         unsigned oid, int len)
+{
+    const char *s = svc_dbres_str(res, row, col);
+
+    if (!s || PQfformat(res->res, col) != 1 || (unsigned)PQftype(res->res, col) != oid
+        || PQgetlength(res->res, row, col) != len) {
+        return NULL;
+    }
+    return (const unsigned char *)s;
+}
+
 apr_status_t svc_dbres_int64(const svc_dbres_t *res, int row, int col, apr_int64_t *pv)
 {
     const char *s = svc_dbres_str(res, row, col);
     char *end;
     long long v;
 
+    if (s && PQfformat(res->res, col) == 1) {
+        static const struct { unsigned oid; int len; } ints[] = {
+            { SVC_OID_INT8, 8 }, { SVC_OID_INT4, 4 }, { SVC_OID_INT2, 2 }
+        };
+        unsigned i;
+
+        for (i = 0; i < sizeof(ints) / sizeof(ints[0]); i++) {
+            const unsigned char *b = binary_value(res, row, col, ints[i].oid, ints[i].len);
+            if (b) {
+                apr_uint64_t u = be_uint(b, ints[i].len);
+                /* Sign-extend from the column's width. */
+                *pv = ints[i].len == 8 ? (apr_int64_t)u
+                    : ints[i].len == 4 ? (apr_int64_t)(apr_int32_t)(apr_uint32_t)u
+                    : (apr_int64_t)(apr_int16_t)(apr_uint16_t)u;
+                return APR_SUCCESS;
+            }
+        }
+        return APR_EINVAL;
+    }
     /* strtoll would skip leading blanks and take a "+" sign. */
     if (!s || !(*s == '-' || (*s >= '0' && *s <= '9'))) {
         return APR_EINVAL;
@@ -745,7 +813,31 @@ int svc_dbres_bool(const svc_dbres_t *res, int row, int col)
     if (!s) {
         return -1;
     }
+    if (PQfformat(res->res, col) == 1) {
+        const unsigned char *b = binary_value(res, row, col, SVC_OID_BOOL, 1);
+        return b ? b[0] != 0 : -1;
+    }
     return s[0] == 't';
+}
+
+/* PostgreSQL counts timestamps in microseconds from 2000-01-01 00:00 UTC. */
+#define PG_EPOCH_USEC APR_INT64_C(946684800000000)
+
+apr_status_t svc_dbres_time(const svc_dbres_t *res, int row, int col, apr_time_t *pt)
+{
+    const unsigned char *b = binary_value(res, row, col, SVC_OID_TIMESTAMPTZ, 8);
+    apr_int64_t v;
+
+    if (!b) {
+        return APR_EINVAL;
+    }
+    v = (apr_int64_t)be_uint(b, 8);
+    /* +/-infinity are the extremes; nothing we store is near either. */
+    if (v == APR_INT64_MAX || v == APR_INT64_MIN || v > APR_INT64_MAX - PG_EPOCH_USEC) {
+        return APR_EINVAL;
+    }
+    *pt = (apr_time_t)(v + PG_EPOCH_USEC);
+    return APR_SUCCESS;
 }
 
 long svc_dbres_affected(const svc_dbres_t *res)

@@ -28,6 +28,14 @@
 /* Statement flags. */
 #define SVC_STMT_READ     0x1   /* no side effects: safe to retry */
 #define SVC_STMT_RETRY    0x2   /* a write whose repetition is harmless */
+/*
+ * Results in PostgreSQL's binary format: the server skips formatting every
+ * value as text (timestamps above all), and we skip parsing it back. The
+ * svc_dbres_* getters read both formats; in binary, svc_dbres_str suits
+ * text columns only, svc_dbres_int64 integer columns and svc_dbres_bool
+ * boolean ones (anything else reads as invalid).
+ */
+#define SVC_STMT_BINARY   0x4
 
 /* A statement, defined once per area as a static const. */
 typedef struct {
@@ -115,6 +123,24 @@ int svc_dbres_isnull(const svc_dbres_t *res, int row, int col);
 apr_status_t svc_dbres_int64(const svc_dbres_t *res, int row, int col, apr_int64_t *pv);
 /* PostgreSQL boolean: 1, 0, or -1 for NULL. */
 int svc_dbres_bool(const svc_dbres_t *res, int row, int col);
+/*
+ * A timestamptz column of a SVC_STMT_BINARY result as microseconds since
+ * 1970 (apr_time_t). APR_EINVAL on NULL, on +/-infinity and on a column of
+ * another type or format.
+ */
+apr_status_t svc_dbres_time(const svc_dbres_t *res, int row, int col, apr_time_t *pt);
+
+/* Column types the getters and the row writer (svc_page.h) know. */
+#define SVC_OID_BOOL        16
+#define SVC_OID_INT8        20
+#define SVC_OID_INT2        21
+#define SVC_OID_INT4        23
+#define SVC_OID_TEXT        25
+#define SVC_OID_VARCHAR     1043
+#define SVC_OID_TIMESTAMPTZ 1184
+/* The column's type OID and whether it came in binary, or 0 when out of range. */
+unsigned svc_dbres_type(const svc_dbres_t *res, int col, int *pbinary);
+int svc_dbres_cols(const svc_dbres_t *res);
 /* Rows affected by an INSERT/UPDATE/DELETE. */
 long svc_dbres_affected(const svc_dbres_t *res);
 

@@ -521,3 +521,128 @@ apr_status_t svc_parse_rfc3339(const char *s, apr_int64_t *pepoch)
     }
     return APR_SUCCESS;
 }
+
+/* Howard Hinnant's civil_from_days: proleptic Gregorian, day 0 = 1970-01-01. */
+static void civil_from_days(apr_int64_t z, int *py, int *pm, int *pd)
+{
+    apr_int64_t era, doe, yoe, doy, mp, y;
+
+    z += 719468;
+    era = (z >= 0 ? z : z - 146096) / 146097;
+    doe = z - era * 146097;
+    yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+    y = yoe + era * 400;
+    doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    mp = (5 * doy + 2) / 153;
+    *pd = (int)(doy - (153 * mp + 2) / 5 + 1);
+    *pm = (int)(mp < 10 ? mp + 3 : mp - 9);
+    *py = (int)(y + (*pm <= 2));
+}
+
+apr_status_t svc_format_rfc3339(char *buf, apr_time_t t)
+{
+    /* 0001-01-01T00:00:00Z .. 9999-12-31T23:59:59.999999Z, checked first so
+     * that nothing below can overflow. */
+    static const apr_int64_t lo = APR_INT64_C(-62135596800) * APR_USEC_PER_SEC;
+    static const apr_int64_t hi = APR_INT64_C(253402300800) * APR_USEC_PER_SEC - 1;
+    apr_int64_t secs, days;
+    int rem, y, m, d;
+
+    if (t < lo || t > hi) {
+        return APR_EINVAL;
+    }
+    /* Floor, not truncation toward zero: 1969-12-31T23:59:59.5 is :59. */
+    secs = t >= 0 ? t / APR_USEC_PER_SEC : -((-t - 1) / APR_USEC_PER_SEC) - 1;
+    days = secs >= 0 ? secs / 86400 : -((-secs - 1) / 86400) - 1;
+    rem = (int)(secs - days * 86400);
+    civil_from_days(days, &y, &m, &d);
+    apr_snprintf(buf, SVC_RFC3339_LEN + 1, "%04d-%02d-%02dT%02d:%02d:%02dZ", y, m, d,
+                 rem / 3600, rem / 60 % 60, rem % 60);
+    return APR_SUCCESS;
+}
+
+void svc_jbuf_init(svc_jbuf_t *b, apr_pool_t *p, apr_size_t size_hint)
+{
+    b->pool = p;
+    b->cap = size_hint > 64 ? size_hint : 64;
+    b->data = apr_palloc(p, b->cap);
+    b->len = 0;
+}
+
+/* Room for n more bytes and the final NUL. */
+static void jbuf_reserve(svc_jbuf_t *b, apr_size_t n)
+{
+    if (b->len + n + 1 > b->cap) {
+        apr_size_t cap = b->cap * 2;
+        char *data;
+
+        while (cap < b->len + n + 1) {
+            cap *= 2;
+        }
+        data = apr_palloc(b->pool, cap);
+        memcpy(data, b->data, b->len);
+        b->data = data;
+        b->cap = cap;
+    }
+}
+
+void svc_jbuf_raw(svc_jbuf_t *b, const char *s, apr_size_t n)
+{
+    jbuf_reserve(b, n);
+    memcpy(b->data + b->len, s, n);
+    b->len += n;
+}
+
+void svc_jbuf_string(svc_jbuf_t *b, const char *s)
+{
+    static const char hex[] = "0123456789abcdef";
+    const char *run;
+
+    if (!s) {
+        svc_jbuf_raw(b, "null", 4);
+        return;
+    }
+    svc_jbuf_raw(b, "\"", 1);
+    for (run = s; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        char esc[6];
+        apr_size_t n = 2;
+
+        if (c >= 0x20 && c != '"' && c != '\\') {
+            continue;
+        }
+        svc_jbuf_raw(b, run, (apr_size_t)(s - run));
+        run = s + 1;
+        esc[0] = '\\';
+        switch (c) {
+        case '"':  esc[1] = '"'; break;
+        case '\\': esc[1] = '\\'; break;
+        case '\b': esc[1] = 'b'; break;
+        case '\f': esc[1] = 'f'; break;
+        case '\n': esc[1] = 'n'; break;
+        case '\r': esc[1] = 'r'; break;
+        case '\t': esc[1] = 't'; break;
+        default:
+            esc[1] = 'u';
+            esc[2] = '0';
+            esc[3] = '0';
+            esc[4] = hex[c >> 4];
+            esc[5] = hex[c & 0xf];
+            n = 6;
+            break;
+        }
+        svc_jbuf_raw(b, esc, n);
+    }
+    svc_jbuf_raw(b, run, (apr_size_t)(s - run));
+    svc_jbuf_raw(b, "\"", 1);
+}
+
+char *svc_jbuf_text(svc_jbuf_t *b, apr_size_t *plen)
+{
+    jbuf_reserve(b, 0);
+    b->data[b->len] = '\0';
+    if (plen) {
+        *plen = b->len;
+    }
+    return b->data;
+}

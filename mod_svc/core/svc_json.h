@@ -5,6 +5,7 @@
 #define SVC_JSON_H
 
 #include "svc_types.h"
+#include <apr_time.h>
 
 /* Field types a body schema knows. */
 typedef enum {
@@ -73,6 +74,36 @@ int svc_email_valid(const char *s);
  * the whole seconds since 1970 (may be NULL). APR_EINVAL otherwise.
  */
 apr_status_t svc_parse_rfc3339(const char *s, apr_int64_t *pepoch);
+
+/*
+ * The reverse: apr_time_t (microseconds since 1970) as "YYYY-MM-DDTHH:MM:SSZ",
+ * the seconds truncated, into buf (at least SVC_RFC3339_LEN + 1 bytes).
+ * APR_EINVAL for a year outside 1 to 9999.
+ */
+#define SVC_RFC3339_LEN 20
+apr_status_t svc_format_rfc3339(char *buf, apr_time_t t);
+
+/*
+ * JSON text written straight into pool memory, for documents built from
+ * database rows (svc_page.h), where a jansson tree would be built only to be
+ * dumped. Strings are escaped as PostgreSQL's json functions escape them
+ * (jansson differs only in writing \u001F where they write \u001f); they
+ * must be UTF-8 (PostgreSQL's, in a UTF8 database, always are).
+ */
+typedef struct {
+    apr_pool_t *pool;
+    char *data;
+    apr_size_t len;
+    apr_size_t cap;
+} svc_jbuf_t;
+
+void svc_jbuf_init(svc_jbuf_t *b, apr_pool_t *p, apr_size_t size_hint);
+/* Bytes as they are (punctuation, keys we wrote, JSON we trust). */
+void svc_jbuf_raw(svc_jbuf_t *b, const char *s, apr_size_t n);
+/* A JSON string; NULL writes null. */
+void svc_jbuf_string(svc_jbuf_t *b, const char *s);
+/* The text so far, NUL-terminated; *plen (may be NULL) gets its length. */
+char *svc_jbuf_text(svc_jbuf_t *b, apr_size_t *plen);
 
 /* Full-string decimal parse into [min, max]; APR_EINVAL otherwise. */
 apr_status_t svc_parse_int(const char *s, long long min, long long max, long long *pval);

@@ -14,18 +14,38 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* One token's metadata as the API shows it; `t` is the api_tokens row. */
-#define TOKEN_JSON                                                                  \
-    "json_build_object('id', t.id, 'name', t.name, 'scope', t.scope,"               \
-    " 'org', (SELECT json_build_object('id', o.id, 'slug', o.slug)"                 \
-    "         FROM orgs o WHERE o.id = t.org_id),"                                  \
-    " 'prefix', t.display_prefix, 'status', CASE"                                   \
+/*
+ * One token's metadata as the API shows it: these columns of the api_tokens
+ * row `t` (and the binding's slug, from `slug`), in the order of
+ * token_item, read in binary and written by svc_json_row.
+ */
+#define TOKEN_COLS(slug)                                                            \
+    "t.id, t.name, t.scope, t.org_id, " slug ", t.display_prefix, CASE"             \
     "   WHEN t.revoked_at IS NOT NULL THEN 'revoked'"                               \
     "   WHEN t.expires_at IS NOT NULL AND t.expires_at <= now() THEN 'expired'"     \
     "   ELSE 'active' END,"                                                         \
-    " 'created_at', svc_ts(t.created_at), 'expires_at', svc_ts(t.expires_at),"      \
-    " 'last_used_at', svc_ts(t.last_used_at), 'last_used_ip', t.last_used_ip,"      \
-    " 'revoked_at', svc_ts(t.revoked_at))"
+    " t.created_at, t.expires_at, t.last_used_at, t.last_used_ip, t.revoked_at"
+
+static const svc_col_t org_ref[] = {
+    SVC_COL("id", SVC_COL_TEXT),
+    SVC_COL("slug", SVC_COL_TEXT),
+    SVC_COL_END
+};
+
+static const svc_col_t token_item[] = {
+    SVC_COL("id", SVC_COL_TEXT),
+    SVC_COL("name", SVC_COL_TEXT),
+    SVC_COL("scope", SVC_COL_TEXT),
+    SVC_COL_NEST("org", org_ref),
+    SVC_COL("prefix", SVC_COL_TEXT),
+    SVC_COL("status", SVC_COL_TEXT),
+    SVC_COL("created_at", SVC_COL_TIME),
+    SVC_COL("expires_at", SVC_COL_TIME),
+    SVC_COL("last_used_at", SVC_COL_TIME),
+    SVC_COL("last_used_ip", SVC_COL_TEXT),
+    SVC_COL("revoked_at", SVC_COL_TIME),
+    SVC_COL_END
+};
 
 /*
  * Both token statements start with the same ten columns (TOKEN_VERDICT), so
@@ -80,16 +100,17 @@ static const svc_stmt_t st_tok_insert = {
     " display_prefix, expires_at)"
     " VALUES ($1, $2, $3, $4, $5, $6::bytea, $7,"
     "  CASE WHEN $8::int IS NULL THEN NULL ELSE now() + make_interval(days => $8::int) END)"
-    " RETURNING " TOKEN_JSON ", svc_ts(t.expires_at)",
-    8, 0
+    " RETURNING " TOKEN_COLS("(SELECT o.slug FROM orgs o WHERE o.id = t.org_id)"),
+    8, SVC_STMT_BINARY
 };
 
 static const svc_stmt_t st_tok_list = {
     "svc_tokens_list",
-    "SELECT " TOKEN_JSON ", t.seq FROM api_tokens t"
+    "SELECT t.seq, " TOKEN_COLS("o.slug")
+    " FROM api_tokens t LEFT JOIN orgs o ON o.id = t.org_id"
     " WHERE t.user_id = $1 AND t.seq < $2::bigint AND ($3::text IS NULL OR t.org_id = $3)"
     " ORDER BY t.seq DESC LIMIT $4::int",
-    4, SVC_STMT_READ
+    4, SVC_STMT_READ | SVC_STMT_BINARY
 };
 
 static const svc_stmt_t st_tok_revoke = {
@@ -492,6 +513,7 @@ apr_status_t svc_token_create(svc_db_t *db, apr_pool_t *p, const svc_config_t *c
     unsigned char hash[32];
     const char *params[8];
     json_t *meta, *audit;
+    svc_jbuf_t b;
     json_error_t jerr;
     svc_dbres_t *res;
     apr_status_t rv;
@@ -519,16 +541,22 @@ apr_status_t svc_token_create(svc_db_t *db, apr_pool_t *p, const svc_config_t *c
     if (rv != APR_SUCCESS) {
         goto cleanup;
     }
-    meta = json_loads(svc_dbres_str(res, 0, 0), 0, &jerr);
+    /* Built the way the list builds it, so both show a token alike. */
+    svc_jbuf_init(&b, p, 512);
+    if ((rv = svc_shape_check(res, 0, token_item)) != APR_SUCCESS
+        || (rv = svc_json_row(&b, res, 0, 0, token_item)) != APR_SUCCESS) {
+        goto cleanup;
+    }
+    meta = json_loads(svc_jbuf_text(&b, NULL), 0, &jerr);
     if (!meta) {
         rv = SVC_EDB;
         goto cleanup;
     }
     svc_json_pool(p, meta);
-    audit = svc_json_pool(p, json_pack("{s:s,s:s,s:s?,s:s?}", "name", spec->name,
+    audit = svc_json_pool(p, json_pack("{s:s,s:s,s:s?,s:O}", "name", spec->name,
                                        "scope", svc_scope_name(spec->scope),
                                        "org_id", spec->org_id,
-                                       "expires_at", svc_dbres_str(res, 0, 1)));
+                                       "expires_at", json_object_get(meta, "expires_at")));
     rv = svc_audit_write(db, p, actor, spec->org_id, "token.created", "token", id, audit);
     if (rv != APR_SUCCESS) {
         goto cleanup;
@@ -547,7 +575,7 @@ cleanup:
 
 apr_status_t svc_h_tokens_list(svc_ctx_t *ctx)
 {
-    return svc_reply_list(ctx, &st_tok_list, ctx->who->user_id, SVC_PAGE_BEFORE,
+    return svc_reply_rows(ctx, &st_tok_list, token_item, ctx->who->user_id, SVC_PAGE_BEFORE,
                           svc_auth_binding(ctx), SVC_PAGE_FETCH);
 }
 

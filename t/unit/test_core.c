@@ -31,6 +31,7 @@
 #include <sodium.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 /* ---------------------------------------------------------------------- */
@@ -2201,6 +2202,455 @@ SVC_TEST(problem_mapping)
         SVC_CHECK_INT(svc_ctx_problem(ctx, SVC_EPROBLEM)->status, 403);
         SVC_CHECK_STR(svc_ctx_problem(ctx, SVC_EPROBLEM)->code, "insufficient_scope");
     }
+}
+
+/* ---------------------------------------------------------------------- */
+/* RFC 3339 output and the JSON text writer (svc_jbuf)                     */
+
+#define USEC APR_INT64_C(1000000)
+
+/* splitmix64 from a fixed seed: "random" inputs that a failure can replay. */
+static apr_uint64_t next_rand(apr_uint64_t *state)
+{
+    apr_uint64_t z = (*state += APR_UINT64_C(0x9e3779b97f4a7c15));
+
+    z = (z ^ (z >> 30)) * APR_UINT64_C(0xbf58476d1ce4e5b9);
+    z = (z ^ (z >> 27)) * APR_UINT64_C(0x94d049bb133111eb);
+    return z ^ (z >> 31);
+}
+
+/*
+ * svc_format_rfc3339 into an exactly sized stack buffer (so ASan sees a
+ * write past it), copied into p; NULL when refused.
+ */
+static const char *rfc3339(apr_pool_t *p, apr_time_t t)
+{
+    char buf[SVC_RFC3339_LEN + 1];
+
+    memset(buf, '#', sizeof(buf));
+    if (svc_format_rfc3339(buf, t) != APR_SUCCESS) {
+        return NULL;
+    }
+    /* Always the full width, NUL-terminated. */
+    SVC_CHECK((char *)memchr(buf, '\0', sizeof(buf)) == buf + SVC_RFC3339_LEN);
+    return apr_pstrdup(p, buf);
+}
+
+SVC_TEST(rfc3339_format_vectors)
+{
+    /* Seconds from GNU date (date -u -d TEXT +%s), not from the code. */
+    static const struct {
+        apr_int64_t secs;
+        const char *text;
+    } vec[] = {
+        { 0, "1970-01-01T00:00:00Z" },
+        { -86400, "1969-12-31T00:00:00Z" },
+        { APR_INT64_C(951827696), "2000-02-29T12:34:56Z" },
+        { APR_INT64_C(946684799), "1999-12-31T23:59:59Z" },
+        { APR_INT64_C(1709251199), "2024-02-29T23:59:59Z" },
+        /* 2100 and 1900 are not leap years, 1600 is. */
+        { APR_INT64_C(4107542400), "2100-03-01T00:00:00Z" },
+        { APR_INT64_C(4107542399), "2100-02-28T23:59:59Z" },
+        { APR_INT64_C(-2203891200), "1900-03-01T00:00:00Z" },
+        { APR_INT64_C(-11670912001), "1600-02-29T23:59:59Z" },
+        { APR_INT64_C(-62035891200), "0004-02-29T00:00:00Z" },
+        { APR_INT64_C(1795643654), "2026-11-25T21:54:14Z" },
+        /* The ends of the range. */
+        { APR_INT64_C(253402300799), "9999-12-31T23:59:59Z" },
+        { APR_INT64_C(-62135596800), "0001-01-01T00:00:00Z" },
+    };
+    size_t i;
+
+    for (i = 0; i < sizeof(vec) / sizeof(vec[0]); i++) {
+        SVC_CHECK_STR(rfc3339(p, vec[i].secs * USEC), vec[i].text);
+        /* Any fraction of the second is dropped. */
+        SVC_CHECK_STR(rfc3339(p, vec[i].secs * USEC + 999999), vec[i].text);
+    }
+
+    /* Floor, not truncation toward zero: before 1970 a fraction of a
+     * second belongs to the second before. */
+    SVC_CHECK_STR(rfc3339(p, -1), "1969-12-31T23:59:59Z");
+    SVC_CHECK_STR(rfc3339(p, -999999), "1969-12-31T23:59:59Z");
+    SVC_CHECK_STR(rfc3339(p, -1000000), "1969-12-31T23:59:59Z");
+    SVC_CHECK_STR(rfc3339(p, -1000001), "1969-12-31T23:59:58Z");
+    SVC_CHECK_STR(rfc3339(p, 999999), "1970-01-01T00:00:00Z");
+    SVC_CHECK_STR(rfc3339(p, 1000000), "1970-01-01T00:00:01Z");
+    /* The same at a day boundary (days are floored too). */
+    SVC_CHECK_STR(rfc3339(p, 86400 * USEC - 1), "1970-01-01T23:59:59Z");
+    SVC_CHECK_STR(rfc3339(p, -86400 * USEC), "1969-12-31T00:00:00Z");
+    SVC_CHECK_STR(rfc3339(p, -86400 * USEC - 1), "1969-12-30T23:59:59Z");
+
+    /* Years 1 to 9999 only: the last and first microseconds in, one step
+     * further out (a second, and a microsecond) refused. */
+    SVC_CHECK_STR(rfc3339(p, APR_INT64_C(253402300799) * USEC + 999999),
+                  "9999-12-31T23:59:59Z");
+    SVC_CHECK(rfc3339(p, APR_INT64_C(253402300800) * USEC) == NULL);
+    SVC_CHECK(rfc3339(p, APR_INT64_C(253402300799) * USEC + 1000000) == NULL);
+    SVC_CHECK_STR(rfc3339(p, APR_INT64_C(-62135596800) * USEC), "0001-01-01T00:00:00Z");
+    SVC_CHECK(rfc3339(p, APR_INT64_C(-62135596801) * USEC) == NULL);
+    SVC_CHECK(rfc3339(p, APR_INT64_C(-62135596800) * USEC - 1) == NULL);
+    {
+        char buf[SVC_RFC3339_LEN + 1];
+        SVC_CHECK_INT(svc_format_rfc3339(buf, APR_INT64_C(253402300800) * USEC), APR_EINVAL);
+        SVC_CHECK_INT(svc_format_rfc3339(buf, APR_INT64_C(-62135596801) * USEC), APR_EINVAL);
+    }
+    /* The extremes of apr_time_t are refused, not wrapped into range. */
+    SVC_CHECK(rfc3339(p, APR_INT64_MAX) == NULL);
+    SVC_CHECK(rfc3339(p, APR_INT64_MIN + 1) == NULL);
+    SVC_CHECK(rfc3339(p, APR_INT64_MIN) == NULL);
+}
+
+/*
+ * For random instants (any microsecond of any second of years 1..9999,
+ * and more often near the places where the arithmetic turns: 1970, 2000,
+ * the leap days, the ends of the range), the text is what glibc's gmtime_r
+ * says, and svc_parse_rfc3339 reads it back as the floored second.
+ */
+SVC_TEST(rfc3339_format_round_trip)
+{
+    static const apr_int64_t lo = APR_INT64_C(-62135596800), hi = APR_INT64_C(253402300799);
+    static const apr_int64_t anchors[] = {
+        0, APR_INT64_C(946684800), APR_INT64_C(951782400), APR_INT64_C(4107542400),
+        APR_INT64_C(-11670912001), APR_INT64_C(-62135596800), APR_INT64_C(253402300799)
+    };
+    apr_uint64_t seed = 20261125;
+    int i, failures = 0;
+
+    for (i = 0; i < 5000 && failures < 5; i++) {
+        apr_int64_t secs, back = -1;
+        apr_time_t t;
+        const char *got, *want;
+        time_t tt;
+        struct tm tm;
+
+        if (i % 4 == 0) {
+            secs = anchors[next_rand(&seed) % (sizeof(anchors) / sizeof(anchors[0]))]
+                   + (apr_int64_t)(next_rand(&seed) % 400001) - 200000;
+            secs = secs < lo ? lo : secs > hi ? hi : secs;
+        }
+        else {
+            secs = lo + (apr_int64_t)(next_rand(&seed) % (apr_uint64_t)(hi - lo + 1));
+        }
+        t = secs * USEC + (apr_int64_t)(next_rand(&seed) % 1000000);
+        tt = (time_t)secs;
+        if (!gmtime_r(&tt, &tm)) {
+            SVC_CHECK(!"gmtime_r failed");
+            return;
+        }
+        want = apr_psprintf(p, "%04d-%02d-%02dT%02d:%02d:%02dZ", tm.tm_year + 1900,
+                            tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
+        got = rfc3339(p, t);
+        if (!got || strcmp(got, want) != 0 || svc_parse_rfc3339(got, &back) != APR_SUCCESS
+            || back != secs) {
+            fprintf(stderr, "%s:%d: t=%" APR_INT64_T_FMT ": got %s, want %s, read back %"
+                    APR_INT64_T_FMT "\n", __FILE__, __LINE__, t, got ? got : "(refused)",
+                    want, back);
+            svc_test_failed_checks++;
+            failures++;
+        }
+    }
+}
+
+/*
+ * A sub-pool whose memory is not fresh zeroed pages: it was filled with 'Z'
+ * and cleared, and APR hands the same blocks out again. A byte the code
+ * under test forgets to write (the final NUL) then shows.
+ */
+static apr_pool_t *dirty_pool(apr_pool_t *p)
+{
+    apr_pool_t *sub;
+    int i;
+
+    apr_pool_create(&sub, p);
+    for (i = 0; i < 256; i++) {
+        memset(apr_palloc(sub, 1024), 'Z', 1024);
+    }
+    apr_pool_clear(sub);
+    return sub;
+}
+
+/* s as svc_jbuf_string writes it, into a fresh buffer. */
+static const char *jstr(apr_pool_t *p, const char *s)
+{
+    svc_jbuf_t b;
+
+    svc_jbuf_init(&b, p, 0);
+    svc_jbuf_string(&b, s);
+    return svc_jbuf_text(&b, NULL);
+}
+
+SVC_TEST(jbuf_string_vectors)
+{
+    /* (Adjacent literals keep a hex escape from eating the next letter.) */
+    static const char *const vec[][2] = {
+        { "", "\"\"" },
+        { "plain text", "\"plain text\"" },
+        { "\"", "\"\\\"\"" },
+        { "\\", "\"\\\\\"" },
+        { "\b", "\"\\b\"" },
+        { "\f", "\"\\f\"" },
+        { "\n", "\"\\n\"" },
+        { "\r", "\"\\r\"" },
+        { "\t", "\"\\t\"" },
+        { "\x01", "\"\\u0001\"" },
+        { "\x1f", "\"\\u001f\"" },
+        { "\x0b", "\"\\u000b\"" },
+        /* DEL is not a control character to JSON (RFC 8259 section 7) and
+         * jansson leaves it alone; neither is "/" without JSON_ESCAPE_SLASH. */
+        { "\x7f", "\"\x7f\"" },
+        { "/", "\"/\"" },
+        { " ~", "\" ~\"" },
+        /* UTF-8 passes through: é, U+1F600, and U+2028 (which jansson
+         * does not escape either). */
+        { "caf\xc3\xa9", "\"caf\xc3\xa9\"" },
+        { "\xf0\x9f\x98\x80", "\"\xf0\x9f\x98\x80\"" },
+        { "\xe2\x80\xa8", "\"\xe2\x80\xa8\"" },
+        /* Escapes at the start, at the end, back to back, between runs. */
+        { "\x01" "x", "\"\\u0001x\"" },
+        { "x" "\x1f", "\"x\\u001f\"" },
+        { "\n\n\"\"", "\"\\n\\n\\\"\\\"\"" },
+        { "a\"b\\c\nd\te", "\"a\\\"b\\\\c\\nd\\te\"" },
+        { "<\xc3\xa9\t\xf0\x9f\x98\x80>", "\"<\xc3\xa9\\t\xf0\x9f\x98\x80>\"" },
+    };
+    apr_pool_t *dp = dirty_pool(p);
+    svc_jbuf_t b;
+    size_t i;
+    int c;
+
+    for (i = 0; i < sizeof(vec) / sizeof(vec[0]); i++) {
+        SVC_CHECK_STR(jstr(dp, vec[i][0]), vec[i][1]);
+    }
+    SVC_CHECK_STR(jstr(dp, NULL), "null");
+
+    /* Every control character, the expectation built here: the five short
+     * escapes, else \u00XX with lowercase hex (what PostgreSQL's json
+     * writes; jansson writes the same code point in uppercase). */
+    for (c = 1; c < 0x20; c++) {
+        char in[2] = { (char)c, '\0' };
+        const char *want;
+        switch (c) {
+        case '\b': want = "\"\\b\""; break;
+        case '\f': want = "\"\\f\""; break;
+        case '\n': want = "\"\\n\""; break;
+        case '\r': want = "\"\\r\""; break;
+        case '\t': want = "\"\\t\""; break;
+        default:   want = apr_psprintf(p, "\"\\u%04x\"", (unsigned)c); break;
+        }
+        SVC_CHECK_STR(jstr(dp, in), want);
+    }
+
+    /* Strings among other output: each is appended, nothing else touched. */
+    svc_jbuf_init(&b, dp, 0);
+    svc_jbuf_raw(&b, "[", 1);
+    svc_jbuf_string(&b, "a\n");
+    svc_jbuf_raw(&b, ",", 1);
+    svc_jbuf_string(&b, NULL);
+    svc_jbuf_raw(&b, ",", 1);
+    svc_jbuf_string(&b, "");
+    svc_jbuf_raw(&b, "]", 1);
+    SVC_CHECK_STR(svc_jbuf_text(&b, NULL), "[\"a\\n\",null,\"\"]");
+}
+
+/* Writes scalar value cp (not a surrogate, not 0) as UTF-8; returns the length. */
+static apr_size_t utf8_put(char *out, apr_uint32_t cp)
+{
+    if (cp < 0x80) {
+        out[0] = (char)cp;
+        return 1;
+    }
+    if (cp < 0x800) {
+        out[0] = (char)(0xc0 | (cp >> 6));
+        out[1] = (char)(0x80 | (cp & 0x3f));
+        return 2;
+    }
+    if (cp < 0x10000) {
+        out[0] = (char)(0xe0 | (cp >> 12));
+        out[1] = (char)(0x80 | ((cp >> 6) & 0x3f));
+        out[2] = (char)(0x80 | (cp & 0x3f));
+        return 3;
+    }
+    out[0] = (char)(0xf0 | (cp >> 18));
+    out[1] = (char)(0x80 | ((cp >> 12) & 0x3f));
+    out[2] = (char)(0x80 | ((cp >> 6) & 0x3f));
+    out[3] = (char)(0x80 | (cp & 0x3f));
+    return 4;
+}
+
+/* A random Unicode scalar value other than U+0000, weighted toward what
+ * needs escaping and toward each UTF-8 length. */
+static apr_uint32_t random_cp(apr_uint64_t *seed)
+{
+    static const char special[] = "\"\\/\x7f";
+    apr_uint32_t cp;
+
+    switch (next_rand(seed) % 8) {
+    case 0:
+        return 1 + (apr_uint32_t)(next_rand(seed) % 0x1f);
+    case 1:
+        return (unsigned char)special[next_rand(seed) % (sizeof(special) - 1)];
+    case 2:
+    case 3:
+        return 0x20 + (apr_uint32_t)(next_rand(seed) % 0x5f);
+    case 4:
+        return 0x80 + (apr_uint32_t)(next_rand(seed) % (0x800 - 0x80));
+    case 5:
+        cp = 0x800 + (apr_uint32_t)(next_rand(seed) % (0x10000 - 0x800 - 0x800));
+        return cp >= 0xd800 ? cp + 0x800 : cp;     /* skip the surrogates */
+    case 6:
+        return 0x10000 + (apr_uint32_t)(next_rand(seed) % (0x110000 - 0x10000));
+    default:
+        cp = 1 + (apr_uint32_t)(next_rand(seed) % (0x110000 - 0x800 - 1));
+        return cp >= 0xd800 ? cp + 0x800 : cp;
+    }
+}
+
+/*
+ * jansson writes \u escapes with uppercase hex ("\u001F"), svc_jbuf with
+ * lowercase: the one difference allowed. Lowercases the four digits of each
+ * \u escape in s (JSON text), leaving everything else as it is.
+ */
+static void lower_u_escapes(char *s)
+{
+    for (; *s; s++) {
+        if (*s == '\\') {
+            int k;
+            if (!*++s) {
+                return;
+            }
+            if (*s != 'u') {
+                continue;
+            }
+            for (k = 1; k <= 4 && s[k]; k++) {
+                s[k] = (char)apr_tolower(s[k]);
+            }
+            s += k - 1;
+        }
+    }
+}
+
+/*
+ * Thousands of random valid UTF-8 strings: svc_jbuf_string writes exactly
+ * the bytes jansson's json_dumps writes for them (up to the case of the hex
+ * digits, above), and jansson's parser reads them back as the same string.
+ */
+SVC_TEST(jbuf_string_matches_jansson)
+{
+    apr_uint64_t seed = 0x5eed;
+    int i, failures = 0;
+
+    for (i = 0; i < 5000 && failures < 5; i++) {
+        char s[41 * 4 + 1];
+        apr_size_t n = 0;
+        int k, ncp = (int)(next_rand(&seed) % 41);
+        json_t *js, *back;
+        json_error_t jerr;
+        char *theirs;
+        const char *ours;
+
+        for (k = 0; k < ncp; k++) {
+            n += utf8_put(s + n, random_cp(&seed));
+        }
+        s[n] = '\0';
+        ours = jstr(p, s);
+        js = json_string(s);
+        theirs = js ? json_dumps(js, JSON_ENCODE_ANY) : NULL;
+        json_decref(js);
+        if (!theirs) {
+            /* jansson refuses invalid UTF-8: the generator is broken. */
+            SVC_CHECK(!"json_string refused a generated string");
+            return;
+        }
+        lower_u_escapes(theirs);
+        back = json_loads(ours, JSON_DECODE_ANY, &jerr);
+        if (strcmp(ours, theirs) != 0 || !json_is_string(back)
+            || json_string_length(back) != n || memcmp(json_string_value(back), s, n) != 0) {
+            fprintf(stderr, "%s:%d: string %d: ours %s, jansson's %s\n", __FILE__, __LINE__,
+                    i, ours, theirs);
+            svc_test_failed_checks++;
+            failures++;
+        }
+        json_decref(back);
+        free(theirs);
+    }
+}
+
+/*
+ * Appends far past the initial capacity, in pieces of every size (some
+ * larger than the whole buffer so far, some empty, some with NUL bytes):
+ * the text is exactly the concatenation, and there is always room for the
+ * NUL that svc_jbuf_text writes (cap > len).
+ */
+SVC_TEST(jbuf_growth)
+{
+    apr_size_t total = 0, len = 12345, wlen = 0;
+    apr_uint64_t seed = 42;
+    apr_pool_t *dp = dirty_pool(p);
+    svc_jbuf_t b;
+    char *want, *piece, *text;
+    int i, bad = 0;
+
+    /* An empty buffer is "" (even with a hint below the minimum). The
+     * buffers live in reused memory, so a missing NUL would show. */
+    svc_jbuf_init(&b, dp, 1);
+    text = svc_jbuf_text(&b, &len);
+    SVC_CHECK_STR(text, "");
+    SVC_CHECK_INT(len, 0);
+
+    /* An append that exactly fills the capacity still leaves room for the
+     * NUL (the minimum capacity is 64). */
+    svc_jbuf_init(&b, dp, 64);
+    svc_jbuf_raw(&b, repeat(p, 'x', 64), 64);
+    SVC_CHECK(b.cap > b.len);
+    text = svc_jbuf_text(&b, &len);
+    SVC_CHECK_INT(len, 64);
+    SVC_CHECK_STR(text, repeat(p, 'x', 64));
+
+    piece = apr_palloc(p, 20000);
+    /* 2000 pieces of under 300 bytes and 20 of at most 20000. */
+    want = apr_palloc(p, 2000 * 300 + 20 * 20000);
+    svc_jbuf_init(&b, dp, 0);
+    for (i = 0; i < 2000; i++) {
+        apr_size_t n = i % 100 == 7 ? 2 * total + 1000 : (apr_size_t)(next_rand(&seed) % 300);
+        apr_size_t k;
+
+        n = n > 20000 ? 20000 : n;
+        for (k = 0; k < n; k++) {
+            piece[k] = (char)(k % 61 == 60 ? '\0' : 'a' + (i + (int)k) % 26);
+        }
+        svc_jbuf_raw(&b, piece, n);
+        memcpy(want + wlen, piece, n);
+        wlen += n;
+        total += n;
+        if (b.len != wlen || b.cap <= b.len) {
+            bad++;
+        }
+        if (i % 97 == 0) {
+            text = svc_jbuf_text(&b, &len);
+            if (len != wlen || text[len] != '\0' || memcmp(text, want, wlen) != 0) {
+                bad++;
+            }
+        }
+    }
+    SVC_CHECK_INT(bad, 0);
+    SVC_CHECK(total > 100000);
+    text = svc_jbuf_text(&b, &len);
+    SVC_CHECK_INT(len, wlen);
+    SVC_CHECK(text[len] == '\0' && memcmp(text, want, wlen) == 0);
+    /* plen may be NULL, and reading the text does not end the buffer. */
+    svc_jbuf_raw(&b, "!", 1);
+    text = svc_jbuf_text(&b, NULL);
+    SVC_CHECK(text[wlen] == '!' && text[wlen + 1] == '\0' && memcmp(text, want, wlen) == 0);
+
+    /* A long string of escapes grows the buffer too: 10000 quotes. */
+    svc_jbuf_init(&b, dp, 0);
+    svc_jbuf_string(&b, repeat(p, '"', 10000));
+    text = svc_jbuf_text(&b, &len);
+    SVC_CHECK_INT(len, 20002);
+    SVC_CHECK(text[0] == '"' && text[20001] == '"' && text[20002] == '\0');
+    for (i = 1, bad = 0; i < 20001; i += 2) {
+        bad += text[i] != '\\' || text[i + 1] != '"';
+    }
+    SVC_CHECK_INT(bad, 0);
 }
 
 int main(int argc, const char *const *argv)

@@ -18,6 +18,7 @@
 #include "svc_db.h"
 #include "svc_json.h"
 #include "svc_migrate.h"
+#include "svc_page.h"
 
 /* ---------------------------------------------------------------------- */
 /* Helpers                                                                 */
@@ -1381,6 +1382,556 @@ SVC_TEST(db_migrate_current)
                       p, "SELECT count(*) FROM pg_tables WHERE schemaname = '%s'"
                       " AND tablename = 'audit_log'", schema)), "1");
     svc_testdb_value(p, db, apr_psprintf(p, "DROP SCHEMA %s CASCADE", schema));
+}
+
+/* ---------------------------------------------------------------------- */
+/* Binary results (SVC_STMT_BINARY) and rows written as JSON in C           */
+
+#define USEC APR_INT64_C(1000000)
+
+/* Integers of each width at their extremes, with a byte pattern that shows
+ * the byte order (0x0102..., 258 = 0x0102), and negatives that need sign
+ * extension from 16 and 32 bits. */
+#define INTS_SQL                                                              \
+    "SELECT 0::int2, '-32768'::int2, 32767::int2, (-2)::int2, 258::int2,"     \
+    " '-2147483648'::int4, 2147483647::int4, (-1)::int4, 16909060::int4,"     \
+    " '-9223372036854775808'::int8, 9223372036854775807::int8, (-1)::int8,"   \
+    " 72623859790382856::int8, (-4294967296)::int8"
+
+SVC_TEST(db_binary_ints)
+{
+    static const svc_stmt_t st_bin = {
+        "svc_ut_bin_ints", INTS_SQL, 0, SVC_STMT_READ | SVC_STMT_BINARY
+    };
+    static const svc_stmt_t st_txt = {
+        "svc_ut_txt_ints", INTS_SQL, 0, SVC_STMT_READ
+    };
+    static const struct {
+        apr_int64_t v;
+        unsigned oid;
+    } want[] = {
+        { 0, SVC_OID_INT2 }, { -32768, SVC_OID_INT2 }, { 32767, SVC_OID_INT2 },
+        { -2, SVC_OID_INT2 }, { 258, SVC_OID_INT2 },
+        { APR_INT64_C(-2147483648), SVC_OID_INT4 }, { 2147483647, SVC_OID_INT4 },
+        { -1, SVC_OID_INT4 }, { 16909060, SVC_OID_INT4 },
+        { APR_INT64_MIN, SVC_OID_INT8 }, { APR_INT64_MAX, SVC_OID_INT8 },
+        { -1, SVC_OID_INT8 }, { APR_INT64_C(72623859790382856), SVC_OID_INT8 },
+        { APR_INT64_C(-4294967296), SVC_OID_INT8 },
+    };
+    svc_db_t *db = svc_testdb_open(p);
+    svc_dbres_t *bin = NULL, *txt = NULL;
+    int col, ncols = (int)(sizeof(want) / sizeof(want[0]));
+
+    if (!db) {
+        return;
+    }
+    SVC_CHECK_INT(svc_db_exec(db, &st_bin, p, &bin, NULL), APR_SUCCESS);
+    SVC_CHECK_INT(svc_db_exec(db, &st_txt, p, &txt, NULL), APR_SUCCESS);
+    SVC_CHECK_INT(svc_dbres_cols(bin), ncols);
+    SVC_CHECK_INT(svc_dbres_cols(txt), ncols);
+    for (col = 0; col < ncols; col++) {
+        apr_int64_t vb = 77, vt = 77;
+        int fb = -1, ft = -1;
+
+        /* The same value from either format. */
+        if (svc_dbres_int64(bin, 0, col, &vb) != APR_SUCCESS || vb != want[col].v
+            || svc_dbres_int64(txt, 0, col, &vt) != APR_SUCCESS || vt != want[col].v) {
+            fprintf(stderr, "%s:%d: column %d: binary %" APR_INT64_T_FMT ", text %"
+                    APR_INT64_T_FMT ", want %" APR_INT64_T_FMT "\n", __FILE__, __LINE__,
+                    col, vb, vt, want[col].v);
+            svc_test_failed_checks++;
+        }
+        SVC_CHECK_INT(svc_dbres_type(bin, col, &fb), want[col].oid);
+        SVC_CHECK_INT(fb, 1);
+        SVC_CHECK_INT(svc_dbres_type(txt, col, &ft), want[col].oid);
+        SVC_CHECK_INT(ft, 0);
+    }
+    /* Out of range is 0 (and leaves the flag alone); the flag is optional. */
+    {
+        int f = 42;
+        SVC_CHECK_INT(svc_dbres_type(bin, ncols, &f), 0);
+        SVC_CHECK_INT(svc_dbres_type(bin, -1, &f), 0);
+        SVC_CHECK_INT(svc_dbres_type(NULL, 0, &f), 0);
+        SVC_CHECK_INT(f, 42);
+        SVC_CHECK_INT(svc_dbres_type(bin, 0, NULL), SVC_OID_INT2);
+        SVC_CHECK_INT(svc_dbres_cols(NULL), 0);
+    }
+}
+
+SVC_TEST(db_binary_bool_and_text)
+{
+    static const svc_stmt_t st = {
+        "svc_ut_bin_bool_text",
+        "SELECT true, false, NULL::boolean, $1::text, ''::text, NULL::text,"
+        " 'v'::varchar(5), 1::int4, NULL::int8, '2026-11-25 21:54:14+00'::timestamptz",
+        1, SVC_STMT_READ | SVC_STMT_BINARY
+    };
+    /* é, a quote, a newline, U+1F600: text travels as the same bytes. */
+    static const char text[] = "caf\xc3\xa9 \"q\"\n\xf0\x9f\x98\x80";
+    svc_db_t *db = svc_testdb_open(p);
+    svc_dbres_t *res = NULL;
+    apr_int64_t v;
+    int f;
+
+    if (!db) {
+        return;
+    }
+    SVC_CHECK_INT(svc_db_execv(db, &st, p, &res, text), APR_SUCCESS);
+    SVC_CHECK_INT(svc_dbres_bool(res, 0, 0), 1);
+    SVC_CHECK_INT(svc_dbres_bool(res, 0, 1), 0);
+    SVC_CHECK_INT(svc_dbres_bool(res, 0, 2), -1);
+    SVC_CHECK_STR(svc_dbres_str(res, 0, 3), text);
+    SVC_CHECK_STR(svc_dbres_str(res, 0, 4), "");
+    SVC_CHECK(svc_dbres_isnull(res, 0, 5));
+    SVC_CHECK(!svc_dbres_isnull(res, 0, 4));
+    SVC_CHECK_STR(svc_dbres_str(res, 0, 6), "v");
+    /* A binary value of another type is not read as something else: the
+     * int 1 is no boolean, the boolean no integer, nor the (8-byte)
+     * timestamptz an int8. */
+    SVC_CHECK_INT(svc_dbres_bool(res, 0, 7), -1);
+    v = 77;
+    SVC_CHECK_INT(svc_dbres_int64(res, 0, 7, &v), APR_SUCCESS);
+    SVC_CHECK_INT(v, 1);
+    SVC_CHECK_INT(svc_dbres_int64(res, 0, 0, &v), APR_EINVAL);
+    SVC_CHECK_INT(svc_dbres_int64(res, 0, 9, &v), APR_EINVAL);
+    /* NULL is no number in binary either. */
+    SVC_CHECK_INT(svc_dbres_int64(res, 0, 8, &v), APR_EINVAL);
+    SVC_CHECK_INT(v, 1);
+
+    SVC_CHECK_INT(svc_dbres_cols(res), 10);
+    SVC_CHECK_INT(svc_dbres_type(res, 0, &f), SVC_OID_BOOL);
+    SVC_CHECK_INT(f, 1);
+    SVC_CHECK_INT(svc_dbres_type(res, 3, &f), SVC_OID_TEXT);
+    SVC_CHECK_INT(svc_dbres_type(res, 6, &f), SVC_OID_VARCHAR);
+    SVC_CHECK_INT(svc_dbres_type(res, 7, &f), SVC_OID_INT4);
+    SVC_CHECK_INT(svc_dbres_type(res, 8, &f), SVC_OID_INT8);
+    SVC_CHECK_INT(svc_dbres_type(res, 9, &f), SVC_OID_TIMESTAMPTZ);
+    SVC_CHECK_INT(f, 1);
+}
+
+#define TIMES_SQL                                                             \
+    "SELECT '2026-11-25 21:54:14.75+00'::timestamptz,"                        \
+    " '2026-11-25 23:24:14.75+01:30'::timestamptz,"                           \
+    " '2000-01-01 00:00:00+00'::timestamptz,"                                 \
+    " '1969-12-31 23:59:59.999999+00'::timestamptz,"                          \
+    " '1970-01-01 00:00:00+00'::timestamptz,"                                 \
+    " '0001-01-01 00:00:00+00'::timestamptz,"                                 \
+    " '9999-12-31 23:59:59.999999+00'::timestamptz,"                          \
+    " 'infinity'::timestamptz, '-infinity'::timestamptz, NULL::timestamptz,"  \
+    " '2026-11-25 21:54:14.75'::timestamp, 1795643654750000::int8,"           \
+    " '2026-11-25 21:54:14.75+00'::text"
+
+SVC_TEST(db_binary_timestamptz)
+{
+    static const svc_stmt_t st_bin = {
+        "svc_ut_bin_times", TIMES_SQL, 0, SVC_STMT_READ | SVC_STMT_BINARY
+    };
+    static const svc_stmt_t st_txt = {
+        "svc_ut_txt_times", TIMES_SQL, 0, SVC_STMT_READ
+    };
+    /* Seconds from GNU date (date -u -d ... +%s). */
+    static const apr_time_t want[] = {
+        APR_INT64_C(1795643654) * USEC + 750000,
+        APR_INT64_C(1795643654) * USEC + 750000,  /* the same instant */
+        APR_INT64_C(946684800) * USEC,            /* zero on the wire */
+        -1,
+        0,
+        APR_INT64_C(-62135596800) * USEC,
+        APR_INT64_C(253402300799) * USEC + 999999,
+    };
+    svc_db_t *db = svc_testdb_open(p);
+    svc_dbres_t *bin = NULL, *txt = NULL;
+    apr_time_t t;
+    int col, f;
+
+    if (!db) {
+        return;
+    }
+    /* The value on the wire is UTC whatever the session's zone is. */
+    SVC_CHECK_INT(svc_db_simple(db, "SET TimeZone = 'Asia/Kathmandu'", p), APR_SUCCESS);
+    SVC_CHECK_INT(svc_db_exec(db, &st_bin, p, &bin, NULL), APR_SUCCESS);
+    SVC_CHECK_INT(svc_db_exec(db, &st_txt, p, &txt, NULL), APR_SUCCESS);
+    for (col = 0; col < (int)(sizeof(want) / sizeof(want[0])); col++) {
+        t = 77;
+        if (svc_dbres_time(bin, 0, col, &t) != APR_SUCCESS || t != want[col]) {
+            fprintf(stderr, "%s:%d: column %d: %" APR_INT64_T_FMT ", want %"
+                    APR_INT64_T_FMT "\n", __FILE__, __LINE__, col, t, want[col]);
+            svc_test_failed_checks++;
+        }
+        SVC_CHECK_INT(svc_dbres_type(bin, col, &f), SVC_OID_TIMESTAMPTZ);
+        SVC_CHECK_INT(f, 1);
+        /* Text format is refused, not parsed. */
+        SVC_CHECK_INT(svc_dbres_time(txt, 0, col, &t), APR_EINVAL);
+        SVC_CHECK_INT(svc_dbres_type(txt, col, &f), SVC_OID_TIMESTAMPTZ);
+        SVC_CHECK_INT(f, 0);
+    }
+    /* infinity, -infinity, NULL; a timestamp without zone and an int8
+     * (both 8 bytes, like a timestamptz) and a text. */
+    for (col = 7; col <= 12; col++) {
+        t = 77;
+        if (svc_dbres_time(bin, 0, col, &t) != APR_EINVAL) {
+            fprintf(stderr, "%s:%d: column %d read as a time: %" APR_INT64_T_FMT "\n",
+                    __FILE__, __LINE__, col, t);
+            svc_test_failed_checks++;
+        }
+    }
+    SVC_CHECK_INT(svc_dbres_time(bin, 1, 0, &t), APR_EINVAL);   /* no such row */
+    SVC_CHECK_INT(svc_dbres_time(bin, 0, 13, &t), APR_EINVAL);  /* no such column */
+}
+
+/* A binary read carried in the same round trip as a deferred check still
+ * comes back binary (the pipeline path asks for the format too), and the
+ * deferred text statement still comes back text. */
+SVC_TEST(db_binary_read_rides_with_a_deferred_check)
+{
+    static const svc_stmt_t st = {
+        "svc_ut_bin_piped", "SELECT (-2)::int2, '2026-11-25 21:54:14.75+00'::timestamptz", 0,
+        SVC_STMT_READ | SVC_STMT_BINARY
+    };
+    svc_db_t *db = svc_testdb_open(p);
+    check_baton_t b = { 0, APR_SUCCESS, "" };
+    const char *params[1] = { "checked" };
+    svc_dbres_t *res = NULL;
+    svc_db_stats_t s;
+    apr_int64_t v = 0;
+    apr_time_t t = 0;
+
+    if (!db) {
+        return;
+    }
+    SVC_CHECK_INT(svc_db_defer(db, &st_echo, params, record_check, &b, p), APR_SUCCESS);
+    SVC_CHECK_INT(svc_db_exec(db, &st, p, &res, NULL), APR_SUCCESS);
+    svc_db_stats(db, &s);
+    SVC_CHECK_INT(s.pipelined, 1);
+    SVC_CHECK_STR(b.seen, "checked");
+    SVC_CHECK_INT(svc_dbres_int64(res, 0, 0, &v), APR_SUCCESS);
+    SVC_CHECK_INT(v, -2);
+    SVC_CHECK_INT(svc_dbres_time(res, 0, 1, &t), APR_SUCCESS);
+    SVC_CHECK(t == APR_INT64_C(1795643654) * USEC + 750000);
+}
+
+static const svc_col_t shape_owner[] = {
+    SVC_COL("id", SVC_COL_INT),
+    SVC_COL("name", SVC_COL_TEXT),
+    SVC_COL_END
+};
+
+SVC_TEST(db_shape_check)
+{
+#define SHAPE_SQL                                                             \
+    "SELECT 1::int8, 'x'::text, 2::int4, true, now(), 3::int2, 'y'::varchar(3)"
+    static const svc_stmt_t st_bin = {
+        "svc_ut_shape_bin", SHAPE_SQL, 0, SVC_STMT_READ | SVC_STMT_BINARY
+    };
+    static const svc_stmt_t st_txt = {
+        "svc_ut_shape_txt", SHAPE_SQL, 0, SVC_STMT_READ
+    };
+    static const svc_stmt_t st_ts = {
+        "svc_ut_shape_ts", "SELECT 1::int8, now()::timestamp", 0,
+        SVC_STMT_READ | SVC_STMT_BINARY
+    };
+#undef SHAPE_SQL
+    /* From column 1: text, int, bool, time, then an object of int and text. */
+    static const svc_col_t fits[] = {
+        SVC_COL("name", SVC_COL_TEXT), SVC_COL("n", SVC_COL_INT),
+        SVC_COL("flag", SVC_COL_BOOL), SVC_COL("at", SVC_COL_TIME),
+        SVC_COL_NEST("owner", shape_owner), SVC_COL_END
+    };
+    /* The same with the ordering key: from column 0. */
+    static const svc_col_t fits0[] = {
+        SVC_COL("seq", SVC_COL_INT), SVC_COL("name", SVC_COL_TEXT),
+        SVC_COL("n", SVC_COL_INT), SVC_COL("flag", SVC_COL_BOOL),
+        SVC_COL("at", SVC_COL_TIME), SVC_COL("m", SVC_COL_INT),
+        SVC_COL("s", SVC_COL_TEXT), SVC_COL_END
+    };
+    static const svc_col_t too_few[] = {
+        SVC_COL("name", SVC_COL_TEXT), SVC_COL("n", SVC_COL_INT),
+        SVC_COL("flag", SVC_COL_BOOL), SVC_COL("at", SVC_COL_TIME),
+        SVC_COL("m", SVC_COL_INT), SVC_COL_END
+    };
+    static const svc_col_t too_many[] = {
+        SVC_COL("name", SVC_COL_TEXT), SVC_COL("n", SVC_COL_INT),
+        SVC_COL("flag", SVC_COL_BOOL), SVC_COL("at", SVC_COL_TIME),
+        SVC_COL_NEST("owner", shape_owner), SVC_COL("more", SVC_COL_TEXT), SVC_COL_END
+    };
+    static const svc_col_t text_on_int[] = {
+        SVC_COL("name", SVC_COL_TEXT), SVC_COL("n", SVC_COL_TEXT),
+        SVC_COL("flag", SVC_COL_BOOL), SVC_COL("at", SVC_COL_TIME),
+        SVC_COL_NEST("owner", shape_owner), SVC_COL_END
+    };
+    static const svc_col_t int_on_text[] = {
+        SVC_COL("name", SVC_COL_INT), SVC_COL("n", SVC_COL_INT),
+        SVC_COL("flag", SVC_COL_BOOL), SVC_COL("at", SVC_COL_TIME),
+        SVC_COL_NEST("owner", shape_owner), SVC_COL_END
+    };
+    static const svc_col_t bool_on_int[] = {
+        SVC_COL("name", SVC_COL_TEXT), SVC_COL("n", SVC_COL_BOOL),
+        SVC_COL("flag", SVC_COL_BOOL), SVC_COL("at", SVC_COL_TIME),
+        SVC_COL_NEST("owner", shape_owner), SVC_COL_END
+    };
+    static const svc_col_t time_on_int[] = {
+        SVC_COL("name", SVC_COL_TEXT), SVC_COL("n", SVC_COL_TIME),
+        SVC_COL("flag", SVC_COL_BOOL), SVC_COL("at", SVC_COL_TIME),
+        SVC_COL_NEST("owner", shape_owner), SVC_COL_END
+    };
+    /* Without the time, a text-format result fits too. */
+    static const svc_col_t no_time[] = {
+        SVC_COL("name", SVC_COL_TEXT), SVC_COL("n", SVC_COL_INT),
+        SVC_COL("flag", SVC_COL_BOOL), SVC_COL_END
+    };
+    static const svc_col_t ts_time[] = {
+        SVC_COL("at", SVC_COL_TIME), SVC_COL_END
+    };
+    static const svc_stmt_t st_part = {
+        "svc_ut_shape_part", "SELECT 1::int8, 'x'::text, 2::int4, true", 0,
+        SVC_STMT_READ
+    };
+    svc_db_t *db = svc_testdb_open(p);
+    svc_dbres_t *bin = NULL, *txt = NULL, *ts = NULL, *part = NULL;
+
+    if (!db) {
+        return;
+    }
+    SVC_CHECK_INT(svc_db_exec(db, &st_bin, p, &bin, NULL), APR_SUCCESS);
+    SVC_CHECK_INT(svc_db_exec(db, &st_txt, p, &txt, NULL), APR_SUCCESS);
+    SVC_CHECK_INT(svc_db_exec(db, &st_ts, p, &ts, NULL), APR_SUCCESS);
+    SVC_CHECK_INT(svc_db_exec(db, &st_part, p, &part, NULL), APR_SUCCESS);
+
+    SVC_CHECK_INT(svc_shape_check(bin, 1, fits), APR_SUCCESS);
+    SVC_CHECK_INT(svc_shape_check(bin, 0, fits0), APR_SUCCESS);
+    /* The shape must take every column from `col` on, no fewer, no more. */
+    SVC_CHECK_INT(svc_shape_check(bin, 1, too_few), SVC_EDB);
+    SVC_CHECK_INT(svc_shape_check(bin, 1, too_many), SVC_EDB);
+    SVC_CHECK_INT(svc_shape_check(bin, 0, fits), SVC_EDB);
+    SVC_CHECK_INT(svc_shape_check(bin, 2, fits), SVC_EDB);
+    /* Types. */
+    SVC_CHECK_INT(svc_shape_check(bin, 1, text_on_int), SVC_EDB);
+    SVC_CHECK_INT(svc_shape_check(bin, 1, int_on_text), SVC_EDB);
+    SVC_CHECK_INT(svc_shape_check(bin, 1, bool_on_int), SVC_EDB);
+    SVC_CHECK_INT(svc_shape_check(bin, 1, time_on_int), SVC_EDB);
+    SVC_CHECK_INT(svc_shape_check(ts, 1, ts_time), SVC_EDB);     /* timestamp, no zone */
+    /* A time needs the binary format; the other types read from either. */
+    SVC_CHECK_INT(svc_shape_check(txt, 1, fits), SVC_EDB);
+    SVC_CHECK_INT(svc_shape_check(txt, 0, fits0), SVC_EDB);
+    SVC_CHECK_INT(svc_shape_check(part, 1, no_time), APR_SUCCESS);
+}
+
+/* The instant as PostgreSQL writes it for the expectation. */
+#define PG_RFC3339(c) "to_char(" c " AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"')"
+
+/*
+ * Rows of every kind: NULLs everywhere, the nested owner null (when its
+ * first column is NULL, even with others set) or present with NULLs inside,
+ * text that needs escaping, booleans, ints at their extremes, times before
+ * 1970 with a fraction, at the ends of years 1 and 9999, given in another
+ * zone.
+ */
+#define ROWS_CTE                                                              \
+    "WITH r(id, big, small, name, flag, at, o_id, o_name, o_admin, o_since,"  \
+    " note) AS (VALUES"                                                       \
+    " (1, 1::int8, 1::int2, 'plain'::text, true,"                             \
+    "  '2026-11-25 21:54:14.75+00'::timestamptz, 10::int8, 'owner'::text,"    \
+    "  true, '2020-01-01 00:00:00+00'::timestamptz, 'n1'::varchar(20)),"      \
+    " (2, '-9223372036854775808'::int8, '-32768'::int2,"                      \
+    "  E'quote \" backslash \\\\ nl \\n tab \\t cr \\r bs \\b ff \\f '"       \
+    "  || chr(1) || chr(31) || chr(127) || chr(233) || chr(128512)"           \
+    "  || chr(8232) || ' /', false, '1969-12-31 23:59:59.5+00', NULL, NULL,"  \
+    "  NULL, NULL, NULL),"                                                    \
+    " (3, NULL, NULL, NULL, NULL, NULL, NULL, 'ghost', false,"                \
+    "  '2021-06-01 12:00:00+00', ''),"                                        \
+    " (4, 9223372036854775807, 32767, '', false,"                             \
+    "  '0001-01-01 00:00:00+00', 0, NULL, NULL, NULL, 'tail'),"               \
+    " (5, -1, -1, E'\\u00e9t\\u00e9', NULL,"                                  \
+    "  '9999-12-31 23:59:59.999999+00', '-1', E'\\\\\"', NULL,"               \
+    "  '2026-11-26 03:24:14.999+05:30', NULL))"
+
+static const svc_col_t row_owner[] = {
+    SVC_COL("id", SVC_COL_INT),
+    SVC_COL("name", SVC_COL_TEXT),
+    SVC_COL("admin", SVC_COL_BOOL),
+    SVC_COL("since", SVC_COL_TIME),
+    SVC_COL_END
+};
+
+static const svc_col_t row_item[] = {
+    SVC_COL("id", SVC_COL_INT),
+    SVC_COL("big", SVC_COL_INT),
+    SVC_COL("small", SVC_COL_INT),
+    SVC_COL("name", SVC_COL_TEXT),
+    SVC_COL("flag", SVC_COL_BOOL),
+    SVC_COL("at", SVC_COL_TIME),
+    SVC_COL_NEST("owner", row_owner),
+    SVC_COL("note", SVC_COL_TEXT),
+    SVC_COL_END
+};
+
+/* Parses JSON text (any value), or prints why not and returns NULL. */
+static json_t *json_of(apr_pool_t *p, const char *text)
+{
+    json_error_t jerr;
+    json_t *j = json_loads(text ? text : "", JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &jerr);
+
+    if (!j) {
+        fprintf(stderr, "# not JSON (%s): %s\n", jerr.text, text ? text : "(null)");
+        return NULL;
+    }
+    return svc_json_pool(p, j);
+}
+
+SVC_TEST(db_json_row_matches_postgres)
+{
+    static const svc_stmt_t st_rows = {
+        "svc_ut_json_rows",
+        ROWS_CTE " SELECT id, id, big, small, name, flag, at, o_id, o_name, o_admin,"
+        " o_since, note FROM r ORDER BY id",
+        0, SVC_STMT_READ | SVC_STMT_BINARY
+    };
+    static const svc_stmt_t st_want = {
+        "svc_ut_json_want",
+        ROWS_CTE " SELECT json_build_object('id', id, 'big', big, 'small', small,"
+        " 'name', name, 'flag', flag, 'at', " PG_RFC3339("at") ","
+        " 'owner', CASE WHEN o_id IS NULL THEN NULL ELSE json_build_object("
+        "   'id', o_id, 'name', o_name, 'admin', o_admin,"
+        "   'since', " PG_RFC3339("o_since") ") END,"
+        " 'note', note)::text FROM r ORDER BY id",
+        0, SVC_STMT_READ
+    };
+    svc_db_t *db = svc_testdb_open(p);
+    svc_dbres_t *res = NULL, *exp = NULL;
+    json_t *all;
+    svc_jbuf_t b;
+    int i, n;
+
+    if (!db) {
+        return;
+    }
+    /* Times are written in UTC whatever the session's zone. */
+    SVC_CHECK_INT(svc_db_simple(db, "SET TimeZone = 'America/St_Johns'", p), APR_SUCCESS);
+    SVC_CHECK_INT(svc_db_exec(db, &st_rows, p, &res, NULL), APR_SUCCESS);
+    SVC_CHECK_INT(svc_db_exec(db, &st_want, p, &exp, NULL), APR_SUCCESS);
+    n = svc_dbres_rows(res);
+    SVC_CHECK_INT(n, 5);
+    SVC_CHECK_INT(svc_dbres_rows(exp), n);
+    SVC_CHECK_INT(svc_shape_check(res, 1, row_item), APR_SUCCESS);
+
+    /* All rows into one buffer (it grows from the minimum), as a list. */
+    svc_jbuf_init(&b, p, 0);
+    svc_jbuf_raw(&b, "[", 1);
+    for (i = 0; i < n; i++) {
+        if (i) {
+            svc_jbuf_raw(&b, ",", 1);
+        }
+        SVC_CHECK_INT(svc_json_row(&b, res, i, 1, row_item), APR_SUCCESS);
+    }
+    svc_jbuf_raw(&b, "]", 1);
+    all = json_of(p, svc_jbuf_text(&b, NULL));
+    SVC_CHECK(json_is_array(all));
+    SVC_CHECK_INT(json_array_size(all), n);
+    for (i = 0; i < n && json_is_array(all); i++) {
+        json_t *got = json_array_get(all, (size_t)i);
+        json_t *want = json_of(p, svc_dbres_str(exp, i, 0));
+
+        if (!want || !json_equal(got, want)) {
+            char *g = json_dumps(got, JSON_SORT_KEYS | JSON_ENCODE_ANY);
+            char *w = want ? json_dumps(want, JSON_SORT_KEYS) : NULL;
+            fprintf(stderr, "%s:%d: row %d:\n#   ours %s\n#   want %s\n", __FILE__, __LINE__,
+                    i + 1, g ? g : "(none)", w ? w : "(none)");
+            free(g);
+            free(w);
+            svc_test_failed_checks++;
+        }
+    }
+
+    /* The exact text of one row: keys in shape order, no spaces. */
+    svc_jbuf_init(&b, p, 0);
+    SVC_CHECK_INT(svc_json_row(&b, res, 0, 1, row_item), APR_SUCCESS);
+    SVC_CHECK_STR(svc_jbuf_text(&b, NULL),
+                  "{\"id\":1,\"big\":1,\"small\":1,\"name\":\"plain\",\"flag\":true,"
+                  "\"at\":\"2026-11-25T21:54:14Z\",\"owner\":{\"id\":10,\"name\":\"owner\","
+                  "\"admin\":true,\"since\":\"2020-01-01T00:00:00Z\"},\"note\":\"n1\"}");
+    svc_jbuf_init(&b, p, 0);
+    SVC_CHECK_INT(svc_json_row(&b, res, 2, 1, row_item), APR_SUCCESS);
+    SVC_CHECK_STR(svc_jbuf_text(&b, NULL),
+                  "{\"id\":3,\"big\":null,\"small\":null,\"name\":null,\"flag\":null,"
+                  "\"at\":null,\"owner\":null,\"note\":\"\"}");
+}
+
+/*
+ * A null object that holds an object: the columns of the inner one are
+ * skipped too, so the next key reads its own column. (svc_shape_check
+ * counts every column of every level; svc_json_row must agree.)
+ */
+SVC_TEST(db_json_row_null_object_with_nested_object)
+{
+    static const svc_stmt_t st = {
+        "svc_ut_json_nest2",
+        "SELECT t_id, l_id, l_name, after FROM (VALUES"
+        " (1, NULL::int8, 5::int8, 'x'::text, 'tail'::text),"
+        " (2, 7, NULL, 'y', 'tail'),"
+        " (3, 7, 5, 'z', 'tail')) v(k, t_id, l_id, l_name, after) ORDER BY k",
+        0, SVC_STMT_READ | SVC_STMT_BINARY
+    };
+    static const svc_col_t lead[] = {
+        SVC_COL("id", SVC_COL_INT), SVC_COL("name", SVC_COL_TEXT), SVC_COL_END
+    };
+    static const svc_col_t team[] = {
+        SVC_COL("id", SVC_COL_INT), SVC_COL_NEST("lead", lead), SVC_COL_END
+    };
+    static const svc_col_t item[] = {
+        SVC_COL_NEST("team", team), SVC_COL("after", SVC_COL_TEXT), SVC_COL_END
+    };
+    static const char *const want[] = {
+        "{\"team\":null,\"after\":\"tail\"}",
+        "{\"team\":{\"id\":7,\"lead\":null},\"after\":\"tail\"}",
+        "{\"team\":{\"id\":7,\"lead\":{\"id\":5,\"name\":\"z\"}},\"after\":\"tail\"}",
+    };
+    svc_db_t *db = svc_testdb_open(p);
+    svc_dbres_t *res = NULL;
+    int i;
+
+    if (!db) {
+        return;
+    }
+    SVC_CHECK_INT(svc_db_exec(db, &st, p, &res, NULL), APR_SUCCESS);
+    SVC_CHECK_INT(svc_shape_check(res, 0, item), APR_SUCCESS);
+    for (i = 0; i < 3; i++) {
+        svc_jbuf_t b;
+        svc_jbuf_init(&b, p, 0);
+        SVC_CHECK_INT(svc_json_row(&b, res, i, 0, item), APR_SUCCESS);
+        SVC_CHECK_STR(svc_jbuf_text(&b, NULL), want[i]);
+    }
+}
+
+/* A time the shape accepts but JSON cannot say (infinity, a year past 9999)
+ * fails the row instead of writing something wrong. */
+SVC_TEST(db_json_row_refuses_unwritable_times)
+{
+    static const svc_stmt_t st = {
+        "svc_ut_json_badtime",
+        "SELECT t FROM (VALUES (1, 'infinity'::timestamptz), (2, '-infinity'),"
+        " (3, '10000-01-01 00:00:00+00'), (4, '0001-01-01 00:00:00+00'::timestamptz"
+        " - interval '1 microsecond'), (5, '9999-12-31 23:59:59.999999+00'))"
+        " v(k, t) ORDER BY k",
+        0, SVC_STMT_READ | SVC_STMT_BINARY
+    };
+    static const svc_col_t item[] = { SVC_COL("t", SVC_COL_TIME), SVC_COL_END };
+    svc_db_t *db = svc_testdb_open(p);
+    svc_dbres_t *res = NULL;
+    svc_jbuf_t b;
+    int i;
+
+    if (!db) {
+        return;
+    }
+    SVC_CHECK_INT(svc_db_exec(db, &st, p, &res, NULL), APR_SUCCESS);
+    SVC_CHECK_INT(svc_shape_check(res, 0, item), APR_SUCCESS);
+    for (i = 0; i < 4; i++) {
+        svc_jbuf_init(&b, p, 0);
+        SVC_CHECK_INT(svc_json_row(&b, res, i, 0, item), SVC_EDB);
+    }
+    svc_jbuf_init(&b, p, 0);
+    SVC_CHECK_INT(svc_json_row(&b, res, 4, 0, item), APR_SUCCESS);
+    SVC_CHECK_STR(svc_jbuf_text(&b, NULL), "{\"t\":\"9999-12-31T23:59:59Z\"}");
 }
 
 int main(int argc, const char *const *argv)
