@@ -28,6 +28,7 @@ struct svc_principal_t {
     const char *token_org_slug;
     const char *token_expires_at;
     apr_int64_t token_expires_epoch;
+    apr_int64_t user_rev;       /* api_tokens.user_rev: the user's details as read */
     /* Set for a session caller. */
     const char *session_id;
     /* The credential's last use is due to be recorded (after the request). */

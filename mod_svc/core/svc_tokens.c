@@ -48,26 +48,29 @@ static const svc_col_t token_item[] = {
 };
 
 /*
- * Both token statements start with the same ten columns (TOKEN_VERDICT), so
- * one function reads the verdict from either: the token, scope and binding,
- * whether it is revoked or expired, whether its last use is due to be
- * recorded, and the user. The full lookup adds what never changes for a
- * token (the binding's slug, the expiry) for the cache to keep.
+ * Both token statements start with the same eight columns (TOKEN_VERDICT),
+ * so one function reads the verdict from either: the token, scope and
+ * binding, whether it is revoked or expired, whether its last use is due to
+ * be recorded, the user, and the revision of the user's identity (bumped by
+ * sql/005 whenever email, name or the founder flag change). The full lookup
+ * adds the user's details and what never changes for a token (the binding's
+ * slug, the expiry), for the cache to keep.
  */
 #define TOKEN_VERDICT                                                               \
     "SELECT t.id, t.scope, t.org_id, t.revoked_at IS NOT NULL,"                     \
     " t.expires_at <= now(),"                                                       \
     " t.last_used_at IS NULL OR t.last_used_at < now() - make_interval(secs => $2::int),"\
-    " u.id, u.email, u.name, u.founder"
+    " t.user_id, t.user_rev"
 
 enum {
-    TV_ID, TV_SCOPE, TV_ORG, TV_REVOKED, TV_EXPIRED, TV_TOUCH, TV_USER, TV_EMAIL, TV_NAME,
-    TV_FOUNDER, TV_ORG_SLUG, TV_EXPIRES_AT, TV_EXPIRES_EPOCH
+    TV_ID, TV_SCOPE, TV_ORG, TV_REVOKED, TV_EXPIRED, TV_TOUCH, TV_USER, TV_USER_REV,
+    TV_EMAIL, TV_NAME, TV_FOUNDER, TV_ORG_SLUG, TV_EXPIRES_AT, TV_EXPIRES_EPOCH
 };
 
 static const svc_stmt_t st_tok_auth = {
     "svc_tokens_auth",
-    TOKEN_VERDICT ", o.slug, svc_ts(t.expires_at), extract(epoch FROM t.expires_at)::bigint"
+    TOKEN_VERDICT ", u.email, u.name, u.founder,"
+    " o.slug, svc_ts(t.expires_at), extract(epoch FROM t.expires_at)::bigint"
     " FROM api_tokens t JOIN users u ON u.id = t.user_id"
     " LEFT JOIN orgs o ON o.id = t.org_id"
     " WHERE t.secret_hash = $1::bytea",
@@ -75,14 +78,15 @@ static const svc_stmt_t st_tok_auth = {
 };
 
 /*
- * The lean form of st_tok_auth for a cached token: only what can change
- * (revocation, expiry by the clock, the user's details) and what identifies
- * the principal, so the check is cheap on every request.
+ * The lean form of st_tok_auth for a cached token, run on every request:
+ * one index lookup in one table, returning only what can change
+ * (revocation, expiry by the clock, the user's identity revision) and what
+ * identifies the principal.
  */
 static const svc_stmt_t st_tok_check = {
     "svc_tokens_check",
     TOKEN_VERDICT
-    " FROM api_tokens t JOIN users u ON u.id = t.user_id"
+    " FROM api_tokens t"
     " WHERE t.secret_hash = $1::bytea",
     2, SVC_STMT_READ
 };
@@ -179,10 +183,10 @@ void svc_pat_hash(const svc_config_t *conf, const char *secret, unsigned char ou
 }
 
 /*
- * The principal a row of st_tok_auth describes, or a 401 problem. It only
- * reads the row, so the synchronous and the deferred path share it.
+ * Unknown, revoked or expired: the 401 to answer; else APR_SUCCESS. It only
+ * reads TOKEN_VERDICT's columns, so the full lookup and the deferred check
+ * share it.
  */
-/* Unknown, revoked or expired: the 401 to answer; else APR_SUCCESS. */
 static apr_status_t token_verdict(svc_ctx_t *ctx, const svc_dbres_t *res)
 {
     if (svc_dbres_rows(res) != 1) {
@@ -218,6 +222,9 @@ static apr_status_t principal_of(svc_ctx_t *ctx, const svc_dbres_t *res,
     who->email = apr_pstrdup(ctx->pool, svc_dbres_str(res, 0, TV_EMAIL));
     who->name = apr_pstrdup(ctx->pool, svc_dbres_str(res, 0, TV_NAME));
     who->founder = svc_dbres_bool(res, 0, TV_FOUNDER) == 1;
+    if (svc_dbres_int64(res, 0, TV_USER_REV, &who->user_rev) != APR_SUCCESS) {
+        return SVC_EDB;
+    }
     if (who->token_expires_at
         && svc_dbres_int64(res, 0, TV_EXPIRES_EPOCH, &who->token_expires_epoch) != APR_SUCCESS) {
         return SVC_EDB;
@@ -394,18 +401,20 @@ static int same_str(const char *a, const char *b)
 
 /*
  * Does a st_tok_check row confirm the assumed principal? Everything the
- * request may have used is compared; a token's expiry and org binding never
- * change, so the cached ones stand.
+ * request may have used is compared: the user's details through their
+ * revision; a token's expiry and org binding never change, so the cached
+ * ones stand.
  */
 static int row_confirms(const svc_dbres_t *res, const svc_principal_t *a)
 {
+    apr_int64_t rev;
+
     return same_str(svc_dbres_str(res, 0, TV_ID), a->token_id)
         && svc_scope_parse(svc_dbres_str(res, 0, TV_SCOPE)) == a->scope
         && same_str(svc_dbres_str(res, 0, TV_ORG), a->token_org_id)
         && same_str(svc_dbres_str(res, 0, TV_USER), a->user_id)
-        && same_str(svc_dbres_str(res, 0, TV_EMAIL), a->email)
-        && same_str(svc_dbres_str(res, 0, TV_NAME), a->name)
-        && (svc_dbres_bool(res, 0, TV_FOUNDER) == 1) == (a->founder != 0);
+        && svc_dbres_int64(res, 0, TV_USER_REV, &rev) == APR_SUCCESS
+        && rev == a->user_rev;
 }
 
 typedef struct {
