@@ -2,14 +2,17 @@
 # tools/bench.sh: `make bench`, wrk against the stack `make run` starts.
 #
 # In one httpd, one run: GET /api/me/tokens with an admin PAT (auth, a
-# database round trip, JSON out) and GET /noop (the module's no-op handler),
-# each for BENCH_REQUESTS requests over 32 connections after a warm-up.
-# Prints both throughputs, their ratio, p50/p99 latencies, and httpd's total
-# RSS (parent + children, from /proc) before and after the PAT run.
+# database round trip, JSON out), GET /noop (the module's no-op handler) and,
+# for scale, GET /internal/health (one trivial statement, no auth), each for
+# BENCH_REQUESTS requests over 32 connections after a warm-up. The PAT
+# belongs to a user made for the run with BENCH_TOKENS tokens, so the page
+# listed is the same on every run. Prints the throughputs, the ratios,
+# p50/p99 latencies, and httpd's total RSS (parent + children, from /proc)
+# before and after the PAT run.
 # The numbers are ratios to /noop on the same machine, never absolutes to
 # assert on.
 #
-#   BENCH_REQUESTS=200000 BENCH_CONNECTIONS=32 BENCH_WARMUP=5 PORT=8080
+#   BENCH_REQUESTS=200000 BENCH_CONNECTIONS=32 BENCH_WARMUP=5 BENCH_TOKENS=1 PORT=8080
 set -euo pipefail
 
 SVC_RUN_LIB=1
@@ -18,6 +21,7 @@ SVC_RUN_LIB=1
 
 REQUESTS=${BENCH_REQUESTS:-200000}
 CONNS=${BENCH_CONNECTIONS:-32}
+TOKENS=${BENCH_TOKENS:-1}
 WARMUP=${BENCH_WARMUP:-5}
 THREADS=${BENCH_THREADS:-$(nproc 2>/dev/null || echo 2)}
 [ "$THREADS" -le "$CONNS" ] || THREADS=$CONNS
@@ -121,31 +125,48 @@ main_bench() {
     # Files, not the terminal: a benchmark should not pay for a tty.
     httpd_start "$VAR/log/error_log"
 
-    local token code
-    token=$(cat "$VAR/admin.token")
+    # The caller is a user of its own, made for this run, holding exactly
+    # BENCH_TOKENS tokens: the page the PAT route lists is the same on every
+    # run and machine, not one that grows with each `make run`.
+    local token code user i path
+    user="bench-$(date -u +%Y%m%d%H%M%S)-$$@localhost"
+    "$SVCCTL" user add "$user" --name Bench >/dev/null
+    for ((i = 0; i < TOKENS; i++)); do
+        token=$("$SVCCTL" token create "$user" --scope admin --name "bench $((i + 1)) of $TOKENS")
+    done
     code=$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $token" \
            "http://127.0.0.1:$PORT/api/me/tokens")
     [ "$code" = 200 ] || die "GET /api/me/tokens answered $code, not 200"
-    code=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$PORT/noop")
-    [ "$code" = 200 ] || die "GET /noop answered $code, not 200"
+    for path in /noop /internal/health; do
+        code=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$PORT$path")
+        [ "$code" = 200 ] || die "GET $path answered $code, not 200"
+    done
 
     echo
     echo "bench: $CONNS connections, $THREADS wrk threads, $(nproc) CPUs;" \
-         "warm-up ${WARMUP}s per route, then $REQUESTS requests per route"
+         "warm-up ${WARMUP}s per route, then $REQUESTS requests per route;" \
+         "the PAT's user has $TOKENS token(s), $(curl -s -H "Authorization: Bearer $token" \
+         "http://127.0.0.1:$PORT/api/me/tokens" | wc -c) bytes listed"
     run_wrk warmup-pat /api/me/tokens "$token" 0 "$WARMUP" >/dev/null
     run_wrk warmup-noop /noop "" 0 "$WARMUP" >/dev/null
+    run_wrk warmup-health /internal/health "" 0 "$WARMUP" >/dev/null
 
-    local before after pat noop
+    local before after pat noop health
     before=$(total_rss_kib "$HTTPD_PID")
     pat=$(run_wrk pat /api/me/tokens "$token" "$REQUESTS" 600)
     after=$(total_rss_kib "$HTTPD_PID")
     noop=$(run_wrk noop /noop "" "$REQUESTS" 600)
+    # For scale: one trivial statement, no authentication. What a round trip
+    # to PostgreSQL costs on this machine, before any work of ours.
+    health=$(run_wrk health /internal/health "" "$REQUESTS" 600)
 
     echo
     report "GET /noop" "$noop"
+    report "GET /internal/health" "$health"
     report "GET /api/me/tokens" "$pat"
-    awk -v p="$(rps "$pat")" -v n="$(rps "$noop")" 'BEGIN {
-        printf "  PAT route / no-op: %.1f %% of the no-op throughput\n", 100 * p / n }'
+    awk -v p="$(rps "$pat")" -v n="$(rps "$noop")" -v h="$(rps "$health")" 'BEGIN {
+        printf "  PAT route / no-op: %.1f %% of the no-op throughput\n", 100 * p / n
+        printf "  (health / no-op: %.1f %%; PAT route / health: %.1f %%)\n", 100 * h / n, 100 * p / h }'
     set -- $before; local b_kib=$1 b_n=$2
     set -- $after;  local a_kib=$1 a_n=$2
     awk -v b="$b_kib" -v bn="$b_n" -v a="$a_kib" -v an="$a_n" -v r="$REQUESTS" 'BEGIN {
