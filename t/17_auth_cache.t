@@ -121,6 +121,64 @@ my $alice_id = psql_value("SELECT id FROM users WHERE email = '$alice'");
     ok((grep { ($_->{org}{slug} // '') eq $org } @{ $inv->{data} // [] }),
        '... and the invite to the new address is there');
     psql("UPDATE users SET founder = false WHERE id = '$alice_id'");
+    ($s, $me) = call(GET => '/api/me', $admin);
+    ok($s == 200 && !$me->{founder}, 'a demotion is seen at once too');
+}
+
+# --- what bumps a token's user revision (sql/005), and what does not ---------------
+{
+    my $carol = new_user('cachecarol');
+    my $carol_id = psql_value("SELECT id FROM users WHERE email = '$carol'");
+    my $t1 = new_token($carol, scope => 'read');
+    my $t2 = new_token($carol, scope => 'admin');
+    my $rev = sub {
+        psql_value("SELECT string_agg(user_rev::text, ',' ORDER BY seq) FROM api_tokens"
+                   . " WHERE user_id = '$_[0]'");
+    };
+    my $alice_before = $rev->($alice_id);
+    is($rev->($carol_id), '0,0', 'new tokens start at revision 0');
+    psql("UPDATE users SET updated_at = now(), vcs_login = 'carol-gh' WHERE id = '$carol_id'");
+    is($rev->($carol_id), '0,0', 'other columns do not bump the revision');
+    psql("UPDATE users SET name = name WHERE id = '$carol_id'");
+    is($rev->($carol_id), '0,0', 'neither does writing the same value');
+    psql("UPDATE users SET name = 'Carol C' WHERE id = '$carol_id'");
+    is($rev->($carol_id), '1,1', 'a new name bumps every token of the user');
+    psql("UPDATE users SET email = upper(email), founder = true WHERE id = '$carol_id'");
+    is($rev->($carol_id), '2,2', 'email and founder together: one bump');
+    is($rev->($alice_id), $alice_before, "other users' tokens are left alone");
+    psql("UPDATE users SET founder = false WHERE id = '$carol_id'");
+}
+
+# --- a token made while a change to its user is in flight ----------------------------
+# The change bumps the tokens that exist; a token inserted before it commits
+# must wait for it (sql/005's SHARE lock), or it would be read and cached
+# with the old identity at revision 0 and keep both after the commit. The
+# cached email is what /api/me/invites matches on, so a stale one shows.
+{
+    my $dave = new_user('cachedave');
+    my $dave_id = psql_value("SELECT id FROM users WHERE email = '$dave'");
+    my $dave_admin = new_token($dave, scope => 'admin');
+    ok(warm($dave_admin), "dave's admin token is warm");
+    my $new = SvcTest::uniq('davenew') . '@example.test';
+    my $h = lock_hold("UPDATE users SET email = '$new' WHERE id = '$dave_id'", 1);
+    # With the lock, this waits until the change commits (the holder commits
+    # once it sees a waiter). Without it, it would not wait, and the token
+    # would be used and cached at once, with the identity of before.
+    my ($s, $t) = call(POST => '/api/me/tokens', $dave_admin,
+                       { name => 'during-change', scope => 'admin' });
+    is($s, 201, 'a token created while the user changes');
+    is(psql_value("SELECT email FROM users WHERE id = '$dave_id'"), $new,
+       '... exists only once the change has committed');
+    ok(warm($t->{token}), '... is used (and cached) at once');
+    lock_release($h);
+    my $erin = new_user('cacheerin');
+    my $org = new_org($erin);
+    my ($is) = api(POST => "/api/orgs/$org/members", token => new_token($erin, scope => 'admin'),
+                   json => { email => $new, role => 'member' });
+    is($is, 201, 'an invite to the new address');
+    my ($ls, $inv) = call(GET => '/api/me/invites', $t->{token});
+    ok($ls == 200 && (grep { ($_->{org}{slug} // '') eq $org } @{ $inv->{data} // [] }),
+       '... is seen through the token made during the change');
 }
 
 done_testing();
