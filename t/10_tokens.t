@@ -66,6 +66,25 @@ is_deeply([sort keys %$item],
                    last_used_ip revoked_at)], 'list: exactly the documented fields');
 ok(exists $list->{next_cursor}, 'list: has next_cursor');
 
+# Pages: ?limit= pages through the same items, newest first, none twice, and
+# the last page says there is no next one.
+{
+    my ($s, $all) = api(GET => '/api/me/tokens', token => $admin);
+    my @want = map { $_->{id} } @{ $all->{data} // [] };
+    ok(@want >= 2, 'paging: at least two tokens to page through');
+    my (@got, $cursor, $pages);
+    do {
+        my $q = '/api/me/tokens?limit=1' . (defined $cursor ? "&cursor=$cursor" : '');
+        my ($ps, $page) = api(GET => $q, token => $admin);
+        is($ps, 200, 'paging: a page') unless $ps == 200;
+        push @got, map { $_->{id} } @{ $page->{data} // [] };
+        $cursor = $page->{next_cursor};
+        $pages++;
+    } while (defined $cursor && $pages <= @want);
+    is_deeply(\@got, \@want, 'paging: one item per page, all of them, in order');
+    is($pages, scalar @want, 'paging: the last page has next_cursor null');
+}
+
 # The list and the creation response build an item the same way (from plain
 # columns, in C): the list shows exactly what creation showed, less the secret.
 {

@@ -22,6 +22,7 @@ SVC_RUN_LIB=1
 REQUESTS=${BENCH_REQUESTS:-200000}
 CONNS=${BENCH_CONNECTIONS:-32}
 TOKENS=${BENCH_TOKENS:-1}
+[[ $TOKENS =~ ^[1-9][0-9]*$ ]] || { echo "bench: BENCH_TOKENS must be 1 or more" >&2; exit 2; }
 WARMUP=${BENCH_WARMUP:-5}
 THREADS=${BENCH_THREADS:-$(nproc 2>/dev/null || echo 2)}
 [ "$THREADS" -le "$CONNS" ] || THREADS=$CONNS

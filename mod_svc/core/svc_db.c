@@ -739,6 +739,19 @@ static apr_uint64_t be_uint(const unsigned char *b, int n)
     return v;
 }
 
+/* The same, two's complement, sign-extended: without relying on the
+ * implementation-defined conversion of an out-of-range unsigned value. */
+static apr_int64_t be_int(const unsigned char *b, int n)
+{
+    apr_uint64_t u = be_uint(b, n);
+
+    if (n < 8) {
+        apr_uint64_t sign = (apr_uint64_t)1 << (8 * n - 1);
+        return (apr_int64_t)(u ^ sign) - (apr_int64_t)sign;
+    }
+    return u <= (apr_uint64_t)APR_INT64_MAX ? (apr_int64_t)u : -(apr_int64_t)~u - 1;
+}
+
 unsigned svc_dbres_type(const svc_dbres_t *res, int col, int *pbinary)
 {
     if (!res || col < 0 || col >= PQnfields(res->res)) {
@@ -783,11 +796,7 @@ apr_status_t svc_dbres_int64(const svc_dbres_t *res, int row, int col, apr_int64
         for (i = 0; i < sizeof(ints) / sizeof(ints[0]); i++) {
             const unsigned char *b = binary_value(res, row, col, ints[i].oid, ints[i].len);
             if (b) {
-                apr_uint64_t u = be_uint(b, ints[i].len);
-                /* Sign-extend from the column's width. */
-                *pv = ints[i].len == 8 ? (apr_int64_t)u
-                    : ints[i].len == 4 ? (apr_int64_t)(apr_int32_t)(apr_uint32_t)u
-                    : (apr_int64_t)(apr_int16_t)(apr_uint16_t)u;
+                *pv = be_int(b, ints[i].len);
                 return APR_SUCCESS;
             }
         }
@@ -831,7 +840,7 @@ apr_status_t svc_dbres_time(const svc_dbres_t *res, int row, int col, apr_time_t
     if (!b) {
         return APR_EINVAL;
     }
-    v = (apr_int64_t)be_uint(b, 8);
+    v = be_int(b, 8);
     /* +/-infinity are the extremes; nothing we store is near either. */
     if (v == APR_INT64_MAX || v == APR_INT64_MIN || v > APR_INT64_MAX - PG_EPOCH_USEC) {
         return APR_EINVAL;

@@ -50,61 +50,69 @@ apr_status_t svc_page_parse(svc_ctx_t *ctx, svc_page_t *pg)
     return APR_SUCCESS;
 }
 
-/* The next_cursor value: null, or the quoted cursor of the page's last row. */
-static apr_status_t next_cursor(svc_ctx_t *ctx, const svc_dbres_t *res, int seq_col,
-                                const svc_page_t *pg, const char **pnext)
-{
-    apr_int64_t seq;
+/* Writes one item of a page: row `row` of res. */
+typedef apr_status_t (*item_fn)(svc_jbuf_t *b, const svc_dbres_t *res, int row,
+                                const void *baton);
 
-    *pnext = "null";
-    if (svc_dbres_rows(res) <= pg->limit) {
-        return APR_SUCCESS;
+/*
+ * Answers 200 with {"data":[items],"next_cursor":...}: at most pg->limit
+ * items; a further row only tells that there is a next page, whose cursor is
+ * the ordering key (seq_col) of the last row shown.
+ */
+static apr_status_t reply_page(svc_ctx_t *ctx, const svc_dbres_t *res, int seq_col,
+                               const svc_page_t *pg, item_fn write_item, const void *baton,
+                               apr_size_t item_size)
+{
+    int rows = svc_dbres_rows(res);
+    int n = rows > pg->limit ? pg->limit : rows;
+    const char *next = "null";
+    svc_jbuf_t b;
+    apr_status_t rv;
+    int i;
+
+    if (rows > pg->limit) {
+        apr_int64_t seq;
+        if (svc_dbres_int64(res, n - 1, seq_col, &seq) != APR_SUCCESS) {
+            return SVC_EDB;
+        }
+        next = apr_pstrcat(ctx->pool, "\"", svc_cursor_encode(ctx->pool, seq), "\"", NULL);
     }
-    if (svc_dbres_int64(res, pg->limit - 1, seq_col, &seq) != APR_SUCCESS) {
-        return SVC_EDB;
+    svc_jbuf_init(&b, ctx->pool, item_size * (apr_size_t)n + 64);
+    svc_jbuf_raw(&b, "{\"data\":[", 9);
+    for (i = 0; i < n; i++) {
+        if (i) {
+            svc_jbuf_raw(&b, ",", 1);
+        }
+        if ((rv = write_item(&b, res, i, baton)) != APR_SUCCESS) {
+            return rv;
+        }
     }
-    *pnext = apr_pstrcat(ctx->pool, "\"", svc_cursor_encode(ctx->pool, seq), "\"", NULL);
+    svc_jbuf_raw(&b, "],\"next_cursor\":", 16);
+    svc_jbuf_raw(&b, next, strlen(next));
+    svc_jbuf_raw(&b, "}", 1);
+    ctx->resp_body = svc_jbuf_text(&b, &ctx->resp_len);
+    ctx->status = 200;
+    ctx->content_type = "application/json; charset=utf-8";
     return APR_SUCCESS;
 }
 
-static void reply_page_text(svc_ctx_t *ctx, svc_jbuf_t *b)
+/* An item SQL built: its JSON text, copied as it is (no parse, no re-dump). */
+static apr_status_t json_text_item(svc_jbuf_t *b, const svc_dbres_t *res, int row,
+                                   const void *baton)
 {
-    ctx->resp_body = svc_jbuf_text(b, &ctx->resp_len);
-    ctx->status = 200;
-    ctx->content_type = "application/json; charset=utf-8";
+    const char *item = svc_dbres_str(res, row, *(const int *)baton);
+
+    if (!item) {
+        return SVC_EDB;
+    }
+    svc_jbuf_raw(b, item, strlen(item));
+    return APR_SUCCESS;
 }
 
 apr_status_t svc_reply_page(svc_ctx_t *ctx, const svc_dbres_t *res, int json_col,
                             int seq_col, const svc_page_t *pg)
 {
-    int rows = svc_dbres_rows(res);
-    int n = rows > pg->limit ? pg->limit : rows;
-    const char *next;
-    svc_jbuf_t b;
-    apr_status_t rv;
-    int i;
-
-    if ((rv = next_cursor(ctx, res, seq_col, pg, &next)) != APR_SUCCESS) {
-        return rv;
-    }
-    /* The items are JSON already: concatenate rather than parse and re-dump. */
-    svc_jbuf_init(&b, ctx->pool, 256 * (apr_size_t)n + 64);
-    svc_jbuf_raw(&b, "{\"data\":[", 9);
-    for (i = 0; i < n; i++) {
-        const char *item = svc_dbres_str(res, i, json_col);
-        if (!item) {
-            return SVC_EDB;
-        }
-        if (i) {
-            svc_jbuf_raw(&b, ",", 1);
-        }
-        svc_jbuf_raw(&b, item, strlen(item));
-    }
-    svc_jbuf_raw(&b, "],\"next_cursor\":", 16);
-    svc_jbuf_raw(&b, next, strlen(next));
-    svc_jbuf_raw(&b, "}", 1);
-    reply_page_text(ctx, &b);
-    return APR_SUCCESS;
+    return reply_page(ctx, res, seq_col, pg, json_text_item, &json_col, 256);
 }
 
 /* Does one column fit the type the shape gives it? */
@@ -127,11 +135,17 @@ static int col_fits(const svc_dbres_t *res, int col, svc_coltype_e type)
     }
 }
 
+/*
+ * Walks a shape against the result's columns from *pcol on, advancing it.
+ * A nested object must have at least one entry: its first column says
+ * whether it is there at all.
+ */
 static apr_status_t shape_walk(const svc_dbres_t *res, int *pcol, const svc_col_t *shape)
 {
     for (; shape->key; shape++) {
         if (shape->type == SVC_COL_OBJECT) {
-            if (shape_walk(res, pcol, shape->sub) != APR_SUCCESS) {
+            if (!shape->sub || !shape->sub->key
+                || shape_walk(res, pcol, shape->sub) != APR_SUCCESS) {
                 return SVC_EDB;
             }
         }
@@ -161,69 +175,81 @@ static int shape_width(const svc_col_t *shape)
     return n;
 }
 
-static apr_status_t row_walk(svc_jbuf_t *b, const svc_dbres_t *res, int row, int *pcol,
-                             const svc_col_t *shape)
+/* One value of a row; the column fits its type (svc_shape_check). */
+static apr_status_t write_value(svc_jbuf_t *b, const svc_dbres_t *res, int row, int col,
+                                svc_coltype_e type)
 {
     char num[24], ts[SVC_RFC3339_LEN + 1];
-    const svc_col_t *c;
     apr_int64_t v;
     apr_time_t t;
 
+    if (svc_dbres_isnull(res, row, col)) {
+        svc_jbuf_raw(b, "null", 4);
+        return APR_SUCCESS;
+    }
+    switch (type) {
+    case SVC_COL_TEXT:
+        svc_jbuf_string(b, svc_dbres_str(res, row, col));
+        return APR_SUCCESS;
+    case SVC_COL_INT:
+        if (svc_dbres_int64(res, row, col, &v) != APR_SUCCESS) {
+            return SVC_EDB;
+        }
+        svc_jbuf_raw(b, num, (apr_size_t)apr_snprintf(num, sizeof(num), "%" APR_INT64_T_FMT, v));
+        return APR_SUCCESS;
+    case SVC_COL_BOOL:
+        if (svc_dbres_bool(res, row, col) == 1) {
+            svc_jbuf_raw(b, "true", 4);
+        }
+        else {
+            svc_jbuf_raw(b, "false", 5);
+        }
+        return APR_SUCCESS;
+    case SVC_COL_TIME:
+        /* A time we cannot write as RFC 3339 (+/-infinity, beyond year
+         * 9999) fails the response rather than turning into a null that
+         * would mean something else ("never expires"). */
+        if (svc_dbres_time(res, row, col, &t) != APR_SUCCESS
+            || svc_format_rfc3339(ts, t) != APR_SUCCESS) {
+            return SVC_EDB;
+        }
+        svc_jbuf_raw(b, "\"", 1);
+        svc_jbuf_raw(b, ts, SVC_RFC3339_LEN);
+        svc_jbuf_raw(b, "\"", 1);
+        return APR_SUCCESS;
+    default:
+        return SVC_EDB;
+    }
+}
+
+static apr_status_t row_walk(svc_jbuf_t *b, const svc_dbres_t *res, int row, int *pcol,
+                             const svc_col_t *shape)
+{
+    const svc_col_t *c;
+    apr_status_t rv;
+
     svc_jbuf_raw(b, "{", 1);
     for (c = shape; c->key; c++) {
-        int col = (*pcol)++;
-
         if (c != shape) {
             svc_jbuf_raw(b, ",", 1);
         }
         svc_jbuf_raw(b, "\"", 1);
         svc_jbuf_raw(b, c->key, strlen(c->key));
         svc_jbuf_raw(b, "\":", 2);
-        if (c->type == SVC_COL_OBJECT) {
-            (*pcol)--;
-            if (svc_dbres_isnull(res, row, col)) {
-                *pcol += shape_width(c->sub);
-                svc_jbuf_raw(b, "null", 4);
-            }
-            else if (row_walk(b, res, row, pcol, c->sub) != APR_SUCCESS) {
-                return SVC_EDB;
-            }
-            continue;
+        if (c->type != SVC_COL_OBJECT) {
+            rv = write_value(b, res, row, (*pcol)++, c->type);
         }
-        if (svc_dbres_isnull(res, row, col)) {
+        else if (svc_dbres_isnull(res, row, *pcol)) {
+            /* No object: skip all of its columns, nested ones included. */
+            *pcol += shape_width(c->sub);
             svc_jbuf_raw(b, "null", 4);
-            continue;
+            rv = APR_SUCCESS;
         }
-        switch (c->type) {
-        case SVC_COL_TEXT:
-            svc_jbuf_string(b, svc_dbres_str(res, row, col));
-            break;
-        case SVC_COL_INT:
-            if (svc_dbres_int64(res, row, col, &v) != APR_SUCCESS) {
-                return SVC_EDB;
-            }
-            svc_jbuf_raw(b, num, (apr_size_t)apr_snprintf(num, sizeof(num),
-                                                          "%" APR_INT64_T_FMT, v));
-            break;
-        case SVC_COL_BOOL:
-            if (svc_dbres_bool(res, row, col) == 1) {
-                svc_jbuf_raw(b, "true", 4);
-            }
-            else {
-                svc_jbuf_raw(b, "false", 5);
-            }
-            break;
-        case SVC_COL_TIME:
-            if (svc_dbres_time(res, row, col, &t) != APR_SUCCESS
-                || svc_format_rfc3339(ts, t) != APR_SUCCESS) {
-                return SVC_EDB;
-            }
-            svc_jbuf_raw(b, "\"", 1);
-            svc_jbuf_raw(b, ts, SVC_RFC3339_LEN);
-            svc_jbuf_raw(b, "\"", 1);
-            break;
-        default:
-            return SVC_EDB;
+        else {
+            rv = row_walk(b, res, row, pcol, c->sub);
+        }
+        if (rv != APR_SUCCESS) {
+            return rv;
         }
     }
     svc_jbuf_raw(b, "}", 1);
@@ -278,39 +304,31 @@ apr_status_t svc_reply_list(svc_ctx_t *ctx, const svc_stmt_t *st, ...)
     return svc_reply_page(ctx, res, 0, 1, &pg);
 }
 
+/* An item built from plain columns: columns 1.. of the row, as the shape says. */
+static apr_status_t shaped_item(svc_jbuf_t *b, const svc_dbres_t *res, int row,
+                                const void *baton)
+{
+    return svc_json_row(b, res, row, 1, baton);
+}
+
 apr_status_t svc_reply_rows(svc_ctx_t *ctx, const svc_stmt_t *st, const svc_col_t *item, ...)
 {
     svc_page_t pg;
     svc_dbres_t *res;
-    const char *next;
-    svc_jbuf_t b;
     apr_status_t rv;
     va_list ap;
-    int i, n;
 
     va_start(ap, item);
     rv = list_query(ctx, st, ap, &pg, &res);
     va_end(ap);
-    if (rv != APR_SUCCESS
-        || (rv = svc_shape_check(res, 1, item)) != APR_SUCCESS
-        || (rv = next_cursor(ctx, res, 0, &pg, &next)) != APR_SUCCESS) {
+    if (rv != APR_SUCCESS) {
         return rv;
     }
-    n = svc_dbres_rows(res);
-    n = n > pg.limit ? pg.limit : n;
-    svc_jbuf_init(&b, ctx->pool, 320 * (apr_size_t)n + 64);
-    svc_jbuf_raw(&b, "{\"data\":[", 9);
-    for (i = 0; i < n; i++) {
-        if (i) {
-            svc_jbuf_raw(&b, ",", 1);
-        }
-        if ((rv = svc_json_row(&b, res, i, 1, item)) != APR_SUCCESS) {
-            return rv;
-        }
+    /* The ordering key is checked too, though it is read only when a page
+     * is full: a drift should fail every time, not on full pages only. */
+    if (svc_dbres_type(res, 0, NULL) != SVC_OID_INT8
+        || (rv = svc_shape_check(res, 1, item)) != APR_SUCCESS) {
+        return SVC_EDB;
     }
-    svc_jbuf_raw(&b, "],\"next_cursor\":", 16);
-    svc_jbuf_raw(&b, next, strlen(next));
-    svc_jbuf_raw(&b, "}", 1);
-    reply_page_text(ctx, &b);
-    return APR_SUCCESS;
+    return reply_page(ctx, res, 0, &pg, shaped_item, item, 320);
 }
