@@ -51,6 +51,10 @@ sub revocations {
     is(join(',', map { $_->{id} } grep { $_->{current} } @data), $sid{$A},
        'list: exactly the session in use is current');
     my ($item) = @data;
+    is_deeply([sort keys %$item],
+              [sort qw(id current created_at expires_at last_seen_at ip user_agent)],
+              'list: exactly the documented fields');
+    ok(JSON::PP::is_bool($item->{current}), 'list: current is a JSON boolean');
     like($item->{created_at} // '', qr/\A\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ\z/, 'list: created_at');
     like($item->{expires_at} // '', qr/\A\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ\z/, 'list: expires_at');
     ok(exists $item->{last_seen_at}, 'list: last_seen_at');

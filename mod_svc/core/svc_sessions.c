@@ -60,14 +60,24 @@ static const svc_stmt_t st_session_revoke_others = {
 /* Live sessions only: ended ones are of no use to act on. */
 static const svc_stmt_t st_session_list = {
     "svc_sessions_list",
-    "SELECT json_build_object('id', s.id, 'current', coalesce(s.id = $3::text, false),"
-    " 'created_at', svc_ts(s.created_at), 'expires_at', svc_ts(s.expires_at),"
-    " 'last_seen_at', svc_ts(s.last_seen_at), 'ip', s.ip, 'user_agent', s.user_agent),"
-    " s.seq FROM sessions s"
+    "SELECT s.seq, s.id, coalesce(s.id = $3::text, false), s.created_at, s.expires_at,"
+    " s.last_seen_at, s.ip, s.user_agent FROM sessions s"
     " WHERE s.user_id = $1 AND s.seq < $2::bigint"
     " AND s.revoked_at IS NULL AND s.expires_at > now()"
     " ORDER BY s.seq DESC LIMIT $4::int",
-    4, SVC_STMT_READ
+    4, SVC_STMT_READ | SVC_STMT_BINARY
+};
+
+/* One session as GET /api/me/sessions shows it, in st_session_list's order. */
+static const svc_col_t session_item[] = {
+    SVC_COL("id", SVC_COL_TEXT),
+    SVC_COL("current", SVC_COL_BOOL),
+    SVC_COL("created_at", SVC_COL_TIME),
+    SVC_COL("expires_at", SVC_COL_TIME),
+    SVC_COL("last_seen_at", SVC_COL_TIME),
+    SVC_COL("ip", SVC_COL_TEXT),
+    SVC_COL("user_agent", SVC_COL_TEXT),
+    SVC_COL_END
 };
 
 apr_status_t svc_session_create(svc_db_t *db, apr_pool_t *p, const svc_config_t *conf,
@@ -198,8 +208,8 @@ apr_status_t svc_h_sessions_list(svc_ctx_t *ctx)
     if ((rv = sessions_allowed(ctx)) != APR_SUCCESS) {
         return rv;
     }
-    return svc_reply_list(ctx, &st_session_list, ctx->who->user_id, SVC_PAGE_BEFORE,
-                          ctx->who->session_id, SVC_PAGE_FETCH);
+    return svc_reply_rows(ctx, &st_session_list, session_item, ctx->who->user_id,
+                          SVC_PAGE_BEFORE, ctx->who->session_id, SVC_PAGE_FETCH);
 }
 
 apr_status_t svc_h_sessions_revoke(svc_ctx_t *ctx)
