@@ -12,7 +12,12 @@
 # The numbers are ratios to /noop on the same machine, never absolutes to
 # assert on.
 #
-#   BENCH_REQUESTS=200000 BENCH_CONNECTIONS=32 BENCH_WARMUP=5 BENCH_TOKENS=1 PORT=8080
+# Then the token route at 64 connections for BENCH_SOAK seconds (0: skip):
+# DESIGN.md's reliability budget, where any non-2xx answer or socket error
+# is a failure to look into.
+#
+#   BENCH_REQUESTS=200000 BENCH_CONNECTIONS=32 BENCH_WARMUP=5 BENCH_TOKENS=1
+#   BENCH_SOAK=60 PORT=8080
 set -euo pipefail
 
 SVC_RUN_LIB=1
@@ -22,6 +27,7 @@ SVC_RUN_LIB=1
 REQUESTS=${BENCH_REQUESTS:-200000}
 CONNS=${BENCH_CONNECTIONS:-32}
 TOKENS=${BENCH_TOKENS:-1}
+SOAK=${BENCH_SOAK:-60}
 [[ $TOKENS =~ ^[1-9][0-9]*$ ]] || { echo "bench: BENCH_TOKENS must be 1 or more" >&2; exit 2; }
 WARMUP=${BENCH_WARMUP:-5}
 THREADS=${BENCH_THREADS:-$(nproc 2>/dev/null || echo 2)}
@@ -168,6 +174,13 @@ main_bench() {
     awk -v p="$(rps "$pat")" -v n="$(rps "$noop")" -v h="$(rps "$health")" 'BEGIN {
         printf "  PAT route / no-op: %.1f %% of the no-op throughput\n", 100 * p / n
         printf "  (health / no-op: %.1f %%; PAT route / health: %.1f %%)\n", 100 * h / n, 100 * p / h }'
+    # DESIGN.md's reliability budget: 64 connections for a while, and not one
+    # failed answer or reset connection on valid requests.
+    if [ "$SOAK" -gt 0 ]; then
+        local soak
+        soak=$(CONNS=64 run_wrk soak /api/me/tokens "$token" 0 "$SOAK")
+        report "64 conns, ${SOAK}s" "$soak"
+    fi
     set -- $before; local b_kib=$1 b_n=$2
     set -- $after;  local a_kib=$1 a_n=$2
     awk -v b="$b_kib" -v bn="$b_n" -v a="$a_kib" -v an="$a_n" -v r="$REQUESTS" 'BEGIN {

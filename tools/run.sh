@@ -236,14 +236,19 @@ LogLevel  info
 LogFormat "%h %l %u %t \"%r\" %>s %b %D %{X-Request-Id}o" svc
 CustomLog "$VAR/log/access_log" svc
 
-# A fixed set of children (no reaping during a benchmark); DBDMax 32 x
-# ServerLimit 4 stays below the cluster's max_connections.
+# Workers wait on PostgreSQL, so they stay busy longer than for files; when
+# every worker of a child is busy, the event MPM closes that child's idle
+# keep-alive connections, and a client that was about to reuse one sees a
+# reset (wrk: hundreds of read errors a minute at 64 connections with 25
+# threads a child, none with 64). DBDMax 32 x ServerLimit 4 stays below the
+# cluster's max_connections; a thread without a free connection waits for
+# one only while another runs its statements.
 StartServers        2
 ServerLimit         4
-ThreadsPerChild     25
-MinSpareThreads     25
-MaxSpareThreads     100
-MaxRequestWorkers   100
+ThreadsPerChild     64
+MinSpareThreads     64
+MaxSpareThreads     256
+MaxRequestWorkers   256
 MaxConnectionsPerChild 0
 KeepAlive On
 
