@@ -315,6 +315,12 @@ httpd_start() {
         die "127.0.0.1:$PORT is already in use; try PORT=<another port> make run"
     fi
     write_httpd_conf "$1"
+    # One run's logs at a time, and the previous run's: a bench writes about
+    # a million access-log lines, and nothing else would ever trim them.
+    local log
+    for log in access_log error_log; do
+        [ ! -e "$VAR/log/$log" ] || mv -f "$VAR/log/$log" "$VAR/log/$log.1"
+    done
     rm -f "$pidfile"
     "$HTTPD_BIN" -f "$HTTPD_CONF" -DFOREGROUND &
     HTTPD_PID=$!
@@ -388,7 +394,8 @@ mod_svc is running on http://127.0.0.1:$PORT/  (Ctrl-C stops httpd and PostgreSQ
   sign-in: http://127.0.0.1:$PORT/auth/login when VCS_OAUTH_CLIENT_ID and
            VCS_OAUTH_CLIENT_SECRET are set (OAuth app callback URL:
            http://127.0.0.1:$PORT/auth/callback; see docs/api/signin.md)
-  logs: var/log/error_log (also shown below), var/log/access_log, var/log/postgresql.log
+  logs: var/log/error_log (also shown below), var/log/access_log (the previous
+        run's: *.1), var/log/postgresql.log
 
 EOF
     # `wait` returns as soon as a trapped signal arrives, so Ctrl-C (or kill)
