@@ -273,6 +273,26 @@ is($st, 403, 'an org viewer cannot create projects');
     is($st, 201, 'a write PAT creates an org');
     is($p->{role}, 'owner', '... owned by the caller');
     is($p->{owner}{id}, user_id_of($u), '... named as owner');
+    # The whole document, value by value, as the database holds it.
+    {
+        my $oid = psql_value("SELECT id FROM orgs WHERE slug = '$slug'");
+        my $ts = sub {
+            psql_value("SELECT to_char($_[0] AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"')"
+                       . " FROM orgs WHERE id = '$oid'");
+        };
+        is_deeply($p, {
+            id => $oid, slug => $slug, name => 'Created', role => 'owner',
+            owner => { id => user_id_of($u), email => $u,
+                       name => psql_value("SELECT name FROM users WHERE email = '$u'") },
+            members => 1, projects => 0,
+            created_at => $ts->('created_at'), updated_at => $ts->('updated_at'),
+        }, '... the org document, every field');
+        like(json()->encode($p), qr/"members":1\b/, '... counts are JSON numbers');
+        my ($ls, $list) = api(GET => '/api/orgs', token => new_token($u, scope => 'read'));
+        my ($item) = grep { $_->{slug} eq $slug } @{ $list->{data} // [] };
+        is_deeply($item, { map { $_ => $p->{$_} } qw(id slug name role created_at updated_at) },
+                  '... and its item in the caller\'s list');
+    }
     for my $bad ('Upper', '-dash', 'dash-', 'a' x 64, 'sp ace', '') {
         ($st, $p) = api(POST => '/api/orgs', token => new_token($u, scope => 'write'),
                         json => { slug => $bad, name => 'Bad' });

@@ -11,16 +11,41 @@
 
 #include <string.h>
 
-/* One org as the API shows it; `o` is the orgs row, `m` the caller's
- * membership (the role is null for a caller who is not a member). */
-#define ORG_JSON                                                                    \
-    "json_build_object('id', o.id, 'slug', o.slug, 'name', o.name, 'role', m.role," \
-    " 'owner', (SELECT json_build_object('id', u.id, 'email', u.email, 'name', u.name)" \
-    "           FROM org_members om JOIN users u ON u.id = om.user_id"               \
-    "           WHERE om.org_id = o.id AND om.role = 'owner'),"                      \
-    " 'members', (SELECT count(*) FROM org_members c WHERE c.org_id = o.id),"       \
-    " 'projects', (SELECT count(*) FROM projects c WHERE c.org_id = o.id),"         \
-    " 'created_at', svc_ts(o.created_at), 'updated_at', svc_ts(o.updated_at))"
+/*
+ * One org as the API shows it: the columns of st_org_get in org_item's
+ * order, read in binary and written by svc_json_row. The role is the
+ * caller's (null for a caller who is not a member).
+ */
+static const svc_col_t org_owner[] = {
+    SVC_COL("id", SVC_COL_TEXT),
+    SVC_COL("email", SVC_COL_TEXT),
+    SVC_COL("name", SVC_COL_TEXT),
+    SVC_COL_END
+};
+
+static const svc_col_t org_item[] = {
+    SVC_COL("id", SVC_COL_TEXT),
+    SVC_COL("slug", SVC_COL_TEXT),
+    SVC_COL("name", SVC_COL_TEXT),
+    SVC_COL("role", SVC_COL_TEXT),
+    SVC_COL_NEST("owner", org_owner),
+    SVC_COL("members", SVC_COL_INT),
+    SVC_COL("projects", SVC_COL_INT),
+    SVC_COL("created_at", SVC_COL_TIME),
+    SVC_COL("updated_at", SVC_COL_TIME),
+    SVC_COL_END
+};
+
+/* An org in the caller's list of orgs (st_org_list, after the ordering key). */
+static const svc_col_t org_list_item[] = {
+    SVC_COL("id", SVC_COL_TEXT),
+    SVC_COL("slug", SVC_COL_TEXT),
+    SVC_COL("name", SVC_COL_TEXT),
+    SVC_COL("role", SVC_COL_TEXT),
+    SVC_COL("created_at", SVC_COL_TIME),
+    SVC_COL("updated_at", SVC_COL_TIME),
+    SVC_COL_END
+};
 
 static const svc_stmt_t st_org_membership = {
     "svc_orgs_membership",
@@ -71,22 +96,31 @@ static const svc_stmt_t st_org_role_now = {
     2, 0
 };
 
+/* The owner comes from a LIMIT 1 lateral: inside an ownership transfer
+ * there can be two for a moment, and the document must not break then. */
 static const svc_stmt_t st_org_get = {
     "svc_orgs_get",
-    "SELECT " ORG_JSON " FROM orgs o"
-    " LEFT JOIN org_members m ON m.org_id = o.id AND m.user_id = $2 WHERE o.id = $1",
-    2, SVC_STMT_READ
+    "SELECT o.id, o.slug, o.name, m.role, ow.id, ow.email, ow.name,"
+    " (SELECT count(*) FROM org_members c WHERE c.org_id = o.id),"
+    " (SELECT count(*) FROM projects c WHERE c.org_id = o.id),"
+    " o.created_at, o.updated_at"
+    " FROM orgs o"
+    " LEFT JOIN org_members m ON m.org_id = o.id AND m.user_id = $2"
+    " LEFT JOIN LATERAL (SELECT u.id, u.email, u.name"
+    "   FROM org_members om JOIN users u ON u.id = om.user_id"
+    "   WHERE om.org_id = o.id AND om.role = 'owner' ORDER BY om.seq LIMIT 1) ow ON true"
+    " WHERE o.id = $1",
+    2, SVC_STMT_READ | SVC_STMT_BINARY
 };
 
 /* The caller's orgs, newest membership first; a bound token sees its org only. */
 static const svc_stmt_t st_org_list = {
     "svc_orgs_list",
-    "SELECT json_build_object('id', o.id, 'slug', o.slug, 'name', o.name, 'role', m.role,"
-    " 'created_at', svc_ts(o.created_at), 'updated_at', svc_ts(o.updated_at)), m.seq"
+    "SELECT m.seq, o.id, o.slug, o.name, m.role, o.created_at, o.updated_at"
     " FROM org_members m JOIN orgs o ON o.id = m.org_id"
     " WHERE m.user_id = $1 AND ($2::text IS NULL OR o.id = $2) AND m.seq < $3::bigint"
     " ORDER BY m.seq DESC LIMIT $4::int",
-    4, SVC_STMT_READ
+    4, SVC_STMT_READ | SVC_STMT_BINARY
 };
 
 static const svc_stmt_t st_org_list_all = {
@@ -258,8 +292,7 @@ apr_status_t svc_org_json(svc_db_t *db, apr_pool_t *p, const char *org_id,
     if (svc_dbres_rows(res) != 1) {
         return SVC_ENOTFOUND;
     }
-    *pjson = svc_dbres_str(res, 0, 0);
-    return APR_SUCCESS;
+    return svc_json_row_text(p, res, org_item, pjson);
 }
 
 apr_status_t svc_org_list_all(svc_db_t *db, apr_pool_t *p, const char **pjson)
@@ -280,8 +313,8 @@ apr_status_t svc_org_list_all(svc_db_t *db, apr_pool_t *p, const char **pjson)
 
 apr_status_t svc_h_orgs_list(svc_ctx_t *ctx)
 {
-    return svc_reply_list(ctx, &st_org_list, ctx->who->user_id, svc_auth_binding(ctx),
-                          SVC_PAGE_BEFORE, SVC_PAGE_FETCH);
+    return svc_reply_rows(ctx, &st_org_list, org_list_item, ctx->who->user_id,
+                          svc_auth_binding(ctx), SVC_PAGE_BEFORE, SVC_PAGE_FETCH);
 }
 
 apr_status_t svc_h_orgs_create(svc_ctx_t *ctx)

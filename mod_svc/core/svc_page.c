@@ -262,6 +262,22 @@ apr_status_t svc_json_row(svc_jbuf_t *b, const svc_dbres_t *res, int row, int co
     return row_walk(b, res, row, &col, shape);
 }
 
+apr_status_t svc_json_row_text(apr_pool_t *p, const svc_dbres_t *res, const svc_col_t *shape,
+                               const char **pjson)
+{
+    svc_jbuf_t b;
+    apr_status_t rv;
+
+    svc_jbuf_init(&b, p, 512);
+    if (svc_dbres_rows(res) < 1
+        || (rv = svc_shape_check(res, 0, shape)) != APR_SUCCESS
+        || (rv = svc_json_row(&b, res, 0, 0, shape)) != APR_SUCCESS) {
+        return SVC_EDB;
+    }
+    *pjson = svc_jbuf_text(&b, NULL);
+    return APR_SUCCESS;
+}
+
 const char svc_page_before[] = "(page bound)";
 const char svc_page_fetch[] = "(page size)";
 

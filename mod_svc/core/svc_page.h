@@ -72,6 +72,13 @@ apr_status_t svc_shape_check(const svc_dbres_t *res, int col, const svc_col_t *s
 apr_status_t svc_json_row(svc_jbuf_t *b, const svc_dbres_t *res, int row, int col,
                           const svc_col_t *shape);
 
+/*
+ * The first row of a one-row result as one JSON object (*pjson, in p):
+ * checks the shape, then writes it.
+ */
+apr_status_t svc_json_row_text(apr_pool_t *p, const svc_dbres_t *res, const svc_col_t *shape,
+                               const char **pjson);
+
 /* Stand-ins for the page's bound and size among svc_reply_list's parameters. */
 extern const char svc_page_before[];
 extern const char svc_page_fetch[];

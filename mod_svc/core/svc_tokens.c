@@ -522,7 +522,7 @@ apr_status_t svc_token_create(svc_db_t *db, apr_pool_t *p, const svc_config_t *c
     unsigned char hash[32];
     const char *params[8];
     json_t *meta, *audit;
-    svc_jbuf_t b;
+    const char *text;
     json_error_t jerr;
     svc_dbres_t *res;
     apr_status_t rv;
@@ -551,12 +551,10 @@ apr_status_t svc_token_create(svc_db_t *db, apr_pool_t *p, const svc_config_t *c
         goto cleanup;
     }
     /* Built the way the list builds it, so both show a token alike. */
-    svc_jbuf_init(&b, p, 512);
-    if ((rv = svc_shape_check(res, 0, token_item)) != APR_SUCCESS
-        || (rv = svc_json_row(&b, res, 0, 0, token_item)) != APR_SUCCESS) {
+    if ((rv = svc_json_row_text(p, res, token_item, &text)) != APR_SUCCESS) {
         goto cleanup;
     }
-    meta = json_loads(svc_jbuf_text(&b, NULL), 0, &jerr);
+    meta = json_loads(text, 0, &jerr);
     if (!meta) {
         rv = SVC_EDB;
         goto cleanup;
