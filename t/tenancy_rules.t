@@ -374,4 +374,67 @@ is($st, 403, 'an org viewer cannot create projects');
     }
 }
 
+# --- member, team member and project documents, field by field ---------------------
+# Each is written from plain columns by a row shape; what the database holds
+# is what the API shows, the same in a document and in its list.
+{
+    my $own = new_user('docown');
+    my $mem = new_user('docmem');
+    my $org = new_org($own);
+    my $tok = new_token($own, scope => 'admin');
+    svcctl('org', 'add-member', $org, $mem, '--role', 'member');
+    my ($oid, $mid) = (org_id_of($org), user_id_of($mem));
+    my $ts = sub {
+        my ($col, $from) = @_;
+        psql_value("SELECT to_char($col AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"')"
+                   . " FROM $from");
+    };
+    my $mname = psql_value("SELECT name FROM users WHERE id = '$mid'");
+
+    my ($st, $m) = api(PATCH => "/api/orgs/$org/members/$mid", token => $tok,
+                       json => { role => 'viewer' });
+    is($st, 200, 'member document: 200');
+    my $mrow = "org_members WHERE org_id = '$oid' AND user_id = '$mid'";
+    is_deeply($m, { user_id => $mid, email => $mem, name => $mname, role => 'viewer',
+                    joined_at => $ts->('created_at', $mrow),
+                    updated_at => $ts->('updated_at', $mrow) },
+              'member document: every field');
+    my ($ls, $list) = api(GET => "/api/orgs/$org/members", token => $tok);
+    my ($item) = grep { $_->{user_id} eq $mid } @{ $list->{data} // [] };
+    is_deeply($item, $m, '... the same in the members list');
+
+    my $pslug = uniq('docprj');
+    ($st, my $p) = api(POST => "/api/orgs/$org/projects", token => $tok,
+                       json => { slug => $pslug, name => "Doc \"P\" \\ \x{e9}",
+                                 description => "line 1\nline 2\t<b>" });
+    is($st, 201, 'project document: 201');
+    my $prow = "projects WHERE org_id = '$oid' AND slug = '$pslug'";
+    ok(JSON::PP::is_bool($p->{archived}) && !$p->{archived},
+       'project document: archived is a JSON false');
+    my %pdoc = %$p;
+    delete $pdoc{archived};
+    is_deeply(\%pdoc, { id => psql_value("SELECT id FROM $prow"), slug => $pslug,
+                        name => "Doc \"P\" \\ \x{e9}", description => "line 1\nline 2\t<b>",
+                        role => 'maintainer',
+                        created_at => $ts->('created_at', $prow),
+                        updated_at => $ts->('updated_at', $prow) },
+              'project document: every field');
+    ($ls, $list) = api(GET => "/api/orgs/$org/projects", token => $tok);
+    ($item) = grep { $_->{slug} eq $pslug } @{ $list->{data} // [] };
+    is_deeply($item, $p, '... the same in the projects list');
+
+    ($st, my $t) = api(POST => "/api/orgs/$org/projects/$pslug/team", token => $tok,
+                       json => { user_id => $mid, role => 'viewer' });
+    is($st, 201, 'team member document: 201');
+    my $trow = "project_members WHERE user_id = '$mid' AND project_id = '$p->{id}'";
+    is_deeply($t, { user_id => $mid, email => $mem, name => $mname, role => 'viewer',
+                    org_role => 'viewer',
+                    added_at => $ts->('created_at', $trow),
+                    updated_at => $ts->('updated_at', $trow) },
+              'team member document: every field');
+    ($ls, $list) = api(GET => "/api/orgs/$org/projects/$pslug/team", token => $tok);
+    ($item) = grep { $_->{user_id} eq $mid } @{ $list->{data} // [] };
+    is_deeply($item, $t, '... the same in the team list');
+}
+
 done_testing();

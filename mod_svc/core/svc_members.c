@@ -9,24 +9,32 @@
 
 #include <string.h>
 
-/* One member as the API shows it; `m` is the org_members row, `u` the user. */
-#define MEMBER_JSON                                                                 \
-    "json_build_object('user_id', u.id, 'email', u.email, 'name', u.name,"          \
-    " 'role', m.role, 'joined_at', svc_ts(m.created_at),"                           \
-    " 'updated_at', svc_ts(m.updated_at))"
+/* One member as the API shows it: these columns (`m` the membership, `u`
+ * the user), in member_item's order, read in binary. */
+#define MEMBER_COLS "u.id, u.email, u.name, m.role, m.created_at, m.updated_at"
+
+static const svc_col_t member_item[] = {
+    SVC_COL("user_id", SVC_COL_TEXT),
+    SVC_COL("email", SVC_COL_TEXT),
+    SVC_COL("name", SVC_COL_TEXT),
+    SVC_COL("role", SVC_COL_TEXT),
+    SVC_COL("joined_at", SVC_COL_TIME),
+    SVC_COL("updated_at", SVC_COL_TIME),
+    SVC_COL_END
+};
 
 static const svc_stmt_t st_mem_list = {
     "svc_members_list",
-    "SELECT " MEMBER_JSON ", m.seq FROM org_members m JOIN users u ON u.id = m.user_id"
+    "SELECT m.seq, " MEMBER_COLS " FROM org_members m JOIN users u ON u.id = m.user_id"
     " WHERE m.org_id = $1 AND m.seq < $2::bigint ORDER BY m.seq DESC LIMIT $3::int",
-    3, SVC_STMT_READ
+    3, SVC_STMT_READ | SVC_STMT_BINARY
 };
 
 static const svc_stmt_t st_mem_get = {
     "svc_members_get",
-    "SELECT " MEMBER_JSON " FROM org_members m JOIN users u ON u.id = m.user_id"
+    "SELECT " MEMBER_COLS " FROM org_members m JOIN users u ON u.id = m.user_id"
     " WHERE m.org_id = $1 AND m.user_id = $2",
-    2, SVC_STMT_READ
+    2, SVC_STMT_READ | SVC_STMT_BINARY
 };
 
 static const svc_stmt_t st_mem_lock = {
@@ -171,10 +179,7 @@ static apr_status_t reply_member(svc_ctx_t *ctx, svc_db_t *db, const char *user_
     if (rv != APR_SUCCESS) {
         return rv;
     }
-    if (svc_dbres_rows(res) != 1) {
-        return SVC_ENOTFOUND;
-    }
-    return svc_reply_text(ctx, 200, svc_dbres_str(res, 0, 0));
+    return svc_reply_row(ctx, 200, res, member_item);
 }
 
 /* Pending invites shown with the first page of members (GET .../invites pages them all). */
@@ -186,7 +191,8 @@ apr_status_t svc_h_members_list(svc_ctx_t *ctx)
     svc_db_t *db;
     apr_status_t rv;
 
-    rv = svc_reply_list(ctx, &st_mem_list, ctx->org->id, SVC_PAGE_BEFORE, SVC_PAGE_FETCH);
+    rv = svc_reply_rows(ctx, &st_mem_list, member_item, ctx->org->id, SVC_PAGE_BEFORE,
+                        SVC_PAGE_FETCH);
     /*
      * The first page also lists the pending invites, for those who may see
      * them: invites carry outsiders' addresses, so only admins and owners,

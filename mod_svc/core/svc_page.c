@@ -278,6 +278,21 @@ apr_status_t svc_json_row_text(apr_pool_t *p, const svc_dbres_t *res, const svc_
     return APR_SUCCESS;
 }
 
+apr_status_t svc_reply_row(svc_ctx_t *ctx, int status, const svc_dbres_t *res,
+                           const svc_col_t *shape)
+{
+    const char *json;
+    apr_status_t rv;
+
+    if (svc_dbres_rows(res) != 1) {
+        return SVC_ENOTFOUND;
+    }
+    if ((rv = svc_json_row_text(ctx->pool, res, shape, &json)) != APR_SUCCESS) {
+        return rv;
+    }
+    return svc_reply_text(ctx, status, json);
+}
+
 const char svc_page_before[] = "(page bound)";
 const char svc_page_fetch[] = "(page size)";
 

@@ -79,6 +79,13 @@ apr_status_t svc_json_row(svc_jbuf_t *b, const svc_dbres_t *res, int row, int co
 apr_status_t svc_json_row_text(apr_pool_t *p, const svc_dbres_t *res, const svc_col_t *shape,
                                const char **pjson);
 
+/*
+ * Answers `status` with a one-row result as one JSON object; SVC_ENOTFOUND
+ * when the result has no row (the thing is gone, or was never visible).
+ */
+apr_status_t svc_reply_row(svc_ctx_t *ctx, int status, const svc_dbres_t *res,
+                           const svc_col_t *shape);
+
 /* Stand-ins for the page's bound and size among svc_reply_list's parameters. */
 extern const char svc_page_before[];
 extern const char svc_page_fetch[];

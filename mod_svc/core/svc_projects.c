@@ -21,12 +21,23 @@
     "svc_prole_effective(" R "::text, (SELECT pm.role FROM project_members pm"      \
     " WHERE pm.project_id = p.id AND pm.user_id = " U "::text))"
 
-/* One project as the API shows it; `p` is the projects row. */
-#define PROJECT_JSON(R, U)                                                          \
-    "json_build_object('id', p.id, 'slug', p.slug, 'name', p.name,"                 \
-    " 'description', p.description, 'archived', p.archived,"                        \
-    " 'role', " EFFECTIVE_ROLE(R, U) ","                                            \
-    " 'created_at', svc_ts(p.created_at), 'updated_at', svc_ts(p.updated_at))"
+/* One project as the API shows it: these columns of the projects row `p`
+ * (and the caller's effective role), in project_item's order, in binary. */
+#define PROJECT_COLS(R, U)                                                          \
+    "p.id, p.slug, p.name, p.description, p.archived, " EFFECTIVE_ROLE(R, U) ","    \
+    " p.created_at, p.updated_at"
+
+static const svc_col_t project_item[] = {
+    SVC_COL("id", SVC_COL_TEXT),
+    SVC_COL("slug", SVC_COL_TEXT),
+    SVC_COL("name", SVC_COL_TEXT),
+    SVC_COL("description", SVC_COL_TEXT),
+    SVC_COL("archived", SVC_COL_BOOL),
+    SVC_COL("role", SVC_COL_TEXT),
+    SVC_COL("created_at", SVC_COL_TIME),
+    SVC_COL("updated_at", SVC_COL_TIME),
+    SVC_COL_END
+};
 
 static const svc_stmt_t st_prj_resolve = {
     "svc_projects_resolve",
@@ -44,16 +55,16 @@ static const svc_stmt_t st_prj_role_now = {
 
 static const svc_stmt_t st_prj_list = {
     "svc_projects_list",
-    "SELECT " PROJECT_JSON("$5", "$6") ", p.seq FROM projects p"
+    "SELECT p.seq, " PROJECT_COLS("$5", "$6") " FROM projects p"
     " WHERE p.org_id = $1 AND ($2::boolean IS NULL OR p.archived = $2::boolean)"
     " AND p.seq < $3::bigint ORDER BY p.seq DESC LIMIT $4::int",
-    6, SVC_STMT_READ
+    6, SVC_STMT_READ | SVC_STMT_BINARY
 };
 
 static const svc_stmt_t st_prj_get = {
     "svc_projects_get",
-    "SELECT " PROJECT_JSON("$2", "$3") " FROM projects p WHERE p.id = $1",
-    3, SVC_STMT_READ
+    "SELECT " PROJECT_COLS("$2", "$3") " FROM projects p WHERE p.id = $1",
+    3, SVC_STMT_READ | SVC_STMT_BINARY
 };
 
 static const svc_stmt_t st_prj_insert = {
@@ -185,10 +196,7 @@ static apr_status_t reply_project(svc_ctx_t *ctx, svc_db_t *db, const char *id, 
     if (rv != APR_SUCCESS) {
         return rv;
     }
-    if (svc_dbres_rows(res) != 1) {
-        return SVC_ENOTFOUND;
-    }
-    return svc_reply_text(ctx, status, svc_dbres_str(res, 0, 0));
+    return svc_reply_row(ctx, status, res, project_item);
 }
 
 apr_status_t svc_h_projects_list(svc_ctx_t *ctx)
@@ -199,8 +207,9 @@ apr_status_t svc_h_projects_list(svc_ctx_t *ctx)
         svc_fail_field(ctx, "archived", "invalid_value", "archived must be true or false.");
         return SVC_EPROBLEM;
     }
-    return svc_reply_list(ctx, &st_prj_list, ctx->org->id, archived, SVC_PAGE_BEFORE,
-                          SVC_PAGE_FETCH, svc_role_name(ctx->org->role), ctx->who->user_id);
+    return svc_reply_rows(ctx, &st_prj_list, project_item, ctx->org->id, archived,
+                          SVC_PAGE_BEFORE, SVC_PAGE_FETCH, svc_role_name(ctx->org->role),
+                          ctx->who->user_id);
 }
 
 apr_status_t svc_h_projects_create(svc_ctx_t *ctx)

@@ -10,10 +10,21 @@
 #include <string.h>
 
 /* One team member; `pm` the project_members row, `m` the org membership. */
-#define TEAM_JSON                                                                   \
-    "json_build_object('user_id', u.id, 'email', u.email, 'name', u.name,"          \
-    " 'role', pm.role, 'org_role', m.role, 'added_at', svc_ts(pm.created_at),"      \
-    " 'updated_at', svc_ts(pm.updated_at))"
+/* One team member as the API shows it: these columns (`pm` the project
+ * membership, `m` the org membership, `u` the user), in team_item's order,
+ * read in binary. */
+#define TEAM_COLS "u.id, u.email, u.name, pm.role, m.role, pm.created_at, pm.updated_at"
+
+static const svc_col_t team_item[] = {
+    SVC_COL("user_id", SVC_COL_TEXT),
+    SVC_COL("email", SVC_COL_TEXT),
+    SVC_COL("name", SVC_COL_TEXT),
+    SVC_COL("role", SVC_COL_TEXT),
+    SVC_COL("org_role", SVC_COL_TEXT),
+    SVC_COL("added_at", SVC_COL_TIME),
+    SVC_COL("updated_at", SVC_COL_TIME),
+    SVC_COL_END
+};
 
 #define TEAM_FROM                                                                   \
     " FROM project_members pm JOIN users u ON u.id = pm.user_id"                    \
@@ -21,16 +32,16 @@
 
 static const svc_stmt_t st_team_list = {
     "svc_teams_list",
-    "SELECT " TEAM_JSON ", pm.seq" TEAM_FROM
+    "SELECT pm.seq, " TEAM_COLS TEAM_FROM
     " WHERE pm.project_id = $1 AND pm.org_id = $2 AND pm.seq < $3::bigint"
     " ORDER BY pm.seq DESC LIMIT $4::int",
-    4, SVC_STMT_READ
+    4, SVC_STMT_READ | SVC_STMT_BINARY
 };
 
 static const svc_stmt_t st_team_get = {
     "svc_teams_get",
-    "SELECT " TEAM_JSON TEAM_FROM " WHERE pm.project_id = $1 AND pm.user_id = $2",
-    2, SVC_STMT_READ
+    "SELECT " TEAM_COLS TEAM_FROM " WHERE pm.project_id = $1 AND pm.user_id = $2",
+    2, SVC_STMT_READ | SVC_STMT_BINARY
 };
 
 static const svc_stmt_t st_team_insert = {
@@ -124,16 +135,13 @@ static apr_status_t reply_team_member(svc_ctx_t *ctx, svc_db_t *db, const char *
     if (rv != APR_SUCCESS) {
         return rv;
     }
-    if (svc_dbres_rows(res) != 1) {
-        return SVC_ENOTFOUND;
-    }
-    return svc_reply_text(ctx, status, svc_dbres_str(res, 0, 0));
+    return svc_reply_row(ctx, status, res, team_item);
 }
 
 apr_status_t svc_h_team_list(svc_ctx_t *ctx)
 {
-    return svc_reply_list(ctx, &st_team_list, ctx->project->id, ctx->org->id, SVC_PAGE_BEFORE,
-                          SVC_PAGE_FETCH);
+    return svc_reply_rows(ctx, &st_team_list, team_item, ctx->project->id, ctx->org->id,
+                          SVC_PAGE_BEFORE, SVC_PAGE_FETCH);
 }
 
 apr_status_t svc_h_team_add(svc_ctx_t *ctx)
