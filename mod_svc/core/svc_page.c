@@ -319,22 +319,6 @@ static apr_status_t list_query(svc_ctx_t *ctx, const svc_stmt_t *st, va_list ap,
     return svc_db_exec(db, st, ctx->pool, pres, params);
 }
 
-apr_status_t svc_reply_list(svc_ctx_t *ctx, const svc_stmt_t *st, ...)
-{
-    svc_page_t pg;
-    svc_dbres_t *res;
-    apr_status_t rv;
-    va_list ap;
-
-    va_start(ap, st);
-    rv = list_query(ctx, st, ap, &pg, &res);
-    va_end(ap);
-    if (rv != APR_SUCCESS) {
-        return rv;
-    }
-    return svc_reply_page(ctx, res, 0, 1, &pg);
-}
-
 /* An item built from plain columns: columns 1.. of the row, as the shape says. */
 static apr_status_t shaped_item(svc_jbuf_t *b, const svc_dbres_t *res, int row,
                                 const void *baton)
@@ -342,24 +326,51 @@ static apr_status_t shaped_item(svc_jbuf_t *b, const svc_dbres_t *res, int row,
     return svc_json_row(b, res, row, 1, baton);
 }
 
-apr_status_t svc_reply_rows(svc_ctx_t *ctx, const svc_stmt_t *st, const svc_col_t *item, ...)
+/*
+ * Runs a list statement and answers its page: items written by the shape
+ * `item` from columns 1.. with the ordering key in column 0, or (item NULL)
+ * taken as JSON text from column 0 with the ordering key in column 1.
+ */
+static apr_status_t reply_list_v(svc_ctx_t *ctx, const svc_stmt_t *st, const svc_col_t *item,
+                                 va_list ap)
 {
     svc_page_t pg;
     svc_dbres_t *res;
     apr_status_t rv;
-    va_list ap;
 
-    va_start(ap, item);
-    rv = list_query(ctx, st, ap, &pg, &res);
-    va_end(ap);
-    if (rv != APR_SUCCESS) {
+    if ((rv = list_query(ctx, st, ap, &pg, &res)) != APR_SUCCESS) {
         return rv;
+    }
+    if (!item) {
+        return svc_reply_page(ctx, res, 0, 1, &pg);
     }
     /* The ordering key is checked too, though it is read only when a page
      * is full: a drift should fail every time, not on full pages only. */
     if (svc_dbres_type(res, 0, NULL) != SVC_OID_INT8
-        || (rv = svc_shape_check(res, 1, item)) != APR_SUCCESS) {
+        || svc_shape_check(res, 1, item) != APR_SUCCESS) {
         return SVC_EDB;
     }
     return reply_page(ctx, res, 0, &pg, shaped_item, item, 320);
+}
+
+apr_status_t svc_reply_list(svc_ctx_t *ctx, const svc_stmt_t *st, ...)
+{
+    apr_status_t rv;
+    va_list ap;
+
+    va_start(ap, st);
+    rv = reply_list_v(ctx, st, NULL, ap);
+    va_end(ap);
+    return rv;
+}
+
+apr_status_t svc_reply_rows(svc_ctx_t *ctx, const svc_stmt_t *st, const svc_col_t *item, ...)
+{
+    apr_status_t rv;
+    va_list ap;
+
+    va_start(ap, item);
+    rv = reply_list_v(ctx, st, item, ap);
+    va_end(ap);
+    return rv;
 }
