@@ -212,18 +212,25 @@ static void hide_query(request_rec *r)
     r->parsed_uri.query = r->args;
 }
 
+/*
+ * The origin clients use to reach us, as httpd builds self-referential URLs:
+ * the scheme from ServerName (https:// behind a TLS-terminating proxy), the
+ * host and port from the Host header, or from ServerName with
+ * UseCanonicalName On.
+ */
 static const char *self_origin(request_rec *r)
 {
     const char *scheme = ap_http_scheme(r);
+    const char *host = ap_get_server_name_for_url(r);
     apr_port_t port = ap_get_server_port(r);
     int dflt = (port == 80 && strcmp(scheme, "http") == 0)
                || (port == 443 && strcmp(scheme, "https") == 0);
 
-    if (!r->hostname) {
+    if (!host || !*host) {
         return NULL;
     }
-    return dflt ? apr_pstrcat(r->pool, scheme, "://", r->hostname, NULL)
-                : apr_psprintf(r->pool, "%s://%s:%u", scheme, r->hostname, (unsigned)port);
+    return dflt ? apr_pstrcat(r->pool, scheme, "://", host, NULL)
+                : apr_psprintf(r->pool, "%s://%s:%u", scheme, host, (unsigned)port);
 }
 
 /*

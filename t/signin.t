@@ -445,6 +445,39 @@ for my $bad ('//evil.example/', 'https://evil.example/', '/\\evil.example', 'evi
     is($r->header('RateLimit-Limit'), 1000, 'GET /auth/callback too');
 }
 
+# --- behind a TLS-terminating proxy ----------------------------------------------------
+# httpd speaks plain HTTP there; ServerName https://... (docs/operations.md)
+# makes the cookies Secure and every URL we build the public https one.
+{
+    my $offload = 'http://127.0.0.1:' . Apache::Test::vars('tls_offload_port');
+    my $r = browser()->get("$offload/auth/login");
+    is($r->code, 302, 'TLS offload: /auth/login redirects');
+    my @cookies = $r->header('Set-Cookie');
+    ok(@cookies && !grep({ !/; Secure(;|$)/ } @cookies), '... with Secure cookies')
+        or diag(join "\n", @cookies);
+    like($r->header('Location') // '',
+         qr/redirect_uri=https%3A%2F%2Fsvc\.example\.test%2Fauth%2Fcallback(&|$)/,
+         '... and the public https callback');
+    # A cookie-authenticated change is trusted from the public origin only.
+    my $session = new_session(new_user('offload'));
+    my $post = sub {
+        my ($origin) = @_;
+        my $req = HTTP::Request->new(POST => "$offload/api/orgs");
+        $req->header(Cookie => "service_session=$session", Origin => $origin,
+                     'Content-Type' => 'application/json');
+        $req->content(json()->encode({ slug => SvcTest::uniq('offload'), name => 'Offload' }));
+        return LWP::UserAgent->new->request($req);
+    };
+    is($post->('https://svc.example.test')->code, 201,
+       '... a cookie POST from the public origin is trusted');
+    my $r2 = $post->($offload);
+    is($r2->code, 403, '... one from the internal address is not');
+    like($r2->content, qr/csrf_failed/, '... csrf_failed');
+    my $plain = browser()->get("$BASE/auth/login");
+    ok(!grep({ /; Secure/ } $plain->header('Set-Cookie')),
+       'served as plain HTTP without a proxy: no Secure (the browser would drop it)');
+}
+
 # --- where sign-in is not configured -------------------------------------------------
 {
     my $off = 'http://127.0.0.1:' . Apache::Test::vars('signin_off_port');
