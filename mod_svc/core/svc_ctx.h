@@ -120,6 +120,13 @@ svc_ctx_t *svc_ctx_create(apr_pool_t *p, const svc_config_t *conf);
 apr_status_t svc_ctx_db(svc_ctx_t *ctx, svc_db_t **pdb);
 
 /*
+ * The same, with a transaction begun on it: the start of every handler that
+ * writes. Whatever it does not commit is rolled back when the connection
+ * goes back to the pool (svc_db_release).
+ */
+apr_status_t svc_ctx_db_begin(svc_ctx_t *ctx, svc_db_t **pdb);
+
+/*
  * Gives the connection back to the pool now (rolling back anything not
  * committed). Handlers call this before waiting on anything slow, such as
  * an outbound HTTP call, so a slow provider cannot starve the pool; the

@@ -232,10 +232,7 @@ apr_status_t svc_invite_revoke(svc_ctx_t *ctx, const char *project_id, const cha
     svc_db_t *db;
     apr_status_t rv;
 
-    if ((rv = svc_ctx_db(ctx, &db)) != APR_SUCCESS) {
-        return rv;
-    }
-    if ((rv = svc_db_begin(db, ctx->pool)) != APR_SUCCESS) {
+    if ((rv = svc_ctx_db_begin(ctx, &db)) != APR_SUCCESS) {
         return rv;
     }
     rv = project_id ? svc_access_recheck(ctx, db, SVC_ROLE_VIEWER, SVC_PROLE_MAINTAINER)
@@ -310,10 +307,7 @@ apr_status_t svc_h_org_invite_create(svc_ctx_t *ctx)
     svc_db_t *db;
     apr_status_t rv;
 
-    if ((rv = svc_ctx_db(ctx, &db)) != APR_SUCCESS) {
-        return rv;
-    }
-    if ((rv = svc_db_begin(db, ctx->pool)) != APR_SUCCESS) {
+    if ((rv = svc_ctx_db_begin(ctx, &db)) != APR_SUCCESS) {
         return rv;
     }
     rv = svc_access_recheck(ctx, db, SVC_ROLE_ADMIN, SVC_PROLE_NONE);
@@ -401,10 +395,7 @@ apr_status_t svc_h_my_invite_accept(svc_ctx_t *ctx)
     svc_db_t *db;
     apr_status_t rv;
 
-    if ((rv = svc_ctx_db(ctx, &db)) != APR_SUCCESS) {
-        return rv;
-    }
-    if ((rv = svc_db_begin(db, ctx->pool)) != APR_SUCCESS) {
+    if ((rv = svc_ctx_db_begin(ctx, &db)) != APR_SUCCESS) {
         return rv;
     }
     /*
@@ -511,10 +502,7 @@ apr_status_t svc_h_my_invite_decline(svc_ctx_t *ctx)
     svc_db_t *db;
     apr_status_t rv;
 
-    if ((rv = svc_ctx_db(ctx, &db)) != APR_SUCCESS) {
-        return rv;
-    }
-    if ((rv = svc_db_begin(db, ctx->pool)) != APR_SUCCESS) {
+    if ((rv = svc_ctx_db_begin(ctx, &db)) != APR_SUCCESS) {
         return rv;
     }
     if ((rv = lock_mine(ctx, db, id, &res)) != APR_SUCCESS

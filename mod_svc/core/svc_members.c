@@ -223,10 +223,7 @@ apr_status_t svc_h_members_update(svc_ctx_t *ctx)
     svc_db_t *db;
     apr_status_t rv;
 
-    if ((rv = svc_ctx_db(ctx, &db)) != APR_SUCCESS) {
-        return rv;
-    }
-    if ((rv = svc_db_begin(db, ctx->pool)) != APR_SUCCESS) {
+    if ((rv = svc_ctx_db_begin(ctx, &db)) != APR_SUCCESS) {
         return rv;
     }
     if ((rv = lock_as(ctx, db, SVC_ROLE_ADMIN, 403, &me)) != APR_SUCCESS) {
@@ -295,10 +292,7 @@ apr_status_t svc_h_members_remove(svc_ctx_t *ctx)
                         "Your role in %s is %s; removing another member needs admin or "
                         "above.", ctx->org->slug, svc_role_name(ctx->org->role));
     }
-    if ((rv = svc_ctx_db(ctx, &db)) != APR_SUCCESS) {
-        return rv;
-    }
-    if ((rv = svc_db_begin(db, ctx->pool)) != APR_SUCCESS) {
+    if ((rv = svc_ctx_db_begin(ctx, &db)) != APR_SUCCESS) {
         return rv;
     }
     rv = lock_as(ctx, db, self ? SVC_ROLE_VIEWER : SVC_ROLE_ADMIN, 403, &me);
@@ -362,10 +356,7 @@ apr_status_t svc_h_orgs_transfer(svc_ctx_t *ctx)
     svc_db_t *db;
     apr_status_t rv;
 
-    if ((rv = svc_ctx_db(ctx, &db)) != APR_SUCCESS) {
-        return rv;
-    }
-    if ((rv = svc_db_begin(db, ctx->pool)) != APR_SUCCESS) {
+    if ((rv = svc_ctx_db_begin(ctx, &db)) != APR_SUCCESS) {
         return rv;
     }
     /*

@@ -299,10 +299,7 @@ apr_status_t svc_h_projects_update(svc_ctx_t *ctx)
         return svc_fail(ctx, 400, "validation_failed",
                         "The body names no setting to change (name, description, archived).");
     }
-    if ((rv = svc_ctx_db(ctx, &db)) != APR_SUCCESS) {
-        return rv;
-    }
-    if ((rv = svc_db_begin(db, ctx->pool)) != APR_SUCCESS) {
+    if ((rv = svc_ctx_db_begin(ctx, &db)) != APR_SUCCESS) {
         return rv;
     }
     if ((rv = svc_access_recheck(ctx, db, SVC_ROLE_VIEWER, SVC_PROLE_MAINTAINER))

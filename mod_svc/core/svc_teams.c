@@ -161,10 +161,7 @@ apr_status_t svc_h_team_add(svc_ctx_t *ctx)
                        "Give exactly one of user_id (an org member) and email (an invite).");
         return SVC_EPROBLEM;
     }
-    if ((rv = svc_ctx_db(ctx, &db)) != APR_SUCCESS) {
-        return rv;
-    }
-    if ((rv = svc_db_begin(db, ctx->pool)) != APR_SUCCESS) {
+    if ((rv = svc_ctx_db_begin(ctx, &db)) != APR_SUCCESS) {
         return rv;
     }
     if ((rv = svc_access_recheck(ctx, db, SVC_ROLE_VIEWER, SVC_PROLE_MAINTAINER))
@@ -225,10 +222,7 @@ apr_status_t svc_h_team_update(svc_ctx_t *ctx)
     svc_db_t *db;
     apr_status_t rv;
 
-    if ((rv = svc_ctx_db(ctx, &db)) != APR_SUCCESS) {
-        return rv;
-    }
-    if ((rv = svc_db_begin(db, ctx->pool)) != APR_SUCCESS) {
+    if ((rv = svc_ctx_db_begin(ctx, &db)) != APR_SUCCESS) {
         return rv;
     }
     if ((rv = svc_access_recheck(ctx, db, SVC_ROLE_VIEWER, SVC_PROLE_MAINTAINER))
@@ -290,10 +284,7 @@ apr_status_t svc_h_team_remove(svc_ctx_t *ctx)
                         "Your role in project %s is %s; removing another team member needs "
                         "maintainer.", ctx->project->slug, svc_prole_name(ctx->project->prole));
     }
-    if ((rv = svc_ctx_db(ctx, &db)) != APR_SUCCESS) {
-        return rv;
-    }
-    if ((rv = svc_db_begin(db, ctx->pool)) != APR_SUCCESS) {
+    if ((rv = svc_ctx_db_begin(ctx, &db)) != APR_SUCCESS) {
         return rv;
     }
     if ((rv = svc_access_recheck(ctx, db, SVC_ROLE_VIEWER,

@@ -660,10 +660,7 @@ apr_status_t svc_h_tokens_revoke(svc_ctx_t *ctx)
     svc_db_t *db;
     apr_status_t rv;
 
-    if ((rv = svc_ctx_db(ctx, &db)) != APR_SUCCESS) {
-        return rv;
-    }
-    if ((rv = svc_db_begin(db, ctx->pool)) != APR_SUCCESS) {
+    if ((rv = svc_ctx_db_begin(ctx, &db)) != APR_SUCCESS) {
         return rv;
     }
     rv = svc_db_execv(db, &st_tok_revoke, ctx->pool, &res, id, ctx->who->user_id,
