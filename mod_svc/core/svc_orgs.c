@@ -178,10 +178,28 @@ apr_status_t svc_member_hold(svc_db_t *db, apr_pool_t *p, const char *org_id,
     return rv;
 }
 
+/* The org a row of st_org_membership or st_org_by_slug names: id, slug,
+ * name, and the caller's role when the row has one (else none). */
+static apr_status_t orgref_of(apr_pool_t *p, const svc_dbres_t *res, svc_orgref_t **porg)
+{
+    svc_orgref_t *org;
+
+    if (svc_dbres_rows(res) != 1) {
+        return SVC_ENOTFOUND;
+    }
+    org = apr_pcalloc(p, sizeof(*org));
+    org->id = svc_dbres_str(res, 0, 0);
+    org->slug = svc_dbres_str(res, 0, 1);
+    org->name = svc_dbres_str(res, 0, 2);
+    org->role = svc_dbres_cols(res) > 3 ? svc_role_parse(svc_dbres_str(res, 0, 3))
+                                        : SVC_ROLE_NONE;
+    *porg = org;
+    return APR_SUCCESS;
+}
+
 apr_status_t svc_org_membership(svc_db_t *db, apr_pool_t *p, const char *slug,
                                 const char *user_id, svc_orgref_t **porg)
 {
-    svc_orgref_t *org;
     svc_dbres_t *res;
     apr_status_t rv;
 
@@ -189,22 +207,12 @@ apr_status_t svc_org_membership(svc_db_t *db, apr_pool_t *p, const char *slug,
     if (rv != APR_SUCCESS) {
         return rv;
     }
-    if (svc_dbres_rows(res) != 1) {
-        return SVC_ENOTFOUND;
-    }
-    org = apr_pcalloc(p, sizeof(*org));
-    org->id = svc_dbres_str(res, 0, 0);
-    org->slug = svc_dbres_str(res, 0, 1);
-    org->name = svc_dbres_str(res, 0, 2);
-    org->role = svc_role_parse(svc_dbres_str(res, 0, 3));
-    *porg = org;
-    return APR_SUCCESS;
+    return orgref_of(p, res, porg);
 }
 
 apr_status_t svc_org_by_slug(svc_db_t *db, apr_pool_t *p, const char *slug,
                              svc_orgref_t **porg)
 {
-    svc_orgref_t *org;
     svc_dbres_t *res;
     apr_status_t rv;
 
@@ -212,16 +220,7 @@ apr_status_t svc_org_by_slug(svc_db_t *db, apr_pool_t *p, const char *slug,
     if (rv != APR_SUCCESS) {
         return rv;
     }
-    if (svc_dbres_rows(res) != 1) {
-        return SVC_ENOTFOUND;
-    }
-    org = apr_pcalloc(p, sizeof(*org));
-    org->id = svc_dbres_str(res, 0, 0);
-    org->slug = svc_dbres_str(res, 0, 1);
-    org->name = svc_dbres_str(res, 0, 2);
-    org->role = SVC_ROLE_NONE;
-    *porg = org;
-    return APR_SUCCESS;
+    return orgref_of(p, res, porg);
 }
 
 apr_status_t svc_org_create(svc_db_t *db, apr_pool_t *p, const char *slug, const char *name,
@@ -372,10 +371,7 @@ apr_status_t svc_h_orgs_update(svc_ctx_t *ctx)
     svc_db_t *db;
     apr_status_t rv;
 
-    if ((rv = svc_ctx_db(ctx, &db)) != APR_SUCCESS) {
-        return rv;
-    }
-    if ((rv = svc_db_begin(db, ctx->pool)) != APR_SUCCESS) {
+    if ((rv = svc_ctx_db_begin(ctx, &db)) != APR_SUCCESS) {
         return rv;
     }
     if ((rv = svc_access_recheck(ctx, db, SVC_ROLE_ADMIN, SVC_PROLE_NONE)) != APR_SUCCESS) {
