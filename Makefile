@@ -6,8 +6,13 @@
 #   make bench      wrk against the running stack
 #   SANITIZE=1      build (and test) with AddressSanitizer and UBSan
 #
-# The core (mod_svc/core) is compiled without the httpd include path, so a
-# core file that includes an httpd header does not build.
+# The layers (docs/architecture.md) are enforced here: base/ compiles with
+# its own headers only; the kernel with base/'s and its own; an area with
+# those, its own folder, and the public header of every area (copied to
+# build/public, so another area's private headers are out of reach); none
+# of them sees an httpd header. Only the glue (mod_svc/mod_svc*.c) does.
+# After linking, tools/check-layers.pl fails the build on any loop of
+# includes or calls between files.
 
 APXS     ?= $(shell command -v apxs 2>/dev/null || command -v apxs2 2>/dev/null)
 SANITIZE ?= 0
@@ -35,21 +40,34 @@ OPT  := -O1 -g -fPIC -std=gnu11 -fno-omit-frame-pointer \
 LDSAN := -fsanitize=address,undefined
 endif
 
-CFLAGS_CORE := $(OPT) $(WARN) $(APR_CFLAGS) $(DEP_CFLAGS) -I$(BUILD) -Imod_svc/core
-CFLAGS_GLUE := $(CFLAGS_CORE) $(HTTPD_INC)
+AREAS       := $(notdir $(patsubst %/,%,$(sort $(dir $(wildcard mod_svc/areas/*/*.c)))))
+PUBLIC_H    := $(foreach a,$(AREAS),$(BUILD)/public/svc_$(a).h)
+
+CFLAGS_ALL  := $(OPT) $(WARN) $(APR_CFLAGS) $(DEP_CFLAGS) -MMD -MP
+CFLAGS_BASE := $(CFLAGS_ALL) -Imod_svc/base
+CFLAGS_KERN := $(CFLAGS_BASE) -Imod_svc/kernel
+CFLAGS_TOP  := $(CFLAGS_KERN) -I$(BUILD)/public -Imod_svc/areas
+CFLAGS_GLUE := $(CFLAGS_TOP) $(HTTPD_INC)
+# Unit tests may look inside every area.
+CFLAGS_UNIT := $(CFLAGS_TOP) $(foreach a,$(AREAS),-Imod_svc/areas/$(a)) -It/unit
 LIBS        := $(APR_LIBS) $(DEP_LIBS)
 
-CORE_SRC := $(sort $(wildcard mod_svc/core/*.c))
-GLUE_SRC := $(sort $(wildcard mod_svc/mod_svc*.c))
-CORE_OBJ := $(patsubst mod_svc/core/%.c,$(BUILD)/core/%.o,$(CORE_SRC)) \
-            $(BUILD)/core/svc_migrations.o
-GLUE_OBJ := $(patsubst mod_svc/%.c,$(BUILD)/glue/%.o,$(GLUE_SRC))
+BASE_OBJ := $(patsubst mod_svc/%.c,$(BUILD)/%.o,$(sort $(wildcard mod_svc/base/*.c))) \
+            $(BUILD)/base/svc_migrations.o
+KERN_OBJ := $(patsubst mod_svc/%.c,$(BUILD)/%.o,$(sort $(wildcard mod_svc/kernel/*.c)))
+AREA_OBJ := $(patsubst mod_svc/%.c,$(BUILD)/%.o,$(sort $(wildcard mod_svc/areas/*/*.c))) \
+            $(BUILD)/areas/svc_areas.o
+# Everything but the httpd glue: the module, svcctl and the unit tests link it.
+CORE_OBJ := $(BASE_OBJ) $(KERN_OBJ) $(AREA_OBJ)
+GLUE_OBJ := $(patsubst mod_svc/%.c,$(BUILD)/glue/%.o,$(sort $(wildcard mod_svc/mod_svc*.c)))
 UNIT_SRC := $(sort $(wildcard t/unit/test_*.c))
 UNIT_BIN := $(patsubst t/unit/%.c,$(BUILD)/unit/%,$(UNIT_SRC))
 SQL      := $(sort $(wildcard sql/[0-9]*.sql))
 
-.PHONY: all clean test unit run bench install check-env
-all: $(BUILD)/mod_svc.so $(BUILD)/svcctl
+.PHONY: all clean test unit run bench install check-env FORCE
+all: $(BUILD)/mod_svc.so $(BUILD)/svcctl $(BUILD)/.layers-ok
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
 
 # Rebuild everything when the flags change (SANITIZE=1 and back).
 $(BUILD)/.flags: FORCE
@@ -60,15 +78,37 @@ FORCE:
 $(BUILD)/svc_migrations.c: $(SQL) tools/embed-sql.pl | $(BUILD)/.flags
 	perl tools/embed-sql.pl $(SQL) > $@.tmp && mv $@.tmp $@
 
-$(BUILD)/core/svc_migrations.o: $(BUILD)/svc_migrations.c $(BUILD)/.flags
+$(BUILD)/base/svc_migrations.o: $(BUILD)/svc_migrations.c $(BUILD)/.flags
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS_CORE) -c $< -o $@
+	$(CC) $(CFLAGS_BASE) -c $< -o $@
 
-$(BUILD)/core/%.o: mod_svc/core/%.c $(wildcard mod_svc/core/*.h) $(BUILD)/.flags
+$(BUILD)/base/%.o: mod_svc/base/%.c $(BUILD)/.flags
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS_CORE) -c $< -o $@
+	$(CC) $(CFLAGS_BASE) -c $< -o $@
 
-$(BUILD)/glue/%.o: mod_svc/%.c $(wildcard mod_svc/*.h mod_svc/core/*.h) $(BUILD)/.flags
+$(BUILD)/kernel/%.o: mod_svc/kernel/%.c $(BUILD)/.flags
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_KERN) -c $< -o $@
+
+# An area's public header, where the other areas (and the glue) can see it.
+define public_header
+$(BUILD)/public/svc_$(1).h: mod_svc/areas/$(1)/svc_$(1).h
+	@mkdir -p $$(@D)
+	cp $$< $$@
+endef
+$(foreach a,$(AREAS),$(eval $(call public_header,$(a))))
+
+# An area file: its own folder, the kernel, base/ and the public headers.
+$(BUILD)/areas/%.o: mod_svc/areas/%.c $(PUBLIC_H) $(BUILD)/.flags
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_KERN) -I$(dir $<) -I$(BUILD)/public -c $< -o $@
+
+# The registry knows every area, through public headers only.
+$(BUILD)/areas/svc_areas.o: mod_svc/areas/svc_areas.c $(PUBLIC_H) $(BUILD)/.flags
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_TOP) -c $< -o $@
+
+$(BUILD)/glue/%.o: mod_svc/%.c $(PUBLIC_H) $(BUILD)/.flags
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_GLUE) -c $< -o $@
 
@@ -80,12 +120,17 @@ $(BUILD)/mod_svc.so: $(GLUE_OBJ) $(CORE_OBJ)
 $(BUILD)/svcctl: $(BUILD)/svcctl.o $(CORE_OBJ)
 	$(CC) -o $@ $^ $(LDSAN) $(LIBS)
 
-$(BUILD)/svcctl.o: mod_svc/svcctl.c $(wildcard mod_svc/core/*.h) $(BUILD)/.flags
-	$(CC) $(CFLAGS_CORE) -c $< -o $@
+$(BUILD)/svcctl.o: mod_svc/svcctl.c $(PUBLIC_H) $(BUILD)/.flags
+	$(CC) $(CFLAGS_TOP) -c $< -o $@
+
+# No loops between files, of includes or of calls (docs/architecture.md).
+$(BUILD)/.layers-ok: $(GLUE_OBJ) $(CORE_OBJ) $(BUILD)/svcctl.o tools/check-layers.pl
+	perl tools/check-layers.pl --build $(BUILD) mod_svc
+	@touch $@
 
 $(BUILD)/unit/%: t/unit/%.c t/unit/svc_test.h $(CORE_OBJ)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS_CORE) -It/unit -o $@ $< $(CORE_OBJ) $(LDSAN) $(LIBS) -lpthread
+	$(CC) $(CFLAGS_UNIT) -o $@ $< $(CORE_OBJ) $(LDSAN) $(LIBS) -lpthread
 
 unit: $(UNIT_BIN)
 

@@ -1,19 +1,15 @@
 /*
  * mod_svc.c: the module record, the Svc* directives and the start-up hooks.
  */
-#include "mod_svc.h"
+#include "mod_svc_glue.h"
 
 #include <http_core.h>
 #include <http_protocol.h>
 #include <http_request.h>
 #include <ap_mpm.h>
+#include <apr_file_info.h>
 #include <apr_strings.h>
 
-#include "svc_crypto.h"
-#include "svc_http.h"
-#include "svc_migrate.h"
-#include "svc_openapi.h"
-#include "svc_tokens.h"
 
 
 static void *create_server_conf(apr_pool_t *p, server_rec *s)
@@ -70,6 +66,9 @@ static void *merge_server_conf(apr_pool_t *p, void *basev, void *addv)
     }
     if (!(add->set & SVC_SET_VCS_TIMEOUT)) {
         sc->core.vcs_timeout_ms = base->core.vcs_timeout_ms;
+    }
+    if (!add->core.vcs_ca_file) {
+        sc->core.vcs_ca_file = base->core.vcs_ca_file;
     }
     if (add->core.internal_allow->nelts == 0) {
         sc->core.internal_allow = base->core.internal_allow;
@@ -302,6 +301,26 @@ static const char *set_vcs_timeout(cmd_parms *cmd, void *dummy, const char *arg)
     return err;
 }
 
+/*
+ * A provider behind a private certificate authority (GitHub Enterprise
+ * Server, say): its CA bundle is added to the system's trust store for the
+ * provider's calls, never put in its place. Checked at start, so a typo is
+ * an error then rather than a failed sign-in later.
+ */
+static const char *set_vcs_ca_file(cmd_parms *cmd, void *dummy, const char *arg)
+{
+    svc_server_conf *sc = server_conf(cmd);
+    const char *path = ap_server_root_relative(cmd->pool, arg);
+    apr_finfo_t fi;
+
+    if (!path || apr_stat(&fi, path, APR_FINFO_TYPE, cmd->temp_pool) != APR_SUCCESS
+        || fi.filetype != APR_REG) {
+        return apr_psprintf(cmd->pool, "SvcVcsCAFile: %s is not a readable file", arg);
+    }
+    sc->core.vcs_ca_file = path;
+    return NULL;
+}
+
 static const command_rec svc_cmds[] = {
     AP_INIT_TAKE1("SvcSecret", set_secret, NULL, RSRC_CONF,
                   "Reference to the server secret (file:/path mode 0600, env:NAME or "
@@ -347,6 +366,10 @@ static const command_rec svc_cmds[] = {
     AP_INIT_TAKE1("SvcUIURL", set_ui_url, NULL, RSRC_CONF,
                   "Where the browser lands after signing in: a path on this site or an "
                   "http(s) URL (default /); return_to paths go to its origin"),
+    AP_INIT_TAKE1("SvcVcsCAFile", set_vcs_ca_file, NULL, RSRC_CONF,
+                  "A PEM bundle of certificate authorities trusted for the code-hosting "
+                  "provider besides the system's (GitHub Enterprise Server behind a private "
+                  "CA)"),
     AP_INIT_TAKE1("SvcVcsTimeout", set_vcs_timeout, NULL, RSRC_CONF,
                   "Seconds all provider calls of one sign-in may take together (default 10)"),
     { NULL }
@@ -401,6 +424,60 @@ static apr_status_t signin_setup(svc_server_conf *sc, server_rec *vs, server_rec
     return APR_SUCCESS;
 }
 
+/*
+ * mod_dbd reports every failed connection attempt and every request that
+ * found no connection (AH00629, AH02655): two error lines per request for
+ * as long as the database is down, which under load fills the disk. For the
+ * servers where the operator did not set a level for dbd, those lines are
+ * turned down to critical ones; the glue writes its own summary line at
+ * most once a second instead (SVC0012, mod_svc_request.c).
+ */
+static void quiet_dbd(apr_pool_t *pconf, server_rec *s)
+{
+    module *dbd = ap_find_linked_module("mod_dbd.c");
+    server_rec *vs;
+
+    if (!dbd) {
+        return;
+    }
+    for (vs = s; vs; vs = vs->next) {
+        if (!vs->log.module_levels || vs->log.module_levels[dbd->module_index] < 0) {
+            ap_set_module_loglevel(pconf, &vs->log, dbd->module_index, APLOG_CRIT);
+        }
+    }
+}
+
+/*
+ * The service's own URLs name no file, yet httpd's map_to_storage phase
+ * would walk the filesystem for them (<Directory> sections, .htaccess): six
+ * stat calls per request. Whether a URL is ours is known from SetHandler,
+ * which only the <Location> walk before translate_name has merged (the
+ * configuration is reset to the server's before map_to_storage), so it is
+ * read here and remembered in a note.
+ */
+#define SVC_NOTE_OWN "svc-own-url"
+
+static int svc_translate_name(request_rec *r)
+{
+    core_dir_config *d = ap_get_core_module_config(r->per_dir_config);
+    const char *h, *err = NULL;
+
+    if (!d || !d->expr_handler) {
+        return DECLINED;
+    }
+    h = ap_expr_str_exec(r, d->expr_handler, &err);
+    if (!err && h && strncmp(h, "svc", 3) == 0 && (h[3] == '\0' || h[3] == '-')) {
+        apr_table_setn(r->notes, SVC_NOTE_OWN, "1");
+    }
+    return DECLINED;
+}
+
+static int svc_map_to_storage(request_rec *r)
+{
+    /* OK ends the phase: core's directory and file walks do not run. */
+    return apr_table_get(r->notes, SVC_NOTE_OWN) ? OK : DECLINED;
+}
+
 static int svc_post_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp,
                            server_rec *s)
 {
@@ -424,7 +501,7 @@ static int svc_post_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptem
                      "LoadModule dbd_module before LoadModule svc_module");
         return HTTP_INTERNAL_SERVER_ERROR;
     }
-    rv = svc_router_create(&rt, svc_routes, pconf);
+    rv = svc_router_create(&rt, svc_route_table(pconf, svc_areas), pconf);
     if (rv != APR_SUCCESS) {
         ap_log_error(APLOG_MARK, APLOG_CRIT, rv, s, "SVC0003: the route table is invalid");
         return HTTP_INTERNAL_SERVER_ERROR;
@@ -436,7 +513,8 @@ static int svc_post_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptem
         const char *err = NULL;
 
         sc->router = router;
-        sc->core.openapi_json = svc_openapi_render(pconf, sc->core.public_url);
+        svc_areas_configure(&sc->core);
+        sc->core.openapi_json = svc_openapi_render(pconf, sc->core.areas, sc->core.public_url);
         svc_config_default_rates(&sc->core, pconf);
         if (sc->core.internal_allow->nelts == 0) {
             add_default_internal(sc, pconf);
@@ -472,6 +550,7 @@ static int svc_post_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptem
                          "authenticated routes answer 503 until it is");
         }
     }
+    quiet_dbd(pconf, s);
     ap_log_error(APLOG_MARK, APLOG_INFO, 0, s, "SVC0006: mod_svc %s ready, schema version "
                  "%d required", SVC_VERSION, svc_schema_version);
     return OK;
@@ -495,6 +574,8 @@ static void svc_register_hooks(apr_pool_t *p)
 
     ap_hook_post_config(svc_post_config, pre, NULL, APR_HOOK_MIDDLE);
     ap_hook_child_init(svc_child_init, NULL, NULL, APR_HOOK_MIDDLE);
+    ap_hook_translate_name(svc_translate_name, NULL, NULL, APR_HOOK_FIRST);
+    ap_hook_map_to_storage(svc_map_to_storage, NULL, NULL, APR_HOOK_FIRST);
     ap_hook_handler(svc_handler, NULL, NULL, APR_HOOK_MIDDLE);
 }
 

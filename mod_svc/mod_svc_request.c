@@ -3,7 +3,7 @@
  * context from the request_rec, reads the body under the route's cap,
  * lends the core a pooled database connection, and writes the answer.
  */
-#include "mod_svc.h"
+#include "mod_svc_glue.h"
 
 #include <http_core.h>
 #include <http_protocol.h>
@@ -14,11 +14,6 @@
 #include <apr_optional.h>
 #include <apr_strings.h>
 
-#include "svc_crypto.h"
-#include "svc_db.h"
-#include "svc_dispatch.h"
-#include "svc_migrate.h"
-#include "svc_redact.h"
 
 APLOG_USE_MODULE(svc);
 
@@ -164,28 +159,10 @@ static void parse_query(svc_ctx_t *ctx, request_rec *r)
     }
 }
 
-/* "code=abc&state=def" -> "code=[REDACTED]&state=[REDACTED]". */
-static const char *mask_query(apr_pool_t *p, const char *q)
-{
-    const char *out = "";
-
-    while (*q) {
-        apr_size_t n = strcspn(q, "&");
-        const char *eq = memchr(q, '=', n);
-
-        out = apr_pstrcat(p, out, *out ? "&" : "",
-                          eq ? apr_pstrmemdup(p, q, (apr_size_t)(eq - q + 1)) : "",
-                          "[REDACTED]", NULL);
-        q += n;
-        q += *q == '&';
-    }
-    return out;
-}
-
 /*
- * On routes whose query carries credentials (an OAuth code and state), the
- * values are replaced before the access log prints the request line (%r),
- * the URL (%U%q) or the query; the core has already read them.
+ * Where a query may carry credentials (an OAuth code and state), the values
+ * are replaced before the access log prints the request line (%r), the URL
+ * (%U%q) or the query; the core has already read them.
  */
 static void hide_query(request_rec *r)
 {
@@ -194,7 +171,7 @@ static void hide_query(request_rec *r)
     if (!r->args || !*r->args) {
         return;
     }
-    masked = mask_query(r->pool, r->args);
+    masked = svc_redact_query(r->pool, r->args, NULL, NULL);
     if (r->the_request && (qm = strchr(r->the_request, '?')) != NULL) {
         end = qm + strcspn(qm, " ");
         r->the_request = apr_pstrcat(r->pool,
@@ -314,6 +291,38 @@ static int write_response(svc_ctx_t *ctx, request_rec *r)
     return OK;
 }
 
+/*
+ * Requests of this process answered 503 because the database could not be
+ * used, since the last report, and the second of that report.
+ */
+static volatile apr_uint32_t db_unavailable_count;
+static volatile apr_uint32_t db_unavailable_reported_at;
+
+/*
+ * While the database is down (or behind the schema), every request fails
+ * the same way: one line a second per process, with how many failed since
+ * the last one, says as much as one line per request, and a long outage
+ * under load cannot fill the disk. (mod_dbd's own lines for the same
+ * condition are turned down at start: svc_post_config.)
+ */
+static void report_db_unavailable(svc_ctx_t *ctx, request_rec *r, const svc_problem_t *pr)
+{
+    apr_uint32_t now = (apr_uint32_t)apr_time_sec(apr_time_now());
+    apr_uint32_t last = apr_atomic_read32(&db_unavailable_reported_at);
+    apr_uint32_t n;
+
+    apr_atomic_inc32(&db_unavailable_count);
+    if (now == last || apr_atomic_cas32(&db_unavailable_reported_at, now, last) != last) {
+        return;
+    }
+    n = apr_atomic_xchg32(&db_unavailable_count, 0);
+    ap_log_rerror(APLOG_MARK, APLOG_WARNING, 0, r, "SVC0012: the database is unavailable: "
+                  "%u request(s) of this process answered %d since the last report; the "
+                  "latest: %s (%s) request_id=%s %s", n, pr->status,
+                  ctx->route ? ctx->route->op_id : r->uri, pr->code, ctx->request_id,
+                  svc_redact(r->pool, ctx->db ? svc_db_errmsg(ctx->db) : ""));
+}
+
 static void log_failure(svc_ctx_t *ctx, request_rec *r, apr_status_t rv,
                         const svc_problem_t *pr)
 {
@@ -342,11 +351,7 @@ static void log_failure(svc_ctx_t *ctx, request_rec *r, apr_status_t rv,
         return;
     }
     if (rv == SVC_EDBDOWN || rv == SVC_ESCHEMA) {
-        /* Expected while the database restarts: the client is told to retry. */
-        ap_log_rerror(APLOG_MARK, APLOG_WARNING, 0, r, "SVC0012: %s answered %d (%s) "
-                      "request_id=%s %s", ctx->route ? ctx->route->op_id : r->uri,
-                      pr->status, pr->code, ctx->request_id,
-                      svc_redact(r->pool, dberr));
+        report_db_unavailable(ctx, r, pr);
         return;
     }
     /* Our own status codes mean nothing to APR's strerror: log them as 0. */
@@ -411,7 +416,10 @@ int svc_handler(request_rec *r)
     apr_table_setn(r->subprocess_env, "SVC_REQUEST_ID", ctx->request_id);
 
     rv = svc_dispatch_route(ctx, sc->router);
-    if (ctx->route && (ctx->route->flags & SVC_RF_SECRET_QUERY)) {
+    /* Every path under /auth/ is masked, matched or not: a mistyped
+     * callback URL still carries a live code and state. */
+    if ((ctx->route && (ctx->route->flags & SVC_RF_SECRET_QUERY))
+        || strncmp(r->uri, "/auth/", 6) == 0) {
         hide_query(r);
     }
     if (rv == APR_SUCCESS && ctx->route) {

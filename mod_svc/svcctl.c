@@ -14,18 +14,11 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "svc_audit.h"
-#include "svc_config.h"
-#include "svc_crypto.h"
-#include "svc_db.h"
-#include "svc_json.h"
-#include "svc_members.h"
-#include "svc_migrate.h"
-#include "svc_orgs.h"
-#include "svc_route.h"
-#include "svc_sessions.h"
-#include "svc_tokens.h"
-#include "svc_users.h"
+#include "svc_kernel.h"
+#include "svc_areas.h"
+#include "svc_auditlog.h"
+#include "svc_identity.h"
+#include "svc_tenancy.h"
 
 #define EXIT_FAILED 1
 #define EXIT_USAGE 2
@@ -560,7 +553,7 @@ static const char *field_type_name(svc_ftype_e t)
 
 static int cmd_routes(cli_t *cli)
 {
-    const svc_route_t *r;
+    const svc_route_t *table = svc_route_table(cli->pool, svc_areas), *r;
     json_t *all;
     char *out;
 
@@ -568,7 +561,7 @@ static int cmd_routes(cli_t *cli)
         return usage("routes takes only --json");
     }
     if (cli->argc == 0) {
-        for (r = svc_routes; r->method; r++) {
+        for (r = table; r->method; r++) {
             printf("%-7s %-60s %-8s %-6s %-7s %s\n", r->method, r->path, auth_name(r->auth),
                    svc_scope_name(r->scope),
                    svc_route_is_tenant(r) ? svc_role_name(r->role) : "-",
@@ -577,7 +570,7 @@ static int cmd_routes(cli_t *cli)
         return 0;
     }
     all = json_array();
-    for (r = svc_routes; r->method; r++) {
+    for (r = table; r->method; r++) {
         json_t *fields = json_array();
         const svc_field_t *f;
         for (f = r->body; f && f->name; f++) {
@@ -627,6 +620,7 @@ int main(int argc, const char *const *argv)
     apr_pool_create(&cli.pool, NULL);
     svc_config_defaults(&cli.conf, cli.pool);
     svc_config_default_rates(&cli.conf, cli.pool);
+    svc_areas_configure(&cli.conf);
     if (svc_crypto_init() != APR_SUCCESS) {
         return fail("start", "libsodium failed to initialise");
     }

@@ -122,6 +122,20 @@ report() {
 
 rps() { awk -v r="$(field "$1" requests)" -v d="$(field "$1" duration_us)" 'BEGIN { print r / (d / 1e6) }'; }
 
+# The user made for the run, with its tokens (and sessions), goes when the
+# run ends, however it ends, so runs leave nothing behind in var/'s
+# database. Its audit entries stay: the log is append-only by design.
+BENCH_USER=
+bench_forget_user() {
+    [ -n "$BENCH_USER" ] || return 0
+    local n
+    n=$(printf '%s\n' "DELETE FROM users WHERE email = :'email';" |
+        as_pg "$PGBIN/psql" -X -q -tA -h "$PGSOCK" -d svc -v ON_ERROR_STOP=1 \
+            -v email="$BENCH_USER" 2>&1) || { echo "bench: could not remove $BENCH_USER: $n" >&2; return 0; }
+    say "removed the bench user $BENCH_USER and its tokens"
+    BENCH_USER=
+}
+
 main_bench() {
     command -v wrk >/dev/null || die "wrk is not installed (tools/deps.sh)"
     setup_stack
@@ -135,11 +149,12 @@ main_bench() {
     # The caller is a user of its own, made for this run, holding exactly
     # BENCH_TOKENS tokens: the page the PAT route lists is the same on every
     # run and machine, not one that grows with each `make run`.
-    local token code user i path
-    user="bench-$(date -u +%Y%m%d%H%M%S)-$$@localhost"
-    "$SVCCTL" user add "$user" --name Bench >/dev/null
+    local token code i path
+    BENCH_USER="bench-$(date -u +%Y%m%d%H%M%S)-$$@localhost"
+    ON_STOP+=(bench_forget_user)
+    "$SVCCTL" user add "$BENCH_USER" --name Bench >/dev/null
     for ((i = 0; i < TOKENS; i++)); do
-        token=$("$SVCCTL" token create "$user" --scope admin --name "bench $((i + 1)) of $TOKENS")
+        token=$("$SVCCTL" token create "$BENCH_USER" --scope admin --name "bench $((i + 1)) of $TOKENS")
     done
     code=$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $token" \
            "http://127.0.0.1:$PORT/api/me/tokens")

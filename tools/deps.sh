@@ -29,6 +29,8 @@ DEB_TEST=(
     libapache2-mod-perl2   # Debian ships Apache::Test in this package
     libwww-perl            # LWP, used by Apache::TestRequest and SvcTest.pm
     libhttp-daemon-perl    # fake code-hosting/payment/LLM providers
+    libio-socket-ssl-perl  # the fake provider behind a private CA (HTTPS)
+    openssl                # makes that private CA
     valgrind               # unit tests (without SANITIZE=1)
     wrk                    # make bench
     curl procps            # health probes; ps/pgrep in the scripts
@@ -50,7 +52,7 @@ RPM_RUN=(
     postgresql-server postgresql
 )
 RPM_TEST=(
-    perl-Apache-Test perl-libwww-perl perl-HTTP-Daemon perl-JSON-PP
+    perl-Apache-Test perl-libwww-perl perl-HTTP-Daemon perl-JSON-PP perl-IO-Socket-SSL openssl
     perl-Time-HiRes perl-Digest-SHA perl-IPC-Cmd
     valgrind wrk curl procps-ng util-linux shadow-utils tar coreutils findutils
 )

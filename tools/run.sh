@@ -347,9 +347,17 @@ httpd_stop() {
     HTTPD_PID=
 }
 
+# Commands to run before the stack stops, while the database is still up
+# (make bench forgets the user it made there).
+declare -a ON_STOP=()
+
 stop_all() {
     trap - INT TERM EXIT
     set +e
+    local hook
+    for hook in "${ON_STOP[@]+"${ON_STOP[@]}"}"; do
+        $hook
+    done
     httpd_stop
     pg_stop
 }

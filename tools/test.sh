@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # tools/test.sh: what `make test` runs; every test level on a fresh machine.
 #
-#   tools/test.sh [t/TEST arguments, e.g. t/00_smoke.t]
+#   tools/test.sh [t/TEST arguments, e.g. t/kernel/smoke.t]
 #   SANITIZE=1 tools/test.sh       build with ASan+UBSan, run httpd under them
 #
 # 1. installs what is missing (tools/deps.sh);
@@ -170,9 +170,12 @@ cleanup() {
             kill -KILL "$pid" 2>/dev/null
         fi
     fi
-    if [ -n "${FAKEVCS_PID:-}" ] && kill -0 "$FAKEVCS_PID" 2>/dev/null; then
-        kill -TERM "$FAKEVCS_PID"
-    fi
+    local fake
+    for fake in ${FAKEVCS_PID:-} ${FAKEVCS_TLS_PID:-}; do
+        if kill -0 "$fake" 2>/dev/null; then
+            kill -TERM "$fake"
+        fi
+    done
     if [ -f "$PGDATA/postmaster.pid" ]; then
         "$PGBIN/pg_ctl" -D "$PGDATA" -m fast -w -t 30 stop >/dev/null 2>&1 ||
             "$PGBIN/pg_ctl" -D "$PGDATA" -m immediate -w stop >/dev/null 2>&1
@@ -223,7 +226,7 @@ setup_db() {
     SVC_DB=$(conninfo "$1") SVC_SECRET=$SVC_SECRET "$SVCCTL" migrate
 }
 # svc_behind stays empty: a virtual host of the test server points at it to
-# prove the module answers 503 while the schema is behind (t/15_schema.t).
+# prove the module answers 503 while the schema is behind (t/kernel/schema.t).
 if setup_db svc && setup_db svc_unit \
         && "$PGBIN/createdb" -h "$PGTMP" -p 5432 svc_behind; then
     pass "migrate"
@@ -271,13 +274,41 @@ VCS_OAUTH_CLIENT_ID=Iv1.test$(od -An -tx1 -N6 /dev/urandom | tr -d ' \n')
 VCS_OAUTH_CLIENT_SECRET=$(od -An -tx1 -N20 /dev/urandom | tr -d ' \n')
 (umask 077; echo "$VCS_OAUTH_CLIENT_SECRET" >"$VCS_SECRET_FILE")
 export VCS_OAUTH_CLIENT_ID VCS_OAUTH_CLIENT_SECRET
-perl -It/lib -MFakeVcs -e FakeVcs::main -- --port-file "$PGTMP/fakevcs.port" \
-    >"$PGTMP/fakevcs.log" 2>&1 &
+
+# start_fake NAME [ARGS...]: starts t/lib/FakeVcs.pm, waits for its port.
+start_fake() {
+    local name=$1
+    shift
+    perl -It/lib -MFakeVcs -e FakeVcs::main -- --port-file "$PGTMP/$name.port" "$@" \
+        >"$PGTMP/$name.log" 2>&1 &
+    for _ in $(seq 100); do [ -s "$PGTMP/$name.port" ] && break; sleep 0.1; done
+    [ -s "$PGTMP/$name.port" ] || { cat "$PGTMP/$name.log"; die "the fake provider $name did not start"; }
+}
+start_fake fakevcs
 FAKEVCS_PID=$!
-for _ in $(seq 100); do [ -s "$PGTMP/fakevcs.port" ] && break; sleep 0.1; done
-[ -s "$PGTMP/fakevcs.port" ] || { cat "$PGTMP/fakevcs.log"; die "the fake provider did not start"; }
 VCS_WEB_URL=http://127.0.0.1:$(cat "$PGTMP/fakevcs.port")
 VCS_API_URL=$VCS_WEB_URL/api/v3
+
+# A second fake over HTTPS, with a certificate from a private authority made
+# here: the provider behind a private CA that SvcVcsCAFile is for
+# (t/identity/signin_private_ca.t).
+CA_DIR=$PGTMP/ca
+mkdir -p "$CA_DIR"
+{
+    openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj '/CN=mod_svc test CA' \
+        -keyout "$CA_DIR/ca.key" -out "$CA_DIR/ca.pem" &&
+    openssl req -newkey rsa:2048 -nodes -subj '/CN=127.0.0.1' \
+        -keyout "$CA_DIR/server.key" -out "$CA_DIR/server.csr" &&
+    printf 'subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\n' >"$CA_DIR/ext.cnf" &&
+    openssl x509 -req -in "$CA_DIR/server.csr" -CA "$CA_DIR/ca.pem" -CAkey "$CA_DIR/ca.key" \
+        -CAcreateserial -days 2 -extfile "$CA_DIR/ext.cnf" -out "$CA_DIR/server.pem"
+} >"$CA_DIR/openssl.log" 2>&1 || { cat "$CA_DIR/openssl.log"; die "cannot make the test CA"; }
+start_fake fakevcs-tls --tls-cert "$CA_DIR/server.pem" --tls-key "$CA_DIR/server.key"
+FAKEVCS_TLS_PID=$!
+VCS_TLS_WEB_URL=https://127.0.0.1:$(cat "$PGTMP/fakevcs-tls.port")
+VCS_TLS_API_URL=$VCS_TLS_WEB_URL/api/v3
+SVC_TEST_CA_FILE=$CA_DIR/ca.pem
+export VCS_TLS_WEB_URL VCS_TLS_API_URL SVC_TEST_CA_FILE
 export VCS_WEB_URL VCS_API_URL
 
 # Start from scratch: no configuration or logs of an earlier run.

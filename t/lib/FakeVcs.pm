@@ -3,7 +3,8 @@ package FakeVcs;
 # public OAuth web flow and REST API that mod_svc's sign-in uses, on
 # 127.0.0.1, with switches to misbehave.
 #
-#   perl -It/lib -MFakeVcs -e FakeVcs::main -- --port-file FILE
+#   perl -It/lib -MFakeVcs -e FakeVcs::main -- --port-file FILE \
+#       [--tls-cert CERT --tls-key KEY]
 #
 # tools/test.sh starts one before Apache::Test (so httpd's configuration can
 # name it), with VCS_OAUTH_CLIENT_ID and VCS_OAUTH_CLIENT_SECRET in its
@@ -236,14 +237,26 @@ sub handle {
     return json_res(404, { message => 'Not Found' });
 }
 
+# With --tls-cert and --tls-key the fake speaks HTTPS (a provider behind a
+# private certificate authority, as GitHub Enterprise Server often is): each
+# accepted connection is upgraded to TLS and keeps HTTP::Daemon's methods.
+{
+    package FakeVcs::TLSConn;
+    our @ISA = ('IO::Socket::SSL', 'HTTP::Daemon::ClientConn');
+}
+
 sub main {
     my @args = @_ ? @_ : @ARGV;
-    my $port_file;
+    my ($port_file, $cert, $key);
     while (@args) {
         my $a = shift @args;
         if ($a eq '--port-file') { $port_file = shift @args }
+        elsif ($a eq '--tls-cert') { $cert = shift @args }
+        elsif ($a eq '--tls-key') { $key = shift @args }
     }
-    die "usage: FakeVcs::main --port-file FILE\n" unless $port_file;
+    die "usage: FakeVcs::main --port-file FILE [--tls-cert F --tls-key F]\n"
+        unless $port_file && !$cert == !$key;
+    require IO::Socket::SSL if $cert;
     reset_state();
     $SIG{CHLD} = 'IGNORE';
     $SIG{PIPE} = 'IGNORE';
@@ -259,6 +272,12 @@ sub main {
     while (1) {
         my $c = $d->accept or next;
         $c->timeout(10);
+        if ($cert) {
+            IO::Socket::SSL->start_SSL($c, SSL_server => 1, SSL_cert_file => $cert,
+                                       SSL_key_file => $key, Timeout => 10)
+                or do { close $c; next };
+            bless $c, 'FakeVcs::TLSConn';
+        }
         my $req = $c->get_request;
         if ($req) {
             my $res = eval { handle($c, $req) };

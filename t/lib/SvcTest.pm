@@ -650,7 +650,7 @@ sub lock_release {
 
 # audit_tamper($entry_id): what a superuser with direct database access can
 # do, bypassing the append-only triggers.  The org is recorded in
-# t/logs/audit-tampered, so the end-of-run chain check (t/zz_audit_chain.t)
+# t/logs/audit-tampered, so the end-of-run chain check (t/zz_final/audit_chain.t)
 # expects exactly those chains to be broken.
 sub audit_tamper {
     my $id = shift;

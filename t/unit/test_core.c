@@ -11,6 +11,7 @@
  */
 #define SVC_TEST_MAIN
 #include "svc_test.h"
+#include "svc_areas.h"
 
 
 #include "svc_config.h"
@@ -1405,7 +1406,7 @@ SVC_TEST(router_create_refuses_bad_tables)
         SVC_CHECK_INT(svc_router_create(&rt, t, p), APR_EINVAL);
     }
     /* The real table is sound. */
-    SVC_CHECK_INT(svc_router_create(&rt, svc_routes, p), APR_SUCCESS);
+    SVC_CHECK_INT(svc_router_create(&rt, svc_route_table(p, svc_areas), p), APR_SUCCESS);
 }
 
 /*
@@ -1545,14 +1546,14 @@ SVC_TEST(router_specificity_property)
  * path made from its template answer with that very row. */
 SVC_TEST(router_reaches_every_real_route)
 {
+    const svc_route_t *table = svc_route_table(p, svc_areas), *r;
     svc_router_t *rt = NULL;
-    const svc_route_t *r;
 
-    SVC_CHECK_INT(svc_router_create(&rt, svc_routes, p), APR_SUCCESS);
+    SVC_CHECK_INT(svc_router_create(&rt, table, p), APR_SUCCESS);
     if (!rt) {
         return;
     }
-    for (r = svc_routes; r->method; r++) {
+    for (r = table; r->method; r++) {
         const char *s = r->path, *path = "";
         match_t m;
 
@@ -1639,9 +1640,109 @@ static const char *lower(apr_pool_t *p, const char *s)
     return out;
 }
 
+/* svc_redact_query: values hidden, names and layout kept, every value seen. */
+static void collect_value(void *baton, const char *v, apr_size_t n)
+{
+    apr_array_header_t *seen = baton;
+
+    APR_ARRAY_PUSH(seen, char *) = apr_pstrmemdup(seen->pool, v, n);
+}
+
+SVC_TEST(redact_query_hides_values_only)
+{
+    apr_array_header_t *seen = apr_array_make(p, 4, sizeof(char *));
+
+    SVC_CHECK_STR(svc_redact_query(p, "code=abc&state=d%20e", collect_value, seen),
+                  "code=[REDACTED]&state=[REDACTED]");
+    SVC_CHECK_INT(seen->nelts, 2);
+    SVC_CHECK_STR(APR_ARRAY_IDX(seen, 0, char *), "abc");
+    SVC_CHECK_STR(APR_ARRAY_IDX(seen, 1, char *), "d%20e");
+    SVC_CHECK_STR(svc_redact_query(p, "bare", NULL, NULL), "[REDACTED]");
+    SVC_CHECK_STR(svc_redact_query(p, "a=&&b=1", NULL, NULL), "a=[REDACTED]&&b=[REDACTED]");
+    SVC_CHECK_STR(svc_redact_query(p, "", NULL, NULL), "");
+}
+
+/* The route table is the areas' routes in registry order, each row once. */
+SVC_TEST(route_table_concatenates_the_areas)
+{
+    const svc_route_t *table = svc_route_table(p, svc_areas), *r, *t;
+    const svc_area_t *const *a;
+    int n = 0, rows = 0;
+
+    for (a = svc_areas; *a; a++) {
+        for (r = (*a)->routes; r->method; r++) {
+            n++;
+        }
+    }
+    SVC_CHECK(n > 0);
+    t = table;
+    for (a = svc_areas; *a; a++) {
+        for (r = (*a)->routes; r->method; r++, t++) {
+            SVC_CHECK(t->method && strcmp(t->method, r->method) == 0
+                      && strcmp(t->path, r->path) == 0 && t->handler == r->handler);
+        }
+    }
+    for (r = table; r->method; r++) {
+        rows++;
+    }
+    SVC_CHECK_INT(rows, n);
+    SVC_CHECK(svc_route_table(p, NULL)->method == NULL);
+}
+
+/* Each visible operation's tag is listed once, in the group of its area,
+ * and the groups follow the registry. */
+SVC_TEST(openapi_groups_tags_by_area)
+{
+    json_t *doc = svc_openapi_build(p, svc_areas, NULL);
+    json_t *groups = json_object_get(doc, "x-tagGroups");
+    json_t *tags = json_object_get(doc, "tags");
+    const svc_area_t *const *a;
+    size_t g = 0, i, j;
+
+    SVC_CHECK(json_is_array(groups) && json_is_array(tags));
+    for (a = svc_areas; *a; a++) {
+        const svc_route_t *r;
+        int visible = 0;
+        json_t *group;
+
+        for (r = (*a)->routes; r->method; r++) {
+            visible += !(r->flags & SVC_RF_HIDDEN);
+        }
+        if (!visible) {
+            continue;
+        }
+        group = json_array_get(groups, g++);
+        SVC_CHECK_STR(json_string_value(json_object_get(group, "name")), (*a)->name);
+        for (r = (*a)->routes; r->method; r++) {
+            int found = 0;
+            if (r->flags & SVC_RF_HIDDEN) {
+                continue;
+            }
+            for (i = 0; i < json_array_size(json_object_get(group, "tags")); i++) {
+                found |= strcmp(json_string_value(json_array_get(
+                                    json_object_get(group, "tags"), i)), r->tag) == 0;
+            }
+            SVC_CHECK(found);
+        }
+    }
+    SVC_CHECK_INT((int)json_array_size(groups), (int)g);
+    for (i = 0; i < json_array_size(tags); i++) {
+        const char *name = json_string_value(json_object_get(json_array_get(tags, i), "name"));
+        int in_groups = 0;
+        for (g = 0; g < json_array_size(groups); g++) {
+            json_t *gt = json_object_get(json_array_get(groups, g), "tags");
+            for (j = 0; j < json_array_size(gt); j++) {
+                in_groups += strcmp(json_string_value(json_array_get(gt, j)), name) == 0;
+            }
+        }
+        SVC_CHECK_INT(in_groups, 1);
+    }
+    json_decref(doc);
+}
+
 SVC_TEST(openapi_covers_the_route_table)
 {
-    json_t *doc = svc_openapi_build(p, svc_routes, "https://svc.example");
+    json_t *doc = svc_openapi_build(p, svc_areas, "https://svc.example");
     json_t *paths = json_object_get(doc, "paths");
     apr_hash_t *op_ids = apr_hash_make(p);
     const svc_route_t *r;
@@ -1655,7 +1756,7 @@ SVC_TEST(openapi_covers_the_route_table)
                       json_object_get(doc, "servers"), 0), "url")), "https://svc.example");
     SVC_CHECK(json_is_object(paths));
 
-    for (r = svc_routes; r->method; r++) {
+    for (r = svc_route_table(p, svc_areas); r->method; r++) {
         apr_array_header_t *names = apr_array_make(p, 4, sizeof(const char *));
         const char *path = oapi_path(p, r->path, names);
         json_t *op = json_object_get(json_object_get(paths, path), lower(p, r->method));

@@ -7,7 +7,7 @@
  *   test_jwt [TEST]                          run the tests
  *   test_jwt --sign HEADER_JSON CLAIMS_JSON  print a token whose header and
  *       claims are exactly these bytes, HMAC-SHA256-signed with the session
- *       key derived from $SVC_SECRET: t/signin.t sends such forgeries to the
+ *       key derived from $SVC_SECRET: t/identity/signin.t sends such forgeries to the
  *       real server, which must refuse them for the right reason.
  */
 #define SVC_TEST_MAIN
@@ -209,7 +209,7 @@ SVC_TEST(size)
                                         svc_random_base62(p, SVC_JWT_MAX)))));
 }
 
-/* The forging tool behind t/signin.t's JWT vectors. */
+/* The forging tool behind t/identity/signin.t's JWT vectors. */
 static int sign_main(const char *header, const char *claims)
 {
     apr_pool_t *p;

@@ -4,6 +4,7 @@
  */
 #define SVC_TEST_MAIN
 #include "svc_test.h"
+#include "svc_areas.h"
 
 #include "svc_json.h"
 #include "svc_projects.h"
@@ -64,7 +65,7 @@ SVC_TEST(project_routes_name_a_project_role)
     svc_router_t *rt;
     int projects = 0;
 
-    for (r = svc_routes; r->method; r++) {
+    for (r = svc_route_table(p, svc_areas); r->method; r++) {
         if (svc_route_is_project(r)) {
             projects++;
             SVC_CHECK(r->prole >= SVC_PROLE_VIEWER);
@@ -79,7 +80,7 @@ SVC_TEST(project_routes_name_a_project_role)
         }
     }
     SVC_CHECK(projects > 0);
-    SVC_CHECK(svc_router_create(&rt, svc_routes, p) == APR_SUCCESS);
+    SVC_CHECK(svc_router_create(&rt, svc_route_table(p, svc_areas), p) == APR_SUCCESS);
 }
 
 SVC_TEST(router_refuses_project_route_without_role)

@@ -1,0 +1,227 @@
+/*
+ * svc_auditlog.c: the audit area: an org's log, newest first and filtered,
+ * the check of its hash chain, and the check of every chain (svcctl).
+ */
+#include "svc_auditlog.h"
+
+#include <string.h>
+
+/* One entry as the API shows it; `a` is the audit_log row. The id is a
+ * string like every id, though it is a number that orders the chain. */
+#define AUDIT_JSON                                                                  \
+    "json_build_object('id', a.id::text, 'action', a.action,"                       \
+    " 'actor', json_build_object('kind', a.actor_kind, 'user_id', a.actor_user_id," \
+    "   'token_id', a.actor_token_id),"                                             \
+    " 'target', json_build_object('type', a.target_type, 'id', a.target_id),"       \
+    " 'data', a.data, 'ip', a.ip, 'user_agent', a.user_agent,"                      \
+    " 'request_id', a.request_id, 'created_at', svc_ts(a.created_at),"              \
+    " 'hash', encode(a.hash, 'hex'), 'prev_hash', encode(a.prev_hash, 'hex'))"
+
+/* since is inclusive and until exclusive, so consecutive ranges do not overlap. */
+static const svc_stmt_t st_audit_list = {
+    "svc_audit_list",
+    "SELECT " AUDIT_JSON ", a.id FROM audit_log a"
+    " WHERE a.org_id = $1 AND a.id < $2::bigint"
+    " AND ($3::text IS NULL OR a.action = $3) AND ($4::text IS NULL OR a.actor_user_id = $4)"
+    " AND ($5::timestamptz IS NULL OR a.created_at >= $5::timestamptz)"
+    " AND ($6::timestamptz IS NULL OR a.created_at < $6::timestamptz)"
+    " ORDER BY a.id DESC LIMIT $7::int",
+    7, SVC_STMT_READ
+};
+
+static const svc_stmt_t st_audit_verify = {
+    "svc_audit_verify",
+    "SELECT svc_audit_verify($1)::text,"
+    " (SELECT count(*) FROM audit_log WHERE org_id IS NOT DISTINCT FROM $1)",
+    1, SVC_STMT_READ
+};
+
+static const svc_stmt_t st_audit_verify_all = {
+    "svc_audit_verify_all",
+    "SELECT coalesce(json_agg(json_build_object('org_id', c.org_id,"
+    " 'first_broken_id', c.broken::text) ORDER BY c.org_id NULLS FIRST), '[]'::json)"
+    " FROM (SELECT d.org_id, svc_audit_verify(d.org_id) AS broken"
+    "       FROM (SELECT DISTINCT org_id FROM audit_log) d) c WHERE c.broken IS NOT NULL",
+    0, SVC_STMT_READ
+};
+
+apr_status_t svc_audit_verify(svc_db_t *db, apr_pool_t *p, const char *org_id,
+                              const char **pbroken, apr_int64_t *pentries)
+{
+    svc_dbres_t *res;
+    apr_status_t rv;
+
+    rv = svc_db_execv(db, &st_audit_verify, p, &res, org_id);
+    if (rv != APR_SUCCESS) {
+        return rv;
+    }
+    if (svc_dbres_rows(res) != 1 || svc_dbres_int64(res, 0, 1, pentries) != APR_SUCCESS) {
+        return SVC_EDB;
+    }
+    *pbroken = svc_dbres_str(res, 0, 0);
+    return APR_SUCCESS;
+}
+
+apr_status_t svc_audit_verify_all(svc_db_t *db, apr_pool_t *p, const char **pjson)
+{
+    svc_dbres_t *res;
+    apr_status_t rv;
+
+    rv = svc_db_exec(db, &st_audit_verify_all, p, &res, NULL);
+    if (rv != APR_SUCCESS) {
+        return rv;
+    }
+    if (svc_dbres_rows(res) != 1) {
+        return SVC_EDB;
+    }
+    *pjson = svc_dbres_str(res, 0, 0);
+    return APR_SUCCESS;
+}
+
+/* An action name as the database allows them (audit_log's CHECK). */
+static int action_valid(const char *s)
+{
+    apr_size_t n = strlen(s), i;
+    int dots = 0;
+
+    if (n < 3 || n > 100 || s[0] == '.' || s[n - 1] == '.') {
+        return 0;
+    }
+    for (i = 0; i < n; i++) {
+        if (s[i] == '.') {
+            if (s[i + 1] == '.') {
+                return 0;
+            }
+            dots++;
+        }
+        else if (!((s[i] >= 'a' && s[i] <= 'z') || s[i] == '_')) {
+            return 0;
+        }
+    }
+    return dots > 0;
+}
+
+/* A user id as svc_id_new makes them. */
+static int user_id_valid(const char *s)
+{
+    apr_size_t n = strlen(s), i;
+
+    if (n < 5 || n > 64 || strncmp(s, "usr_", 4) != 0) {
+        return 0;
+    }
+    for (i = 4; i < n; i++) {
+        if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'A' && s[i] <= 'Z')
+              || (s[i] >= 'a' && s[i] <= 'z'))) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* RFC 3339 allows a lowercase 't' and 'z'; PostgreSQL wants them upper. */
+static const char *rfc3339_upper(apr_pool_t *p, const char *s)
+{
+    char *u, *c;
+
+    if (!s) {
+        return NULL;
+    }
+    u = apr_pstrdup(p, s);
+    for (c = u; *c; c++) {
+        if (*c == 't' || *c == 'z') {
+            *c = (char)(*c - 'a' + 'A');
+        }
+    }
+    return u;
+}
+
+static apr_status_t audit_list(svc_ctx_t *ctx)
+{
+    const char *action = apr_table_get(ctx->query, "action");
+    const char *actor = apr_table_get(ctx->query, "actor");
+    const char *since = apr_table_get(ctx->query, "since");
+    const char *until = apr_table_get(ctx->query, "until");
+    const char *params[7];
+    svc_page_t pg;
+    svc_dbres_t *res;
+    svc_db_t *db;
+    apr_status_t rv;
+
+    /* Every bad parameter is named, all in one answer. */
+    if (action && !action_valid(action)) {
+        svc_fail_field(ctx, "action", "invalid_value",
+                       "action must be an action name such as member.role_changed.");
+    }
+    if (actor && !user_id_valid(actor)) {
+        svc_fail_field(ctx, "actor", "invalid_id", "actor must be a user id (usr_...).");
+    }
+    if (since && svc_parse_rfc3339(since, NULL) != APR_SUCCESS) {
+        svc_fail_field(ctx, "since", "invalid_time",
+                       "since must be an RFC 3339 date-time such as 2026-01-31T12:00:00Z.");
+    }
+    if (until && svc_parse_rfc3339(until, NULL) != APR_SUCCESS) {
+        svc_fail_field(ctx, "until", "invalid_time",
+                       "until must be an RFC 3339 date-time such as 2026-01-31T12:00:00Z.");
+    }
+    if (ctx->problem) {
+        return SVC_EPROBLEM;
+    }
+    if ((rv = svc_page_parse(ctx, &pg)) != APR_SUCCESS
+        || (rv = svc_ctx_db(ctx, &db)) != APR_SUCCESS) {
+        return rv;
+    }
+    params[0] = ctx->org->id;
+    params[1] = pg.before;
+    params[2] = action;
+    params[3] = actor;
+    params[4] = rfc3339_upper(ctx->pool, since);
+    params[5] = rfc3339_upper(ctx->pool, until);
+    params[6] = pg.fetch;
+    rv = svc_db_exec(db, &st_audit_list, ctx->pool, &res, params);
+    if (rv != APR_SUCCESS) {
+        return rv;
+    }
+    return svc_reply_page(ctx, res, 0, 1, &pg);
+}
+
+static apr_status_t audit_verify(svc_ctx_t *ctx)
+{
+    const char *broken;
+    apr_int64_t entries;
+    svc_db_t *db;
+    apr_status_t rv;
+
+    if ((rv = svc_ctx_db(ctx, &db)) != APR_SUCCESS
+        || (rv = svc_audit_verify(db, ctx->pool, ctx->org->id, &broken, &entries))
+           != APR_SUCCESS) {
+        return rv;
+    }
+    if (broken) {
+        return svc_reply_json(ctx, 200, json_pack("{s:b,s:s,s:I}", "ok", 0, "first_broken_id",
+                                                  broken, "entries", (json_int_t)entries));
+    }
+    return svc_reply_json(ctx, 200, json_pack("{s:b,s:I}", "ok", 1, "entries",
+                                              (json_int_t)entries));
+}
+
+static const svc_qparam_t audit_query[] = {
+    { "action", "string", "Only entries of this action, such as member.role_changed." },
+    { "actor", "string", "Only entries of this actor (a user id)." },
+    { "since", "string", "Only entries at or after this RFC 3339 date-time." },
+    { "until", "string", "Only entries before this RFC 3339 date-time." },
+    { NULL, NULL, NULL }
+};
+
+static const svc_route_t routes[] = {
+    { "GET", "/api/orgs/:orgSlug/audit", audit_list, SVC_AUTH_USER, SVC_SCOPE_ADMIN,
+      SVC_ROLE_ADMIN, NULL, 0, NULL, SVC_RF_PAGED, 200, "listAudit",
+      "The organization's audit log, newest first", "Audit", audit_query, SVC_PROLE_NONE },
+    { "GET", "/api/orgs/:orgSlug/audit/verify", audit_verify, SVC_AUTH_USER,
+      SVC_SCOPE_ADMIN, SVC_ROLE_ADMIN, NULL, 0, NULL, 0, 200, "verifyAudit",
+      "Check the hash chain of the organization's audit log", "Audit", NULL, SVC_PROLE_NONE },
+    { NULL, NULL, NULL, 0, 0, 0, NULL, 0, NULL, 0, 0, NULL, NULL, NULL, NULL, SVC_PROLE_NONE }
+};
+
+const svc_area_t svc_audit_area = {
+    "auditlog", "The organization's append-only, hash-chained audit log.", routes
+};

@@ -1,0 +1,109 @@
+/*
+ * svc_users.c: user accounts and GET /api/me.
+ */
+#include "svc_users.h"
+
+static const svc_stmt_t st_user_insert = {
+    "svc_users_insert",
+    "INSERT INTO users (id, email, name, founder) VALUES ($1, $2, $3, $4::boolean)",
+    4, 0
+};
+
+static const svc_stmt_t st_user_by_email = {
+    "svc_users_by_email",
+    "SELECT id FROM users WHERE lower(email) = lower($1)",
+    1, SVC_STMT_READ
+};
+
+/* The user and their memberships; a bound token sees only its org. */
+static const svc_stmt_t st_me = {
+    "svc_users_me",
+    "SELECT json_build_object('id', u.id, 'email', u.email, 'name', u.name,"
+    " 'founder', u.founder, 'created_at', svc_ts(u.created_at),"
+    " 'orgs', coalesce((SELECT json_agg(json_build_object('id', o.id, 'slug', o.slug,"
+    "   'name', o.name, 'role', m.role) ORDER BY o.slug)"
+    "   FROM org_members m JOIN orgs o ON o.id = m.org_id"
+    "   WHERE m.user_id = u.id AND ($2::text IS NULL OR o.id = $2)), '[]'::json))"
+    " FROM users u WHERE u.id = $1",
+    2, SVC_STMT_READ
+};
+
+apr_status_t svc_user_add(svc_db_t *db, apr_pool_t *p, const char *email, const char *name,
+                          int founder, const svc_actor_t *actor, const char **pid)
+{
+    const char *id = svc_id_new(p, "usr_");
+    apr_status_t rv;
+
+    if ((rv = svc_db_begin(db, p)) != APR_SUCCESS) {
+        return rv;
+    }
+    rv = svc_db_execv(db, &st_user_insert, p, NULL, id, email, name ? name : "",
+                      founder ? "true" : "false");
+    if (rv == APR_SUCCESS) {
+        rv = svc_audit_write(db, p, actor, NULL, "user.created", "user", id,
+                             svc_json_pool(p, json_pack("{s:s,s:b}", "email", email,
+                                                        "founder", founder)));
+    }
+    if (rv == APR_SUCCESS) {
+        rv = svc_db_commit(db, p);
+    }
+    if (rv != APR_SUCCESS) {
+        svc_db_rollback(db, p);
+        return rv;
+    }
+    *pid = id;
+    return APR_SUCCESS;
+}
+
+apr_status_t svc_user_by_email(svc_db_t *db, apr_pool_t *p, const char *email,
+                               const char **pid)
+{
+    svc_dbres_t *res;
+    apr_status_t rv;
+
+    rv = svc_db_execv(db, &st_user_by_email, p, &res, email);
+    if (rv != APR_SUCCESS) {
+        return rv;
+    }
+    if (svc_dbres_rows(res) != 1) {
+        return SVC_ENOTFOUND;
+    }
+    *pid = svc_dbres_str(res, 0, 0);
+    return APR_SUCCESS;
+}
+
+apr_status_t svc_h_me(svc_ctx_t *ctx)
+{
+    const svc_principal_t *who = ctx->who;
+    const char *bound = svc_auth_binding(ctx);
+    json_error_t jerr;
+    svc_dbres_t *res;
+    json_t *me, *auth;
+    svc_db_t *db;
+    apr_status_t rv;
+
+    if ((rv = svc_ctx_db(ctx, &db)) != APR_SUCCESS) {
+        return rv;
+    }
+    rv = svc_db_execv(db, &st_me, ctx->pool, &res, who->user_id, bound);
+    if (rv != APR_SUCCESS) {
+        return rv;
+    }
+    if (svc_dbres_rows(res) != 1 || !(me = json_loads(svc_dbres_str(res, 0, 0), 0, &jerr))) {
+        return SVC_EDB;
+    }
+    if (who->via == SVC_VIA_PAT) {
+        json_t *org = who->token_org_id
+            ? json_pack("{s:s,s:s}", "id", who->token_org_id, "slug", who->token_org_slug)
+            : json_null();
+        auth = json_pack("{s:s,s:{s:s,s:s,s:o,s:s?}}", "method", "token", "token",
+                         "id", who->token_id, "scope", svc_scope_name(who->scope),
+                         "org", org, "expires_at", who->token_expires_at);
+    }
+    else {
+        auth = json_pack("{s:s,s:{s:s}}", "method", "session", "session", "id",
+                         who->session_id);
+    }
+    json_object_set_new(me, "auth", auth);
+    return svc_reply_json(ctx, 200, me);
+}

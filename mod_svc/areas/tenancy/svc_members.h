@@ -1,0 +1,25 @@
+/*
+ * svc_members.h: organization members and their roles, leaving an org,
+ * and ownership transfer.
+ *
+ * Every change of who belongs to an org, or with which role, first locks
+ * the org's row (svc_org_lock), so such changes in one org happen one at a
+ * time and each sees the roles the previous one left: two simultaneous
+ * ownership transfers end in one 200 and one 409. The database enforces
+ * exactly one owner per org at commit.
+ */
+#ifndef SVC_MEMBERS_H
+#define SVC_MEMBERS_H
+
+#include "svc_tenancy.h"
+
+/* Route handlers. */
+apr_status_t svc_h_members_list(svc_ctx_t *ctx);
+apr_status_t svc_h_members_update(svc_ctx_t *ctx);
+apr_status_t svc_h_members_remove(svc_ctx_t *ctx);
+apr_status_t svc_h_orgs_transfer(svc_ctx_t *ctx);
+
+extern const svc_field_t svc_body_member_update[];
+extern const svc_field_t svc_body_transfer[];
+
+#endif /* SVC_MEMBERS_H */

@@ -1,0 +1,25 @@
+/*
+ * svc_orgs.h: organizations (tenants): creation, the org document and the
+ * /api/orgs endpoints. Members, roles and ownership transfer are in
+ * svc_members.h; the membership lookup and the org lock are the kernel's
+ * (svc_access.h).
+ */
+#ifndef SVC_ORGS_H
+#define SVC_ORGS_H
+
+#include "svc_tenancy.h"
+
+/* The org's JSON text with the user's role in it (*pjson from p). */
+apr_status_t svc_org_json(svc_db_t *db, apr_pool_t *p, const char *org_id,
+                          const char *user_id, const char **pjson);
+
+/* Route handlers. */
+apr_status_t svc_h_orgs_list(svc_ctx_t *ctx);
+apr_status_t svc_h_orgs_create(svc_ctx_t *ctx);
+apr_status_t svc_h_orgs_get(svc_ctx_t *ctx);
+apr_status_t svc_h_orgs_update(svc_ctx_t *ctx);
+
+extern const svc_field_t svc_body_org_create[];
+extern const svc_field_t svc_body_org_update[];
+
+#endif /* SVC_ORGS_H */

@@ -1,0 +1,252 @@
+/*
+ * svc_projects.c: projects of an organization: list, create, detail and
+ * update. (The project lookup the authorizer does for every route under
+ * /projects/:projectSlug is the kernel's: svc_access.c.)
+ */
+#include "svc_projects.h"
+#include "svc_membership.h"
+
+#include <string.h>
+
+/* One project as the API shows it: these columns of the projects row `p`
+ * (and the caller's effective role), in project_item's order, in binary. */
+#define PROJECT_COLS(R, U)                                                          \
+    "p.id, p.slug, p.name, p.description, p.archived, "                             \
+    SVC_EFFECTIVE_PROLE(R, U) ", p.created_at, p.updated_at"
+
+static const svc_col_t project_item[] = {
+    SVC_COL("id", SVC_COL_TEXT),
+    SVC_COL("slug", SVC_COL_TEXT),
+    SVC_COL("name", SVC_COL_TEXT),
+    SVC_COL("description", SVC_COL_TEXT),
+    SVC_COL("archived", SVC_COL_BOOL),
+    SVC_COL("role", SVC_COL_TEXT),
+    SVC_COL("created_at", SVC_COL_TIME),
+    SVC_COL("updated_at", SVC_COL_TIME),
+    SVC_COL_END
+};
+
+static const svc_stmt_t st_prj_list = {
+    "svc_projects_list",
+    "SELECT p.seq, " PROJECT_COLS("$5", "$6") " FROM projects p"
+    " WHERE p.org_id = $1 AND ($2::boolean IS NULL OR p.archived = $2::boolean)"
+    " AND p.seq < $3::bigint ORDER BY p.seq DESC LIMIT $4::int",
+    6, SVC_STMT_READ | SVC_STMT_BINARY
+};
+
+static const svc_stmt_t st_prj_get = {
+    "svc_projects_get",
+    "SELECT " PROJECT_COLS("$2", "$3") " FROM projects p WHERE p.id = $1",
+    3, SVC_STMT_READ | SVC_STMT_BINARY
+};
+
+static const svc_stmt_t st_prj_insert = {
+    "svc_projects_insert",
+    "INSERT INTO projects AS p (id, org_id, slug, name, description, created_by)"
+    " VALUES ($1, $2, $3, $4, $5, $6)",
+    6, 0
+};
+
+/* The settings before a change, with the row locked against a concurrent one. */
+static const svc_stmt_t st_prj_lock = {
+    "svc_projects_lock",
+    "SELECT json_build_object('name', name, 'description', description,"
+    " 'archived', archived) FROM projects WHERE id = $1 AND org_id = $2"
+    " FOR NO KEY UPDATE",
+    2, 0
+};
+
+/* NULL leaves a setting as it is; nothing changes (not even updated_at)
+ * when every setting already has its value. */
+static const svc_stmt_t st_prj_update = {
+    "svc_projects_update",
+    "UPDATE projects p SET name = coalesce($3, p.name),"
+    " description = coalesce($4, p.description),"
+    " archived = coalesce($5::boolean, p.archived), updated_at = now()"
+    " WHERE p.id = $1 AND p.org_id = $2"
+    " AND (p.name, p.description, p.archived) IS DISTINCT FROM"
+    "     (coalesce($3, p.name), coalesce($4, p.description),"
+    "      coalesce($5::boolean, p.archived))"
+    " RETURNING json_build_object('name', p.name, 'description', p.description,"
+    " 'archived', p.archived)",
+    5, 0
+};
+
+const svc_field_t svc_body_project_create[] = {
+    { "slug", SVC_FT_SLUG, 1, 0, 0, 0, NULL,
+      "The project's address in the org: lowercase a-z, 0-9 and '-', 1 to 63, "
+      "not starting or ending with '-'. Unique in the org; cannot be changed." },
+    { "name", SVC_FT_STRING, 1, 0, 1, 200, NULL, "Display name, 1 to 200 characters." },
+    { "description", SVC_FT_TEXT, 0, 0, 0, 2000, NULL,
+      "What the project is, up to 2000 characters (default empty)." },
+    SVC_FIELD_END
+};
+
+const svc_field_t svc_body_project_update[] = {
+    { "name", SVC_FT_STRING, 0, 0, 1, 200, NULL, "Display name, 1 to 200 characters." },
+    { "description", SVC_FT_TEXT, 0, 0, 0, 2000, NULL, "Up to 2000 characters." },
+    { "archived", SVC_FT_BOOL, 0, 0, 0, 0, NULL,
+      "Archive (true) or restore (false) the project." },
+    SVC_FIELD_END
+};
+
+const svc_qparam_t svc_query_projects_list[] = {
+    { "archived", "boolean", "true: archived projects only; false: active ones only; "
+      "omitted: both." },
+    { NULL, NULL, NULL }
+};
+
+/* The project's JSON as the caller sees it, read after a change. */
+static apr_status_t reply_project(svc_ctx_t *ctx, svc_db_t *db, const char *id, int status)
+{
+    svc_dbres_t *res;
+    apr_status_t rv;
+
+    rv = svc_db_execv(db, &st_prj_get, ctx->pool, &res, id, svc_role_name(ctx->org->role),
+                      ctx->who->user_id);
+    if (rv != APR_SUCCESS) {
+        return rv;
+    }
+    return svc_reply_row(ctx, status, res, project_item);
+}
+
+apr_status_t svc_h_projects_list(svc_ctx_t *ctx)
+{
+    const char *archived = apr_table_get(ctx->query, "archived");
+
+    if (archived && strcmp(archived, "true") != 0 && strcmp(archived, "false") != 0) {
+        svc_fail_field(ctx, "archived", "invalid_value", "archived must be true or false.");
+        return SVC_EPROBLEM;
+    }
+    return svc_reply_rows(ctx, &st_prj_list, project_item, ctx->org->id, archived,
+                          SVC_PAGE_BEFORE, SVC_PAGE_FETCH, svc_role_name(ctx->org->role),
+                          ctx->who->user_id);
+}
+
+apr_status_t svc_h_projects_create(svc_ctx_t *ctx)
+{
+    const char *id = svc_id_new(ctx->pool, "prj_");
+    const char *slug = svc_json_str(ctx->body, "slug");
+    const char *name = svc_json_str(ctx->body, "name");
+    const char *desc = svc_json_str(ctx->body, "description");
+    svc_actor_t actor;
+    svc_db_t *db;
+    apr_status_t rv;
+
+    if ((rv = svc_ctx_db(ctx, &db)) != APR_SUCCESS) {
+        return rv;
+    }
+    svc_actor_from_ctx(ctx, &actor);
+    if ((rv = svc_db_begin(db, ctx->pool)) != APR_SUCCESS) {
+        return rv;
+    }
+    rv = svc_db_execv(db, &st_prj_insert, ctx->pool, NULL, id, ctx->org->id, slug, name,
+                      desc ? desc : "", ctx->who->user_id);
+    if (rv == SVC_ECONFLICT) {
+        /* The unique index decides between simultaneous creations. */
+        rv = svc_fail(ctx, 409, "conflict", "A project with the slug %s already exists in %s.",
+                      slug, ctx->org->slug);
+        goto cleanup;
+    }
+    if (rv != APR_SUCCESS) {
+        goto cleanup;
+    }
+    /*
+     * The creator's membership is locked before the audit chain's lock (see
+     * svc_member_hold): a concurrent removal of the creator then waits, or
+     * this creation finds them gone, instead of the two deadlocking.
+     */
+    rv = svc_member_hold(db, ctx->pool, ctx->org->id, ctx->who->user_id);
+    if (rv == SVC_ENOTFOUND) {
+        rv = svc_fail(ctx, 404, "not_found", "No organization %s.", ctx->org->slug);
+    }
+    if (rv != APR_SUCCESS) {
+        goto cleanup;
+    }
+    rv = svc_audit_write(db, ctx->pool, &actor, ctx->org->id, "project.created", "project", id,
+                         svc_json_pool(ctx->pool,
+                                       json_pack("{s:s,s:s,s:s}", "slug", slug, "name", name,
+                                                 "description", desc ? desc : "")));
+    if (rv != APR_SUCCESS) {
+        goto cleanup;
+    }
+    /* The creator maintains what they created (org admins would anyway). */
+    rv = svc_team_insert(db, ctx->pool, &actor, ctx->org->id, id, ctx->who->user_id,
+                         SVC_PROLE_MAINTAINER);
+    if (rv == APR_SUCCESS) {
+        rv = svc_db_commit(db, ctx->pool);
+    }
+cleanup:
+    if (rv != APR_SUCCESS) {
+        svc_db_rollback(db, ctx->pool);
+        return rv;
+    }
+    return reply_project(ctx, db, id, 201);
+}
+
+apr_status_t svc_h_projects_get(svc_ctx_t *ctx)
+{
+    svc_db_t *db;
+    apr_status_t rv;
+
+    if ((rv = svc_ctx_db(ctx, &db)) != APR_SUCCESS) {
+        return rv;
+    }
+    return reply_project(ctx, db, ctx->project->id, 200);
+}
+
+apr_status_t svc_h_projects_update(svc_ctx_t *ctx)
+{
+    const json_t *archived = json_object_get(ctx->body, "archived");
+    const char *name = svc_json_str(ctx->body, "name");
+    const char *desc = svc_json_str(ctx->body, "description");
+    svc_dbres_t *before, *after;
+    svc_actor_t actor;
+    json_error_t jerr;
+    svc_db_t *db;
+    apr_status_t rv;
+
+    if (json_object_size(ctx->body) == 0) {
+        return svc_fail(ctx, 400, "validation_failed",
+                        "The body names no setting to change (name, description, archived).");
+    }
+    if ((rv = svc_ctx_db_begin(ctx, &db)) != APR_SUCCESS) {
+        return rv;
+    }
+    if ((rv = svc_access_recheck(ctx, db, SVC_ROLE_VIEWER, SVC_PROLE_MAINTAINER))
+        != APR_SUCCESS) {
+        goto cleanup;
+    }
+    rv = svc_db_execv(db, &st_prj_lock, ctx->pool, &before, ctx->project->id, ctx->org->id);
+    if (rv != APR_SUCCESS) {
+        goto cleanup;
+    }
+    if (svc_dbres_rows(before) != 1) {
+        rv = svc_fail(ctx, 404, "not_found", "No project %s in %s.", ctx->project->slug,
+                      ctx->org->slug);
+        goto cleanup;
+    }
+    rv = svc_db_execv(db, &st_prj_update, ctx->pool, &after, ctx->project->id, ctx->org->id,
+                      name, desc, archived ? (json_is_true(archived) ? "true" : "false") : NULL);
+    if (rv != APR_SUCCESS) {
+        goto cleanup;
+    }
+    if (svc_dbres_rows(after) == 1) {
+        json_t *data = json_pack("{s:o?,s:o?}",
+                                 "before", json_loads(svc_dbres_str(before, 0, 0), 0, &jerr),
+                                 "after", json_loads(svc_dbres_str(after, 0, 0), 0, &jerr));
+        svc_actor_from_ctx(ctx, &actor);
+        rv = svc_audit_write(db, ctx->pool, &actor, ctx->org->id, "project.updated",
+                             "project", ctx->project->id, svc_json_pool(ctx->pool, data));
+        if (rv != APR_SUCCESS) {
+            goto cleanup;
+        }
+    }
+    rv = svc_db_commit(db, ctx->pool);
+cleanup:
+    if (rv != APR_SUCCESS) {
+        svc_db_rollback(db, ctx->pool);
+        return rv;
+    }
+    return reply_project(ctx, db, ctx->project->id, 200);
+}

@@ -1,0 +1,20 @@
+/*
+ * svc_projects.h: projects of an organization, and the effective project
+ * role that combines a caller's org role with their team role.
+ */
+#ifndef SVC_PROJECTS_H
+#define SVC_PROJECTS_H
+
+#include "svc_tenancy.h"
+
+/* Route handlers. */
+apr_status_t svc_h_projects_list(svc_ctx_t *ctx);
+apr_status_t svc_h_projects_create(svc_ctx_t *ctx);
+apr_status_t svc_h_projects_get(svc_ctx_t *ctx);
+apr_status_t svc_h_projects_update(svc_ctx_t *ctx);
+
+extern const svc_field_t svc_body_project_create[];
+extern const svc_field_t svc_body_project_update[];
+extern const svc_qparam_t svc_query_projects_list[];
+
+#endif /* SVC_PROJECTS_H */

@@ -1,0 +1,19 @@
+/*
+ * svc_teams.h: project teams: org members with a project role, added
+ * directly or invited by email.
+ */
+#ifndef SVC_TEAMS_H
+#define SVC_TEAMS_H
+
+#include "svc_tenancy.h"
+
+/* Route handlers. */
+apr_status_t svc_h_team_list(svc_ctx_t *ctx);
+apr_status_t svc_h_team_add(svc_ctx_t *ctx);
+apr_status_t svc_h_team_update(svc_ctx_t *ctx);
+apr_status_t svc_h_team_remove(svc_ctx_t *ctx);
+
+extern const svc_field_t svc_body_team_add[];
+extern const svc_field_t svc_body_team_update[];
+
+#endif /* SVC_TEAMS_H */

@@ -1,0 +1,171 @@
+/*
+ * svc_redact.c: secret-shaped substrings out, for logs.
+ */
+#include "svc_redact.h"
+
+#include <ctype.h>
+#include <string.h>
+
+static int is_b62(char c)
+{
+    return isalnum((unsigned char)c) != 0;
+}
+
+static int is_b64url(char c)
+{
+    return isalnum((unsigned char)c) || c == '-' || c == '_';
+}
+
+static int ci_prefix(const char *s, const char *prefix)
+{
+    return strncasecmp(s, prefix, strlen(prefix)) == 0;
+}
+
+/* Length of a secret starting at s, or 0. */
+static apr_size_t secret_at(const char *s)
+{
+    const char *q;
+    apr_size_t n;
+
+    /* Our own: svc_<kind>_<at least 16 base62>. */
+    if (strncmp(s, "svc_", 4) == 0) {
+        q = s + 4;
+        while (*q >= 'a' && *q <= 'z') {
+            q++;
+        }
+        if (q > s + 4 && *q == '_') {
+            q++;
+            for (n = 0; is_b62(q[n]); n++) {
+            }
+            if (n >= 16) {
+                return (apr_size_t)(q - s) + n;
+            }
+        }
+    }
+    /* A JWT: three base64url segments, the first one a JSON header ("eyJ"). */
+    if (strncmp(s, "eyJ", 3) == 0) {
+        int dots = 0;
+        for (n = 0; is_b64url(s[n]) || s[n] == '.'; n++) {
+            dots += s[n] == '.';
+        }
+        if (dots >= 1 && n >= 16) {
+            return n;
+        }
+    }
+    return 0;
+}
+
+/* Length of a credential following a keyword at s ("Bearer x", "session=x"). */
+static apr_size_t keyword_at(const char *s, apr_size_t *pkw)
+{
+    static const char *const kws[] = {
+        "bearer ", "basic ", "service_session=", "token=", "secret=", "password=",
+        "code=", "access_token=", "client_secret=", NULL
+    };
+    int i;
+    apr_size_t n;
+
+    for (i = 0; kws[i]; i++) {
+        if (ci_prefix(s, kws[i])) {
+            *pkw = strlen(kws[i]);
+            /* RFC 9110 allows more than one space after the scheme. */
+            while (s[*pkw] == ' ') {
+                (*pkw)++;
+            }
+            for (n = 0; s[*pkw + n] && !isspace((unsigned char)s[*pkw + n])
+                        && s[*pkw + n] != '&' && s[*pkw + n] != ';'
+                        && s[*pkw + n] != '"' && s[*pkw + n] != ','; n++) {
+            }
+            return n;
+        }
+    }
+    return 0;
+}
+
+const char *svc_redact(apr_pool_t *p, const char *s)
+{
+    apr_size_t len, i = 0, o = 0;
+    char *out;
+
+    if (!s) {
+        return NULL;
+    }
+    len = strlen(s);
+    /* "[REDACTED]" is 10 bytes and replaces at least one byte each time. */
+    out = apr_palloc(p, len * 10 + 1);
+    while (i < len) {
+        apr_size_t kw = 0, n;
+        int boundary = (i == 0) || !is_b64url(s[i - 1]);
+
+        /* Our secret shapes are distinctive enough to redact wherever they
+         * start (after "%20", inside a word): over-redacting costs nothing. */
+        if ((n = secret_at(s + i)) > 0) {
+            memcpy(out + o, "[REDACTED]", 10);
+            o += 10;
+            i += n;
+            continue;
+        }
+        if (boundary && (n = keyword_at(s + i, &kw)) > 0) {
+            memcpy(out + o, s + i, kw);
+            o += kw;
+            memcpy(out + o, "[REDACTED]", 10);
+            o += 10;
+            i += kw + n;
+            continue;
+        }
+        out[o++] = s[i++];
+    }
+    out[o] = '\0';
+    return out;
+}
+
+const char *svc_printable(apr_pool_t *p, const char *s, apr_size_t max)
+{
+    apr_size_t n = strlen(s), i;
+    char *out;
+
+    if (n > max) {
+        n = max;
+    }
+    out = apr_pstrmemdup(p, s, n);
+    for (i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)out[i];
+        if (c < 0x20 || c > 0x7e) {
+            out[i] = '?';
+        }
+    }
+    return out;
+}
+
+const char *svc_redact_query(apr_pool_t *p, const char *q, svc_redact_each_fn each,
+                             void *baton)
+{
+    const char *out = NULL;
+
+    while (q) {
+        const char *amp = strchr(q, '&');
+        apr_size_t n = amp ? (apr_size_t)(amp - q) : strlen(q);
+        const char *eq = memchr(q, '=', n);
+        const char *part;
+
+        if (n == 0) {
+            part = "";
+        }
+        else if (eq) {
+            part = apr_pstrcat(p, apr_pstrmemdup(p, q, (apr_size_t)(eq - q) + 1), "[REDACTED]",
+                               NULL);
+            if (each) {
+                each(baton, eq + 1, n - (apr_size_t)(eq - q) - 1);
+            }
+        }
+        else {
+            part = "[REDACTED]";
+            if (each) {
+                each(baton, q, n);
+            }
+        }
+        out = out ? apr_pstrcat(p, out, "&", part, NULL) : part;
+        q = amp ? amp + 1 : NULL;
+    }
+    return out ? out : "";
+}

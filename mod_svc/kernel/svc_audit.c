@@ -1,0 +1,48 @@
+/*
+ * svc_audit.c: writing audit entries (the chain itself lives in SQL). Reading
+ * and verifying the log is the audit area's (areas/audit).
+ */
+#include "svc_audit.h"
+#include "svc_ctx.h"
+#include "svc_json.h"
+#include "svc_redact.h"
+
+static const svc_stmt_t st_audit_insert = {
+    "svc_audit_insert",
+    "INSERT INTO audit_log (org_id, actor_kind, actor_user_id, actor_token_id, action,"
+    " target_type, target_id, data, ip, user_agent, request_id)"
+    " VALUES ($1, $2, $3, $4, $5, $6, $7, $8::jsonb, $9, $10, $11)",
+    11, 0
+};
+
+void svc_actor_from_ctx(const svc_ctx_t *ctx, svc_actor_t *a)
+{
+    a->kind = "user";
+    a->user_id = ctx->who ? ctx->who->user_id : NULL;
+    a->token_id = ctx->who ? ctx->who->token_id : NULL;
+    a->ip = ctx->client_ip;
+    a->user_agent = ctx->user_agent;
+    a->request_id = ctx->request_id;
+}
+
+apr_status_t svc_audit_write(svc_db_t *db, apr_pool_t *p, const svc_actor_t *a,
+                             const char *org_id, const char *action,
+                             const char *target_type, const char *target_id,
+                             const json_t *data)
+{
+    const char *params[11];
+
+    params[0] = org_id;
+    params[1] = a->kind;
+    params[2] = a->user_id;
+    params[3] = a->token_id;
+    params[4] = action;
+    params[5] = target_type;
+    params[6] = target_id;
+    params[7] = data ? svc_json_dump(p, data) : "{}";
+    params[8] = (a->ip && *a->ip) ? a->ip : NULL;
+    /* User agents are client-controlled: bounded, printable ASCII only. */
+    params[9] = a->user_agent ? svc_printable(p, a->user_agent, 512) : NULL;
+    params[10] = a->request_id;
+    return svc_db_exec(db, &st_audit_insert, p, NULL, params);
+}

@@ -1,0 +1,39 @@
+/*
+ * svc_audit.h: the append-only, hash-chained audit log.
+ *
+ * The database does the chaining (a BEFORE INSERT trigger locks the org's
+ * chain, takes the previous entry's hash and computes this one's) and
+ * refuses UPDATE, DELETE and TRUNCATE; this file writes entries, in the
+ * caller's transaction, so an audited change and its entry commit or roll
+ * back together. Reading the log is the audit area's (svc_auditlog.h).
+ */
+#ifndef SVC_AUDIT_H
+#define SVC_AUDIT_H
+
+#include "svc_ktypes.h"
+#include "svc_db.h"
+
+/* Who did it, from where. */
+typedef struct {
+    const char *kind;           /* "user", "operator" (svcctl), "system", "provider" */
+    const char *user_id;
+    const char *token_id;       /* set when the user acted through a PAT */
+    const char *ip;
+    const char *user_agent;
+    const char *request_id;
+} svc_actor_t;
+
+/* The actor of an API request. */
+void svc_actor_from_ctx(const svc_ctx_t *ctx, svc_actor_t *pactor);
+
+/*
+ * Appends one entry. org_id NULL files the entry in the user-level chain.
+ * `data` (borrowed, may be NULL) carries before/after or details; it must
+ * never hold a secret.
+ */
+apr_status_t svc_audit_write(svc_db_t *db, apr_pool_t *p, const svc_actor_t *actor,
+                             const char *org_id, const char *action,
+                             const char *target_type, const char *target_id,
+                             const json_t *data);
+
+#endif /* SVC_AUDIT_H */

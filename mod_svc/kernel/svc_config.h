@@ -1,0 +1,85 @@
+/*
+ * svc_config.h: the resolved configuration the core works with.
+ *
+ * The httpd glue fills one of these per server from the Svc* directives
+ * (secrets already loaded from their references); svcctl fills one from its
+ * command line. The core only ever reads it.
+ */
+#ifndef SVC_CONFIG_H
+#define SVC_CONFIG_H
+
+#include "svc_ktypes.h"
+#include <apr_network_io.h>
+
+#define SVC_KEY_BYTES 32
+
+/* A named rate-limit class: at most `limit` events per `period` seconds. */
+typedef struct {
+    const char *name;
+    int limit;
+    int period;
+} svc_rate_class_t;
+
+struct svc_config_t {
+    /* Sub-keys derived from the one server secret (crypto_kdf). */
+    unsigned char pat_key[SVC_KEY_BYTES];      /* keyed hash of PAT secrets */
+    unsigned char session_key[SVC_KEY_BYTES];  /* HS256 session JWTs */
+    unsigned char box_key[SVC_KEY_BYTES];      /* secrets at rest */
+    unsigned char signin_key[SVC_KEY_BYTES];   /* OAuth state hashes, PKCE verifiers */
+    int have_secret;
+
+    apr_size_t body_limit;          /* default JSON body cap in bytes */
+    int token_touch_interval;       /* seconds between last_used writes */
+    int session_lifetime;           /* seconds */
+    int statement_timeout_ms;       /* per-statement cap on the server */
+    int invite_lifetime;            /* seconds an org or project invite stays valid */
+
+    apr_array_header_t *rate_classes;     /* of svc_rate_class_t */
+    apr_array_header_t *internal_allow;   /* of apr_ipsubnet_t * */
+    apr_array_header_t *trusted_origins;  /* of const char *, "scheme://host[:port]" */
+
+    /* How principals are verified (svc_auth.h): the identity area's table,
+     * put here at start by the area registry (svc_areas_configure). */
+    const svc_verifiers_t *verifiers;
+    /* The areas whose routes make the route table (svc_route.h), NULL-ended;
+     * also put here by the area registry. */
+    const svc_area_t *const *areas;
+
+    const char *public_url;         /* base URL for the OpenAPI servers list */
+    const char *openapi_json;       /* the OpenAPI document, rendered once at start */
+
+    /* Sign-in through the code-hosting provider's OAuth app (svc_signin.c),
+     * resolved at start by svc_signin_configure. */
+    const char *signin_off;         /* why sign-in is off, or NULL when it is on */
+    const char *oauth_client_id;
+    const char *oauth_client_secret;
+    const char *vcs_web_url;        /* provider web origin, no trailing slash */
+    const char *vcs_api_url;        /* provider API base, no trailing slash */
+    const char *ui_url;             /* where the browser lands after signing in */
+    int vcs_timeout_ms;             /* budget of all provider calls of one sign-in */
+    const char *vcs_ca_file;        /* extra CA bundle for the provider (SvcVcsCAFile) */
+    int vcs_connect_timeout_ms;
+};
+
+/* Defaults that give a working local instance. */
+void svc_config_defaults(svc_config_t *conf, apr_pool_t *p);
+
+/* Adds the default rate classes that configuration did not set. */
+void svc_config_default_rates(svc_config_t *conf, apr_pool_t *p);
+
+/* Adds or replaces a rate class. */
+void svc_config_set_rate(svc_config_t *conf, apr_pool_t *p, const char *name,
+                         int limit, int period);
+
+/* The class by name, or NULL when unlimited. */
+const svc_rate_class_t *svc_config_rate(const svc_config_t *conf, const char *name);
+
+/*
+ * Loads the server secret from a reference ("file:/path", "env:NAME" or
+ * "exec:/program") and derives the sub-keys. Files readable by group or
+ * others are refused. On failure *perr says why, for the operator.
+ */
+apr_status_t svc_config_load_secret(svc_config_t *conf, const char *ref,
+                                    apr_pool_t *p, const char **perr);
+
+#endif /* SVC_CONFIG_H */

@@ -1,0 +1,253 @@
+/*
+ * svc_ctx.c: the request context, and the one place problem documents are
+ * built (RFC 9457 with our `code` and `request_id` members).
+ */
+#include "svc_ctx.h"
+#include "svc_db.h"
+#include "svc_json.h"
+
+#include <stdarg.h>
+#include <string.h>
+
+svc_ctx_t *svc_ctx_create(apr_pool_t *p, const svc_config_t *conf)
+{
+    svc_ctx_t *ctx = apr_pcalloc(p, sizeof(*ctx));
+
+    ctx->pool = p;
+    ctx->conf = conf;
+    ctx->params = apr_table_make(p, 4);
+    ctx->query = apr_table_make(p, 4);
+    ctx->headers_out = apr_table_make(p, 4);
+    ctx->method = "GET";
+    ctx->path = "/";
+    ctx->client_ip = "";
+    ctx->user_agent = "";
+    ctx->request_id = "";
+    return ctx;
+}
+
+apr_status_t svc_ctx_db(svc_ctx_t *ctx, svc_db_t **pdb)
+{
+    apr_status_t rv;
+
+    if (!ctx->db) {
+        if (!ctx->db_acquire) {
+            return SVC_EDBDOWN;
+        }
+        rv = ctx->db_acquire(ctx);
+        if (rv != APR_SUCCESS) {
+            return rv;
+        }
+    }
+    *pdb = ctx->db;
+    return ctx->db ? APR_SUCCESS : SVC_EDBDOWN;
+}
+
+apr_status_t svc_ctx_db_begin(svc_ctx_t *ctx, svc_db_t **pdb)
+{
+    apr_status_t rv = svc_ctx_db(ctx, pdb);
+
+    return rv == APR_SUCCESS ? svc_db_begin(*pdb, ctx->pool) : rv;
+}
+
+apr_status_t svc_ctx_db_release(svc_ctx_t *ctx)
+{
+    apr_status_t rv = APR_SUCCESS;
+
+    if (ctx->db && ctx->db_release) {
+        /*
+         * A deferred authentication check must not leave with the
+         * connection: it runs now, and if it cannot, the request fails
+         * closed. Either way the verdict is kept in ctx->auth_rv.
+         */
+        rv = svc_db_flush(ctx->db);
+        if (rv != APR_SUCCESS && ctx->auth_rv == APR_SUCCESS) {
+            ctx->auth_rv = rv;
+        }
+        ctx->db_release(ctx);
+    }
+    return ctx->auth_rv != APR_SUCCESS ? ctx->auth_rv : rv;
+}
+
+apr_status_t svc_fail(svc_ctx_t *ctx, int status, const char *code, const char *fmt, ...)
+{
+    svc_problem_t *pr = apr_pcalloc(ctx->pool, sizeof(*pr));
+    va_list ap;
+
+    va_start(ap, fmt);
+    pr->detail = apr_pvsprintf(ctx->pool, fmt, ap);
+    va_end(ap);
+    pr->status = status;
+    pr->code = code;
+    ctx->problem = pr;
+    return SVC_EPROBLEM;
+}
+
+void svc_fail_field(svc_ctx_t *ctx, const char *field, const char *code, const char *fmt, ...)
+{
+    va_list ap;
+    const char *msg;
+
+    va_start(ap, fmt);
+    msg = apr_pvsprintf(ctx->pool, fmt, ap);
+    va_end(ap);
+    if (!ctx->problem || ctx->problem->status != 400 || !ctx->problem->errors) {
+        svc_fail(ctx, 400, "validation_failed", "The request has invalid fields.");
+        ctx->problem->errors = svc_json_pool(ctx->pool, json_array());
+    }
+    json_array_append_new(ctx->problem->errors,
+                          json_pack("{s:s,s:s,s:s}", "field", field, "code", code,
+                                    "message", msg));
+}
+
+svc_problem_t *svc_ctx_problem(svc_ctx_t *ctx, apr_status_t rv)
+{
+    if (rv == SVC_EPROBLEM && ctx->problem) {
+        return ctx->problem;
+    }
+    switch (rv) {
+    case SVC_EDBDOWN:
+        apr_table_setn(ctx->headers_out, "Retry-After", "1");
+        svc_fail(ctx, 503, "service_unavailable",
+                 "The database is not reachable right now; try again shortly.");
+        break;
+    case SVC_ESCHEMA:
+        apr_table_setn(ctx->headers_out, "Retry-After", "30");
+        svc_fail(ctx, 503, "schema_behind",
+                 "The service is being upgraded; try again shortly.");
+        break;
+    case SVC_ECONFLICT:
+    case SVC_EINTEGRITY:
+        /* A database rule refused the change (a concurrent change usually
+         * made it invalid): the state, not the request, is the problem. */
+        svc_fail(ctx, 409, "conflict", "The request conflicts with the current state.");
+        break;
+    case SVC_ENOTFOUND:
+        svc_fail(ctx, 404, "not_found", "No such resource.");
+        break;
+    default:
+        svc_fail(ctx, 500, "internal_error",
+                 "The service failed to answer; the request id identifies the failure "
+                 "in the server's log.");
+        break;
+    }
+    return ctx->problem;
+}
+
+const char *svc_status_title(int status)
+{
+    switch (status) {
+    case 400: return "Bad Request";
+    case 401: return "Unauthorized";
+    case 403: return "Forbidden";
+    case 404: return "Not Found";
+    case 405: return "Method Not Allowed";
+    case 406: return "Not Acceptable";
+    case 409: return "Conflict";
+    case 410: return "Gone";
+    case 411: return "Length Required";
+    case 412: return "Precondition Failed";
+    case 413: return "Content Too Large";
+    case 415: return "Unsupported Media Type";
+    case 422: return "Unprocessable Content";
+    case 429: return "Too Many Requests";
+    case 500: return "Internal Server Error";
+    case 502: return "Bad Gateway";
+    case 503: return "Service Unavailable";
+    case 504: return "Gateway Timeout";
+    default: return "Error";
+    }
+}
+
+void svc_ctx_render_problem(svc_ctx_t *ctx, const svc_problem_t *pr)
+{
+    json_t *doc = json_pack("{s:s,s:s,s:i,s:s,s:s,s:s}",
+                            "type", "about:blank",
+                            "title", svc_status_title(pr->status),
+                            "status", pr->status,
+                            "detail", pr->detail ? pr->detail : "",
+                            "code", pr->code ? pr->code : "error",
+                            "request_id", ctx->request_id ? ctx->request_id : "");
+
+    if (pr->errors) {
+        json_object_set(doc, "errors", pr->errors);
+    }
+    ctx->status = pr->status;
+    ctx->content_type = "application/problem+json";
+    ctx->resp_body = svc_json_dump(ctx->pool, doc);
+    ctx->resp_len = strlen(ctx->resp_body);
+    json_decref(doc);
+}
+
+apr_status_t svc_reply_json(svc_ctx_t *ctx, int status, json_t *body)
+{
+    /* A json_pack that failed must become a 500 problem, not a 200 "null". */
+    if (!body) {
+        return APR_ENOMEM;
+    }
+    ctx->status = status;
+    ctx->content_type = "application/json; charset=utf-8";
+    ctx->resp_body = svc_json_dump(ctx->pool, body);
+    ctx->resp_len = strlen(ctx->resp_body);
+    json_decref(body);
+    return APR_SUCCESS;
+}
+
+apr_status_t svc_reply_text(svc_ctx_t *ctx, int status, const char *json_text)
+{
+    ctx->status = status;
+    ctx->content_type = "application/json; charset=utf-8";
+    ctx->resp_body = json_text;
+    ctx->resp_len = strlen(json_text);
+    return APR_SUCCESS;
+}
+
+void svc_reply_add(svc_ctx_t *ctx, const char *key, const char *json_value)
+{
+    apr_size_t n = ctx->resp_len;
+
+    /* The body is an object we wrote: its last byte is the closing brace. */
+    if (!ctx->resp_body || n < 2 || ctx->resp_body[n - 1] != '}') {
+        return;
+    }
+    ctx->resp_body = apr_pstrcat(ctx->pool, apr_pstrmemdup(ctx->pool, ctx->resp_body, n - 1),
+                                 n > 2 ? "," : "", "\"", key, "\":", json_value, "}", NULL);
+    ctx->resp_len = strlen(ctx->resp_body);
+}
+
+apr_status_t svc_reply_empty(svc_ctx_t *ctx)
+{
+    ctx->status = 204;
+    ctx->content_type = NULL;
+    ctx->resp_body = NULL;
+    ctx->resp_len = 0;
+    return APR_SUCCESS;
+}
+
+apr_status_t svc_reply_redirect(svc_ctx_t *ctx, const char *location)
+{
+    const char *s;
+
+    for (s = location; *s; s++) {
+        if ((unsigned char)*s < 0x20 || *s == 0x7f) {
+            return APR_EINVAL;
+        }
+    }
+    apr_table_setn(ctx->headers_out, "Location", location);
+    ctx->status = 302;
+    ctx->content_type = NULL;
+    ctx->resp_body = NULL;
+    ctx->resp_len = 0;
+    return APR_SUCCESS;
+}
+
+void svc_cookie_set(svc_ctx_t *ctx, const char *name, const char *value, const char *path,
+                    int max_age)
+{
+    /* Lax: sent on top-level navigations from other sites (the provider's
+     * redirect back to /auth/callback), never on their subrequests or POSTs. */
+    apr_table_addn(ctx->headers_out, "Set-Cookie",
+                   apr_psprintf(ctx->pool, "%s=%s; Path=%s; Max-Age=%d; HttpOnly; "
+                                "SameSite=Lax%s", name, value, path, max_age,
+                                ctx->is_tls ? "; Secure" : ""));
+}

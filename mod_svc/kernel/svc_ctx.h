@@ -1,0 +1,193 @@
+/*
+ * svc_ctx.h: one API request as the core sees it.
+ *
+ * The glue builds a context from the request_rec (method, path, headers,
+ * body, client address), the core routes, authenticates, authorizes and
+ * runs the handler on it, and the glue writes what the context says back.
+ * Every allocation comes from ctx->pool, the request's pool.
+ */
+#ifndef SVC_CTX_H
+#define SVC_CTX_H
+
+#include "svc_ktypes.h"
+#include "svc_config.h"
+
+#include <apr_network_io.h>
+
+/* The authenticated caller. */
+struct svc_principal_t {
+    svc_via_e via;
+    const char *user_id;
+    const char *email;
+    const char *name;
+    int founder;
+    svc_scope_e scope;          /* a session counts as admin */
+    /* Set for a PAT caller. */
+    const char *token_id;
+    const char *token_org_id;   /* NULL: not bound to an org */
+    const char *token_org_slug;
+    const char *token_expires_at;
+    apr_int64_t token_expires_epoch;
+    apr_int64_t user_rev;       /* api_tokens.user_rev: the user's details as read */
+    /* Set for a session caller. */
+    const char *session_id;
+    /* The credential's last use is due to be recorded (after the request). */
+    int touch_due;
+};
+
+/* The organization a tenant route addresses, with the caller's role in it. */
+struct svc_orgref_t {
+    const char *id;
+    const char *slug;
+    const char *name;
+    svc_role_e role;
+};
+
+/* The project a route under /projects/:projectSlug addresses, with the
+ * caller's effective role in it. */
+struct svc_projref_t {
+    const char *id;
+    const char *slug;
+    const char *name;
+    int archived;
+    svc_prole_e prole;
+};
+
+/* Where a problem document goes before the glue renders it. */
+struct svc_problem_t {
+    int status;
+    const char *code;
+    const char *detail;
+    json_t *errors;             /* array of {field,code,message} or NULL */
+    /* For the operator, never sent to the client: why an upstream call
+     * failed. The glue redacts it and logs it with 502/503/504 answers. */
+    const char *log_detail;
+};
+
+struct svc_ctx_t {
+    apr_pool_t *pool;
+    const svc_config_t *conf;
+
+    /* The request. */
+    const char *method;         /* "HEAD" is routed as "GET" */
+    const char *path;
+    const svc_route_t *route;
+    apr_table_t *params;        /* path parameters by name */
+    apr_table_t *query;         /* decoded query parameters */
+    apr_table_t *headers_in;
+    const char *raw_body;       /* the body as received, or NULL */
+    apr_size_t raw_len;
+    json_t *body;               /* the parsed object, or NULL */
+    const char *client_ip;
+    apr_sockaddr_t *client_sa;  /* the peer (or proxy-reported) address, or NULL */
+    const char *user_agent;
+    const char *request_id;
+    const char *self_origin;    /* "scheme://host[:port]" as the client sees us */
+    int is_tls;
+
+    /*
+     * Set when a deferred authentication check failed (svc_tokens.c): the
+     * status, and the problem to answer with, whatever the handler did.
+     */
+    apr_status_t auth_rv;
+    svc_problem_t *auth_problem;
+
+    /* The caller, once authenticated; the org, on tenant routes; and the
+     * project, on routes under /projects/:projectSlug. */
+    svc_principal_t *who;
+    svc_orgref_t *org;
+    svc_projref_t *project;
+
+    /* The database, acquired on first use through the glue's callback. */
+    svc_db_t *db;
+    apr_status_t (*db_acquire)(svc_ctx_t *ctx);
+    void (*db_release)(svc_ctx_t *ctx);
+    void *glue;                 /* baton for db_acquire and db_release */
+
+    /* The response. */
+    int status;
+    const char *content_type;
+    const char *resp_body;
+    apr_size_t resp_len;
+    apr_table_t *headers_out;
+    svc_problem_t *problem;
+};
+
+/* Creates a context; the glue fills in the request fields afterwards. */
+svc_ctx_t *svc_ctx_create(apr_pool_t *p, const svc_config_t *conf);
+
+/* The database handle, acquired on first call. SVC_EDBDOWN when there is none. */
+apr_status_t svc_ctx_db(svc_ctx_t *ctx, svc_db_t **pdb);
+
+/*
+ * The same, with a transaction begun on it: the start of every handler that
+ * writes. Whatever it does not commit is rolled back when the connection
+ * goes back to the pool (svc_db_release).
+ */
+apr_status_t svc_ctx_db_begin(svc_ctx_t *ctx, svc_db_t **pdb);
+
+/*
+ * Gives the connection back to the pool now (rolling back anything not
+ * committed). Handlers call this before waiting on anything slow, such as
+ * an outbound HTTP call, so a slow provider cannot starve the pool; the
+ * next svc_ctx_db acquires a connection again. Anything but APR_SUCCESS
+ * means the caller's authentication did not hold: stop and return it.
+ */
+apr_status_t svc_ctx_db_release(svc_ctx_t *ctx) __attribute__((warn_unused_result));
+
+/*
+ * Attaches a problem document and returns SVC_EPROBLEM, so handlers write
+ *     return svc_fail(ctx, 404, "not_found", "No token %s.", id);
+ * The format is applied with apr_pvsprintf; detail is for humans.
+ */
+apr_status_t svc_fail(svc_ctx_t *ctx, int status, const char *code,
+                      const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* Adds one validation error to the pending 400 problem (created if needed). */
+void svc_fail_field(svc_ctx_t *ctx, const char *field, const char *code,
+                    const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/*
+ * Turns any status a handler returned into the problem to send: keeps an
+ * attached problem, maps SVC_EDBDOWN to 503, SVC_ECONFLICT to 409,
+ * SVC_ENOTFOUND to 404, anything else to 500.
+ */
+svc_problem_t *svc_ctx_problem(svc_ctx_t *ctx, apr_status_t rv);
+
+/* Renders a problem as application/problem+json into ctx's response. */
+void svc_ctx_render_problem(svc_ctx_t *ctx, const svc_problem_t *pr);
+
+/* Sets a JSON response: takes the reference to `body`. */
+apr_status_t svc_reply_json(svc_ctx_t *ctx, int status, json_t *body);
+
+/* Sets a response whose JSON text was produced elsewhere (by SQL). */
+apr_status_t svc_reply_text(svc_ctx_t *ctx, int status, const char *json_text);
+
+/*
+ * Adds one member, whose value is JSON text, to the object already set as
+ * the response (a page of a list, say).
+ */
+void svc_reply_add(svc_ctx_t *ctx, const char *key, const char *json_value);
+
+/* 204, no body. */
+apr_status_t svc_reply_empty(svc_ctx_t *ctx);
+
+/* 302 to `location` (absolute, or a path on the same origin), no body.
+ * APR_EINVAL when it holds a control character: callers validate first. */
+apr_status_t svc_reply_redirect(svc_ctx_t *ctx, const char *location);
+
+/*
+ * Adds one Set-Cookie (added, not set: a response may carry several):
+ * HttpOnly, SameSite=Lax, and Secure when the request came over TLS.
+ * max_age 0 deletes the cookie. name and value must be cookie-octets
+ * already (ours are base62 or base64url).
+ */
+void svc_cookie_set(svc_ctx_t *ctx, const char *name, const char *value, const char *path,
+                    int max_age);
+
+/* The reason phrase of a status we use. */
+const char *svc_status_title(int status);
+
+#endif /* SVC_CTX_H */

@@ -1,0 +1,29 @@
+/*
+ * svc_dispatch.h: the request pipeline of DESIGN.md section 1, in order:
+ * route -> (glue reads the body under the route's cap) -> authenticate and
+ * authorize -> parse and validate the body -> rate limit -> handler.
+ */
+#ifndef SVC_DISPATCH_H
+#define SVC_DISPATCH_H
+
+#include "svc_ktypes.h"
+#include "svc_ctx.h"
+#include "svc_route.h"
+
+/*
+ * Finds ctx->route for ctx->method and ctx->path. Unknown path: 404;
+ * known path, other method: 405 with Allow; OPTIONS: 204 with Allow (then
+ * ctx->route stays NULL and the response is complete).
+ */
+apr_status_t svc_dispatch_route(svc_ctx_t *ctx, const svc_router_t *rt);
+
+/* The body cap of the matched route, in bytes (0: no body accepted). */
+apr_size_t svc_dispatch_body_limit(const svc_ctx_t *ctx);
+
+/* Everything after the body has been read. */
+apr_status_t svc_dispatch_run(svc_ctx_t *ctx);
+
+/* A 413 problem for a body over `limit` bytes. */
+apr_status_t svc_fail_too_large(svc_ctx_t *ctx, apr_size_t limit);
+
+#endif /* SVC_DISPATCH_H */

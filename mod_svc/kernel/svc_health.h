@@ -1,0 +1,14 @@
+/*
+ * svc_health.h: readiness for operators and load balancers.
+ */
+#ifndef SVC_HEALTH_H
+#define SVC_HEALTH_H
+
+#include "svc_ktypes.h"
+#include "svc_ctx.h"
+
+/* GET /internal/health: 200 when the database answers at the schema
+ * version this build needs; 503 otherwise. */
+apr_status_t svc_h_health(svc_ctx_t *ctx);
+
+#endif /* SVC_HEALTH_H */

@@ -1,0 +1,109 @@
+/*
+ * svc_page.h: list responses with keyset pagination.
+ *
+ * Lists answer {"data":[...],"next_cursor":"..."|null}. ?limit= defaults to
+ * 50 and may be 1 to 200; ?cursor= is opaque to clients (a base64url
+ * "v1:<seq>", where seq is the row's bigint ordering key). A query asks
+ * for limit+1 rows "WHERE seq < $before ORDER BY seq DESC", so a full extra
+ * row tells that there is a next page. Never OFFSET.
+ */
+#ifndef SVC_PAGE_H
+#define SVC_PAGE_H
+
+#include "svc_ktypes.h"
+#include "svc_db.h"
+#include "svc_json.h"
+
+#define SVC_PAGE_DEFAULT 50
+#define SVC_PAGE_MAX 200
+
+typedef struct {
+    int limit;
+    const char *before;         /* decimal seq bound for SQL: rows strictly older */
+    const char *fetch;          /* limit + 1, as text for SQL */
+} svc_page_t;
+
+/* Reads ?limit= and ?cursor=; a 400 problem on anything out of shape. */
+apr_status_t svc_page_parse(svc_ctx_t *ctx, svc_page_t *pg);
+
+char *svc_cursor_encode(apr_pool_t *p, apr_int64_t seq);
+
+/*
+ * Answers 200 with the page: each row's column json_col is one item's JSON
+ * text (built by SQL), seq_col its ordering key.
+ */
+apr_status_t svc_reply_page(svc_ctx_t *ctx, const svc_dbres_t *res, int json_col,
+                            int seq_col, const svc_page_t *pg);
+
+/*
+ * The shape of an item built in C from plain columns, the faster way
+ * (docs/performance.md): PostgreSQL returns values, in binary
+ * (SVC_STMT_BINARY), and svc_json_row writes one JSON object per row.
+ * Each entry takes the next column; SVC_COL_OBJECT takes as many as `sub`
+ * has entries and writes null when the first of them is NULL. Every column
+ * may be NULL, which writes null.
+ */
+typedef enum {
+    SVC_COL_TEXT = 1,   /* text or varchar: a string */
+    SVC_COL_INT,        /* smallint, integer, bigint: a number */
+    SVC_COL_BOOL,       /* boolean */
+    SVC_COL_TIME,       /* timestamptz: RFC 3339 in UTC, whole seconds */
+    SVC_COL_OBJECT      /* the columns of `sub`, nested */
+} svc_coltype_e;
+
+typedef struct svc_col_t {
+    const char *key;            /* NULL ends a shape */
+    svc_coltype_e type;
+    const struct svc_col_t *sub;
+} svc_col_t;
+
+#define SVC_COL(key, type) { key, type, NULL }
+#define SVC_COL_NEST(key, sub) { key, SVC_COL_OBJECT, sub }
+#define SVC_COL_END { NULL, 0, NULL }
+
+/*
+ * Checks once per result that the columns from `col` on are exactly what
+ * `shape` needs, in number, type and format (SVC_EDB if not: a statement
+ * and its shape drifted apart).
+ */
+apr_status_t svc_shape_check(const svc_dbres_t *res, int col, const svc_col_t *shape);
+
+/* Appends row `row` (columns from `col` on) as one JSON object. */
+apr_status_t svc_json_row(svc_jbuf_t *b, const svc_dbres_t *res, int row, int col,
+                          const svc_col_t *shape);
+
+/*
+ * The first row of a one-row result as one JSON object (*pjson, in p):
+ * checks the shape, then writes it.
+ */
+apr_status_t svc_json_row_text(apr_pool_t *p, const svc_dbres_t *res, const svc_col_t *shape,
+                               const char **pjson);
+
+/*
+ * Answers `status` with a one-row result as one JSON object; SVC_ENOTFOUND
+ * when the result has no row (the thing is gone, or was never visible).
+ */
+apr_status_t svc_reply_row(svc_ctx_t *ctx, int status, const svc_dbres_t *res,
+                           const svc_col_t *shape);
+
+/* Stand-ins for the page's bound and size among svc_reply_list's parameters. */
+extern const char svc_page_before[];
+extern const char svc_page_fetch[];
+#define SVC_PAGE_BEFORE svc_page_before
+#define SVC_PAGE_FETCH svc_page_fetch
+
+/*
+ * A list endpoint in one call: reads ?limit= and ?cursor=, runs `st` with
+ * its st->nparams `const char *` arguments, where SVC_PAGE_BEFORE and
+ * SVC_PAGE_FETCH stand for the page's bound and size, and answers the page
+ * (each row: the item's JSON in column 0, its ordering key in column 1).
+ */
+apr_status_t svc_reply_list(svc_ctx_t *ctx, const svc_stmt_t *st, ...);
+
+/*
+ * The same with items built from plain columns: column 0 is the ordering
+ * key, the columns after it are one item as `item` says.
+ */
+apr_status_t svc_reply_rows(svc_ctx_t *ctx, const svc_stmt_t *st, const svc_col_t *item, ...);
+
+#endif /* SVC_PAGE_H */

@@ -1,0 +1,94 @@
+/*
+ * svc_route.h: the route table, the single source of truth for endpoints.
+ *
+ * Each area exports its routes as one svc_area_t; the table is their
+ * concatenation (svc_route_table over the list in areas/svc_areas.c). The
+ * router, the authorizer, GET /api/openapi.json and the conformance tests
+ * (through `svcctl routes`) all read that one table. Adding an endpoint is
+ * one row in its area's array plus one handler function.
+ */
+#ifndef SVC_ROUTE_H
+#define SVC_ROUTE_H
+
+#include "svc_ktypes.h"
+#include "svc_ctx.h"
+
+typedef apr_status_t (*svc_handler_fn)(svc_ctx_t *ctx);
+
+/* Route flags. */
+#define SVC_RF_HIDDEN   0x0001  /* not in the public OpenAPI document */
+#define SVC_RF_FOUNDER  0x0002  /* platform operator only */
+#define SVC_RF_NO_DB    0x0004  /* no schema gate: needs no database, or reports it */
+#define SVC_RF_PAGED    0x0008  /* takes ?limit= and ?cursor= */
+/* The query string carries credentials (an OAuth code and state): the glue
+ * keeps its values out of the access log. */
+#define SVC_RF_SECRET_QUERY 0x0100
+
+/* A query parameter a route documents and accepts. */
+typedef struct {
+    const char *name;
+    const char *type;           /* JSON schema type name */
+    const char *description;
+} svc_qparam_t;
+
+struct svc_route_t {
+    const char *method;         /* GET, POST, PUT, PATCH, DELETE */
+    const char *path;           /* template, ":name" segments are parameters */
+    svc_handler_fn handler;
+    svc_auth_e auth;
+    svc_scope_e scope;          /* least PAT scope (sessions count as admin) */
+    svc_role_e role;            /* least org role on tenant routes */
+    const svc_field_t *body;    /* JSON body schema; NULL: no body accepted */
+    apr_size_t body_limit;      /* 0: the configured default */
+    const char *rate_class;     /* NULL: not rate-limited */
+    unsigned flags;
+    int success;                /* the status of a successful answer */
+    const char *op_id;          /* OpenAPI operationId */
+    const char *summary;
+    const char *tag;            /* OpenAPI tag: the SPEC area */
+    const svc_qparam_t *query;  /* extra documented query parameters, {NULL} ended */
+    svc_prole_e prole;          /* least project role on routes with :projectSlug */
+};
+
+/* Body caps in route rows. */
+#define SVC_KB(n) ((apr_size_t)(n) * 1024)
+
+/* An area of the service and its routes, as OpenAPI groups them. */
+struct svc_area_t {
+    const char *name;           /* "tenancy": also the folder under areas/ */
+    const char *description;
+    const svc_route_t *routes;  /* ended by a row with method NULL */
+};
+
+/*
+ * The route table: the routes of `areas` (a NULL-ended list) one after the
+ * other, ended by a row with method NULL, allocated from p. The order of
+ * areas is the order of the OpenAPI document.
+ */
+const svc_route_t *svc_route_table(apr_pool_t *p, const svc_area_t *const *areas);
+
+/* Builds the matcher from the table; allocations come from p (call at start). */
+apr_status_t svc_router_create(svc_router_t **prt, const svc_route_t *table,
+                               apr_pool_t *p);
+
+/*
+ * Finds the route for method and path. On a match, returns the route and
+ * fills params (allocated from p). When the path exists under other methods
+ * only, returns NULL and sets *pallow to the Allow header value; when the
+ * path is unknown, returns NULL with *pallow NULL.
+ */
+const svc_route_t *svc_router_match(const svc_router_t *rt, const char *method,
+                                    const char *path, apr_pool_t *p,
+                                    apr_table_t *params, const char **pallow);
+
+/* True when the route addresses one organization (/api/orgs/:orgSlug/...). */
+int svc_route_is_tenant(const svc_route_t *route);
+
+/* True when the route addresses one project of that org
+ * (/api/orgs/:orgSlug/projects/:projectSlug/...). */
+int svc_route_is_project(const svc_route_t *route);
+
+/* True for methods that change state. */
+int svc_method_is_unsafe(const char *method);
+
+#endif /* SVC_ROUTE_H */

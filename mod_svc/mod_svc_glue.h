@@ -1,0 +1,56 @@
+/*
+ * mod_svc_glue.h: what the httpd glue files share.
+ *
+ * The glue is thin on purpose: configuration and hooks (mod_svc.c), and
+ * turning a request_rec into a core context and the context back into a
+ * response (mod_svc_request.c). Everything else is below: base/, the
+ * kernel and the areas (docs/architecture.md).
+ */
+#ifndef SVC_MOD_SVC_GLUE_H
+#define SVC_MOD_SVC_GLUE_H
+
+#include <httpd.h>
+#include <http_config.h>
+#include <http_log.h>
+
+#include "svc_kernel.h"
+#include "svc_areas.h"
+#include "svc_identity.h"
+
+extern module AP_MODULE_DECLARE_DATA svc_module;
+
+/* Per-server configuration: the core's resolved config plus what the
+ * directives said before resolution (for merging and for start-up). */
+typedef struct {
+    svc_config_t core;
+    const char *secret_ref;
+    /* The sign-in directives as written; resolved into core at start. */
+    svc_signin_refs_t signin_refs;
+    const svc_router_t *router;
+    /* Which scalar directives were set here, so a vhost inherits the rest. */
+    unsigned set;
+    /*
+     * Per child process (the struct is copied at fork) and per server, since
+     * each virtual host may have its own DBDParams: 1 once the schema was
+     * seen at the needed version; when it was last found behind.
+     */
+    volatile apr_uint32_t schema_ok;
+    volatile apr_uint32_t schema_checked_at;
+} svc_server_conf;
+
+#define SVC_SET_BODY_LIMIT   0x01
+#define SVC_SET_TOUCH        0x02
+#define SVC_SET_SESSION_LIFE 0x04
+#define SVC_SET_STMT_TIMEOUT 0x08
+#define SVC_SET_PUBLIC_URL   0x10
+#define SVC_SET_UI_URL       0x0100
+#define SVC_SET_VCS_TIMEOUT  0x0200
+#define SVC_SET_INVITE_LIFE  0x0400
+
+/* The API handler ("svc") and the benchmark's no-op handler ("svc-noop"). */
+int svc_handler(request_rec *r);
+
+/* Called at start-up to resolve mod_dbd's optional functions. */
+int svc_glue_dbd_init(void);
+
+#endif /* SVC_MOD_SVC_GLUE_H */

@@ -1,0 +1,163 @@
+# Sign-in configuration at start-up (issue 4), each case in an httpd of its
+# own (a throwaway ServerRoot, the same modules as the test server): an
+# env: reference to an unset variable turns sign-in off and httpd starts;
+# an inline secret, a malformed URL, or a reference that is set but unusable
+# stops httpd with a clear message.
+use strict;
+use warnings;
+
+use FindBin;
+use lib "$FindBin::Bin/../lib";
+
+use Apache::Test qw(-withtestmore);
+use File::Spec::Functions qw(catfile);
+use File::Temp qw(tempdir);
+use IO::Socket::INET ();
+use POSIX ();
+use Time::HiRes qw(time sleep);
+use SvcTest;
+
+my $cfg = Apache::Test::config();
+my $httpd = $ENV{SVC_TEST_HTTPD} // $cfg->{vars}{httpd};
+my $top = $ENV{SVC_TOP} // "$FindBin::Bin/../..";
+my $modules = catfile($FindBin::Bin, "..", "conf", "modules.conf");
+plan skip_all => 'needs the generated t/conf/modules.conf and SVC_DB'
+    unless $httpd && -f $modules && $ENV{SVC_DB} && $ENV{SVC_SECRET};
+
+sub free_port {
+    my $s = IO::Socket::INET->new(LocalAddr => '127.0.0.1', LocalPort => 0, Listen => 1)
+        or die "free_port: $!";
+    my $port = $s->sockport;
+    close $s;
+    return $port;
+}
+
+# server($directives, %env) → (dir, config file)
+sub server {
+    my ($directives, %env) = @_;
+    my $dir = tempdir(CLEANUP => 1);
+    my $port = free_port();
+    my $conf = catfile($dir, 'httpd.conf');
+    open my $fh, '>', $conf or die "$conf: $!";
+    print $fh <<"EOF";
+ServerRoot "$dir"
+ServerName 127.0.0.1
+DefaultRuntimeDir "$dir"
+PidFile "$dir/httpd.pid"
+ErrorLog "$dir/error_log"
+LogLevel info
+Listen 127.0.0.1:$port
+Include "$modules"
+LoadModule svc_module "$top/build/mod_svc.so"
+DBDriver pgsql
+DBDParams "$ENV{SVC_DB}"
+DBDMin 0
+DBDKeep 1
+DBDMax 2
+SvcSecret $ENV{SVC_SECRET}
+StartServers 1
+ServerLimit 1
+ThreadsPerChild 5
+MaxRequestWorkers 5
+$directives
+EOF
+    close $fh;
+    return ($dir, $conf);
+}
+
+sub slurp { my $f = shift; open my $fh, '<', $f or return ''; local $/; return <$fh> // '' }
+
+# Syntax check only: directive handlers run, start-up hooks do not.
+sub config_test {
+    my ($directives) = @_;
+    my (undef, $conf) = server($directives);
+    my $out = `"$httpd" -t -f "$conf" 2>&1`;
+    return ($? >> 8, $out);
+}
+
+# Starts httpd in the foreground with extra environment; returns (exit
+# status or 'running', error_log text). A server that runs is stopped.
+sub start {
+    my ($directives, %env) = @_;
+    my ($dir, $conf) = server($directives);
+    my $pid = fork() // die "fork: $!";
+    if (!$pid) {
+        $ENV{$_} = $env{$_} for keys %env;
+        open STDOUT, '>', "$dir/stdout";
+        open STDERR, '>', "$dir/stderr";
+        exec $httpd, '-f', $conf, '-DFOREGROUND' or POSIX::_exit(127);
+    }
+    my $deadline = time + 20;
+    my $status;
+    while (time < $deadline) {
+        if (waitpid($pid, POSIX::WNOHANG()) == $pid) {
+            $status = $? >> 8;
+            last;
+        }
+        if (-s "$dir/httpd.pid" && slurp("$dir/error_log") =~ /AH00489:/) {
+            $status = 'running';
+            kill 'TERM', $pid;
+            waitpid($pid, 0);
+            last;
+        }
+        sleep 0.1;
+    }
+    if (!defined $status) {
+        kill 'KILL', $pid;
+        waitpid($pid, 0);
+        $status = 'hung';
+    }
+    return ($status, slurp("$dir/error_log") . slurp("$dir/stderr"));
+}
+
+# --- refused while reading the configuration -----------------------------------
+{
+    my ($rc, $out) = config_test("SvcOAuthClientSecret the-secret-itself");
+    isnt($rc, 0, 'an inline client secret: the configuration is refused');
+    like($out, qr/SvcOAuthClientSecret takes a reference/, '... saying it must be a reference');
+    unlike($out, qr/the-secret-itself/, '... without echoing it');
+
+    ($rc, $out) = config_test("SvcVcsWebURL ftp://github.example.com");
+    isnt($rc, 0, 'a provider URL that is not http(s): refused');
+    like($out, qr/SvcVcsWebURL must be an http/, '... with the reason');
+
+    ($rc, $out) = config_test("SvcUIURL //evil.example/");
+    isnt($rc, 0, 'a protocol-relative SvcUIURL: refused');
+
+    ($rc, $out) = config_test("SvcVcsTimeout 0");
+    isnt($rc, 0, 'SvcVcsTimeout 0: refused');
+
+    ($rc, $out) = config_test("SvcOAuthClientId env:X\nSvcOAuthClientSecret env:Y\n"
+                              . "SvcVcsWebURL https://ghe.example.com\nSvcUIURL https://ui.example.com/#/\n"
+                              . "SvcVcsTimeout 5");
+    is($rc, 0, 'a complete sign-in configuration passes the syntax check') or diag($out);
+}
+
+# --- at start: unset means off, set but unusable stops httpd ------------------------
+{
+    my $refs = "SvcOAuthClientId env:SVC_T_CLIENT_ID\nSvcOAuthClientSecret env:SVC_T_CLIENT_SECRET\n"
+             . "SvcVcsWebURL env:SVC_T_WEB_URL\nSvcVcsApiURL env:SVC_T_API_URL";
+    my ($status, $log) = start($refs);
+    is($status, 'running', 'variables unset: httpd starts');
+    my @warn = $log =~ /(SVC0020: sign-in is off[^\n]*)/g;
+    is(scalar @warn, 1, '... and says once that sign-in is off');
+    like($warn[0] // '', qr/SVC_T_CLIENT_ID.*SVC_T_CLIENT_SECRET/, '... naming both variables');
+    like($log, qr/\[svc:warn\][^\n]*SVC0020/, '... at warning level');
+
+    ($status, $log) = start($refs, SVC_T_CLIENT_ID => 'Iv1.x', SVC_T_CLIENT_SECRET => 's3cret');
+    is($status, 'running', 'variables set: httpd starts');
+    unlike($log, qr/SVC0020/, '... with sign-in on');
+
+    ($status, $log) = start($refs, SVC_T_CLIENT_ID => 'Iv1.x', SVC_T_CLIENT_SECRET => 's3cret',
+                            SVC_T_WEB_URL => 'not a url');
+    isnt($status, 'running', 'a set but malformed VCS web URL: httpd does not start');
+    like($log, qr/SVC0021: sign-in: SvcVcsWebURL must be an http/, '... and says why');
+
+    ($status, $log) = start("SvcOAuthClientId Iv1.x\nSvcOAuthClientSecret file:/nonexistent/svc-oauth-secret");
+    isnt($status, 'running', 'a secret file that cannot be read: httpd does not start');
+    like($log, qr{SVC0021: sign-in: SvcOAuthClientSecret: cannot read secret file /nonexistent/svc-oauth-secret},
+         '... and says which');
+    unlike($log, qr/s3cret/, 'no secret in any of these logs');
+}
+
+done_testing();

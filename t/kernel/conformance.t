@@ -1,0 +1,185 @@
+# Conformance, generated from the route table (`svcctl routes --json`):
+# nothing below names a route, so a row added to svc_routes.c is covered the
+# moment it exists.
+#
+#   - every row not flagged hidden is in GET /api/openapi.json, with its
+#     scope, org role and project role;
+#   - every user route without credentials: 401;
+#   - every user route with a PAT whose scope is below the route's: 403
+#     insufficient_scope, and the database unchanged (in particular every
+#     mutating route with a read-scope PAT);
+#   - every tenant route, called by someone of another org (session, PAT) and
+#     by a member of the org holding a PAT bound to another org: 404, and the
+#     database unchanged.  Path parameters name real objects of the victim
+#     org where they exist, and bodies are valid, so a missing check would
+#     show as a change, not as a 400.
+use strict;
+use warnings;
+
+use FindBin;
+use lib "$FindBin::Bin/../lib";
+
+use Apache::Test qw(-withtestmore);
+use SvcTest;
+
+my @routes = route_table();
+my @user   = grep { $_->{auth} eq 'user' } @routes;
+my @tenant = grep { $_->{tenant} } @user;
+my %scope_rank = (none => 0, read => 1, write => 2, admin => 3);
+
+# --- the victim org, with one of everything its routes can address ----------
+my $owner  = new_user('victim-owner');
+my $member = new_user('victim-member');
+my $org    = new_org($owner, prefix => 'victim');
+svcctl('org', 'add-member', $org, $member, '--role', 'member');
+my $owner_tok = new_token($owner, scope => 'admin');
+my $member_id = user_id_of($member);
+
+my $proj = uniq('proj');
+my ($st) = api(POST => "/api/orgs/$org/projects", token => $owner_tok,
+               json => { slug => $proj, name => 'Victim project' });
+is($st, 201, 'victim project created');
+($st) = api(POST => "/api/orgs/$org/projects/$proj/team", token => $owner_tok,
+            json => { user_id => $member_id, role => 'developer' });
+is($st, 201, 'victim member on the team');
+my ($s1, $org_inv) = api(POST => "/api/orgs/$org/members", token => $owner_tok,
+                         json => { email => uniq('invitee') . '@example.test', role => 'admin' });
+is($s1, 201, 'pending org invite');
+my ($s2, $prj_inv) = api(POST => "/api/orgs/$org/projects/$proj/team", token => $owner_tok,
+                         json => { email => uniq('invitee') . '@example.test',
+                                   role => 'maintainer' });
+is($s2, 201, 'pending project invite');
+
+# Real ids of the victim org for each path parameter; unknown ones get a
+# random id of the right shape.
+sub path_for {
+    my $path = shift;
+    $path =~ s{:orgSlug}{$org}g;
+    $path =~ s{:projectSlug}{$proj}g;
+    $path =~ s{:userId}{$member_id}g;
+    if ($path =~ m{/team/invites/:id\b}) { $path =~ s{:id}{$prj_inv->{id}} }
+    elsif ($path =~ m{/invites/:id\b})    { $path =~ s{:id}{$org_inv->{id}} }
+    $path =~ s{:[A-Za-z]+}{'id_' . join '', map { ('a'..'z')[rand 26] } 1 .. 22}ge;
+    return $path;
+}
+
+# A body that passes the route's schema: required fields, plus optional ones
+# (but not an email beside an id, where a route takes one or the other).
+# Ids of users are the victim member's; enums take their first value
+# (for roles, the highest).
+sub valid_body {
+    my $r = shift;
+    return () unless $r->{body};
+    my @fields = @{ $r->{body} };
+    my $has_id = grep { $_->{type} eq 'id' } @fields;
+    my %b;
+    for my $f (@fields) {
+        next if !$f->{required} && $f->{type} eq 'email' && $has_id;
+        my $t = $f->{type};
+        $b{ $f->{name} } =
+              $t eq 'string' || $t eq 'text' ? 'conformance'
+            : $t eq 'int'    ? $f->{min}
+            : $t eq 'bool'   ? JSON::PP::true()
+            : $t eq 'enum'   ? $f->{values}[0]
+            : $t eq 'slug'   ? uniq('c')
+            : $t eq 'email'  ? uniq('c') . '@example.test'
+            : $t eq 'id'     ? ($f->{values}[0] eq 'usr_' ? $member_id
+                                : $f->{values}[0] . ('x' x 22))
+            : $t eq 'object' ? {}
+            :                  'x';
+    }
+    return (json => \%b);
+}
+
+sub unsafe { $_[0]{method} !~ /^(?:GET|HEAD)$/ }
+
+# --- the OpenAPI document has every row -------------------------------------
+{
+    my ($status, $doc) = api(GET => '/api/openapi.json');
+    is($status, 200, 'openapi.json');
+    for my $r (grep { !$_->{hidden} } @routes) {
+        (my $p = $r->{path}) =~ s{:([A-Za-z]+)}{{$1}}g;
+        my $op = $doc->{paths}{$p}{ lc $r->{method} };
+        ok($op, "openapi has $r->{method} $r->{path}") or next;
+        is($op->{operationId}, $r->{op_id}, "... operationId $r->{op_id}");
+        is($op->{'x-svc-scope'}, $r->{scope}, "... scope $r->{scope}");
+        is($op->{'x-svc-role'}, $r->{role}, "... org role $r->{role}") if $r->{tenant};
+        is($op->{'x-svc-project-role'}, $r->{prole}, "... project role $r->{prole}")
+            if $r->{project};
+    }
+    for my $r (grep { $_->{hidden} } @routes) {
+        (my $p = $r->{path}) =~ s{:([A-Za-z]+)}{{$1}}g;
+        ok(!$doc->{paths}{$p}{ lc $r->{method} }, "hidden: $r->{method} $r->{path}");
+    }
+}
+
+# --- no credentials: 401 ------------------------------------------------------
+for my $r (@user) {
+    my ($status, $p, $res) = api($r->{method} => path_for($r->{path}), valid_body($r));
+    is($status, 401, "no credentials: $r->{method} $r->{path} is 401");
+    is($p && $p->{code}, 'unauthenticated', '... unauthenticated');
+    like($res->header('WWW-Authenticate') // '', qr/^Bearer/, '... with a Bearer challenge');
+}
+
+# --- a scope below the route's: 403 insufficient_scope, nothing changes ------
+# The caller owns the victim org, so only the scope can stop them.
+# (Loops, not map: svcctl's helpers may clobber $_, which map aliases.)
+my %owner_pat;
+for my $scope (qw(read write)) {
+    $owner_pat{$scope} = new_token($owner, scope => $scope);
+}
+my $scope_checks = 0;
+for my $r (@user) {
+    for my $have (qw(read write)) {
+        next unless $scope_rank{$have} < $scope_rank{ $r->{scope} };
+        my $before = db_digest();
+        my ($status, $p, $res) = api($r->{method} => path_for($r->{path}),
+                                     token => $owner_pat{$have}, valid_body($r));
+        is($status, 403, "$have PAT: $r->{method} $r->{path} is 403");
+        is($p && $p->{code}, 'insufficient_scope', '... insufficient_scope');
+        like($res->header('WWW-Authenticate') // '', qr/insufficient_scope/,
+             '... and says so in WWW-Authenticate');
+        is_deeply(db_digest(), $before, '... and nothing changed');
+        $scope_checks++;
+    }
+}
+my @mutating = grep { unsafe($_) } @user;
+ok($scope_checks >= @mutating, "every mutating user route was called with a read PAT "
+   . "(@{[ scalar @mutating ]} routes, $scope_checks scope checks)");
+
+# --- another org's callers: 404, nothing changes -----------------------------
+my $outsider = new_user('outsider');
+my $their    = new_org($outsider, prefix => 'outsider');
+my $out_tok  = new_token($outsider, scope => 'admin');
+# The outsider maintains a project with the same slug in their own org, so a
+# lookup by slug alone would find it.
+($st) = api(POST => "/api/orgs/$their/projects", token => $out_tok,
+            json => { slug => $proj, name => 'Same slug elsewhere' });
+is($st, 201, 'outsider has a project with the same slug');
+my $other_of_owner = new_org($owner, prefix => 'bound');
+my @callers = (
+    [ 'outsider session'   => cookie => new_session($outsider), csrf_ok() ],
+    [ 'outsider admin PAT' => token  => $out_tok ],
+    [ 'owner PAT bound to another org' =>
+        token => new_token($owner, scope => 'admin', org => $other_of_owner) ],
+);
+for my $r (@tenant) {
+    for my $c (@callers) {
+        my ($name, @auth) = @$c;
+        my $before = db_digest();
+        my ($status, $p) = api($r->{method} => path_for($r->{path}), @auth, valid_body($r));
+        is($status, 404, "$name: $r->{method} $r->{path} is 404");
+        is($p && $p->{code}, 'not_found', '... not_found');
+        is_deeply(db_digest(), $before, '... and nothing changed');
+    }
+}
+
+# The same calls by the owner with the right credentials do reach the
+# handlers, so the 404s above were about the caller, not the paths.
+for my $r (grep { !unsafe($_) } @tenant) {
+    my ($status) = api($r->{method} => path_for($r->{path}), token => $owner_tok);
+    is($status, $r->{success}, "owner: $r->{method} $r->{path} is $r->{success}");
+}
+
+ok(scalar @tenant >= 20, scalar(@tenant) . ' tenant routes covered');
+done_testing();

@@ -1,0 +1,255 @@
+# The role matrix of docs/authorization.md, cell by cell.
+#
+# The matrix is read from the document itself, so the page and the code
+# cannot drift: every row is called by every caller column (allowed cells
+# must succeed; refused ones must answer the documented status and change
+# nothing), and then with each PAT scope, a bound PAT and a session (below the
+# row's scope: 403 insufficient_scope).  Every tenant route of the route table
+# must have a row, and every row's scope must be the table's.
+use strict;
+use warnings;
+
+use FindBin;
+use lib "$FindBin::Bin/../lib";
+
+use Apache::Test qw(-withtestmore);
+use File::Spec::Functions qw(catfile);
+use SvcTest;
+
+my @COLS = ('owner', 'admin', 'maintainer', 'developer', 'team viewer', 'member', 'viewer',
+            'non-member');
+my %rank = (read => 1, write => 2, admin => 3);
+
+# --- the matrix, from the document -------------------------------------------
+my $doc = catfile($ENV{SVC_TOP} // "$FindBin::Bin/../..", 'docs', 'authorization.md');
+open my $fh, '<', $doc or die "$doc: $!";
+my (@rows, $in);
+while (<$fh>) {
+    $in = 1 if /<!-- matrix/;
+    next unless $in;
+    last if $in && /^\s*$/ && @rows;
+    next unless /^\|\s*(GET|POST|PUT|PATCH|DELETE)\s*\|/;
+    (my $line = $_) =~ s/^\s*\|//;
+    $line =~ s/\|\s*$//;
+    my @c = map { s/^\s+|\s+$//gr } split /\|/, $line;
+    my ($method, $path, $scope, @cells) = @c;
+    my ($tmpl, $variant) = $path =~ /^(\S+)(?:\s+\((.+)\))?$/;
+    die "matrix row with " . scalar(@cells) . " cells: $_" unless @cells == @COLS;
+    push @rows, {
+        method => $method, path => $tmpl, variant => $variant // '', scope => $scope,
+        key => "$method $tmpl" . ($variant ? " ($variant)" : ''),
+        cells => { map { $COLS[$_] => ($cells[$_] eq "\x{2713}" || $cells[$_] eq '✓'
+                                        ? 'ok' : $cells[$_]) } 0 .. $#COLS },
+    };
+}
+close $fh;
+ok(@rows >= 20, scalar(@rows) . ' matrix rows in docs/authorization.md');
+
+my %route = map { ("$_->{method} $_->{path}" => $_) } route_table();
+for my $r (grep { $_->{tenant} && $_->{auth} eq 'user' } route_table()) {
+    ok((grep { "$_->{method} $_->{path}" eq "$r->{method} $r->{path}" } @rows),
+       "matrix has a row for $r->{method} $r->{path}");
+}
+for my $row (@rows) {
+    my $r = $route{"$row->{method} $row->{path}"};
+    ok($r, "$row->{key} is a route") or next;
+    is($row->{scope}, $r->{scope}, "$row->{key}: the document's scope is the table's");
+}
+
+# --- the callers: one user per column, shared by every fixture ----------------
+my (%U, %ID, %PAT);
+for my $col (@COLS) {
+    (my $p = $col) =~ s/ /-/g;
+    $U{$col} = new_user("mx-$p");
+    $ID{$col} = user_id_of($U{$col});
+    $PAT{$col} = new_token($U{$col}, scope => 'admin');
+}
+new_org($U{'non-member'}, prefix => 'mx-elsewhere');
+
+my %org_role = (admin => 'admin', maintainer => 'member', developer => 'member',
+                'team viewer' => 'member', member => 'member', viewer => 'viewer');
+my %team_role = (maintainer => 'maintainer', developer => 'developer',
+                 'team viewer' => 'viewer');
+
+# A fresh org with one user per column; the owner creates the project (and
+# so is on its team as maintainer).
+sub fixture {
+    my $org = new_org($U{owner}, prefix => 'mx');
+    svcctl('org', 'add-member', $org, $U{$_}, '--role', $org_role{$_}) for sort keys %org_role;
+    my $proj = uniq('p');
+    my ($st) = api(POST => "/api/orgs/$org/projects", token => $PAT{owner},
+                   json => { slug => $proj, name => 'Matrix project' });
+    die "fixture: project $st\n" unless $st == 201;
+    for my $col (sort keys %team_role) {
+        ($st) = api(POST => "/api/orgs/$org/projects/$proj/team", token => $PAT{owner},
+                    json => { user_id => $ID{$col}, role => $team_role{$col} });
+        die "fixture: team $st\n" unless $st == 201;
+    }
+    return { org => $org, proj => $proj };
+}
+
+sub fresh_member {
+    my $fx = shift;
+    my $e = new_user('mx-target');
+    svcctl('org', 'add-member', $fx->{org}, $e, '--role', 'member');
+    return user_id_of($e);
+}
+
+sub fresh_team_member {
+    my $fx = shift;
+    my $id = fresh_member($fx);
+    my ($st) = api(POST => "/api/orgs/$fx->{org}/projects/$fx->{proj}/team",
+                   token => $PAT{owner}, json => { user_id => $id, role => 'developer' });
+    die "fresh_team_member: $st\n" unless $st == 201;
+    return $id;
+}
+
+sub invite {
+    my ($fx, $project) = @_;
+    my $path = $project ? "/api/orgs/$fx->{org}/projects/$fx->{proj}/team"
+                        : "/api/orgs/$fx->{org}/members";
+    my ($st, $inv) = api(POST => $path, token => $PAT{owner},
+                         json => { email => uniq('mx-inv') . '@example.test',
+                                   role => $project ? 'developer' : 'member' });
+    die "invite: $st\n" unless $st == 201;
+    return $inv->{id};
+}
+
+# How to call each row: ($fixture, $column) → (path parameters, body).  The
+# targets are made fresh for every call, so an allowed call never spoils the
+# next one and a refused call is refused for the caller's role alone.
+my %call = (
+    'GET /api/orgs/:orgSlug'                     => sub { ({}) },
+    'PATCH /api/orgs/:orgSlug'                   => sub { ({}, { name => uniq('renamed') }) },
+    'POST /api/orgs/:orgSlug/transfer-ownership' => sub { ({}, { user_id => $ID{admin} }) },
+    'GET /api/orgs/:orgSlug/members'             => sub { ({}) },
+    'POST /api/orgs/:orgSlug/members'            => sub {
+        ({}, { email => uniq('mx-new') . '@example.test', role => 'member' }) },
+    'PATCH /api/orgs/:orgSlug/members/:userId'   => sub {
+        ({ userId => fresh_member($_[0]) }, { role => 'viewer' }) },
+    'DELETE /api/orgs/:orgSlug/members/:userId (another member)' => sub {
+        ({ userId => fresh_member($_[0]) }) },
+    'DELETE /api/orgs/:orgSlug/members/:userId (yourself)' => sub { ({ userId => $ID{ $_[1] } }) },
+    'GET /api/orgs/:orgSlug/invites'             => sub { ({}) },
+    'DELETE /api/orgs/:orgSlug/invites/:id'      => sub { ({ id => invite($_[0], 0) }) },
+    'GET /api/orgs/:orgSlug/projects'            => sub { ({}) },
+    'POST /api/orgs/:orgSlug/projects'           => sub {
+        ({}, { slug => uniq('np'), name => 'New project' }) },
+    'GET /api/orgs/:orgSlug/projects/:projectSlug'   => sub { ({}) },
+    'PATCH /api/orgs/:orgSlug/projects/:projectSlug' => sub {
+        ({}, { description => uniq('described') }) },
+    'GET /api/orgs/:orgSlug/projects/:projectSlug/team' => sub { ({}) },
+    'POST /api/orgs/:orgSlug/projects/:projectSlug/team' => sub {
+        ({}, { user_id => fresh_member($_[0]), role => 'developer' }) },
+    'PATCH /api/orgs/:orgSlug/projects/:projectSlug/team/:userId' => sub {
+        ({ userId => fresh_team_member($_[0]) }, { role => 'maintainer' }) },
+    'DELETE /api/orgs/:orgSlug/projects/:projectSlug/team/:userId (another member)' => sub {
+        ({ userId => fresh_team_member($_[0]) }) },
+    'DELETE /api/orgs/:orgSlug/projects/:projectSlug/team/:userId (yourself)' => sub {
+        ({ userId => $ID{ $_[1] } }) },
+    'GET /api/orgs/:orgSlug/projects/:projectSlug/team/invites' => sub { ({}) },
+    'DELETE /api/orgs/:orgSlug/projects/:projectSlug/team/invites/:id' => sub {
+        ({ id => invite($_[0], 1) }) },
+    'GET /api/orgs/:orgSlug/audit'               => sub { ({}) },
+    'GET /api/orgs/:orgSlug/audit/verify'        => sub { ({}) },
+);
+
+# Rows whose allowed call changes who may call it next (the owner is an
+# admin after a transfer; whoever left is gone): one fixture per call.
+my %once = map { $_ => 1 } ('POST /api/orgs/:orgSlug/transfer-ownership',
+                            grep { /\(yourself\)$/ } keys %call);
+
+sub fill {
+    my ($tmpl, $fx, $params) = @_;
+    (my $path = $tmpl) =~ s{:orgSlug}{$fx->{org}}g;
+    $path =~ s{:projectSlug}{$fx->{proj}}g;
+    $path =~ s{:(\w+)}{$params->{$1} // die "no value for :$1 in $tmpl\n"}ge;
+    return $path;
+}
+
+my %code_of = (403 => 'forbidden', 404 => 'not_found', 409 => 'owner_protected');
+
+# prepare() makes the call's targets (before any digest is taken);
+# send() makes the call.
+sub prepare {
+    my ($row, $fx, $col) = @_;
+    my ($params, $body) = $call{ $row->{key} }->($fx, $col);
+    return [ fill($row->{path}, $fx, $params), $body ];
+}
+
+sub send_call {
+    my ($row, $req, @auth) = @_;
+    my ($path, $body) = @$req;
+    my @opt = (@auth, defined $body ? (json => $body) : ());
+    push @opt, csrf_ok() if grep { $_ eq 'cookie' } @auth;
+    return api($row->{method} => $path, @opt);
+}
+
+# --- every cell --------------------------------------------------------------
+for my $row (@rows) {
+    ok($call{ $row->{key} }, "$row->{key}: the test knows how to call it") or next;
+    my $success = $route{"$row->{method} $row->{path}"}{success};
+    my $fx = fixture();
+    # Refused callers first: they must change nothing, and an allowed call
+    # may change the fixture (a transfer makes the owner an admin).
+    for my $col (sort { ($row->{cells}{$a} eq 'ok') <=> ($row->{cells}{$b} eq 'ok') } @COLS) {
+        my $want = $row->{cells}{$col};
+        if ($want eq 'ok' && $once{ $row->{key} } && $fx->{used}++) {
+            $fx = fixture();
+            $fx->{used} = 1;
+        }
+        my $req = prepare($row, $fx, $col);
+        if ($want eq 'ok') {
+            my ($st, $p) = send_call($row, $req, token => $PAT{$col});
+            is($st, $success, "$row->{key} as $col: $success")
+                or diag(explain($p));
+            next;
+        }
+        my $before = db_digest();
+        my ($st, $p) = send_call($row, $req, token => $PAT{$col});
+        is($st, $want, "$row->{key} as $col: $want") or diag(explain($p));
+        is($p && $p->{code}, $code_of{$want}, "... $code_of{$want}");
+        # The fresh targets the call itself needed were made before $before.
+        is_deeply(db_digest(), $before, '... and nothing changed');
+    }
+}
+
+# --- every scope, a bound PAT and a session, by an allowed caller -------------
+my %scoped;
+for my $row (@rows) {
+    next unless $call{ $row->{key} };
+    my ($col) = grep { $row->{cells}{$_} eq 'ok' } @COLS;
+    my $success = $route{"$row->{method} $row->{path}"}{success};
+    my $fx = fixture();
+    my @creds;
+    for my $scope (qw(read write admin)) {
+        $scoped{$col}{$scope} //= new_token($U{$col}, scope => $scope);
+        push @creds, [ "$scope PAT" => $scope, token => $scoped{$col}{$scope} ];
+    }
+    push @creds, [ 'PAT bound to the org' => 'admin',
+                   token => new_token($U{$col}, scope => 'admin', org => $fx->{org}) ];
+    push @creds, [ 'session' => 'admin', cookie => new_session($U{$col}) ];
+    for my $c (@creds) {
+        my ($name, $scope, @auth) = @$c;
+        if ($rank{$scope} < $rank{ $row->{scope} }) {
+            my $req = prepare($row, $fx, $col);
+            my $before = db_digest();
+            my ($st, $p) = send_call($row, $req, @auth);
+            is($st, 403, "$row->{key} as $col with a $name: 403");
+            is($p && $p->{code}, 'insufficient_scope', '... insufficient_scope');
+            is_deeply(db_digest(), $before, '... and nothing changed');
+            next;
+        }
+        if ($once{ $row->{key} } && $fx->{used}++) {
+            $fx = fixture();
+            $fx->{used} = 1;
+            # A bound PAT is bound to the org it was made for.
+            $auth[1] = new_token($U{$col}, scope => 'admin', org => $fx->{org})
+                if $name =~ /bound/;
+        }
+        my ($st, $p) = send_call($row, prepare($row, $fx, $col), @auth);
+        is($st, $success, "$row->{key} as $col with a $name: $success") or diag(explain($p));
+    }
+}
+
+done_testing();
