@@ -67,6 +67,9 @@ static void *merge_server_conf(apr_pool_t *p, void *basev, void *addv)
     if (!(add->set & SVC_SET_VCS_TIMEOUT)) {
         sc->core.vcs_timeout_ms = base->core.vcs_timeout_ms;
     }
+    if (!add->db_conninfo) {
+        sc->db_conninfo = base->db_conninfo;
+    }
     if (!add->core.vcs_ca_file) {
         sc->core.vcs_ca_file = base->core.vcs_ca_file;
     }
@@ -321,7 +324,22 @@ static const char *set_vcs_ca_file(cmd_parms *cmd, void *dummy, const char *arg)
     return NULL;
 }
 
+/*
+ * DBDParams belongs to mod_dbd; mod_svc reads it on the way (the table of
+ * the module loaded last is searched first, and DECLINE_CMD passes the
+ * directive on to mod_dbd), because the connections that must not come
+ * from mod_dbd's pool, a LISTEN connection that never returns to it and
+ * the run supervisor's, need the same parameters.
+ */
+static const char *see_dbd_params(cmd_parms *cmd, void *dummy, const char *arg)
+{
+    server_conf(cmd)->db_conninfo = apr_pstrdup(cmd->pool, arg);
+    return DECLINE_CMD;
+}
+
 static const command_rec svc_cmds[] = {
+    AP_INIT_TAKE1("DBDParams", see_dbd_params, NULL, RSRC_CONF,
+                  "mod_dbd's connection parameters (read by mod_svc too; see mod_dbd)"),
     AP_INIT_TAKE1("SvcSecret", set_secret, NULL, RSRC_CONF,
                   "Reference to the server secret (file:/path mode 0600, env:NAME or "
                   "exec:/program); keys for token hashing, session cookies and secrets at "

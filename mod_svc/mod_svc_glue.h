@@ -36,6 +36,13 @@ typedef struct {
      */
     volatile apr_uint32_t schema_ok;
     volatile apr_uint32_t schema_checked_at;
+    /*
+     * mod_dbd's DBDParams for this server, seen on their way to mod_dbd
+     * (svc_cmds): the connections that cannot come from mod_dbd's pool (the
+     * per-child LISTEN connection of the event streams, the run supervisor)
+     * open their own with it.
+     */
+    const char *db_conninfo;
 } svc_server_conf;
 
 #define SVC_SET_BODY_LIMIT   0x01

@@ -875,3 +875,23 @@ void svc_db_stats(svc_db_t *db, svc_db_stats_t *pstats)
 {
     *pstats = db->cache->stats;
 }
+
+int svc_db_socket(svc_db_t *db)
+{
+    return db && db->conn && PQstatus(db->conn) == CONNECTION_OK ? PQsocket(db->conn) : -1;
+}
+
+apr_status_t svc_db_notifications(svc_db_t *db, svc_db_notify_fn fn, void *baton)
+{
+    PGnotify *n;
+
+    if (!PQconsumeInput(db->conn) || PQstatus(db->conn) != CONNECTION_OK) {
+        apr_cpystrn(db->errmsg, PQerrorMessage(db->conn), sizeof(db->errmsg));
+        return SVC_EDBDOWN;
+    }
+    while ((n = PQnotifies(db->conn)) != NULL) {
+        fn(baton, n->relname, n->extra);
+        PQfreemem(n);
+    }
+    return APR_SUCCESS;
+}

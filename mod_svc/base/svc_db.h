@@ -151,6 +151,22 @@ const char *svc_db_sqlstate(svc_db_t *db);
 /* The constraint named by the last failed statement, or "". */
 const char *svc_db_constraint(svc_db_t *db);
 
+/*
+ * Notifications, on a connection of its own (svc_db_connect; never a pooled
+ * one): after svc_db_simple(db, "LISTEN channel", p), wait for the socket
+ * to be readable, then svc_db_notifications calls fn once per notification
+ * that arrived, in the order PostgreSQL sent them (commit order). It
+ * returns SVC_EDBDOWN when the connection is lost; listen anew on a new
+ * connection then, and catch up from the table, since notifications sent
+ * meanwhile are gone.
+ */
+typedef void (*svc_db_notify_fn)(void *baton, const char *channel, const char *payload);
+
+/* The connection's socket, for poll(); -1 when there is none. */
+int svc_db_socket(svc_db_t *db);
+
+apr_status_t svc_db_notifications(svc_db_t *db, svc_db_notify_fn fn, void *baton);
+
 /* Counters for tests and metrics. */
 typedef struct {
     unsigned long prepares;     /* statements prepared on this connection */

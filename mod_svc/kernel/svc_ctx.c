@@ -251,3 +251,38 @@ void svc_cookie_set(svc_ctx_t *ctx, const char *name, const char *value, const c
                                 "SameSite=Lax%s", name, value, path, max_age,
                                 ctx->is_tls ? "; Secure" : ""));
 }
+
+apr_status_t svc_stream_resume_point(svc_ctx_t *ctx, apr_int64_t *pafter)
+{
+    const char *h = apr_table_get(ctx->headers_in, "Last-Event-ID");
+    const char *q = apr_table_get(ctx->query, "last_event_id");
+    const char *v = h ? h : q;
+    long long id;
+
+    *pafter = -1;
+    if (!v) {
+        return APR_SUCCESS;
+    }
+    if (svc_parse_int(v, 0, APR_INT64_MAX, &id) != APR_SUCCESS) {
+        svc_fail_field(ctx, h ? "Last-Event-ID" : "last_event_id", "invalid_value",
+                       "An event id is the decimal id of the last event received.");
+        return SVC_EPROBLEM;
+    }
+    *pafter = id;
+    return APR_SUCCESS;
+}
+
+apr_status_t svc_reply_stream(svc_ctx_t *ctx, const char *org_id, const char *run_id,
+                              apr_int64_t after, int until_run_ends)
+{
+    svc_stream_t *st = apr_pcalloc(ctx->pool, sizeof(*st));
+
+    st->org_id = org_id;
+    st->run_id = run_id;
+    st->after = after < 0 ? 0 : after;
+    st->until_run_ends = until_run_ends;
+    ctx->stream = st;
+    ctx->status = 200;
+    ctx->content_type = "text/event-stream; charset=utf-8";
+    return APR_SUCCESS;
+}

@@ -53,6 +53,20 @@ struct svc_projref_t {
     svc_prole_e prole;
 };
 
+/*
+ * A live event stream a handler asks for (routes flagged SVC_RF_STREAM):
+ * the glue sends the org's events after `after` (only the run's when run_id
+ * is set), then each new one as it commits, with heartbeats, until the
+ * client leaves, its access ends, or (until_run_ends) the run has reported
+ * its final status.
+ */
+typedef struct {
+    const char *org_id;
+    const char *run_id;
+    apr_int64_t after;
+    int until_run_ends;
+} svc_stream_t;
+
 /* Where a problem document goes before the glue renders it. */
 struct svc_problem_t {
     int status;
@@ -111,6 +125,7 @@ struct svc_ctx_t {
     apr_size_t resp_len;
     apr_table_t *headers_out;
     svc_problem_t *problem;
+    svc_stream_t *stream;       /* set by stream handlers: the glue streams */
 };
 
 /* Creates a context; the glue fills in the request fields afterwards. */
@@ -186,6 +201,18 @@ apr_status_t svc_reply_redirect(svc_ctx_t *ctx, const char *location);
  */
 void svc_cookie_set(svc_ctx_t *ctx, const char *name, const char *value, const char *path,
                     int max_age);
+
+/*
+ * Where a stream resumes: the Last-Event-ID header, or the last_event_id
+ * query parameter (a browser's EventSource cannot set a header on its first
+ * connect). *pafter is -1 when neither is given; a 400 problem when one is
+ * not an event id.
+ */
+apr_status_t svc_stream_resume_point(svc_ctx_t *ctx, apr_int64_t *pafter);
+
+/* Makes the answer a stream (see svc_stream_t); 200 text/event-stream. */
+apr_status_t svc_reply_stream(svc_ctx_t *ctx, const char *org_id, const char *run_id,
+                              apr_int64_t after, int until_run_ends);
 
 /* The reason phrase of a status we use. */
 const char *svc_status_title(int status);

@@ -20,6 +20,7 @@
 #include "svc_config.h"
 #include "svc_ctx.h"
 #include "svc_dispatch.h"
+#include "svc_eventlog.h"
 #include "svc_health.h"
 #include "svc_openapi.h"
 #include "svc_page.h"

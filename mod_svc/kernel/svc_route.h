@@ -23,6 +23,9 @@ typedef apr_status_t (*svc_handler_fn)(svc_ctx_t *ctx);
 /* The query string carries credentials (an OAuth code and state): the glue
  * keeps its values out of the access log. */
 #define SVC_RF_SECRET_QUERY 0x0100
+/* Answers a live event stream (text/event-stream): the handler sets
+ * ctx->stream and the glue keeps the connection open (mod_svc_sse.c). */
+#define SVC_RF_STREAM   0x0200
 
 /* A query parameter a route documents and accepts. */
 typedef struct {

@@ -1,0 +1,54 @@
+/*
+ * svc_events.c: GET /api/orgs/:orgSlug/events, every event of the org as it
+ * commits (docs/api/events.md). Authorization is a read of the org; the
+ * glue does the streaming (mod_svc_sse.c).
+ */
+#include "svc_events.h"
+
+/* Where a stream without Last-Event-ID starts: after the org's newest. */
+static const svc_stmt_t st_events_latest = {
+    "svc_events_latest",
+    "SELECT coalesce(max(id), 0) FROM events WHERE org_id = $1",
+    1, SVC_STMT_READ
+};
+
+static apr_status_t org_stream(svc_ctx_t *ctx)
+{
+    apr_int64_t after;
+    svc_dbres_t *res;
+    svc_db_t *db;
+    apr_status_t rv;
+
+    if ((rv = svc_stream_resume_point(ctx, &after)) != APR_SUCCESS) {
+        return rv;
+    }
+    if (after < 0) {
+        if ((rv = svc_ctx_db(ctx, &db)) != APR_SUCCESS
+            || (rv = svc_db_execv(db, &st_events_latest, ctx->pool, &res, ctx->org->id))
+               != APR_SUCCESS) {
+            return rv;
+        }
+        if (svc_dbres_int64(res, 0, 0, &after) != APR_SUCCESS) {
+            return SVC_EDB;
+        }
+    }
+    return svc_reply_stream(ctx, ctx->org->id, NULL, after, 0);
+}
+
+static const svc_qparam_t stream_query[] = {
+    { "last_event_id", "integer", "Resume after this event id (for clients that cannot send "
+      "the Last-Event-ID header)." },
+    { NULL, NULL, NULL }
+};
+
+static const svc_route_t routes[] = {
+    { "GET", "/api/orgs/:orgSlug/events", org_stream, SVC_AUTH_USER, SVC_SCOPE_READ,
+      SVC_ROLE_VIEWER, NULL, 0, NULL, SVC_RF_STREAM, 200, "streamOrgEvents",
+      "Every event of the organization as it happens (text/event-stream); resumes after "
+      "Last-Event-ID", "Events", stream_query, SVC_PROLE_NONE },
+    { NULL, NULL, NULL, 0, 0, 0, NULL, 0, NULL, 0, 0, NULL, NULL, NULL, NULL, SVC_PROLE_NONE }
+};
+
+const svc_area_t svc_events_area = {
+    "events", "Live event streams (server-sent events) over the durable event log.", routes
+};

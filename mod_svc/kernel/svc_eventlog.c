@@ -1,0 +1,79 @@
+/*
+ * svc_eventlog.c: writing and reading the event log (svc_eventlog.h).
+ */
+#include "svc_eventlog.h"
+#include "svc_json.h"
+
+#include <string.h>
+
+static const svc_stmt_t st_event_insert = {
+    "svc_events_insert",
+    "INSERT INTO events (org_id, project_id, run_id, kind, data)"
+    " VALUES ($1, $2, $3, $4, $5::jsonb)",
+    5, 0
+};
+
+static const svc_stmt_t st_events_after = {
+    "svc_events_after",
+    "SELECT id, kind, run_id, data::text FROM events"
+    " WHERE org_id = $1 AND id > $2::bigint AND ($3::text IS NULL OR run_id = $3)"
+    " ORDER BY id LIMIT $4::int",
+    4, SVC_STMT_READ
+};
+
+apr_status_t svc_event_emit(svc_db_t *db, apr_pool_t *p, const char *org_id,
+                            const char *project_id, const char *run_id, const char *kind,
+                            const json_t *data)
+{
+    const char *text = data ? svc_json_dump(p, data) : "{}";
+
+    if (!text || (data && !json_is_object(data))) {
+        return APR_EINVAL;
+    }
+    return svc_db_execv(db, &st_event_insert, p, NULL, org_id, project_id, run_id, kind, text);
+}
+
+apr_status_t svc_events_after(svc_db_t *db, apr_pool_t *p, const char *org_id,
+                              const char *run_id, apr_int64_t after, int limit,
+                              apr_array_header_t **pevents)
+{
+    apr_array_header_t *out;
+    svc_dbres_t *res;
+    apr_status_t rv;
+    int i, n;
+
+    rv = svc_db_execv(db, &st_events_after, p, &res, org_id,
+                      apr_psprintf(p, "%" APR_INT64_T_FMT, after), run_id,
+                      apr_itoa(p, limit));
+    if (rv != APR_SUCCESS) {
+        return rv;
+    }
+    n = svc_dbres_rows(res);
+    out = apr_array_make(p, n ? n : 1, sizeof(svc_event_t));
+    for (i = 0; i < n; i++) {
+        svc_event_t *e = apr_array_push(out);
+        if (svc_dbres_int64(res, i, 0, &e->id) != APR_SUCCESS) {
+            return SVC_EDB;
+        }
+        e->kind = svc_dbres_str(res, i, 1);
+        e->run_id = svc_dbres_str(res, i, 2);
+        e->data = svc_dbres_str(res, i, 3);
+    }
+    *pevents = out;
+    return APR_SUCCESS;
+}
+
+apr_status_t svc_events_parse_notice(apr_pool_t *p, const char *payload, const char **porg,
+                                     apr_int64_t *pid)
+{
+    const char *colon = payload ? strrchr(payload, ':') : NULL;
+    long long id;
+
+    if (!colon || colon == payload
+        || svc_parse_int(colon + 1, 1, APR_INT64_MAX, &id) != APR_SUCCESS) {
+        return APR_EINVAL;
+    }
+    *porg = apr_pstrmemdup(p, payload, (apr_size_t)(colon - payload));
+    *pid = id;
+    return APR_SUCCESS;
+}
