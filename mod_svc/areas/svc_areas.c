@@ -6,6 +6,7 @@
 #include "svc_areas.h"
 #include "svc_auditlog.h"
 #include "svc_identity.h"
+#include "svc_providers.h"
 #include "svc_tenancy.h"
 
 const svc_area_t *const svc_areas[] = {
@@ -13,6 +14,7 @@ const svc_area_t *const svc_areas[] = {
     &svc_identity_area,
     &svc_tenancy_area,
     &svc_audit_area,
+    &svc_providers_area,
     NULL
 };
 

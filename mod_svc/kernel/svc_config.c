@@ -40,6 +40,9 @@ void svc_config_default_rates(svc_config_t *conf, apr_pool_t *p)
         /* The share portal, per client address: it needs no login, so
          * this is what stands between a token guesser and the database. */
         { "share", 300, 60 },
+        /* Calls to an organization's model, per user: each costs the
+         * organization money and holds a worker for up to SvcModelTimeout. */
+        { "models", 60, 60 },
         { NULL, 0, 0 }
     };
     const svc_rate_class_t *d;
