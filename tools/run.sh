@@ -277,6 +277,11 @@ SvcOAuthClientSecret env:VCS_OAUTH_CLIENT_SECRET
 SvcVcsWebURL         env:VCS_WEB_URL
 SvcVcsApiURL         env:VCS_API_URL
 
+# Model providers on this machine (a local Ollama on 127.0.0.1:11434, say):
+# a development instance may call private addresses; conf/svc.conf's
+# default (Off) is what a shared server wants.
+SvcProviderAllowPrivate On
+
 <Location /api/>
     Require all granted
     SetHandler svc

@@ -7,6 +7,7 @@
 #include "svc_auditlog.h"
 #include "svc_events.h"
 #include "svc_identity.h"
+#include "svc_providers.h"
 #include "svc_tenancy.h"
 
 const svc_area_t *const svc_areas[] = {
@@ -15,6 +16,7 @@ const svc_area_t *const svc_areas[] = {
     &svc_tenancy_area,
     &svc_audit_area,
     &svc_events_area,
+    &svc_providers_area,
     NULL
 };
 
