@@ -24,6 +24,8 @@ DEB_RUN=(
     apache2                # /usr/sbin/apache2 and the event MPM module
     libaprutil1-dbd-pgsql  # apr_dbd's PostgreSQL driver, used by mod_dbd
     postgresql             # server (initdb, pg_ctl) + psql for `make run`
+    bubblewrap             # the runs' sandbox (bwrap)
+    git                    # the factory commits; the artifact is a git bundle
 )
 DEB_TEST=(
     libapache2-mod-perl2   # Debian ships Apache::Test in this package
@@ -50,6 +52,7 @@ RPM_RUN=(
     httpd
     apr-util-pgsql
     postgresql-server postgresql
+    bubblewrap git
 )
 RPM_TEST=(
     perl-Apache-Test perl-libwww-perl perl-HTTP-Daemon perl-JSON-PP perl-IO-Socket-SSL openssl
