@@ -765,6 +765,12 @@ static void run_main(run_t *r)
         }
         write_outcome(r, bundle, bundle_len);
     }
+    apr_atomic_set32(&r->slot->settled, 1);
+    if (r->workspace && svc_workspace_remove(r->workspace) != APR_SUCCESS) {
+        r->sc->log(r->sc->log_baton, SVC_SUP_WARNING,
+                   apr_psprintf(r->p, "SVC0041: run %s: its workspace %s could not be removed "
+                                "entirely", r->job->id, r->workspace));
+    }
     if (r->model) {
         /* A call still running was paid for all the same. */
         if (svc_run_model_busy(r->model)) {
@@ -774,11 +780,6 @@ static void run_main(run_t *r)
             db_result(r, svc_run_model_record(r->model, r->db));
         }
         svc_run_model_close(r->model);
-    }
-    if (r->workspace && svc_workspace_remove(r->workspace) != APR_SUCCESS) {
-        r->sc->log(r->sc->log_baton, SVC_SUP_WARNING,
-                   apr_psprintf(r->p, "SVC0041: run %s: its workspace %s could not be removed "
-                                "entirely", r->job->id, r->workspace));
     }
 }
 

@@ -31,7 +31,9 @@ typedef struct {
     volatile apr_uint32_t cancel;   /* the run's cancellation was asked for */
     volatile apr_uint32_t lost;     /* another node has the run: stop, write nothing */
     volatile apr_uint32_t stop;     /* the supervisor stops: the run goes back to the queue */
-    /* Raised by the thread as it ends. */
+    /* Raised by the thread: its outcome is written (the lease is gone with
+     * it; what remains is cleaning up); it has ended. */
+    volatile apr_uint32_t settled;
     volatile apr_uint32_t done;
     int wake[2];                    /* a byte on wake[1] wakes the thread */
     pthread_t thread;

@@ -175,7 +175,7 @@ static void renew(sup_t *s, svc_db_t *db)
         svc_run_slot_t *slot = &s->slots[i];
         int held = 0;
 
-        if (!slot->pool || apr_atomic_read32(&slot->done)) {
+        if (!slot->pool || apr_atomic_read32(&slot->settled)) {
             continue;
         }
         for (j = 0; j < leases->nelts; j++) {
