@@ -7,6 +7,7 @@
 #include <http_protocol.h>
 #include <http_request.h>
 #include <ap_mpm.h>
+#include <mpm_common.h>
 #include <apr_file_info.h>
 #include <apr_strings.h>
 
@@ -579,11 +580,19 @@ static void svc_child_init(apr_pool_t *pchild, server_rec *s)
 {
     apr_status_t rv = svc_pat_cache_init(pchild);
 
+    svc_sse_child_init(pchild, s);
     if (rv != APR_SUCCESS) {
         /* Not fatal: every request then authenticates with its own round trip. */
         ap_log_error(APLOG_MARK, APLOG_WARNING, rv, s, "SVC0007: cannot create the "
                      "authentication cache; continuing without it");
     }
+}
+
+/* The child is about to exit (graceful or not): its event streams end, and
+ * their clients reconnect elsewhere with Last-Event-ID. */
+static void svc_child_stopping(apr_pool_t *pchild, int graceful)
+{
+    svc_sse_stopping();
 }
 
 static void svc_register_hooks(apr_pool_t *p)
@@ -592,6 +601,7 @@ static void svc_register_hooks(apr_pool_t *p)
 
     ap_hook_post_config(svc_post_config, pre, NULL, APR_HOOK_MIDDLE);
     ap_hook_child_init(svc_child_init, NULL, NULL, APR_HOOK_MIDDLE);
+    ap_hook_child_stopping(svc_child_stopping, NULL, NULL, APR_HOOK_MIDDLE);
     ap_hook_translate_name(svc_translate_name, NULL, NULL, APR_HOOK_FIRST);
     ap_hook_map_to_storage(svc_map_to_storage, NULL, NULL, APR_HOOK_FIRST);
     ap_hook_handler(svc_handler, NULL, NULL, APR_HOOK_MIDDLE);
