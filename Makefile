@@ -9,6 +9,11 @@
 # The core (mod_svc/core) is compiled without the httpd include path, so a
 # core file that includes an httpd header does not build.
 
+# The one version number: the module (health, OpenAPI, Server token), svcctl
+# --version, and the Debian and RPM packages (packaging/packaging.mk) take it
+# from here.
+VERSION  := 0.1.0
+
 APXS     ?= $(shell command -v apxs 2>/dev/null || command -v apxs2 2>/dev/null)
 SANITIZE ?= 0
 BUILD    := build
@@ -35,7 +40,8 @@ OPT  := -O1 -g -fPIC -std=gnu11 -fno-omit-frame-pointer \
 LDSAN := -fsanitize=address,undefined
 endif
 
-CFLAGS_CORE := $(OPT) $(WARN) $(APR_CFLAGS) $(DEP_CFLAGS) -I$(BUILD) -Imod_svc/core
+CFLAGS_CORE := $(OPT) $(WARN) -DSVC_VERSION=\"$(VERSION)\" $(APR_CFLAGS) $(DEP_CFLAGS) \
+               -I$(BUILD) -Imod_svc/core
 CFLAGS_GLUE := $(CFLAGS_CORE) $(HTTPD_INC)
 LIBS        := $(APR_LIBS) $(DEP_LIBS)
 
