@@ -107,3 +107,6 @@ bench:
 clean:
 	rm -rf $(BUILD) t/logs t/conf/httpd.conf t/conf/apache_test_config.pm t/TEST \
 	    t/conf/extra.conf t/htdocs/index.html
+
+# make deb, make rpm, make srpm, make test-packages
+include packaging/packaging.mk
