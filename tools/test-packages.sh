@@ -323,8 +323,8 @@ cleanup() {
     exit $rc
 }
 trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+trap 'echo "test-packages: interrupted in step \"$CURRENT\"; cleaning up" >&2; exit 130' INT
+trap 'echo "test-packages: terminated in step \"$CURRENT\"; cleaning up" >&2; exit 143' TERM
 
 tar -C "$ROOT" -xf "$TARBALL" || fail "cannot unpack $TARBALL into $ROOT"
 # mktemp made it 0700: inside the chroot that is "/", which postgres and
