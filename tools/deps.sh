@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # tools/deps.sh: the ONE list of system packages mod_svc needs to build, run
 # and test, for Debian/Ubuntu (apt) and for RPM systems (dnf).  The packaging
-# (packaging/deb, packaging/rpm) reads its Build-Depends / Requires from here
-# with --print, so the lists cannot drift apart.
+# lists the build group again (Build-Depends in packaging/deb/control,
+# BuildRequires in packaging/rpm/mod_svc.spec, which must stand alone in a
+# source package); `make test-packages` compares them with --print, so the
+# lists cannot drift apart.
 #
 #   tools/deps.sh                     install whatever is missing (all groups)
 #   tools/deps.sh --check             exit 1 and name what is missing
@@ -158,7 +160,7 @@ main() {
             --group) [ $# -ge 2 ] || die "--group needs a group name"
                      pick deb "$2" >/dev/null   # dies on an unknown group
                      groups+=("$2"); shift ;;
-            -h|--help) sed -n '2,20p' "$0"; return ;;
+            -h|--help) sed -n '2,19p' "$0"; return ;;
             *) die "unknown argument '$1' (see --help)" ;;
         esac
         shift
