@@ -14,7 +14,7 @@
 
 DEB_REVISION ?= 1
 RPM_RELEASE  ?= 1
-PKG_OUT      ?= $(BUILD)/packages
+PKG_OUT      ?= $(or $(BUILD),build)/packages
 
 .PHONY: deb rpm srpm test-packages
 
