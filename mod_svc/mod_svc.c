@@ -570,6 +570,10 @@ static int svc_post_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptem
         }
     }
     quiet_dbd(pconf, s);
+    /* "mod_svc/x.y.z" in the Server header only where ServerTokens Full lets
+     * components show (httpd locks the banner otherwise); always in the
+     * server description of the error log's start line. */
+    ap_add_version_component(pconf, "mod_svc/" SVC_VERSION);
     ap_log_error(APLOG_MARK, APLOG_INFO, 0, s, "SVC0006: mod_svc %s ready, schema version "
                  "%d required", SVC_VERSION, svc_schema_version);
     return OK;
