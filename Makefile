@@ -154,3 +154,5 @@ clean:
 
 # make deb, make rpm, make srpm, make test-packages
 include packaging/packaging.mk
+# build/svc-factory, the default factory program of a run
+include mod_svc/factory/factory.mk
