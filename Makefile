@@ -14,6 +14,11 @@
 # After linking, tools/check-layers.pl fails the build on any loop of
 # includes or calls between files.
 
+# The one version number: the module (health, OpenAPI, Server token), svcctl
+# --version, and the Debian and RPM packages (packaging/packaging.mk) take it
+# from here.
+VERSION  := 0.1.0
+
 APXS     ?= $(shell command -v apxs 2>/dev/null || command -v apxs2 2>/dev/null)
 SANITIZE ?= 0
 BUILD    := build
@@ -43,7 +48,7 @@ endif
 AREAS       := $(notdir $(patsubst %/,%,$(sort $(dir $(wildcard mod_svc/areas/*/*.c)))))
 PUBLIC_H    := $(foreach a,$(AREAS),$(BUILD)/public/svc_$(a).h)
 
-CFLAGS_ALL  := $(OPT) $(WARN) $(APR_CFLAGS) $(DEP_CFLAGS) -MMD -MP
+CFLAGS_ALL  := $(OPT) $(WARN) -DSVC_VERSION=\"$(VERSION)\" $(APR_CFLAGS) $(DEP_CFLAGS) -MMD -MP
 CFLAGS_BASE := $(CFLAGS_ALL) -Imod_svc/base
 CFLAGS_KERN := $(CFLAGS_BASE) -Imod_svc/kernel
 CFLAGS_TOP  := $(CFLAGS_KERN) -I$(BUILD)/public -Imod_svc/areas
@@ -147,4 +152,7 @@ clean:
 	rm -rf $(BUILD) t/logs t/conf/httpd.conf t/conf/apache_test_config.pm t/TEST \
 	    t/conf/extra.conf t/htdocs/index.html
 
+# make deb, make rpm, make srpm, make test-packages
+include packaging/packaging.mk
+# build/svc-factory, the default factory program of a run
 include mod_svc/factory/factory.mk

@@ -7,6 +7,7 @@
 #include <http_protocol.h>
 #include <http_request.h>
 #include <ap_mpm.h>
+#include <mpm_common.h>
 #include <apr_file_info.h>
 #include <apr_strings.h>
 
@@ -659,6 +660,10 @@ static int svc_post_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptem
     }
     quiet_dbd(pconf, s);
     svc_supervisor_start(pconf, s);
+    /* "mod_svc/x.y.z" in the Server header only where ServerTokens Full lets
+     * components show (httpd locks the banner otherwise); always in the
+     * server description of the error log's start line. */
+    ap_add_version_component(pconf, "mod_svc/" SVC_VERSION);
     ap_log_error(APLOG_MARK, APLOG_INFO, 0, s, "SVC0006: mod_svc %s ready, schema version "
                  "%d required", SVC_VERSION, svc_schema_version);
     return OK;
@@ -669,11 +674,19 @@ static void svc_child_init(apr_pool_t *pchild, server_rec *s)
 {
     apr_status_t rv = svc_pat_cache_init(pchild);
 
+    svc_sse_child_init(pchild, s);
     if (rv != APR_SUCCESS) {
         /* Not fatal: every request then authenticates with its own round trip. */
         ap_log_error(APLOG_MARK, APLOG_WARNING, rv, s, "SVC0007: cannot create the "
                      "authentication cache; continuing without it");
     }
+}
+
+/* The child is about to exit (graceful or not): its event streams end, and
+ * their clients reconnect elsewhere with Last-Event-ID. */
+static void svc_child_stopping(apr_pool_t *pchild, int graceful)
+{
+    svc_sse_stopping();
 }
 
 static void svc_register_hooks(apr_pool_t *p)
@@ -682,6 +695,7 @@ static void svc_register_hooks(apr_pool_t *p)
 
     ap_hook_post_config(svc_post_config, pre, NULL, APR_HOOK_MIDDLE);
     ap_hook_child_init(svc_child_init, NULL, NULL, APR_HOOK_MIDDLE);
+    ap_hook_child_stopping(svc_child_stopping, NULL, NULL, APR_HOOK_MIDDLE);
     ap_hook_translate_name(svc_translate_name, NULL, NULL, APR_HOOK_FIRST);
     ap_hook_map_to_storage(svc_map_to_storage, NULL, NULL, APR_HOOK_FIRST);
     ap_hook_handler(svc_handler, NULL, NULL, APR_HOOK_MIDDLE);

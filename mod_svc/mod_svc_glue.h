@@ -69,6 +69,25 @@ typedef struct {
 /* The API handler ("svc") and the benchmark's no-op handler ("svc-noop"). */
 int svc_handler(request_rec *r);
 
+/*
+ * A core context for r, living in p (r->pool, or a sub-pool for work done
+ * later on r's behalf), lent pooled database connections on demand; they go
+ * back with svc_glue_ctx_release or when p is cleared.
+ */
+svc_ctx_t *svc_glue_ctx(request_rec *r, apr_pool_t *p);
+void svc_glue_ctx_release(svc_ctx_t *ctx);
+
+/*
+ * Event streams (mod_svc_sse.c): svc_sse_begin answers a request whose
+ * handler asked for a stream (ctx->stream): replays, then suspends the
+ * connection and follows new events without holding a worker thread.
+ * svc_sse_child_init prepares the child's stream hub; svc_sse_stopping ends
+ * every stream when the child is about to exit.
+ */
+int svc_sse_begin(request_rec *r, svc_ctx_t *ctx);
+void svc_sse_child_init(apr_pool_t *pchild, server_rec *s);
+void svc_sse_stopping(void);
+
 /* Called at start-up to resolve mod_dbd's optional functions. */
 int svc_glue_dbd_init(void);
 

@@ -1,7 +1,8 @@
 /*
  * mod_svc_request.c: one API request through httpd. Builds the core
- * context from the request_rec, reads the body under the route's cap,
- * lends the core a pooled database connection, and writes the answer.
+ * context from the request_rec (mod_svc_ctx.c), reads the body under the
+ * route's cap, runs the kernel's dispatch, and writes the answer (or hands
+ * an event stream to mod_svc_sse.c).
  */
 #include "mod_svc_glue.h"
 
@@ -9,155 +10,10 @@
 #include <http_protocol.h>
 #include <http_request.h>
 #include <apr_atomic.h>
-#include <apr_dbd.h>
-#include <mod_dbd.h>
-#include <apr_optional.h>
 #include <apr_strings.h>
 
 
 APLOG_USE_MODULE(svc);
-
-static APR_OPTIONAL_FN_TYPE(ap_dbd_open) *dbd_open;
-static APR_OPTIONAL_FN_TYPE(ap_dbd_close) *dbd_close;
-
-/* Query strings with more parameters than this are refused. */
-#define SVC_MAX_QUERY_PARAMS 64
-
-int svc_glue_dbd_init(void)
-{
-    dbd_open = APR_RETRIEVE_OPTIONAL_FN(ap_dbd_open);
-    dbd_close = APR_RETRIEVE_OPTIONAL_FN(ap_dbd_close);
-    return dbd_open && dbd_close;
-}
-
-/* The pooled connection lent to one request. */
-typedef struct {
-    request_rec *r;
-    ap_dbd_t *dbd;
-    svc_ctx_t *ctx;
-} svc_lease_t;
-
-static void db_return(svc_lease_t *lease)
-{
-    if (lease->dbd) {
-        /* Never hand a connection back inside a transaction (trap 7). */
-        svc_db_release(lease->ctx->db);
-        dbd_close(lease->r->server, lease->dbd);
-        lease->dbd = NULL;
-        lease->ctx->db = NULL;
-    }
-}
-
-static void db_release(svc_ctx_t *ctx)
-{
-    db_return(ctx->glue);
-}
-
-static apr_status_t db_return_cleanup(void *data)
-{
-    db_return(data);
-    return APR_SUCCESS;
-}
-
-/*
- * The module refuses service while the database is behind the schema this
- * build needs, rather than failing strangely; it re-checks every few
- * seconds so `svcctl migrate` takes effect without a restart. It runs when
- * a request first needs the database, so what is decided without one (a
- * malformed token, a bad body) is answered the same whatever the database.
- */
-static apr_status_t schema_gate(svc_db_t *db, request_rec *r, svc_server_conf *sc)
-{
-    apr_uint32_t now = (apr_uint32_t)apr_time_sec(apr_time_now());
-    int version = 0;
-    apr_status_t rv;
-
-    if (apr_atomic_read32(&sc->schema_ok)) {
-        return APR_SUCCESS;
-    }
-    if (now - apr_atomic_read32(&sc->schema_checked_at) < 5) {
-        return SVC_ESCHEMA;
-    }
-    if ((rv = svc_migrate_current(db, r->pool, &version)) != APR_SUCCESS) {
-        return rv;
-    }
-    if (version >= svc_schema_version) {
-        apr_atomic_set32(&sc->schema_ok, 1);
-        return APR_SUCCESS;
-    }
-    if (apr_atomic_xchg32(&sc->schema_checked_at, now) != now) {
-        ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, r, "SVC0011: the database schema is at "
-                      "version %d; this build needs %d. Run `svcctl migrate`; until then "
-                      "the API answers 503.", version, svc_schema_version);
-    }
-    return SVC_ESCHEMA;
-}
-
-static apr_status_t db_acquire(svc_ctx_t *ctx)
-{
-    svc_lease_t *lease = ctx->glue;
-    request_rec *r = lease->r;
-    PGconn *conn;
-    apr_status_t rv;
-
-    lease->dbd = dbd_open(r->pool, r->server);
-    if (!lease->dbd) {
-        return SVC_EDBDOWN;
-    }
-    if (strcmp(apr_dbd_name(lease->dbd->driver), "pgsql") != 0) {
-        ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, r, "SVC0010: DBDriver must be pgsql, not %s",
-                      apr_dbd_name(lease->dbd->driver));
-        dbd_close(r->server, lease->dbd);
-        lease->dbd = NULL;
-        return APR_ENOTIMPL;
-    }
-    conn = apr_dbd_native_handle(lease->dbd->driver, lease->dbd->handle);
-    rv = svc_db_wrap(&ctx->db, conn, lease->dbd->pool, ctx->conf->statement_timeout_ms,
-                     r->pool);
-    if (rv != APR_SUCCESS) {
-        dbd_close(r->server, lease->dbd);
-        lease->dbd = NULL;
-        return rv;
-    }
-    if (ctx->route && !(ctx->route->flags & SVC_RF_NO_DB)) {
-        svc_server_conf *sc = ap_get_module_config(r->server->module_config, &svc_module);
-        if ((rv = schema_gate(ctx->db, r, sc)) != APR_SUCCESS) {
-            /* No connection stays lent: the next attempt meets the gate again. */
-            db_return(lease);
-        }
-    }
-    return rv;
-}
-
-static void parse_query(svc_ctx_t *ctx, request_rec *r)
-{
-    char *args, *pair, *state = NULL;
-    int n = 0;
-
-    if (!r->args || !*r->args) {
-        return;
-    }
-    args = apr_pstrdup(r->pool, r->args);
-    for (pair = apr_strtok(args, "&", &state); pair && n < SVC_MAX_QUERY_PARAMS;
-         pair = apr_strtok(NULL, "&", &state), n++) {
-        char *eq = strchr(pair, '=');
-        char *val = eq ? eq + 1 : pair + strlen(pair);
-
-        if (eq) {
-            *eq = '\0';
-        }
-        /* Form decoding ('+' is a space); %2F is an ordinary character in a
-         * query (encodeURIComponent("/x") is "%2Fx"), while %00 and bad
-         * escapes are refused. */
-        if (ap_unescape_urlencoded(pair) != OK || ap_unescape_urlencoded(val) != OK) {
-            continue;
-        }
-        /* The first occurrence wins: a repeated parameter cannot override. */
-        if (!apr_table_get(ctx->query, pair)) {
-            apr_table_setn(ctx->query, pair, val);
-        }
-    }
-}
 
 /*
  * Where a query may carry credentials (an OAuth code and state), the values
@@ -229,26 +85,6 @@ static void hide_path(request_rec *r, const svc_route_t *route)
                                  r->protocol ? r->protocol : "", NULL);
 }
 
-/*
- * The origin clients use to reach us, as httpd builds self-referential URLs:
- * the scheme from ServerName (https:// behind a TLS-terminating proxy), the
- * host and port from the Host header, or from ServerName with
- * UseCanonicalName On.
- */
-static const char *self_origin(request_rec *r)
-{
-    const char *scheme = ap_http_scheme(r);
-    const char *host = ap_get_server_name_for_url(r);
-    apr_port_t port = ap_get_server_port(r);
-    int dflt = (port == 80 && strcmp(scheme, "http") == 0)
-               || (port == 443 && strcmp(scheme, "https") == 0);
-
-    if (!host || !*host) {
-        return NULL;
-    }
-    return dflt ? apr_pstrcat(r->pool, scheme, "://", host, NULL)
-                : apr_psprintf(r->pool, "%s://%s:%u", scheme, host, (unsigned)port);
-}
 
 /*
  * Reads the request body, refusing it with 413 as soon as it is known to be
@@ -417,7 +253,6 @@ static int noop_handler(request_rec *r)
 int svc_handler(request_rec *r)
 {
     svc_server_conf *sc;
-    svc_lease_t *lease;
     svc_ctx_t *ctx;
     apr_status_t rv;
 
@@ -431,25 +266,7 @@ int svc_handler(request_rec *r)
         return DECLINED;
     }
     sc = ap_get_module_config(r->server->module_config, &svc_module);
-    ctx = svc_ctx_create(r->pool, &sc->core);
-    ctx->method = r->method;
-    ctx->path = r->uri;
-    ctx->headers_in = r->headers_in;
-    ctx->client_ip = r->useragent_ip ? r->useragent_ip : "";
-    ctx->client_sa = r->useragent_addr;
-    ctx->user_agent = apr_table_get(r->headers_in, "User-Agent");
-    ctx->request_id = svc_id_new(r->pool, "req_");
-    ctx->self_origin = self_origin(r);
-    ctx->is_tls = strcmp(ap_http_scheme(r), "https") == 0;
-    parse_query(ctx, r);
-
-    lease = apr_pcalloc(r->pool, sizeof(*lease));
-    lease->r = r;
-    lease->ctx = ctx;
-    ctx->glue = lease;
-    ctx->db_acquire = db_acquire;
-    ctx->db_release = db_release;
-    apr_pool_cleanup_register(r->pool, lease, db_return_cleanup, apr_pool_cleanup_null);
+    ctx = svc_glue_ctx(r, r->pool);
 
     apr_table_setn(r->err_headers_out, "X-Request-Id", ctx->request_id);
     /* The access log can show it too: LogFormat "... %{SVC_REQUEST_ID}e". */
@@ -484,7 +301,11 @@ int svc_handler(request_rec *r)
         log_failure(ctx, r, rv, pr);
         svc_ctx_render_problem(ctx, pr);
     }
+    if (rv == APR_SUCCESS && ctx->stream) {
+        /* The stream replays from the database, then lets go of it. */
+        return svc_sse_begin(r, ctx);
+    }
     /* Give the connection back before talking to a possibly slow client. */
-    db_return(lease);
+    svc_glue_ctx_release(ctx);
     return write_response(ctx, r);
 }

@@ -3,6 +3,7 @@
  * proves the split is real) and talks to PostgreSQL directly.
  *
  *   svcctl [--db CONNINFO] [--secret REF] COMMAND ...
+ *   svcctl --version | --help
  *
  * The connection comes from --db or SVC_DB (a libpq conninfo string), the
  * server secret reference from --secret or SVC_SECRET. Exit status: 0 done,
@@ -41,7 +42,8 @@ static const char usage_text[] =
     "\n"
     "  --db CONNINFO   libpq connection string (default: $SVC_DB)\n"
     "  --secret REF    server secret as file:/path, env:NAME or exec:/program\n"
-    "                  (default: $SVC_SECRET); the module's SvcSecret\n";
+    "                  (default: $SVC_SECRET); the module's SvcSecret\n"
+    "  --version       print svcctl's version (the module's, when from one build)\n";
 
 typedef struct {
     apr_pool_t *pool;
@@ -638,6 +640,10 @@ int main(int argc, const char *const *argv)
         else if (strcmp(argv[i], "--secret") == 0 && i + 1 < argc) {
             cli.secret_ref = argv[i + 1];
             i += 2;
+        }
+        else if (strcmp(argv[i], "--version") == 0) {
+            printf("svcctl %s\n", SVC_VERSION);
+            return 0;
         }
         else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
             fputs(usage_text, stdout);

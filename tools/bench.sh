@@ -16,8 +16,13 @@
 # DESIGN.md's reliability budget, where any non-2xx answer or socket error
 # is a failure to look into.
 #
+# Then (BENCH_STREAMS, default 2000; 0: skip) that many event streams on the
+# demo org (tools/sse-bench.pl): memory per stream, GET /api/me's rate with
+# them open against without, and delivery times of BENCH_STREAM_EVENTS
+# events from commit to every stream.
+#
 #   BENCH_REQUESTS=200000 BENCH_CONNECTIONS=32 BENCH_WARMUP=5 BENCH_TOKENS=1
-#   BENCH_SOAK=60 PORT=8080
+#   BENCH_SOAK=60 BENCH_STREAMS=2000 BENCH_STREAM_EVENTS=20 PORT=8080
 set -euo pipefail
 
 SVC_RUN_LIB=1
@@ -28,6 +33,8 @@ REQUESTS=${BENCH_REQUESTS:-200000}
 CONNS=${BENCH_CONNECTIONS:-32}
 TOKENS=${BENCH_TOKENS:-1}
 SOAK=${BENCH_SOAK:-60}
+STREAMS=${BENCH_STREAMS:-2000}
+STREAM_EVENTS=${BENCH_STREAM_EVENTS:-20}
 [[ $TOKENS =~ ^[1-9][0-9]*$ ]] || { echo "bench: BENCH_TOKENS must be 1 or more" >&2; exit 2; }
 WARMUP=${BENCH_WARMUP:-5}
 THREADS=${BENCH_THREADS:-$(nproc 2>/dev/null || echo 2)}
@@ -195,6 +202,27 @@ main_bench() {
         local soak
         soak=$(CONNS=64 run_wrk soak /api/me/tokens "$token" 0 "$SOAK")
         report "64 conns, ${SOAK}s" "$soak"
+    fi
+    # Event streams (issue 10): open STREAMS of them on the demo org's stream,
+    # measure memory, the API's rate with them idle, and how fast commits
+    # reach them all.
+    if [ "$STREAMS" -gt 0 ]; then
+        echo
+        echo "bench: $STREAMS event streams on /api/orgs/$DEMO_ORG/events"
+        "$SVCCTL" org add-member "$DEMO_ORG" "$BENCH_USER" --role viewer >/dev/null
+        local org_id psql_cmd
+        org_id=$(as_pg "$PGBIN/psql" -X -q -tA -h "$PGSOCK" -d svc \
+                 -c "SELECT id FROM orgs WHERE slug = '$DEMO_ORG'")
+        if [ "$IS_ROOT" = 1 ]; then
+            psql_cmd="runuser -u $PG_OS_USER -- $PGBIN/psql -X -q -tA -h $PGSOCK -d svc"
+        else
+            psql_cmd="$PGBIN/psql -X -q -tA -h $PGSOCK -d svc"
+        fi
+        ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
+        (cd / && perl "$TOP/tools/sse-bench.pl" --url "http://127.0.0.1:$PORT" \
+            --org "$DEMO_ORG" --org-id "$org_id" --token "$token" --httpd-pid "$HTTPD_PID" \
+            --psql "$psql_cmd" --streams "$STREAMS" --events "$STREAM_EVENTS") \
+            || echo "bench: the stream phase failed" >&2
     fi
     set -- $before; local b_kib=$1 b_n=$2
     set -- $after;  local a_kib=$1 a_n=$2

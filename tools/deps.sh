@@ -1,17 +1,22 @@
 #!/usr/bin/env bash
 # tools/deps.sh: the ONE list of system packages mod_svc needs to build, run
 # and test, for Debian/Ubuntu (apt) and for RPM systems (dnf).  The packaging
-# (packaging/deb, packaging/rpm) reads its Build-Depends / Requires from here
-# with --print, so the lists cannot drift apart.
+# lists the build group again (Build-Depends in packaging/deb/control,
+# BuildRequires in packaging/rpm/mod_svc.spec, which must stand alone in a
+# source package); `make test-packages` compares them with --print, so the
+# lists cannot drift apart.
 #
 #   tools/deps.sh                     install whatever is missing (all groups)
 #   tools/deps.sh --check             exit 1 and name what is missing
-#   tools/deps.sh --print deb|rpm [build|run|test|all]
+#   tools/deps.sh [--check] --group G [--group G ...]
+#                                     the same for the named groups only
+#   tools/deps.sh --print deb|rpm [build|run|test|pkg|all]
 #                                     print one package name per line
 #
 # Groups: build = compile the module and svcctl; run = what the installed
 # module needs at run time (plus the PostgreSQL server `make run` starts);
-# test = the test harness and `make bench`.
+# test = the test harness and `make bench`; pkg = `make deb`, `make rpm` and
+# `make test-packages` (not in `all`: only CI and packagers need it).
 set -euo pipefail
 
 # --- Debian 12 / Ubuntu --------------------------------------------------
@@ -25,7 +30,8 @@ DEB_RUN=(
     libaprutil1-dbd-pgsql  # apr_dbd's PostgreSQL driver, used by mod_dbd
     postgresql             # server (initdb, pg_ctl) + psql for `make run`
     bubblewrap             # the runs' sandbox (bwrap)
-    git                    # the factory commits; the artifact is a git bundle
+    git                    # build/svc-factory, the factory of runs, commits with it;
+                           # the artifact is a git bundle
 )
 DEB_TEST=(
     libapache2-mod-perl2   # Debian ships Apache::Test in this package
@@ -39,6 +45,14 @@ DEB_TEST=(
     util-linux             # runuser, setpriv (dropping root in test.sh)
     passwd                 # useradd (the unprivileged test user)
     tar coreutils findutils
+)
+DEB_PKG=(
+    debhelper dpkg-dev     # dpkg-buildpackage, dh (compat 13); dh_apache2 is in apache2-dev
+    lintian                # make deb checks its packages
+    rpm                    # rpmbuild, rpm -qp (make rpm on this Debian machine)
+    rpmlint
+    mmdebstrap             # the clean Debian root of make test-packages
+    curl                   # probes of the server in that root
 )
 
 # --- Fedora / RHEL (EPEL for wrk and libsodium on RHEL) ---------------------
@@ -59,6 +73,9 @@ RPM_TEST=(
     perl-Time-HiRes perl-Digest-SHA perl-IPC-Cmd
     valgrind wrk curl procps-ng util-linux shadow-utils tar coreutils findutils
 )
+RPM_PKG=(
+    rpm-build rpmlint
+)
 
 die() { echo "deps.sh: $*" >&2; exit 1; }
 
@@ -71,8 +88,10 @@ pick() {
         rpm:build) printf '%s\n' "${RPM_BUILD[@]}" ;;
         rpm:run)   printf '%s\n' "${RPM_RUN[@]}" ;;
         rpm:test)  printf '%s\n' "${RPM_TEST[@]}" ;;
+        deb:pkg)   printf '%s\n' "${DEB_PKG[@]}" ;;
+        rpm:pkg)   printf '%s\n' "${RPM_PKG[@]}" ;;
         deb:all|rpm:all) pick "$1" build; pick "$1" run; pick "$1" test ;;
-        *) die "unknown family/group '$1 $2' (deb|rpm; build|run|test|all)" ;;
+        *) die "unknown family/group '$1 $2' (deb|rpm; build|run|test|pkg|all)" ;;
     esac
 }
 
@@ -86,16 +105,17 @@ family() {
     fi
 }
 
-# missing <fam>: the packages of all groups that are not installed.
+# missing <fam>: the packages of the chosen groups (DEP_GROUPS) that are not installed.
+DEP_GROUPS=(all)
 missing() {
-    local fam=$1 p
+    local fam=$1 p g
     while read -r p; do
         case $fam in
             deb) dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' \
                      || echo "$p" ;;
             rpm) rpm -q --whatprovides "$p" >/dev/null 2>&1 || echo "$p" ;;
         esac
-    done < <(pick "$fam" all | sort -u)
+    done < <(for g in "${DEP_GROUPS[@]}"; do pick "$fam" "$g"; done | sort -u)
 }
 
 # as_root CMD...: run as root directly, or through sudo, or explain.
@@ -137,14 +157,21 @@ install_rpm() {
 
 main() {
     local mode=install
-    case ${1:-} in
-        --print) [ $# -ge 2 ] || die "usage: deps.sh --print deb|rpm [build|run|test|all]"
-                 pick "$2" "${3:-all}"; return ;;
-        --check) mode=check ;;
-        "") ;;
-        -h|--help) sed -n '2,17p' "$0"; return ;;
-        *) die "unknown argument '$1' (see --help)" ;;
-    esac
+    local -a groups=()
+    while [ $# -gt 0 ]; do
+        case $1 in
+            --print) [ $# -ge 2 ] || die "usage: deps.sh --print deb|rpm [build|run|test|pkg|all]"
+                     pick "$2" "${3:-all}"; return ;;
+            --check) mode=check ;;
+            --group) [ $# -ge 2 ] || die "--group needs a group name"
+                     pick deb "$2" >/dev/null   # dies on an unknown group
+                     groups+=("$2"); shift ;;
+            -h|--help) sed -n '2,19p' "$0"; return ;;
+            *) die "unknown argument '$1' (see --help)" ;;
+        esac
+        shift
+    done
+    [ ${#groups[@]} -eq 0 ] || DEP_GROUPS=("${groups[@]}")
 
     local fam
     fam=$(family)
@@ -155,7 +182,7 @@ main() {
     local -a miss
     mapfile -t miss < <(missing "$fam")
     if [ ${#miss[@]} -eq 0 ]; then
-        echo "deps.sh: all $(pick "$fam" all | sort -u | wc -l) packages present"
+        echo "deps.sh: all $(for g in "${DEP_GROUPS[@]}"; do pick "$fam" "$g"; done | sort -u | wc -l) packages present (${DEP_GROUPS[*]})"
         return 0
     fi
     if [ "$mode" = check ]; then

@@ -251,6 +251,11 @@ MaxSpareThreads     256
 MaxRequestWorkers   256
 MaxConnectionsPerChild 0
 KeepAlive On
+# Event streams are suspended connections: they hold no thread, but the
+# event MPM stops a child accepting once its connections pass
+# ThreadsPerChild + AsyncRequestWorkerFactor x idle threads. 2,000 streams
+# over 4 children need room for 500 each (docs/operations.md).
+AsyncRequestWorkerFactor 64
 
 <Directory />
     # No .htaccess lookups on every request; the API is not files.
@@ -327,6 +332,9 @@ httpd_start() {
         [ ! -e "$VAR/log/$log" ] || mv -f "$VAR/log/$log" "$VAR/log/$log.1"
     done
     rm -f "$pidfile"
+    # Each open event stream is a socket: allow thousands, as Debian's
+    # apache2ctl does (APACHE_ULIMIT_MAX_FILES).
+    ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
     "$HTTPD_BIN" -f "$HTTPD_CONF" -DFOREGROUND &
     HTTPD_PID=$!
     local code=

@@ -64,7 +64,7 @@ if [ "$(id -u)" = 0 ]; then
     env_pass=(HOME="$home" USER="$TEST_USER" LOGNAME="$TEST_USER"
               PATH="$PATH" LANG=C.UTF-8 SANITIZE="$SANITIZE"
               SVC_TEST_SKIP_DEPS=1)
-    for v in CC CI TERM TMPDIR SVC_TEST_KEEP; do
+    for v in CC CI TERM TMPDIR SVC_TEST_KEEP SVC_TEST_UNITS; do
         if [ -n "${!v:-}" ]; then env_pass+=("$v=${!v}"); fi
     done
     rc=0
@@ -237,10 +237,17 @@ else
 fi
 
 # --- unit tests -----------------------------------------------------------------
+# Given test files to run (a subset), the C unit tests are skipped unless
+# SVC_TEST_UNITS=1: iterating on one integration test should not wait for
+# valgrind. `make test` passes no arguments and runs them all.
 say "unit tests"
 shopt -s nullglob
 units=(build/unit/test_*)
 shopt -u nullglob
+if [ $# -gt 0 ] && [ -z "${SVC_TEST_UNITS:-}" ]; then
+    echo "(skipped: test files were named; SVC_TEST_UNITS=1 runs them too)"
+    units=()
+fi
 for t in "${units[@]}"; do
     [ -f "$t" ] && [ -x "$t" ] || continue
     name=unit/$(basename "$t")

@@ -22,7 +22,8 @@ static apr_status_t read_file_secret(const char **pv, apr_size_t *plen, const ch
     char *buf;
     apr_size_t n;
 
-    rv = apr_stat(&fi, path, APR_FINFO_PROT | APR_FINFO_SIZE | APR_FINFO_TYPE, p);
+    rv = apr_stat(&fi, path, APR_FINFO_PROT | APR_FINFO_SIZE | APR_FINFO_TYPE | APR_FINFO_USER,
+                  p);
     if (rv != APR_SUCCESS) {
         *perr = apr_psprintf(p, "cannot read secret file %s", path);
         return rv;
@@ -31,9 +32,14 @@ static apr_status_t read_file_secret(const char **pv, apr_size_t *plen, const ch
         *perr = apr_psprintf(p, "secret file %s is not a regular file", path);
         return APR_EINVAL;
     }
-    if (fi.protection & (APR_GREAD | APR_GWRITE | APR_WREAD | APR_WWRITE)) {
+    /* Only the owner may write it and others may not read it. The group may
+     * read it when root owns the file: the packages install the server secret
+     * root:<httpd's group> 0640, so that svcctl run as httpd's user reads the
+     * key the module reads (as root, in post_config). */
+    if ((fi.protection & (APR_GWRITE | APR_WREAD | APR_WWRITE))
+        || ((fi.protection & APR_GREAD) && fi.user != 0)) {
         *perr = apr_psprintf(p, "secret file %s is readable or writable by group or "
-                             "others; chmod 600 it", path);
+                             "others; chmod 600 it (or 640 if root owns it)", path);
         return APR_EACCES;
     }
     if (fi.size > SVC_SECRET_MAX) {

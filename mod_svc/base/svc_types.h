@@ -16,7 +16,11 @@
 #include <apr_strings.h>
 #include <jansson.h>
 
-#define SVC_VERSION "0.1.0"
+/* The version comes from the Makefile (VERSION, passed as -DSVC_VERSION); a
+ * build that lost the flag says so rather than claiming a release. */
+#ifndef SVC_VERSION
+#define SVC_VERSION "0.0.0+unversioned"
+#endif
 
 /* Our own status codes live in APR's user error space. */
 #define SVC_ERRSPACE (APR_OS_START_USERERR + 5000)

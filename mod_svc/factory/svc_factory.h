@@ -46,6 +46,7 @@
 
 #define SVC_FACTORY_PATH_MAX   1024   /* bytes of one path of a reply */
 #define SVC_FACTORY_DEPTH_MAX  32     /* components of one path */
+#define SVC_FACTORY_NAME_MAX   255    /* bytes of one component (Linux's NAME_MAX) */
 
 /* Why something failed: a protocol error code and a message for people. */
 typedef struct {
@@ -165,7 +166,8 @@ int svc_factory_reply_check(const svc_factory_reply_t *reply,
 void svc_factory_reply_free(svc_factory_reply_t *reply);
 
 /* One path by the rules of the protocol (relative, no '.', '..', empty or
- * .git component, no control character or backslash, bounded). */
+ * .git component, no control character or backslash, bounded in length,
+ * depth and component length). */
 int svc_factory_path_check(const char *path, size_t len, svc_factory_err_t *perr);
 
 /* --- svc_factory_write.c ----------------------------------------------------- */

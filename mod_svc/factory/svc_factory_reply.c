@@ -303,6 +303,10 @@ int svc_factory_path_check(const char *path, size_t len, svc_factory_err_t *perr
             return svc_factory_fail(perr, SVC_FACTORY_E_PATH,
                                     "path '%s' has a '.' or '..' component", path);
         }
+        if (n > SVC_FACTORY_NAME_MAX) {
+            return svc_factory_fail(perr, SVC_FACTORY_E_PATH, "path '%.200s' has a component "
+                                    "longer than %d bytes", path, SVC_FACTORY_NAME_MAX);
+        }
         if (is_git_dir_name(path + start, n)) {
             return svc_factory_fail(perr, SVC_FACTORY_E_PATH,
                                     "path '%s' reaches into a .git directory", path);

@@ -33,6 +33,10 @@ int svc_factory_open_repo(int *pfd, const char *repo, svc_factory_err_t *perr)
  * what is on disk, otherwise internal. */
 static int refuse(svc_factory_err_t *perr, const char *path, const char *comp, int err)
 {
+    if (err == ENAMETOOLONG) {
+        return svc_factory_fail(perr, SVC_FACTORY_E_PATH, "path '%s': '%s' is too long a name "
+                                "here", path, comp);
+    }
     if (err == ELOOP || err == ENOTDIR || err == EISDIR || err == ENXIO || err == EMLINK) {
         return svc_factory_fail(perr, SVC_FACTORY_E_PATH, "path '%s': '%s' is a symbolic link "
                                 "or not a %s", path, comp,

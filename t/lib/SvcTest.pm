@@ -741,5 +741,150 @@ sub share_url_token {
     return $t;
 }
 
+# ===========================================================================
+# Event streams (SSE)
+#
+#   my $s = sse_open('/api/orgs/acme/events', token => $pat, last_event_id => 12);
+#   $s->{status}, $s->{headers}{'content-type'}     # the response head
+#   my $e = sse_next($s, 5);     # {id, event, data (decoded JSON)} or undef on
+#                                 # timeout; $s->{closed} once the server ended it
+#   my @c = @{ $s->{comments} }; # ": ..." lines seen (heartbeats)
+#   sse_close($s);
+#
+# A raw socket and a small parser, so the tests see exactly what goes over
+# the wire: chunked framing is undone, frames are split on blank lines.
+# ===========================================================================
+require IO::Socket::INET;
+require IO::Select;
+
+push @EXPORT, qw(sse_open sse_next sse_close sse_drain);
+
+sub sse_open {
+    my ($path, %opt) = @_;
+    my $port = $opt{port} // Apache::Test::vars('port');
+    my $sock = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $port,
+                                     Proto => 'tcp', Timeout => 10)
+        or die "sse_open: connect: $!\n";
+    my $req = "GET $path HTTP/1.1\r\nHost: 127.0.0.1:$port\r\nAccept: text/event-stream\r\n";
+    $req .= "Authorization: Bearer $opt{token}\r\n" if defined $opt{token};
+    $req .= "Cookie: service_session=$opt{cookie}\r\n" if defined $opt{cookie};
+    $req .= "Last-Event-ID: $opt{last_event_id}\r\n" if defined $opt{last_event_id};
+    $req .= "\r\n";
+    print $sock $req;
+    my $s = { sock => $sock, buf => '', body => '', chunked => 0, closed => 0,
+              comments => [], events => [] };
+    # The response head.
+    my $deadline = time + ($opt{timeout} // 10);
+    while ($s->{buf} !~ /\r\n\r\n/) {
+        last unless _sse_read($s, $deadline - time);
+    }
+    my ($head, $rest) = split /\r\n\r\n/, $s->{buf}, 2;
+    $s->{buf} = $rest // '';
+    my ($status_line, @lines) = split /\r\n/, $head // '';
+    ($s->{status}) = ($status_line // '') =~ m{^HTTP/1\.\d (\d{3})};
+    for (@lines) {
+        my ($k, $v) = /^([^:]+):\s*(.*)$/ or next;
+        $s->{headers}{lc $k} = $v;
+    }
+    $s->{chunked} = ($s->{headers}{'transfer-encoding'} // '') =~ /chunked/i;
+    $s->{status} //= 0;
+    if ($s->{status} != 200) {
+        # A problem document: read what there is (Content-Length framed).
+        my $len = $s->{headers}{'content-length'} // 0;
+        while (length($s->{buf}) < $len) {
+            last unless _sse_read($s, $deadline - time);
+        }
+        $s->{problem} = eval { $JSON->decode(substr($s->{buf}, 0, $len)) };
+        close $sock;
+        $s->{closed} = 1;
+    }
+    return $s;
+}
+
+# Reads what the socket has within $wait seconds into buf; 0 at EOF or timeout.
+sub _sse_read {
+    my ($s, $wait) = @_;
+    return 0 if $s->{closed};
+    $wait = 0 if $wait < 0;
+    my $sel = IO::Select->new($s->{sock});
+    return 0 unless $sel->can_read($wait);
+    my $n = sysread($s->{sock}, my $chunk, 65536);
+    if (!$n) {
+        $s->{eof} = 1;
+        return 0;
+    }
+    $s->{buf} .= $chunk;
+    return 1;
+}
+
+# Moves complete chunks (or raw bytes) from buf to body.
+sub _sse_unchunk {
+    my $s = shift;
+    if (!$s->{chunked}) {
+        $s->{body} .= $s->{buf};
+        $s->{buf} = '';
+        return;
+    }
+    while ($s->{buf} =~ /^([0-9a-fA-F]+)[^\r\n]*\r\n/) {
+        my ($hex, $hl) = ($1, length($&));
+        my $n = hex $hex;
+        if ($n == 0) {
+            $s->{closed} = 1;          # the last chunk: the server ended it
+            $s->{buf} = '';
+            return;
+        }
+        last if length($s->{buf}) < $hl + $n + 2;
+        $s->{body} .= substr($s->{buf}, $hl, $n);
+        substr($s->{buf}, 0, $hl + $n + 2) = '';
+    }
+}
+
+# The next event within $timeout seconds, or undef.
+sub sse_next {
+    my ($s, $timeout) = @_;
+    my $deadline = time + ($timeout // 5);
+    while (1) {
+        _sse_unchunk($s);
+        while ($s->{body} =~ /\A(.*?)\n\n/s) {
+            my $frame = $1;
+            substr($s->{body}, 0, length($frame) + 2) = '';
+            my %e;
+            for my $line (split /\n/, $frame) {
+                if ($line =~ /^:\s?(.*)$/) { push @{ $s->{comments} }, $1; next }
+                my ($k, $v) = $line =~ /^([a-z]+): ?(.*)$/ or next;
+                $e{$k} = exists $e{$k} && $k eq 'data' ? "$e{$k}\n$v" : $v;
+            }
+            $s->{retry} = $e{retry} if defined $e{retry};
+            next unless defined $e{id} || defined $e{data};
+            $e{data} = eval { $JSON->decode($e{data}) } // $e{data} if defined $e{data};
+            push @{ $s->{events} }, \%e;
+            return \%e;
+        }
+        if ($s->{eof} && !$s->{chunked}) {
+            $s->{closed} = 1;
+        }
+        return undef if $s->{closed} || $s->{eof};
+        my $left = $deadline - time;
+        return undef if $left <= 0;
+        _sse_read($s, $left);
+    }
+}
+
+# Every event that arrives within $wait seconds of the previous one.
+sub sse_drain {
+    my ($s, $wait) = @_;
+    my @got;
+    while (my $e = sse_next($s, $wait // 1)) {
+        push @got, $e;
+    }
+    return @got;
+}
+
+sub sse_close {
+    my $s = shift;
+    close $s->{sock} if $s->{sock};
+    $s->{closed} = 1;
+}
+
 1;
 

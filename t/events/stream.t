@@ -1,0 +1,142 @@
+# The organization's live event stream (GET /api/orgs/:orgSlug/events):
+# replay after Last-Event-ID, live delivery as events commit, order, access
+# (401, cross-org 404, a revoked token's stream closed), and that streams
+# hold no worker thread while they wait (more open streams than the server
+# has threads, and the API still answers).
+#
+# Events are written straight into the events table here, as any area's
+# transaction writes them (svc_event_emit): the stream neither knows nor
+# cares who wrote them.
+use strict;
+use warnings;
+
+use FindBin;
+use lib "$FindBin::Bin/../lib";
+
+use Apache::Test qw(-withtestmore);
+use Time::HiRes qw(time sleep);
+use SvcTest;
+
+my $owner = new_user('sse');
+my $org = new_org($owner, prefix => 'sse');
+my $org_id = org_id_of($org);
+my $pat = new_token($owner, scope => 'read');
+my $path = "/api/orgs/$org/events";
+
+# emit($kind, \%data) → the new event's id; committed when it returns.
+sub emit {
+    my ($kind, $data, $run) = @_;
+    my $json = json()->encode($data // {});
+    return psql_value(sprintf(
+        "INSERT INTO events (org_id, run_id, kind, data) VALUES (%s, %s, %s, %s::jsonb) "
+        . "RETURNING id", SvcTest::sql_quote($org_id),
+        defined $run ? SvcTest::sql_quote($run) : 'NULL',
+        SvcTest::sql_quote($kind), SvcTest::sql_quote($json)));
+}
+
+# --- access -------------------------------------------------------------------
+{
+    my $s = sse_open($path);
+    is($s->{status}, 401, 'no credentials: 401');
+    my $other = new_org(new_user('sseother'), prefix => 'sseother');
+    $s = sse_open("/api/orgs/$other/events", token => $pat);
+    is($s->{status}, 404, "another org's stream: 404");
+    is($s->{problem} && $s->{problem}{code}, 'not_found', '... not_found');
+    $s = sse_open($path, token => $pat, last_event_id => 'abc');
+    is($s->{status}, 400, 'a Last-Event-ID that is not an id: 400');
+    $s = sse_open("$path?last_event_id=-1", token => $pat);
+    is($s->{status}, 400, '... and a negative last_event_id');
+}
+
+# --- live, in order, from now ----------------------------------------------------
+my $before = emit('test.before', { n => 0 });
+{
+    my $s = sse_open($path, token => $pat);
+    is($s->{status}, 200, 'the stream opens: 200');
+    like($s->{headers}{'content-type'} // '', qr{^text/event-stream}, '... text/event-stream');
+    is($s->{headers}{'cache-control'}, 'no-store', '... not cached');
+    ok(!defined sse_next($s, 1), 'without Last-Event-ID nothing older is replayed');
+    is($s->{retry}, 2000, '... and the client is told how soon to reconnect');
+
+    my @ids = map { emit('test.live', { n => $_ }) } 1 .. 20;
+    my @got = sse_drain($s, 3);
+    is_deeply([ map { $_->{id} } @got ], \@ids, '20 events arrive live, each once, in order');
+    is_deeply([ map { $_->{event} } @got ], [ ('test.live') x 20 ], '... with their kind');
+    is_deeply([ map { $_->{data}{n} } @got ], [ 1 .. 20 ], '... and their data');
+    sse_close($s);
+}
+
+# --- replay across a reconnect ----------------------------------------------------
+{
+    my $s = sse_open($path, token => $pat);
+    my @first = map { emit('test.replay', { n => $_ }) } 1 .. 5;
+    my @got = sse_drain($s, 2);
+    is(scalar(@got), 5, 'five events before the client drops');
+    sse_close($s);
+    my @missed = map { emit('test.replay', { n => $_ }) } 6 .. 12;
+    $s = sse_open($path, token => $pat, last_event_id => $got[-1]{id});
+    my @more = map { emit('test.replay', { n => $_ }) } 13 .. 15;
+    my @after = sse_drain($s, 2);
+    is_deeply([ map { $_->{data}{n} } @after ], [ 6 .. 15 ],
+              'reconnecting with Last-Event-ID: what was missed, then the new ones, '
+              . 'nothing twice, nothing lost');
+    sse_close($s);
+
+    # A browser's first connect cannot send the header.
+    $s = sse_open("$path?last_event_id=$first[1]", token => $pat);
+    my @q = sse_drain($s, 2);
+    is($q[0] && $q[0]{data}{n}, 3, '?last_event_id= resumes too');
+    sse_close($s);
+}
+
+# --- streams hold no worker ---------------------------------------------------------
+# The test server has 4 children of 25 threads: 150 open streams would
+# pin every worker if they each held one.
+{
+    my @streams = map { sse_open($path, token => $pat) } 1 .. 150;
+    is(scalar(grep { $_->{status} == 200 } @streams), 150, '150 streams are open at once');
+    my ($st) = api(GET => '/api/me', token => $pat);
+    is($st, 200, '... and the API still answers');
+    my $id = emit('test.fanout', { n => 1 });
+    my $t0 = time;
+    my $all = 0;
+    for my $s (@streams) {
+        my $e = sse_next($s, 5);
+        $all++ if $e && $e->{id} == $id;
+    }
+    is($all, 150, 'one event reaches every one of them');
+    diag(sprintf('fan-out to 150 streams took %.2f s', time - $t0));
+    sse_close($_) for @streams;
+}
+
+# --- heartbeats and revocation ----------------------------------------------------
+{
+    my $doomed = new_token($owner, scope => 'read', name => 'doomed');
+    my $s = sse_open($path, token => $doomed);
+    is($s->{status}, 200, 'a stream on a token about to be revoked');
+    my $tid = psql_value("SELECT id FROM api_tokens WHERE name = 'doomed' AND user_id = "
+                         . SvcTest::sql_quote(SvcTest::user_id_of($owner)));
+    my ($st) = api(DELETE => "/api/me/tokens/$tid", token => new_token($owner));
+    is($st, 204, 'the token is revoked');
+    my $t0 = time;
+    1 while !$s->{closed} && time - $t0 < 70 && (sse_next($s, 5) || 1);
+    ok($s->{closed}, 'the server closed the stream');
+    my $took = time - $t0;
+    ok($took <= 60, sprintf('... within 60 s of the revocation (%.0f s)', $took));
+    ok(scalar(@{ $s->{comments} }) >= 1, '... and heartbeats came meanwhile');
+}
+
+# --- the database away: streams stay, and catch up -------------------------------
+{
+    my $s = sse_open($path, token => $pat);
+    my $mark = expect_errors_begin();
+    pg_restart('fast');
+    wait_for(sub { (api(GET => '/api/me', token => $pat))[0] == 200 }, timeout => 15);
+    my $id = emit('test.after_restart', { n => 1 });
+    my $e = sse_next($s, 20);
+    is($e && $e->{id}, $id, 'after a database restart the stream still delivers');
+    expect_errors_end($mark);
+    sse_close($s);
+}
+
+done_testing();

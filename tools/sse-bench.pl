@@ -1,0 +1,164 @@
+#!/usr/bin/perl
+# tools/sse-bench.pl: the event-stream part of `make bench` (issue 10's
+# target: 2,000 open streams, each receiving an event within 1 s of its
+# commit, GET /api/me keeping at least 80 % of its rate without the streams,
+# httpd's memory growing by less than 50 KB per stream).
+#
+#   perl tools/sse-bench.pl --url http://127.0.0.1:8080 --org demo --org-id ORG_ID \
+#       --token PAT --httpd-pid PID --psql 'psql -X -q -tA -h SOCK -d svc' \
+#       [--streams 2000] [--events 20] [--seconds 10]
+#
+# 1. GET /api/me with wrk for --seconds, and httpd's RSS (parent + children);
+# 2. opens --streams streams on /api/orgs/ORG/events and waits until each
+#    has its head and first line; RSS again: the growth per stream;
+# 3. GET /api/me with wrk again, the streams idle: the rate kept;
+# 4. commits --events events, one at a time (psql returns after the commit),
+#    and times each stream's receipt of each: p50, p99, max, and how many
+#    deliveries took over 1 s.
+# Prints one block of figures. Plain Perl (IO::Poll, no modules to install).
+use strict;
+use warnings;
+
+use Getopt::Long;
+use IO::Poll qw(POLLIN POLLOUT POLLERR POLLHUP);
+use IO::Socket::INET;
+use Socket qw(SOL_SOCKET SO_ERROR);
+use Errno qw(EINPROGRESS EAGAIN);
+use Time::HiRes qw(time sleep);
+
+my %o = (streams => 2000, events => 20, seconds => 10);
+GetOptions(\%o, 'url=s', 'org=s', 'org-id=s', 'token=s', 'httpd-pid=i', 'psql=s',
+           'streams=i', 'events=i', 'seconds=i') or die "sse-bench: bad arguments\n";
+for (qw(url org org-id token httpd-pid psql)) {
+    die "sse-bench: --$_ is required\n" unless defined $o{$_};
+}
+my ($host, $port) = $o{url} =~ m{^http://([^/:]+):(\d+)} or die "sse-bench: --url http://HOST:PORT\n";
+
+sub rss_kib {
+    my $parent = $o{'httpd-pid'};
+    my $total = 0;
+    for my $st (glob '/proc/[0-9]*/status') {
+        open my $fh, '<', $st or next;
+        my ($pid, $ppid, $rss) = (0, 0, 0);
+        while (<$fh>) {
+            $pid = $1 if /^Pid:\s+(\d+)/;
+            $ppid = $1 if /^PPid:\s+(\d+)/;
+            $rss = $1 if /^VmRSS:\s+(\d+)/;
+        }
+        $total += $rss if $pid == $parent || $ppid == $parent;
+    }
+    return $total;
+}
+
+sub wrk_me {
+    my $out = `wrk -t2 -c32 -d$o{seconds}s -H 'Authorization: Bearer $o{token}' $o{url}/api/me 2>&1`;
+    my ($rps) = $out =~ /Requests\/sec:\s+([\d.]+)/;
+    my ($non2xx) = $out =~ /Non-2xx or 3xx responses:\s+(\d+)/;
+    return ($rps // 0, $non2xx // 0);
+}
+
+my ($rps0, $bad0) = wrk_me();
+sleep 1;
+my $rss0 = rss_kib();
+
+# --- open the streams ------------------------------------------------------------
+my $req = "GET /api/orgs/$o{org}/events HTTP/1.1\r\nHost: $host:$port\r\n"
+        . "Authorization: Bearer $o{token}\r\nAccept: text/event-stream\r\n\r\n";
+my (@s, %by_fd);
+my $poll = IO::Poll->new;
+my $t_open = time;
+for my $i (1 .. $o{streams}) {
+    my $sock = IO::Socket::INET->new(PeerAddr => $host, PeerPort => $port, Proto => 'tcp',
+                                     Blocking => 0);
+    die "sse-bench: socket $i: $!\n" unless $sock;
+    my $st = { sock => $sock, out => $req, buf => '', ready => 0, got => {} };
+    push @s, $st;
+    $by_fd{fileno $sock} = $st;
+    $poll->mask($sock => POLLOUT);
+}
+
+# Reads and parses what arrived; records the time each event id first came.
+sub pump {
+    my ($wait) = @_;
+    $poll->poll($wait);
+    for my $sock ($poll->handles(POLLOUT)) {
+        my $st = $by_fd{fileno $sock};
+        my $n = syswrite($sock, $st->{out});
+        if (defined $n) {
+            substr($st->{out}, 0, $n) = '';
+            $poll->mask($sock => POLLIN) unless length $st->{out};
+        }
+    }
+    my $now = time;
+    for my $sock ($poll->handles(POLLIN | POLLERR | POLLHUP)) {
+        my $st = $by_fd{fileno $sock};
+        my $n = sysread($sock, my $chunk, 65536);
+        if (!$n) {
+            next if !defined $n && $! == EAGAIN;
+            $poll->remove($sock);
+            $st->{closed} = 1;
+            next;
+        }
+        $st->{buf} .= $chunk;
+        $st->{ready} = 1 if !$st->{ready} && $st->{buf} =~ /retry: \d+/;
+        while ($st->{buf} =~ /id: (\d+)\n/g) {
+            $st->{got}{$1} //= $now;
+        }
+        # Keep only the tail, where a frame may be cut.
+        $st->{buf} = substr($st->{buf}, -200) if length $st->{buf} > 4096;
+    }
+}
+
+while (grep({ !$_->{ready} && !$_->{closed} } @s) && time - $t_open < 120) {
+    pump(0.2);
+}
+my $open = grep { $_->{ready} } @s;
+my $t_opened = time - $t_open;
+sleep 2;
+pump(0);
+my $rss1 = rss_kib();
+
+# --- the API with the streams open -------------------------------------------------
+my ($rps1, $bad1) = wrk_me();
+
+# --- events --------------------------------------------------------------------------
+my @lat;
+my $late = 0;
+my $missed = 0;
+for my $k (1 .. $o{events}) {
+    my $sql = "INSERT INTO events (org_id, kind, data) VALUES ('$o{'org-id'}', 'bench.tick', "
+            . "'{\"n\": $k}') RETURNING id";
+    (my $quoted = $sql) =~ s/'/'\\''/g;
+    my $id = `$o{psql} -c '$quoted'`;
+    my $t_commit = time;
+    ($id) = $id =~ /(\d+)/ or die "sse-bench: could not emit an event\n";
+    my $deadline = $t_commit + 10;
+    while (time < $deadline) {
+        last unless grep { $_->{ready} && !$_->{closed} && !exists $_->{got}{$id} } @s;
+        pump(0.05);
+    }
+    for my $st (grep { $_->{ready} } @s) {
+        if (!exists $st->{got}{$id}) {
+            $missed++;
+            next;
+        }
+        my $d = $st->{got}{$id} - $t_commit;
+        push @lat, $d;
+        $late++ if $d > 1;
+    }
+    %{ $_->{got} } = () for @s;
+    sleep 0.5;
+    pump(0);
+}
+@lat = sort { $a <=> $b } @lat;
+sub pct { my $p = shift; return @lat ? $lat[int($p * $#lat)] : 0 }
+
+printf "  streams: %d of %d open in %.1f s\n", $open, $o{streams}, $t_opened;
+printf "  httpd RSS: %.1f MiB before, %.1f MiB with the streams: %.1f KiB per stream\n",
+       $rss0 / 1024, $rss1 / 1024, $open ? ($rss1 - $rss0) / $open : 0;
+printf "  GET /api/me: %.0f req/s without streams, %.0f req/s with them open: %.1f %% "
+       . "(non-2xx: %d, %d)\n", $rps0, $rps1, $rps0 ? 100 * $rps1 / $rps0 : 0, $bad0, $bad1;
+printf "  %d events x %d streams: delivery after commit p50 %.0f ms, p99 %.0f ms, max %.0f ms; "
+       . "over 1 s: %d; not delivered within 10 s: %d\n", $o{events}, $open,
+       1000 * pct(0.5), 1000 * pct(0.99), 1000 * ($lat[-1] // 0), $late, $missed;
+close $_->{sock} for @s;
