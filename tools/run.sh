@@ -287,6 +287,10 @@ SvcVcsApiURL         env:VCS_API_URL
 # default (Off) is what a shared server wants.
 SvcProviderAllowPrivate On
 
+# Runs: the factory this tree builds, workspaces under var/.
+SvcRunFactory $TOP/build/svc-factory
+SvcRunWorkDir $VAR/runs
+
 <Location /api/>
     Require all granted
     SetHandler svc

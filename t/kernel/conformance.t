@@ -50,6 +50,10 @@ my ($s2, $prj_inv) = api(POST => "/api/orgs/$org/projects/$proj/team", token => 
                                    role => 'maintainer' });
 is($s2, 201, 'pending project invite');
 
+# A run of the victim project that succeeded (so its artifact exists and
+# its event stream ends).
+my $run_id = run_fixture($org, $proj, status => 'succeeded');
+
 # Real ids of the victim org for each path parameter; unknown ones get a
 # random id of the right shape.
 sub path_for {
@@ -57,6 +61,7 @@ sub path_for {
     $path =~ s{:orgSlug}{$org}g;
     $path =~ s{:projectSlug}{$proj}g;
     $path =~ s{:userId}{$member_id}g;
+    $path =~ s{:runId}{$run_id}g;
     if ($path =~ m{/team/invites/:id\b}) { $path =~ s{:id}{$prj_inv->{id}} }
     elsif ($path =~ m{/invites/:id\b})    { $path =~ s{:id}{$org_inv->{id}} }
     $path =~ s{:[A-Za-z]+}{'id_' . join '', map { ('a'..'z')[rand 26] } 1 .. 22}ge;
@@ -177,7 +182,7 @@ for my $r (@tenant) {
 # The same calls by the owner with the right credentials do reach the
 # handlers, so the 404s above were about the caller, not the paths.
 for my $r (grep { !unsafe($_) } @tenant) {
-    my ($status) = api($r->{method} => path_for($r->{path}), token => $owner_tok);
+    my ($status) = call_route($r, $r->{method} => path_for($r->{path}), token => $owner_tok);
     is($status, $r->{success}, "owner: $r->{method} $r->{path} is $r->{success}");
 }
 

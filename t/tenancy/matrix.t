@@ -152,7 +152,25 @@ my %call = (
         ({ id => invite($_[0], 1) }) },
     'GET /api/orgs/:orgSlug/audit'               => sub { ({}) },
     'GET /api/orgs/:orgSlug/audit/verify'        => sub { ({}) },
+    'GET /api/orgs/:orgSlug/events'              => sub { ({}) },
+    'GET /api/orgs/:orgSlug/projects/:projectSlug/runs' => sub { ({}) },
+    'POST /api/orgs/:orgSlug/projects/:projectSlug/runs' => sub {
+        ({}, { instructions => 'A matrix run' }) },
+    'GET /api/orgs/:orgSlug/projects/:projectSlug/runs/:runId' => sub { run_of($_[0]) },
+    'POST /api/orgs/:orgSlug/projects/:projectSlug/runs/:runId/cancel' => sub {
+        ({ runId => run_fixture($_[0]{org}, $_[0]{proj}, status => 'running') }) },
+    'GET /api/orgs/:orgSlug/projects/:projectSlug/runs/:runId/events' => sub { run_of($_[0]) },
+    'GET /api/orgs/:orgSlug/runs/:runId/logs'    => sub { run_of($_[0]) },
+    'GET /api/orgs/:orgSlug/runs/:runId/artifact' => sub { run_of($_[0]) },
 );
+
+# A finished run of the fixture's project (its artifact exists, its event
+# stream ends), made once per fixture.
+sub run_of {
+    my $fx = shift;
+    $fx->{run} //= run_fixture($fx->{org}, $fx->{proj}, status => 'succeeded');
+    return ({ runId => $fx->{run} });
+}
 
 # Rows whose allowed call changes who may call it next (the owner is an
 # admin after a transfer; whoever left is gone): one fixture per call.
@@ -182,7 +200,7 @@ sub send_call {
     my ($path, $body) = @$req;
     my @opt = (@auth, defined $body ? (json => $body) : ());
     push @opt, csrf_ok() if grep { $_ eq 'cookie' } @auth;
-    return api($row->{method} => $path, @opt);
+    return call_route($route{"$row->{method} $row->{path}"}, $row->{method} => $path, @opt);
 }
 
 # --- every cell --------------------------------------------------------------

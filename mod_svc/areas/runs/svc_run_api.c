@@ -138,6 +138,28 @@ static apr_status_t reply_run(svc_ctx_t *ctx, svc_db_t *db, const char *id, int 
     return svc_reply_text(ctx, status, svc_dbres_str(res, 0, 0));
 }
 
+/*
+ * The audit entry of a change to a run, in its transaction; `data` (taken)
+ * says more. The caller's membership is held first: the audit chain's lock
+ * comes last (svc_member_hold).
+ */
+static apr_status_t audit(svc_ctx_t *ctx, svc_db_t *db, const char *action, const char *run_id,
+                          json_t *data)
+{
+    svc_actor_t actor;
+    apr_status_t rv = svc_member_hold(db, ctx->pool, ctx->org->id, ctx->who->user_id);
+
+    svc_json_pool(ctx->pool, data);
+    if (rv == SVC_ENOTFOUND) {
+        return svc_fail(ctx, 404, "not_found", "No organization %s.", ctx->org->slug);
+    }
+    if (rv != APR_SUCCESS) {
+        return rv;
+    }
+    svc_actor_from_ctx(ctx, &actor);
+    return svc_audit_write(db, ctx->pool, &actor, ctx->org->id, action, "run", run_id, data);
+}
+
 apr_status_t svc_h_runs_list(svc_ctx_t *ctx)
 {
     const char *status = apr_table_get(ctx->query, "status");
@@ -241,7 +263,6 @@ apr_status_t svc_h_runs_create(svc_ctx_t *ctx)
     const char *id = svc_id_new(ctx->pool, "run_");
     const char *fp = NULL;
     svc_dbres_t *res;
-    svc_actor_t actor;
     svc_db_t *db;
     apr_status_t rv;
 
@@ -282,18 +303,7 @@ apr_status_t svc_h_runs_create(svc_ctx_t *ctx)
             return replay(ctx, db, key, fp);
         }
     }
-    /* The creator's membership before the audit chain's lock (svc_member_hold). */
-    rv = svc_member_hold(db, ctx->pool, ctx->org->id, ctx->who->user_id);
-    if (rv == SVC_ENOTFOUND) {
-        rv = svc_fail(ctx, 404, "not_found", "No organization %s.", ctx->org->slug);
-    }
-    if (rv != APR_SUCCESS) {
-        goto cleanup;
-    }
-    svc_actor_from_ctx(ctx, &actor);
-    rv = svc_audit_write(db, ctx->pool, &actor, ctx->org->id, "run.created", "run", id,
-                         svc_json_pool(ctx->pool, json_pack("{s:s}", "project",
-                                                            ctx->project->slug)));
+    rv = audit(ctx, db, "run.created", id, json_pack("{s:s}", "project", ctx->project->slug));
     if (rv == APR_SUCCESS) {
         rv = svc_run_emit_status(db, ctx->pool, ctx->org->id, ctx->project->id, id,
                                  SVC_RUN_QUEUED, NULL, NULL);
@@ -314,7 +324,6 @@ apr_status_t svc_h_runs_cancel(svc_ctx_t *ctx)
     const char *id = run_param(ctx);
     const char *status;
     svc_dbres_t *res;
-    svc_actor_t actor;
     svc_db_t *db;
     apr_status_t rv;
     int queued;
@@ -344,16 +353,7 @@ apr_status_t svc_h_runs_cancel(svc_ctx_t *ctx)
     rv = svc_db_execv(db, queued ? &st_runs_cancel_queued : &st_runs_cancel_running, ctx->pool,
                       NULL, id);
     if (rv == APR_SUCCESS) {
-        rv = svc_member_hold(db, ctx->pool, ctx->org->id, ctx->who->user_id);
-        if (rv == SVC_ENOTFOUND) {
-            rv = svc_fail(ctx, 404, "not_found", "No organization %s.", ctx->org->slug);
-        }
-    }
-    if (rv == APR_SUCCESS) {
-        svc_actor_from_ctx(ctx, &actor);
-        rv = svc_audit_write(db, ctx->pool, &actor, ctx->org->id, "run.cancelled", "run", id,
-                             svc_json_pool(ctx->pool, json_pack("{s:s}", "status_before",
-                                                                status)));
+        rv = audit(ctx, db, "run.cancelled", id, json_pack("{s:s}", "status_before", status));
     }
     /* A running run's status changes when its supervisor has stopped it. */
     if (rv == APR_SUCCESS && queued) {

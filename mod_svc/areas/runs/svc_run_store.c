@@ -43,22 +43,16 @@ static const svc_stmt_t st_reap = {
     2, 0
 };
 
-static const svc_stmt_t st_finish = {
-    "svc_runs_finish",
-    "UPDATE runs SET status = $3, error_code = $4, error_message = $5, finished_at = now(),"
+/* Every final status: succeeded sets the result and the artifact's size,
+ * failed the error; the constraints check that the pair fits. */
+static const svc_stmt_t st_end = {
+    "svc_runs_end",
+    "UPDATE runs SET status = $3, result = $4::jsonb, artifact_bytes = $5::bigint,"
+    " error_code = $6, error_message = $7, finished_at = now(),"
     " lease_owner = NULL, lease_expires_at = NULL"
     " WHERE id = $1 AND lease_owner = $2 AND status = 'running'"
     " RETURNING org_id, project_id",
-    5, 0
-};
-
-static const svc_stmt_t st_succeed = {
-    "svc_runs_succeed",
-    "UPDATE runs SET status = 'succeeded', result = $3::jsonb, artifact_bytes = $4::bigint,"
-    " finished_at = now(), lease_owner = NULL, lease_expires_at = NULL"
-    " WHERE id = $1 AND lease_owner = $2 AND status = 'running'"
-    " RETURNING org_id, project_id",
-    4, 0
+    7, 0
 };
 
 static const svc_stmt_t st_artifact_part = {
@@ -337,39 +331,12 @@ static apr_status_t settled(svc_db_t *db, apr_pool_t *p, const char *run_id, con
     return status && strcmp(status, want_status) == 0 ? APR_SUCCESS : SVC_ENOTFOUND;
 }
 
-apr_status_t svc_run_finish(svc_db_t *db, apr_pool_t *p, const char *run_id,
-                            const char *node, const char *status, const char *err_code,
-                            const char *err_message)
-{
-    svc_dbres_t *res;
-    apr_status_t rv;
-
-    if ((rv = svc_db_begin(db, p)) != APR_SUCCESS) {
-        return rv;
-    }
-    rv = svc_db_execv(db, &st_finish, p, &res, run_id, node, status, err_code, err_message);
-    if (rv != APR_SUCCESS) {
-        goto cleanup;
-    }
-    if (svc_dbres_rows(res) == 0) {
-        svc_db_rollback(db, p);
-        return settled(db, p, run_id, node, status);
-    }
-    rv = svc_run_emit_status(db, p, svc_dbres_str(res, 0, 0), svc_dbres_str(res, 0, 1),
-                             run_id, status, err_code, err_message);
-    if (rv == APR_SUCCESS) {
-        rv = svc_db_commit(db, p);
-    }
-cleanup:
-    if (rv != APR_SUCCESS) {
-        svc_db_rollback(db, p);
-    }
-    return rv;
-}
-
-apr_status_t svc_run_succeed(svc_db_t *db, apr_pool_t *p, const char *run_id,
-                             const char *node, const char *result_json,
-                             const unsigned char *bundle, apr_size_t bundle_len)
+/* Ends a run the node holds, in one transaction: its final status, the
+ * artifact in parts when there is one, the event. */
+static apr_status_t end_run(svc_db_t *db, apr_pool_t *p, const char *run_id, const char *node,
+                            const char *status, const char *result_json,
+                            const unsigned char *bundle, apr_size_t bundle_len,
+                            const char *err_code, const char *err_message)
 {
     svc_dbres_t *res;
     apr_size_t at;
@@ -379,16 +346,16 @@ apr_status_t svc_run_succeed(svc_db_t *db, apr_pool_t *p, const char *run_id,
     if ((rv = svc_db_begin(db, p)) != APR_SUCCESS) {
         return rv;
     }
-    rv = svc_db_execv(db, &st_succeed, p, &res, run_id, node, result_json,
-                      i64(p, (apr_int64_t)bundle_len));
+    rv = svc_db_execv(db, &st_end, p, &res, run_id, node, status, result_json,
+                      bundle ? i64(p, (apr_int64_t)bundle_len) : NULL, err_code, err_message);
     if (rv != APR_SUCCESS) {
         goto cleanup;
     }
     if (svc_dbres_rows(res) == 0) {
         svc_db_rollback(db, p);
-        return settled(db, p, run_id, node, SVC_RUN_SUCCEEDED);
+        return settled(db, p, run_id, node, status);
     }
-    for (at = 0; at < bundle_len && rv == APR_SUCCESS; at += ARTIFACT_PART, part++) {
+    for (at = 0; bundle && at < bundle_len && rv == APR_SUCCESS; at += ARTIFACT_PART, part++) {
         apr_size_t n = bundle_len - at < ARTIFACT_PART ? bundle_len - at : ARTIFACT_PART;
         apr_pool_t *sp;
 
@@ -400,7 +367,7 @@ apr_status_t svc_run_succeed(svc_db_t *db, apr_pool_t *p, const char *run_id,
     }
     if (rv == APR_SUCCESS) {
         rv = svc_run_emit_status(db, p, svc_dbres_str(res, 0, 0), svc_dbres_str(res, 0, 1),
-                                 run_id, SVC_RUN_SUCCEEDED, NULL, NULL);
+                                 run_id, status, err_code, err_message);
     }
     if (rv == APR_SUCCESS) {
         rv = svc_db_commit(db, p);
@@ -410,6 +377,21 @@ cleanup:
         svc_db_rollback(db, p);
     }
     return rv;
+}
+
+apr_status_t svc_run_finish(svc_db_t *db, apr_pool_t *p, const char *run_id,
+                            const char *node, const char *status, const char *err_code,
+                            const char *err_message)
+{
+    return end_run(db, p, run_id, node, status, NULL, NULL, 0, err_code, err_message);
+}
+
+apr_status_t svc_run_succeed(svc_db_t *db, apr_pool_t *p, const char *run_id,
+                             const char *node, const char *result_json,
+                             const unsigned char *bundle, apr_size_t bundle_len)
+{
+    return end_run(db, p, run_id, node, SVC_RUN_SUCCEEDED, result_json,
+                   bundle ? bundle : (const unsigned char *)"", bundle_len, NULL, NULL);
 }
 
 apr_status_t svc_run_requeue(svc_db_t *db, apr_pool_t *p, const char *run_id,

@@ -188,21 +188,6 @@ static void write_stdin(run_t *r)
     }
 }
 
-static int hex_id(const char *s)
-{
-    apr_size_t n = s ? strlen(s) : 0, i;
-
-    if (n != 40 && n != 64) {
-        return 0;
-    }
-    for (i = 0; i < n; i++) {
-        if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f'))) {
-            return 0;
-        }
-    }
-    return 1;
-}
-
 /* {"summary","commit","files":[paths]}, or NULL. */
 static json_t *check_result(const json_t *line)
 {
@@ -212,7 +197,8 @@ static json_t *check_result(const json_t *line)
     size_t i;
 
     if (!json_is_string(summary) || !json_is_string(commit)
-        || !hex_id(json_string_value(commit)) || !json_is_array(files)) {
+        || !svc_git_id_valid(json_string_value(commit), json_string_length(commit))
+        || !json_is_array(files)) {
         return NULL;
     }
     for (i = 0; i < json_array_size(files); i++) {

@@ -188,7 +188,7 @@ apr_array_header_t *svc_workspace_list(apr_pool_t *p, const char *work_dir)
     return names;
 }
 
-static int is_hex_id(const char *s, apr_size_t n)
+int svc_git_id_valid(const char *s, apr_size_t n)
 {
     apr_size_t i;
 
@@ -225,7 +225,7 @@ const char *svc_bundle_head(apr_pool_t *p, const unsigned char *data, apr_size_t
             return NULL;
         }
         sp = memchr(s, ' ', (apr_size_t)(nl - s));
-        if (*s != '@' && *s != '-' && sp && is_hex_id(s, (apr_size_t)(sp - s))
+        if (*s != '@' && *s != '-' && sp && svc_git_id_valid(s, (apr_size_t)(sp - s))
             && (apr_size_t)(nl - sp - 1) == rlen && memcmp(sp + 1, ref, rlen) == 0) {
             return apr_pstrmemdup(p, s, (apr_size_t)(sp - s));
         }

@@ -38,6 +38,9 @@ apr_status_t svc_workspace_read(apr_pool_t *p, const char *workspace, const char
 /* The names of the entries of work_dir that look like a run's workspace. */
 apr_array_header_t *svc_workspace_list(apr_pool_t *p, const char *work_dir);
 
+/* A full git object id: 40 (SHA-1) or 64 (SHA-256) lowercase hex digits. */
+int svc_git_id_valid(const char *s, apr_size_t len);
+
 /*
  * The commit a git bundle (v2 or v3) holds for `ref` (refs/heads/...), from
  * its header; NULL when the data is not a bundle or has no such ref.
