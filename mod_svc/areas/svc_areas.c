@@ -5,6 +5,7 @@
  */
 #include "svc_areas.h"
 #include "svc_auditlog.h"
+#include "svc_documents.h"
 #include "svc_identity.h"
 #include "svc_providers.h"
 #include "svc_tenancy.h"
@@ -15,6 +16,7 @@ const svc_area_t *const svc_areas[] = {
     &svc_tenancy_area,
     &svc_audit_area,
     &svc_providers_area,
+    &svc_documents_area,
     NULL
 };
 
