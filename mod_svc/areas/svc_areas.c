@@ -8,6 +8,7 @@
 #include "svc_documents.h"
 #include "svc_identity.h"
 #include "svc_providers.h"
+#include "svc_share.h"
 #include "svc_tenancy.h"
 
 const svc_area_t *const svc_areas[] = {
@@ -17,6 +18,7 @@ const svc_area_t *const svc_areas[] = {
     &svc_audit_area,
     &svc_providers_area,
     &svc_documents_area,
+    &svc_share_area,
     NULL
 };
 

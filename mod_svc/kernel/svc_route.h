@@ -32,6 +32,8 @@ typedef apr_status_t (*svc_handler_fn)(svc_ctx_t *ctx);
  * escaped as \u00XX), plus room for the other fields, and at least
  * SvcBodyLimit. */
 #define SVC_RF_DOCUMENT_BODY 0x0400
+/* A success answers text/markdown, not JSON (for the OpenAPI document). */
+#define SVC_RF_MARKDOWN     0x0800
 
 /* A query parameter a route documents and accepts. */
 typedef struct {

@@ -61,7 +61,7 @@ static const svc_route_t routes[] = {
       "listComments", "Comments reviewers left through share links", "Documents", NULL,
       SVC_PROLE_NONE },
     { "GET", "/api/orgs/:orgSlug/doc-versions/:versionId/content", svc_h_versions_content,
-      SVC_AUTH_USER, SVC_SCOPE_READ, SVC_ROLE_VIEWER, NULL, 0, NULL, 0, 200,
+      SVC_AUTH_USER, SVC_SCOPE_READ, SVC_ROLE_VIEWER, NULL, 0, NULL, SVC_RF_MARKDOWN, 200,
       "getVersionContent", "A version's body, as text/markdown", "Documents", NULL,
       SVC_PROLE_NONE },
     { "POST", "/api/orgs/:orgSlug/doc-versions/:versionId/approve", svc_h_versions_approve,
