@@ -14,7 +14,6 @@
  */
 #include "svc_doc_ai.h"
 #include "svc_doc_store.h"
-#include "svc_docs.h"
 #include "svc_providers.h"
 
 #include <string.h>
@@ -437,17 +436,7 @@ cleanup:
 
 static apr_status_t reply_patch(svc_ctx_t *ctx, svc_db_t *db, const char *id, int status)
 {
-    svc_dbres_t *res;
-    apr_status_t rv;
-
-    rv = svc_db_execv(db, &st_pch_get, ctx->pool, &res, id, ctx->org->id);
-    if (rv != APR_SUCCESS) {
-        return rv;
-    }
-    if (svc_dbres_rows(res) != 1) {
-        return svc_fail(ctx, 404, "not_found", "No patch %s in %s.", id, ctx->org->slug);
-    }
-    return svc_reply_row(ctx, status, res, patch_item);
+    return svc_reply_org_row(ctx, db, &st_pch_get, patch_item, "patch", id, status);
 }
 
 apr_status_t svc_h_patches_create(svc_ctx_t *ctx)
@@ -510,16 +499,7 @@ cleanup:
 
 apr_status_t svc_h_patches_list(svc_ctx_t *ctx)
 {
-    const char *doc = apr_table_get(ctx->params, "docId");
-    svc_db_t *db;
-    apr_status_t rv;
-
-    if ((rv = svc_ctx_db(ctx, &db)) != APR_SUCCESS
-        || (rv = svc_document_check(ctx, db, doc)) != APR_SUCCESS) {
-        return rv;
-    }
-    return svc_reply_rows(ctx, &st_pch_list, patch_item, doc, ctx->org->id, SVC_PAGE_BEFORE,
-                          SVC_PAGE_FETCH);
+    return svc_doc_reply_children(ctx, &st_pch_list, patch_item);
 }
 
 /*
@@ -540,27 +520,16 @@ static apr_status_t decide_patch(svc_ctx_t *ctx, int accept)
     svc_new_version_t nv;
     svc_doc_state_t *st;
     svc_dbres_t *res;
-    svc_db_t *db;
+    svc_db_t *db = NULL;
     int number = 0;
     apr_status_t rv;
 
-    if ((rv = svc_ctx_db_begin(ctx, &db)) != APR_SUCCESS) {
-        return rv;
-    }
-    if ((rv = svc_db_execv(db, &st_pch_document, ctx->pool, &res, id, ctx->org->id))
-        != APR_SUCCESS) {
-        goto cleanup;
-    }
-    if (svc_dbres_rows(res) != 1) {
-        rv = svc_fail(ctx, 404, "not_found", "No patch %s in %s.", id, ctx->org->slug);
-        goto cleanup;
-    }
-    doc = apr_pstrdup(ctx->pool, svc_dbres_str(res, 0, 0));
-    if ((rv = svc_doc_lock(ctx, db, doc, &st)) != APR_SUCCESS
+    if ((rv = svc_doc_begin_via(ctx, &st_pch_document, "patch", id, &db, &st)) != APR_SUCCESS
         || (rv = svc_db_execv(db, &st_pch_lock, ctx->pool, &res, id, ctx->org->id))
            != APR_SUCCESS) {
         goto cleanup;
     }
+    doc = st->id;
     status = svc_dbres_str(res, 0, 0);
     base = svc_dbres_str(res, 0, 1);
     if (strcmp(status, "proposed") != 0) {
@@ -613,7 +582,9 @@ static apr_status_t decide_patch(svc_ctx_t *ctx, int accept)
     rv = svc_db_commit(db, ctx->pool);
 cleanup:
     if (rv != APR_SUCCESS) {
-        svc_db_rollback(db, ctx->pool);
+        if (db) {
+            svc_db_rollback(db, ctx->pool);
+        }
         return rv;
     }
     return reply_patch(ctx, db, id, 200);

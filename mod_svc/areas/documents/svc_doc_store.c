@@ -96,6 +96,47 @@ apr_status_t svc_doc_lock(svc_ctx_t *ctx, svc_db_t *db, const char *doc_id,
     return APR_SUCCESS;
 }
 
+apr_status_t svc_doc_begin_via(svc_ctx_t *ctx, const svc_stmt_t *owner, const char *what,
+                               const char *id, svc_db_t **pdb, svc_doc_state_t **pst)
+{
+    svc_dbres_t *res;
+    apr_status_t rv;
+
+    if ((rv = svc_ctx_db_begin(ctx, pdb)) != APR_SUCCESS
+        || (rv = svc_db_execv(*pdb, owner, ctx->pool, &res, id, ctx->org->id)) != APR_SUCCESS) {
+        return rv;
+    }
+    if (svc_dbres_rows(res) != 1) {
+        return svc_fail(ctx, 404, "not_found", "No %s %s in %s.", what, id, ctx->org->slug);
+    }
+    return svc_doc_lock(ctx, *pdb, apr_pstrdup(ctx->pool, svc_dbres_str(res, 0, 0)), pst);
+}
+
+static const svc_stmt_t st_doc_exists = {
+    "svc_documents_exists",
+    "SELECT 1 FROM documents WHERE id = $1 AND org_id = $2",
+    2, SVC_STMT_READ
+};
+
+apr_status_t svc_doc_reply_children(svc_ctx_t *ctx, const svc_stmt_t *st,
+                                    const svc_col_t *shape)
+{
+    const char *doc = apr_table_get(ctx->params, "docId");
+    svc_dbres_t *res;
+    svc_db_t *db;
+    apr_status_t rv;
+
+    if ((rv = svc_ctx_db(ctx, &db)) != APR_SUCCESS
+        || (rv = svc_db_execv(db, &st_doc_exists, ctx->pool, &res, doc, ctx->org->id))
+           != APR_SUCCESS) {
+        return rv;
+    }
+    if (svc_dbres_rows(res) != 1) {
+        return svc_fail(ctx, 404, "not_found", "No document %s in %s.", doc, ctx->org->slug);
+    }
+    return svc_reply_rows(ctx, st, shape, doc, ctx->org->id, SVC_PAGE_BEFORE, SVC_PAGE_FETCH);
+}
+
 apr_status_t svc_doc_version_add(svc_ctx_t *ctx, svc_db_t *db, const char *doc_id,
                                  const char *version_id, const svc_new_version_t *nv,
                                  int *pnumber)
@@ -123,18 +164,8 @@ apr_status_t svc_doc_version_add(svc_ctx_t *ctx, svc_db_t *db, const char *doc_i
 apr_status_t svc_doc_reply_version(svc_ctx_t *ctx, svc_db_t *db, const char *version_id,
                                    int status)
 {
-    svc_dbres_t *res;
-    apr_status_t rv;
-
-    rv = svc_db_execv(db, &st_ver_get, ctx->pool, &res, version_id, ctx->org->id);
-    if (rv != APR_SUCCESS) {
-        return rv;
-    }
-    if (svc_dbres_rows(res) != 1) {
-        return svc_fail(ctx, 404, "not_found", "No document version %s in %s.", version_id,
-                        ctx->org->slug);
-    }
-    return svc_reply_row(ctx, status, res, svc_version_item);
+    return svc_reply_org_row(ctx, db, &st_ver_get, svc_version_item, "document version",
+                             version_id, status);
 }
 
 apr_status_t svc_doc_version_body(svc_ctx_t *ctx, svc_db_t *db, const char *version_id,

@@ -37,6 +37,22 @@ typedef struct {
 apr_status_t svc_doc_lock(svc_ctx_t *ctx, svc_db_t *db, const char *doc_id,
                           svc_doc_state_t **pst);
 
+/*
+ * The start of a change addressed through something of a document (a
+ * version, a patch): a transaction, the document `owner` names for (id,
+ * org) found (404 naming `what` when not), then svc_doc_lock.
+ */
+apr_status_t svc_doc_begin_via(svc_ctx_t *ctx, const svc_stmt_t *owner, const char *what,
+                               const char *id, svc_db_t **pdb, svc_doc_state_t **pst);
+
+/*
+ * A list of a document's children (versions, patches, comments): 404 when
+ * the org has no such document, else the page `st` (its parameters: the
+ * document, the org, the page's bound and size) in `shape`.
+ */
+apr_status_t svc_doc_reply_children(svc_ctx_t *ctx, const svc_stmt_t *st,
+                                    const svc_col_t *shape);
+
 /* A version to write. */
 typedef struct {
     const char *body;

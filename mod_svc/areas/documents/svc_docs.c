@@ -60,12 +60,6 @@ static const svc_stmt_t st_doc_get = {
     2, SVC_STMT_READ | SVC_STMT_BINARY
 };
 
-static const svc_stmt_t st_doc_exists = {
-    "svc_documents_exists",
-    "SELECT 1 FROM documents WHERE id = $1 AND org_id = $2",
-    2, SVC_STMT_READ
-};
-
 static const svc_stmt_t st_doc_versions_top = {
     "svc_documents_versions_top",
     "SELECT " SVC_VERSION_COLS " FROM " SVC_VERSION_FROM
@@ -169,17 +163,6 @@ const svc_field_t svc_body_request_changes[] = {
     SVC_FIELD_END
 };
 
-apr_status_t svc_document_check(svc_ctx_t *ctx, svc_db_t *db, const char *doc_id)
-{
-    svc_dbres_t *res;
-    apr_status_t rv;
-
-    rv = svc_db_execv(db, &st_doc_exists, ctx->pool, &res, doc_id, ctx->org->id);
-    if (rv == APR_SUCCESS && svc_dbres_rows(res) != 1) {
-        rv = svc_fail(ctx, 404, "not_found", "No document %s in %s.", doc_id, ctx->org->slug);
-    }
-    return rv;
-}
 
 /* The document with its newest versions and how many there are. */
 static apr_status_t reply_document(svc_ctx_t *ctx, svc_db_t *db, const char *id, int status)
@@ -310,16 +293,7 @@ apr_status_t svc_h_documents_get(svc_ctx_t *ctx)
 
 apr_status_t svc_h_documents_versions(svc_ctx_t *ctx)
 {
-    const char *doc = apr_table_get(ctx->params, "docId");
-    svc_db_t *db;
-    apr_status_t rv;
-
-    if ((rv = svc_ctx_db(ctx, &db)) != APR_SUCCESS
-        || (rv = svc_document_check(ctx, db, doc)) != APR_SUCCESS) {
-        return rv;
-    }
-    return svc_reply_rows(ctx, &st_ver_list, svc_version_item, doc, ctx->org->id,
-                          SVC_PAGE_BEFORE, SVC_PAGE_FETCH);
+    return svc_doc_reply_children(ctx, &st_ver_list, svc_version_item);
 }
 
 apr_status_t svc_h_versions_content(svc_ctx_t *ctx)
@@ -405,27 +379,16 @@ static apr_status_t decide(svc_ctx_t *ctx, const char *status, const char *comme
     const char *doc, *now_status;
     svc_doc_state_t *st;
     svc_dbres_t *res;
-    svc_db_t *db;
+    svc_db_t *db = NULL;
     apr_int64_t number = 0;
     apr_status_t rv;
 
-    if ((rv = svc_ctx_db_begin(ctx, &db)) != APR_SUCCESS) {
-        return rv;
-    }
-    if ((rv = svc_db_execv(db, &st_ver_document, ctx->pool, &res, vid, ctx->org->id))
-        != APR_SUCCESS) {
-        goto cleanup;
-    }
-    if (svc_dbres_rows(res) != 1) {
-        rv = svc_fail(ctx, 404, "not_found", "No document version %s in %s.", vid,
-                      ctx->org->slug);
-        goto cleanup;
-    }
-    doc = apr_pstrdup(ctx->pool, svc_dbres_str(res, 0, 0));
-    if ((rv = svc_doc_lock(ctx, db, doc, &st)) != APR_SUCCESS
+    if ((rv = svc_doc_begin_via(ctx, &st_ver_document, "document version", vid, &db, &st))
+        != APR_SUCCESS
         || (rv = svc_db_execv(db, &st_ver_status, ctx->pool, &res, vid)) != APR_SUCCESS) {
         goto cleanup;
     }
+    doc = st->id;
     now_status = svc_dbres_str(res, 0, 0);
     svc_dbres_int64(res, 0, 1, &number);
     if (strcmp(st->current_version_id, vid) != 0) {
@@ -455,7 +418,9 @@ static apr_status_t decide(svc_ctx_t *ctx, const char *status, const char *comme
     rv = svc_db_commit(db, ctx->pool);
 cleanup:
     if (rv != APR_SUCCESS) {
-        svc_db_rollback(db, ctx->pool);
+        if (db) {
+            svc_db_rollback(db, ctx->pool);
+        }
         return rv;
     }
     return svc_doc_reply_version(ctx, db, vid, 200);
@@ -473,14 +438,5 @@ apr_status_t svc_h_versions_request_changes(svc_ctx_t *ctx)
 
 apr_status_t svc_h_documents_comments(svc_ctx_t *ctx)
 {
-    const char *doc = apr_table_get(ctx->params, "docId");
-    svc_db_t *db;
-    apr_status_t rv;
-
-    if ((rv = svc_ctx_db(ctx, &db)) != APR_SUCCESS
-        || (rv = svc_document_check(ctx, db, doc)) != APR_SUCCESS) {
-        return rv;
-    }
-    return svc_reply_rows(ctx, &st_cmt_list, comment_item, doc, ctx->org->id, SVC_PAGE_BEFORE,
-                          SVC_PAGE_FETCH);
+    return svc_doc_reply_children(ctx, &st_cmt_list, comment_item);
 }

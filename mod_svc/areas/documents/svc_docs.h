@@ -21,7 +21,4 @@ extern const svc_field_t svc_body_document_create[];
 extern const svc_field_t svc_body_document_edit[];
 extern const svc_field_t svc_body_request_changes[];
 
-/* A 404 problem unless the org has this document. */
-apr_status_t svc_document_check(svc_ctx_t *ctx, svc_db_t *db, const char *doc_id);
-
 #endif /* SVC_DOCS_H */

@@ -89,17 +89,7 @@ apr_status_t svc_product_check(svc_ctx_t *ctx, svc_db_t *db, const char *product
 
 static apr_status_t reply_product(svc_ctx_t *ctx, svc_db_t *db, const char *id, int status)
 {
-    svc_dbres_t *res;
-    apr_status_t rv;
-
-    rv = svc_db_execv(db, &st_prd_get, ctx->pool, &res, id, ctx->org->id);
-    if (rv != APR_SUCCESS) {
-        return rv;
-    }
-    if (svc_dbres_rows(res) != 1) {
-        return svc_fail(ctx, 404, "not_found", "No product %s in %s.", id, ctx->org->slug);
-    }
-    return svc_reply_row(ctx, status, res, product_item);
+    return svc_reply_org_row(ctx, db, &st_prd_get, product_item, "product", id, status);
 }
 
 apr_status_t svc_h_products_list(svc_ctx_t *ctx)

@@ -70,17 +70,7 @@ void svc_share_hash(const svc_config_t *conf, const char *token, unsigned char o
 
 static apr_status_t reply_share(svc_ctx_t *ctx, svc_db_t *db, const char *id, int status)
 {
-    svc_dbres_t *res;
-    apr_status_t rv;
-
-    rv = svc_db_execv(db, &st_shr_get, ctx->pool, &res, id, ctx->org->id);
-    if (rv != APR_SUCCESS) {
-        return rv;
-    }
-    if (svc_dbres_rows(res) != 1) {
-        return svc_fail(ctx, 404, "not_found", "No share %s in %s.", id, ctx->org->slug);
-    }
-    return svc_reply_row(ctx, status, res, share_item);
+    return svc_reply_org_row(ctx, db, &st_shr_get, share_item, "share", id, status);
 }
 
 /* A 404 problem unless the org has this product. */
