@@ -441,7 +441,11 @@ apr_status_t svc_h_providers_test(svc_ctx_t *ctx)
         req.messages = hello;
         req.nmessages = 1;
         req.max_tokens = 1;
+        /* Both calls within SvcModelTimeout together. */
         req.timeout_ms = (long)apr_time_as_msec(deadline - apr_time_now());
+        if (req.timeout_ms < 1) {
+            req.timeout_ms = 1;
+        }
         svc_provider_complete(ctx->pool, ctx->conf, prov, &req, &reply);
     }
     if (!reply) {
