@@ -98,6 +98,7 @@ CREATE TABLE doc_versions (
     status           text NOT NULL DEFAULT 'draft'
                      CHECK (status IN ('draft', 'approved', 'changes_requested')),
     body             text NOT NULL CHECK (octet_length(body) <= 8388608),
+    bytes            integer NOT NULL,
     author_kind      text NOT NULL CHECK (author_kind IN ('user', 'ai')),
     author_user_id   text REFERENCES users (id) ON DELETE SET NULL,
     -- For versions written by a model: which one.
@@ -112,7 +113,8 @@ CREATE TABLE doc_versions (
     FOREIGN KEY (document_id, org_id) REFERENCES documents (id, org_id) ON DELETE CASCADE,
     CONSTRAINT doc_versions_number_key UNIQUE (document_id, number),
     CONSTRAINT doc_versions_id_doc_key UNIQUE (id, document_id),
-    CONSTRAINT doc_versions_decided CHECK ((status = 'draft') = (decided_at IS NULL))
+    CONSTRAINT doc_versions_decided CHECK ((status = 'draft') = (decided_at IS NULL)),
+    CONSTRAINT doc_versions_bytes CHECK (bytes = octet_length(body))
 );
 CREATE INDEX doc_versions_document ON doc_versions (document_id, seq DESC);
 

@@ -205,7 +205,9 @@ bootstrap() {
 HTTPD_PID=
 
 # write_httpd_conf ERRORLOG: the whole httpd configuration, regenerated each
-# start; the mod_svc part has the same directives as conf/svc.conf.
+# start; the mod_svc part has the same directives as conf/svc.conf. For make
+# bench (SVC_RUN_BENCH=1) the share portal's rate limit is raised above what
+# the bench sends, and a second port, PORT+1, serves the same site without it.
 write_httpd_conf() {
     local errorlog=$1 libexec
     libexec=$(apxs -q LIBEXECDIR)
@@ -312,6 +314,17 @@ SvcRunWorkDir $VAR/runs
     SetHandler svc-noop
 </Location>
 EOF
+        if [ -n "${SVC_RUN_BENCH:-}" ]; then
+            cat <<EOF
+
+# --- make bench ---
+SvcRateLimit share 1000000 60
+Listen 127.0.0.1:$((PORT + 1))
+<VirtualHost 127.0.0.1:$((PORT + 1))>
+    SvcRateLimit share 0 60
+</VirtualHost>
+EOF
+        fi
     } >"$HTTPD_CONF"
     "$HTTPD_BIN" -t -f "$HTTPD_CONF" >/dev/null 2>"$VAR/log/configtest.log" \
         || { cat "$VAR/log/configtest.log"; die "httpd configuration test failed"; }

@@ -39,6 +39,8 @@ typedef apr_status_t (*svc_handler_fn)(svc_ctx_t *ctx);
  * (application/octet-stream), instead of JSON: for OpenAPI. */
 #define SVC_RF_TEXT     0x1000
 #define SVC_RF_BINARY   0x2000
+/* A success answers text/markdown, not JSON (for the OpenAPI document). */
+#define SVC_RF_MARKDOWN     0x4000
 
 /* A query parameter a route documents and accepts. */
 typedef struct {

@@ -686,7 +686,21 @@ sub tampered_orgs {
 # (t/lib/FakeLLM.pm) and the objects the tests build on.
 # ===========================================================================
 
-push @EXPORT, qw(new_llm new_provider new_product new_document share_url_token);
+push @EXPORT, qw(new_llm new_provider new_product new_document share_url_token
+                 secret_token_like);
+
+# secret_token_like('svc_shr_') → a well-formed token (prefix, 43 base62,
+# its CRC-32 checksum in six base62 digits) that nobody issued.
+sub secret_token_like {
+    my $prefix = shift;
+    require Compress::Zlib;
+    my @b62 = (0 .. 9, 'A' .. 'Z', 'a' .. 'z');
+    my $body = $prefix . join '', map { $b62[rand 62] } 1 .. 43;
+    my $v = Compress::Zlib::crc32($body);
+    my $sum = '';
+    for (1 .. 6) { $sum = $b62[$v % 62] . $sum; $v = int($v / 62) }
+    return $body . $sum;
+}
 
 # new_llm(flavor => 'openai'|'anthropic', ...) → a started FakeLLM whose key
 # is recorded as a secret (no log may ever show it).

@@ -122,17 +122,7 @@ const svc_field_t svc_body_provider_update[] = {
 
 static apr_status_t reply_provider(svc_ctx_t *ctx, svc_db_t *db, const char *id, int status)
 {
-    svc_dbres_t *res;
-    apr_status_t rv;
-
-    rv = svc_db_execv(db, &st_prov_get, ctx->pool, &res, id, ctx->org->id);
-    if (rv != APR_SUCCESS) {
-        return rv;
-    }
-    if (svc_dbres_rows(res) != 1) {
-        return svc_fail(ctx, 404, "not_found", "No provider %s in %s.", id, ctx->org->slug);
-    }
-    return svc_reply_row(ctx, status, res, provider_item);
+    return svc_reply_org_row(ctx, db, &st_prov_get, provider_item, "provider", id, status);
 }
 
 /* Checks a key and a base URL from a body; a 400 problem when either is unusable. */
@@ -451,7 +441,11 @@ apr_status_t svc_h_providers_test(svc_ctx_t *ctx)
         req.messages = hello;
         req.nmessages = 1;
         req.max_tokens = 1;
+        /* Both calls within SvcModelTimeout together. */
         req.timeout_ms = (long)apr_time_as_msec(deadline - apr_time_now());
+        if (req.timeout_ms < 1) {
+            req.timeout_ms = 1;
+        }
         svc_provider_complete(ctx->pool, ctx->conf, prov, &req, &reply);
     }
     if (!reply) {
