@@ -427,8 +427,16 @@ typedef struct {
 
 static int fixture(apr_pool_t *p, svc_db_t *db, fixture_t *f)
 {
-    const char *tag = svc_testdb_name(p, "ut");
+    char *tag = apr_pstrdup(p, svc_testdb_name(p, "ut-"));
+    char *c;
     int ok = 1;
+
+    /* A slug: no underscores. */
+    for (c = tag; *c; c++) {
+        if (*c == '_') {
+            *c = '-';
+        }
+    }
 
     f->user = svc_id_new(p, "usr_");
     f->org = svc_id_new(p, "org_");

@@ -76,7 +76,7 @@ static const svc_stmt_t st_requeue = {
 
 static const svc_stmt_t st_status_of = {
     "svc_runs_status_of",
-    "SELECT status, lease_owner = $2, log_bytes FROM runs WHERE id = $1",
+    "SELECT status, lease_owner = $2, log_bytes, error_code FROM runs WHERE id = $1",
     2, SVC_STMT_READ
 };
 
@@ -315,20 +315,24 @@ apr_status_t svc_run_reap(svc_db_t *db, apr_pool_t *p, int *pcount)
 /*
  * After an update fenced by the lease changed nothing: whether the run is
  * already where the caller wanted it (an earlier attempt committed but its
- * answer was lost), or the node no longer holds it.
+ * answer was lost), or the node no longer holds it. The error code tells
+ * our own failure from the reaper's ("lost"), which we never write.
  */
 static apr_status_t settled(svc_db_t *db, apr_pool_t *p, const char *run_id, const char *node,
-                            const char *want_status)
+                            const char *want_status, const char *want_code)
 {
     svc_dbres_t *res;
     apr_status_t rv = svc_db_execv(db, &st_status_of, p, &res, run_id, node);
-    const char *status;
+    const char *status, *code;
 
     if (rv != APR_SUCCESS) {
         return rv;
     }
     status = svc_dbres_str(res, 0, 0);
-    return status && strcmp(status, want_status) == 0 ? APR_SUCCESS : SVC_ENOTFOUND;
+    code = svc_dbres_str(res, 0, 3);
+    return status && strcmp(status, want_status) == 0
+           && (code ? want_code && strcmp(code, want_code) == 0 : !want_code)
+           ? APR_SUCCESS : SVC_ENOTFOUND;
 }
 
 /* Ends a run the node holds, in one transaction: its final status, the
@@ -353,7 +357,7 @@ static apr_status_t end_run(svc_db_t *db, apr_pool_t *p, const char *run_id, con
     }
     if (svc_dbres_rows(res) == 0) {
         svc_db_rollback(db, p);
-        return settled(db, p, run_id, node, status);
+        return settled(db, p, run_id, node, status, err_code);
     }
     for (at = 0; bundle && at < bundle_len && rv == APR_SUCCESS; at += ARTIFACT_PART, part++) {
         apr_size_t n = bundle_len - at < ARTIFACT_PART ? bundle_len - at : ARTIFACT_PART;
