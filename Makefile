@@ -146,3 +146,5 @@ bench:
 clean:
 	rm -rf $(BUILD) t/logs t/conf/httpd.conf t/conf/apache_test_config.pm t/TEST \
 	    t/conf/extra.conf t/htdocs/index.html
+
+include mod_svc/factory/factory.mk

@@ -47,6 +47,8 @@ package FakeLLM;
 #
 # By hand (e.g. beside `make run`):
 #   perl -It/lib -MFakeLLM -e FakeLLM::main -- --flavor openai --port-file F [--key K]
+# writes the port to F and the accepted key to F.key (0600); it stops on
+# SIGTERM, and by itself when the process that started it ends.
 #
 # Control, per server:
 #   POST /_control {...}    set any of the fields below; unknown fields are a 400
@@ -1138,7 +1140,9 @@ sub main {
     chmod 0600, "$port_file.key";
     print $kf "$key\n";
     close $kf or die "FakeLLM: $port_file.key: $!\n";
-    serve($d, flavor => $flavor, key => $key);
+    # Like a server of start(), it ends with the process that started it
+    # (a test that died, a shell that was closed): nothing is left behind.
+    serve($d, flavor => $flavor, key => $key, watch => getppid());
 }
 
 1;

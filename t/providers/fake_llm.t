@@ -727,6 +727,31 @@ subtest 'command line' => sub {
     kill 'TERM', $pid;
     waitpid($pid, 0);
     is($?, 0, 'TERM ends it cleanly');
+
+    # Started by a process that dies without stopping it, it ends too.
+    pipe(my $r, my $w) or die "pipe: $!";
+    my $starter = fork // die "fork: $!";
+    if ($starter == 0) {
+        close $r;
+        my $server = fork // POSIX::_exit(1);
+        if ($server == 0) {
+            open STDERR, '>', '/dev/null';
+            { exec $^X, "-I$FindBin::Bin/../lib", '-MFakeLLM', '-e', 'FakeLLM::main', '--',
+                   '--flavor', 'openai', '--port-file', "$dir/port2" };
+            POSIX::_exit(127);
+        }
+        print $w "$server\n";
+        close $w;
+        sleep 300;
+        POSIX::_exit(0);
+    }
+    close $w;
+    chomp(my $server = <$r>);
+    close $r;
+    ok(wait_until(sub { -s "$dir/port2" }, 20), 'a server started by another process');
+    kill 'KILL', $starter;
+    waitpid($starter, 0);
+    ok(gone_within($server, 10), 'that process killed: the server ends');
 };
 
 done_testing();
