@@ -54,6 +54,12 @@ static void *merge_server_conf(apr_pool_t *p, void *basev, void *addv)
     if (!(add->set & SVC_SET_DOC_LIMIT)) {
         sc->core.document_limit = base->core.document_limit;
     }
+    if (!(add->set & SVC_SET_UPLOAD_LIMIT)) {
+        sc->core.upload_limit = base->core.upload_limit;
+    }
+    if (!add->core.model_prices) {
+        sc->core.model_prices = base->core.model_prices;
+    }
     if (!(add->set & SVC_SET_ALLOW_PRIVATE)) {
         sc->core.provider_allow_private = base->core.provider_allow_private;
     }
@@ -160,6 +166,89 @@ static const char *set_document_limit(cmd_parms *cmd, void *dummy, const char *a
         sc->set |= SVC_SET_DOC_LIMIT;
     }
     return err;
+}
+
+/* SvcAttachmentLimit: bytes, or a number with K, M or G. */
+static const char *set_upload_limit(cmd_parms *cmd, void *dummy, const char *arg)
+{
+    svc_server_conf *sc = server_conf(cmd);
+    const char *s = arg;
+    apr_int64_t v = 0, unit = 1, max = APR_INT64_C(1) << 32;
+
+    while (*s >= '0' && *s <= '9' && v <= max) {
+        v = v * 10 + (*s++ - '0');
+    }
+    if (*s == 'K' || *s == 'k') {
+        unit = 1024;
+    }
+    else if (*s == 'M' || *s == 'm') {
+        unit = 1024 * 1024;
+    }
+    else if (*s == 'G' || *s == 'g') {
+        unit = 1024 * 1024 * 1024;
+    }
+    if (unit > 1) {
+        s++;
+    }
+    if (s == arg || *s || v < 1 || v > max / unit) {
+        return apr_psprintf(cmd->pool, "%s must be a size from 1 byte to 4G (suffixes K, M and "
+                            "G allowed)", cmd->directive->directive);
+    }
+    sc->core.upload_limit = (apr_size_t)(v * unit);
+    sc->set |= SVC_SET_UPLOAD_LIMIT;
+    return NULL;
+}
+
+/* A price in US dollars per million tokens: a decimal number, 0 to 10000. */
+static int parse_price(const char *arg, double *pv)
+{
+    char *end;
+    double v;
+
+    if (!*arg || strspn(arg, "0123456789.") != strlen(arg)) {
+        return 0;
+    }
+    v = strtod(arg, &end);
+    if (*end || v < 0 || v > 10000) {
+        return 0;
+    }
+    *pv = v;
+    return 1;
+}
+
+/* SvcModelPrice MODEL INPUT_PER_MTOK OUTPUT_PER_MTOK, repeatable; a model
+ * named again takes the later prices. */
+static const char *set_model_price(cmd_parms *cmd, void *dummy, const char *model,
+                                   const char *in, const char *out)
+{
+    svc_server_conf *sc = server_conf(cmd);
+    svc_model_price_t *mp = NULL;
+    double vin, vout;
+    int i;
+
+    if (!*model || strlen(model) > 200) {
+        return "SvcModelPrice: the model name must be 1 to 200 characters";
+    }
+    if (!parse_price(in, &vin) || !parse_price(out, &vout)) {
+        return "SvcModelPrice: prices are US dollars per million tokens, such as 2.50, from 0 "
+               "to 10000";
+    }
+    if (!sc->core.model_prices) {
+        sc->core.model_prices = apr_array_make(cmd->pool, 8, sizeof(svc_model_price_t));
+    }
+    for (i = 0; i < sc->core.model_prices->nelts; i++) {
+        svc_model_price_t *e = &APR_ARRAY_IDX(sc->core.model_prices, i, svc_model_price_t);
+        if (strcmp(e->model, model) == 0) {
+            mp = e;
+        }
+    }
+    if (!mp) {
+        mp = apr_array_push(sc->core.model_prices);
+        mp->model = apr_pstrdup(cmd->pool, model);
+    }
+    mp->input_per_mtok = vin;
+    mp->output_per_mtok = vout;
+    return NULL;
 }
 
 static const char *set_model_timeout(cmd_parms *cmd, void *dummy, const char *arg)
@@ -416,6 +505,13 @@ static const command_rec svc_cmds[] = {
     AP_INIT_TAKE1("SvcDocumentLimit", set_document_limit, NULL, RSRC_CONF,
                   "Largest planning document body in bytes (default 1048576); routes that "
                   "take a document accept a JSON body big enough to carry one"),
+    AP_INIT_TAKE1("SvcAttachmentLimit", set_upload_limit, NULL, RSRC_CONF,
+                  "Largest attachment accepted, in bytes or with K, M or G (default 25M); "
+                  "uploads are streamed to PostgreSQL, never held in memory"),
+    AP_INIT_TAKE3("SvcModelPrice", set_model_price, NULL, RSRC_CONF,
+                  "MODEL INPUT_PER_MTOK OUTPUT_PER_MTOK: the model's price in US dollars per "
+                  "million input and output tokens, for build cost estimates (before the "
+                  "shipped table; repeatable)"),
     AP_INIT_FLAG("SvcProviderAllowPrivate", set_allow_private, NULL, RSRC_CONF,
                  "On: organizations' model provider URLs may reach loopback, private and "
                  "link-local addresses (a local Ollama); cloud metadata addresses stay "

@@ -65,6 +65,7 @@ typedef struct {
 #define SVC_SET_DOC_LIMIT    0x1000
 #define SVC_SET_ALLOW_PRIVATE 0x2000
 #define SVC_SET_RUN_TIMEOUT  0x4000
+#define SVC_SET_UPLOAD_LIMIT 0x8000
 
 /* The API handler ("svc") and the benchmark's no-op handler ("svc-noop"). */
 int svc_handler(request_rec *r);

@@ -137,6 +137,111 @@ static apr_status_t read_body(svc_ctx_t *ctx, request_rec *r, apr_size_t limit)
     return APR_SUCCESS;
 }
 
+/*
+ * A body the handler reads as it arrives (SVC_RF_STREAM_BODY): nothing is
+ * read here but the head. Over the cap by Content-Length: 413 before a byte
+ * is read; otherwise the kernel counts what the handler takes
+ * (svc_body_read). "100 Continue" goes out with the first read, so a
+ * refused request is refused before the client sends its body.
+ */
+typedef struct {
+    request_rec *r;
+    int started;
+    int ended;                  /* the whole body was read */
+} stream_body_t;
+
+static apr_status_t stream_body_read(void *baton, char *buf, apr_size_t *plen)
+{
+    stream_body_t *sb = baton;
+    apr_size_t want = *plen;
+    long got;
+
+    *plen = 0;
+    if (sb->ended) {
+        return APR_SUCCESS;
+    }
+    if (!sb->started) {
+        sb->started = 1;
+        if (!ap_should_client_block(sb->r)) {
+            sb->ended = 1;
+            return APR_SUCCESS;
+        }
+    }
+    got = ap_get_client_block(sb->r, buf, want > 65536 ? 65536 : want);
+    if (got < 0) {
+        return APR_EGENERAL;
+    }
+    if (got == 0) {
+        sb->ended = 1;
+    }
+    *plen = (apr_size_t)got;
+    return APR_SUCCESS;
+}
+
+static apr_status_t stream_body_begin(svc_ctx_t *ctx, request_rec *r, apr_size_t limit,
+                                      stream_body_t **psb)
+{
+    stream_body_t *sb;
+
+    if (ap_setup_client_block(r, REQUEST_CHUNKED_DECHUNK) != OK) {
+        return svc_fail(ctx, 400, "invalid_body", "The request body could not be read.");
+    }
+    if (r->remaining > (apr_off_t)limit) {
+        r->connection->keepalive = AP_CONN_CLOSE;
+        return svc_fail_too_large(ctx, limit);
+    }
+    sb = apr_pcalloc(r->pool, sizeof(*sb));
+    sb->r = r;
+    ctx->body_reader = stream_body_read;
+    ctx->body_baton = sb;
+    *psb = sb;
+    return APR_SUCCESS;
+}
+
+/*
+ * Writes an answer the handler produces in pieces (svc_reply_produced):
+ * each piece from a scratch pool cleared after it is written, the database
+ * connection given back before each write, and a flush after each, so
+ * neither memory nor a pooled connection grows with the size or waits on
+ * the client. A piece that fails after the head went out cuts the answer
+ * short and closes the connection: the client sees fewer bytes than
+ * Content-Length said, never a wrong file.
+ */
+static void write_produced(svc_ctx_t *ctx, request_rec *r)
+{
+    apr_pool_t *scratch;
+    apr_off_t sent = 0;
+    apr_status_t rv = APR_SUCCESS;
+
+    apr_pool_create(&scratch, r->pool);
+    while (!r->connection->aborted) {
+        const char *data = NULL;
+        apr_size_t len = 0;
+
+        apr_pool_clear(scratch);
+        rv = ctx->producer(ctx, ctx->producer_baton, scratch, &data, &len);
+        svc_glue_ctx_release(ctx);
+        if (rv != APR_SUCCESS || len == 0) {
+            break;
+        }
+        if (ap_rwrite(data, (int)len, r) < 0 || ap_rflush(r) < 0) {
+            break;
+        }
+        sent += (apr_off_t)len;
+    }
+    apr_pool_destroy(scratch);
+    if (sent != ctx->producer_len) {
+        if (!r->connection->aborted) {
+            ap_log_rerror(APLOG_MARK, APLOG_ERR, rv >= APR_OS_START_USERERR ? 0 : rv, r,
+                          "SVC0050: %s stopped after %" APR_OFF_T_FMT " of %" APR_OFF_T_FMT
+                          " bytes request_id=%s", ctx->route ? ctx->route->op_id : r->uri,
+                          sent, ctx->producer_len, ctx->request_id);
+        }
+        r->connection->keepalive = AP_CONN_CLOSE;
+        r->connection->aborted = 1;
+    }
+}
+
 static int copy_header(void *baton, const char *key, const char *val)
 {
     request_rec *r = baton;
@@ -155,7 +260,13 @@ static int write_response(svc_ctx_t *ctx, request_rec *r)
     if (ctx->content_type) {
         ap_set_content_type(r, ctx->content_type);
     }
-    if (ctx->resp_body && ctx->status != 204) {
+    if (ctx->producer) {
+        ap_set_content_length(r, ctx->producer_len);
+        if (!r->header_only) {
+            write_produced(ctx, r);
+        }
+    }
+    else if (ctx->resp_body && ctx->status != 204) {
         ap_set_content_length(r, (apr_off_t)ctx->resp_len);
         if (!r->header_only) {
             ap_rwrite(ctx->resp_body, (int)ctx->resp_len, r);
@@ -253,6 +364,7 @@ static int noop_handler(request_rec *r)
 int svc_handler(request_rec *r)
 {
     svc_server_conf *sc;
+    stream_body_t *sb = NULL;
     svc_ctx_t *ctx;
     apr_status_t rv;
 
@@ -286,7 +398,9 @@ int svc_handler(request_rec *r)
         hide_path(r, NULL);
     }
     if (rv == APR_SUCCESS && ctx->route) {
-        rv = read_body(ctx, r, svc_dispatch_body_limit(ctx));
+        rv = (ctx->route->flags & SVC_RF_STREAM_BODY)
+             ? stream_body_begin(ctx, r, svc_dispatch_body_limit(ctx), &sb)
+             : read_body(ctx, r, svc_dispatch_body_limit(ctx));
         if (rv == APR_SUCCESS && !sc->core.have_secret
             && (ctx->route->auth == SVC_AUTH_USER || ctx->route->auth == SVC_AUTH_SHARE)) {
             rv = svc_fail(ctx, 503, "not_configured",
@@ -301,6 +415,14 @@ int svc_handler(request_rec *r)
         svc_problem_t *pr = svc_ctx_problem(ctx, rv);
         log_failure(ctx, r, rv, pr);
         svc_ctx_render_problem(ctx, pr);
+    }
+    /* A streamed body left unread (refused, or cut at the cap) is not read
+     * to its end just to keep the connection: it is closed instead. */
+    if (sb && (!sb->ended || ctx->body_cut)) {
+        r->connection->keepalive = AP_CONN_CLOSE;
+    }
+    if (rv != APR_SUCCESS) {
+        ctx->producer = NULL;
     }
     if (rv == APR_SUCCESS && ctx->stream) {
         /* The stream replays from the database, then lets go of it. */

@@ -4,6 +4,7 @@
  * changes.
  */
 #include "svc_areas.h"
+#include "svc_attachments.h"
 #include "svc_auditlog.h"
 #include "svc_documents.h"
 #include "svc_events.h"
@@ -23,6 +24,7 @@ const svc_area_t *const svc_areas[] = {
     &svc_documents_area,
     &svc_share_area,
     &svc_runs_area,
+    &svc_attachments_area,
     NULL
 };
 

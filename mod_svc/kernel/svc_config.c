@@ -18,6 +18,7 @@ void svc_config_defaults(svc_config_t *conf, apr_pool_t *p)
     conf->invite_lifetime = 14 * 24 * 3600;
     conf->model_timeout_ms = 120 * 1000;
     conf->document_limit = 1024 * 1024;
+    conf->upload_limit = 25 * 1024 * 1024;
     conf->run_timeout = 30 * 60;
     conf->rate_classes = apr_array_make(p, 4, sizeof(svc_rate_class_t));
     conf->internal_allow = apr_array_make(p, 2, sizeof(apr_ipsubnet_t *));

@@ -13,6 +13,16 @@
 
 #define SVC_KEY_BYTES 32
 
+/*
+ * The price of a model, in US dollars per million tokens (SvcModelPrice),
+ * read by the pipeline's cost estimate before its own table.
+ */
+typedef struct {
+    const char *model;
+    double input_per_mtok;
+    double output_per_mtok;
+} svc_model_price_t;
+
 /* A named rate-limit class: at most `limit` events per `period` seconds. */
 typedef struct {
     const char *name;
@@ -38,6 +48,8 @@ struct svc_config_t {
     apr_size_t document_limit;      /* largest planning document body, in bytes */
     int provider_allow_private;     /* tenant provider URLs may reach private addresses */
     int run_timeout;                /* seconds a run created here may take (SvcRunTimeout) */
+    apr_size_t upload_limit;        /* largest attachment, in bytes (SvcAttachmentLimit) */
+    apr_array_header_t *model_prices;   /* of svc_model_price_t (SvcModelPrice), or NULL */
 
     apr_array_header_t *rate_classes;     /* of svc_rate_class_t */
     apr_array_header_t *internal_allow;   /* of apr_ipsubnet_t * */

@@ -212,6 +212,19 @@ apr_status_t svc_reply_body(svc_ctx_t *ctx, int status, const char *content_type
     return APR_SUCCESS;
 }
 
+apr_status_t svc_reply_produced(svc_ctx_t *ctx, int status, const char *content_type,
+                                apr_off_t len, svc_body_producer_fn fn, void *baton)
+{
+    ctx->status = status;
+    ctx->content_type = content_type;
+    ctx->resp_body = NULL;
+    ctx->resp_len = 0;
+    ctx->producer = fn;
+    ctx->producer_baton = baton;
+    ctx->producer_len = len;
+    return APR_SUCCESS;
+}
+
 void svc_reply_add(svc_ctx_t *ctx, const char *key, const char *json_value)
 {
     apr_size_t n = ctx->resp_len;

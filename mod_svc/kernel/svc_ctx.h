@@ -67,6 +67,23 @@ typedef struct {
     int until_run_ends;
 } svc_stream_t;
 
+/*
+ * A streamed request body (routes flagged SVC_RF_STREAM_BODY): the glue's
+ * reader fills buf with up to *plen bytes and sets *plen to how many; 0 at
+ * the end. Handlers call svc_body_read (svc_dispatch.h), which holds the cap.
+ */
+typedef apr_status_t (*svc_body_reader_fn)(void *baton, char *buf, apr_size_t *plen);
+
+/*
+ * An answer produced in pieces (svc_reply_produced): each call sets *pdata
+ * and *plen to the next piece, allocated from `scratch` (cleared after the
+ * piece is written), and *plen to 0 at the end. The glue gives the
+ * database connection back after every piece, before writing it, so a slow
+ * client never holds one.
+ */
+typedef apr_status_t (*svc_body_producer_fn)(svc_ctx_t *ctx, void *baton, apr_pool_t *scratch,
+                                             const char **pdata, apr_size_t *plen);
+
 /* Where a problem document goes before the glue renders it. */
 struct svc_problem_t {
     int status;
@@ -92,6 +109,11 @@ struct svc_ctx_t {
     const char *raw_body;       /* the body as received, or NULL */
     apr_size_t raw_len;
     json_t *body;               /* the parsed object, or NULL */
+    /* A body the handler reads as it arrives (SVC_RF_STREAM_BODY). */
+    svc_body_reader_fn body_reader;
+    void *body_baton;
+    apr_off_t body_read;        /* bytes handed to the handler so far */
+    int body_cut;               /* refused or failed midway: the glue closes the connection */
     const char *client_ip;
     apr_sockaddr_t *client_sa;  /* the peer (or proxy-reported) address, or NULL */
     const char *user_agent;
@@ -126,6 +148,10 @@ struct svc_ctx_t {
     apr_table_t *headers_out;
     svc_problem_t *problem;
     svc_stream_t *stream;       /* set by stream handlers: the glue streams */
+    /* An answer produced in pieces (svc_reply_produced), of producer_len bytes. */
+    svc_body_producer_fn producer;
+    void *producer_baton;
+    apr_off_t producer_len;
 };
 
 /* Creates a context; the glue fills in the request fields afterwards. */
@@ -184,6 +210,15 @@ apr_status_t svc_reply_text(svc_ctx_t *ctx, int status, const char *json_text);
  * response is written) as `content_type`. */
 apr_status_t svc_reply_body(svc_ctx_t *ctx, int status, const char *content_type,
                             const char *body, apr_size_t len);
+
+/*
+ * Sets a response of `len` bytes that `fn` produces in pieces (downloads):
+ * memory stays flat whatever the size. The status and headers are sent
+ * before the first piece is asked for; a piece that fails then cuts the
+ * answer short (the client sees fewer bytes than Content-Length).
+ */
+apr_status_t svc_reply_produced(svc_ctx_t *ctx, int status, const char *content_type,
+                                apr_off_t len, svc_body_producer_fn fn, void *baton);
 
 /*
  * Adds one member, whose value is JSON text, to the object already set as

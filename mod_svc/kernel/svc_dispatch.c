@@ -34,6 +34,9 @@ apr_size_t svc_dispatch_body_limit(const svc_ctx_t *ctx)
 {
     apr_size_t doc;
 
+    if (ctx->route && (ctx->route->flags & SVC_RF_STREAM_BODY)) {
+        return ctx->conf->upload_limit;
+    }
     if (!ctx->route || !ctx->route->body) {
         return 0;
     }
@@ -49,6 +52,46 @@ apr_status_t svc_fail_too_large(svc_ctx_t *ctx, apr_size_t limit)
     return svc_fail(ctx, 413, "payload_too_large",
                     "The request body is larger than this endpoint accepts (%" APR_SIZE_T_FMT
                     " bytes).", limit);
+}
+
+apr_status_t svc_body_read(svc_ctx_t *ctx, char *buf, apr_size_t *plen)
+{
+    apr_size_t limit = svc_dispatch_body_limit(ctx);
+    apr_status_t rv;
+
+    if (!ctx->body_reader) {
+        *plen = 0;
+        return APR_SUCCESS;
+    }
+    if (ctx->body_cut) {
+        return SVC_EPROBLEM;
+    }
+    /*
+     * Nothing of the body is taken before the caller's credentials are
+     * confirmed (a deferred token check still pending runs now): a request
+     * that must run again from authentication (SVC_ERESTART) still has its
+     * whole body.
+     */
+    if (ctx->body_read == 0 && ctx->db && svc_db_pending(ctx->db)) {
+        rv = svc_db_flush(ctx->db);
+        if (ctx->auth_rv != APR_SUCCESS) {
+            return ctx->auth_rv;
+        }
+        if (rv != APR_SUCCESS) {
+            return rv;
+        }
+    }
+    if (ctx->body_reader(ctx->body_baton, buf, plen) != APR_SUCCESS) {
+        ctx->body_cut = 1;
+        return svc_fail(ctx, 400, "invalid_body", "The request body could not be read to its "
+                        "end (the client stopped sending it?).");
+    }
+    ctx->body_read += (apr_off_t)*plen;
+    if ((apr_size_t)ctx->body_read > limit) {
+        ctx->body_cut = 1;
+        return svc_fail_too_large(ctx, limit);
+    }
+    return APR_SUCCESS;
 }
 
 /* application/json, optionally with parameters; also any +json type. */
@@ -73,6 +116,10 @@ static apr_status_t read_body(svc_ctx_t *ctx)
     const char *err;
     json_t *errors;
 
+    if (route->flags & SVC_RF_STREAM_BODY) {
+        /* The handler's to read, whatever its type (svc_body_read). */
+        return APR_SUCCESS;
+    }
     if (!route->body) {
         if (ctx->raw_len > 0) {
             return svc_fail(ctx, 400, "body_not_allowed",

@@ -17,11 +17,22 @@
  */
 apr_status_t svc_dispatch_route(svc_ctx_t *ctx, const svc_router_t *rt);
 
-/* The body cap of the matched route, in bytes (0: no body accepted). */
+/* The body cap of the matched route, in bytes (0: no body accepted); for
+ * streamed bodies, SvcAttachmentLimit. */
 apr_size_t svc_dispatch_body_limit(const svc_ctx_t *ctx);
 
 /* Everything after the body has been read. */
 apr_status_t svc_dispatch_run(svc_ctx_t *ctx);
+
+/*
+ * The next piece of a streamed request body (SVC_RF_STREAM_BODY) into buf,
+ * at most *plen bytes; *plen is 0 at its end (and for a request without a
+ * body). Past the cap (SvcAttachmentLimit): a 413 problem, and nothing more
+ * is read. A body that cannot be read (the client went away): a 400
+ * problem. Either way the handler rolls back what it began, and the glue
+ * closes the connection.
+ */
+apr_status_t svc_body_read(svc_ctx_t *ctx, char *buf, apr_size_t *plen);
 
 /* A 413 problem for a body over `limit` bytes. */
 apr_status_t svc_fail_too_large(svc_ctx_t *ctx, apr_size_t limit);

@@ -75,6 +75,14 @@ static json_t *operation(apr_pool_t *p, const svc_route_t *r, json_t *params)
                                       "application/json", "schema",
                                       svc_json_schema_of(r->body)));
     }
+    else if (r->flags & SVC_RF_STREAM_BODY) {
+        json_object_set_new(op, "requestBody",
+                            json_pack("{s:b,s:s,s:{s:{s:{s:s,s:s}}}}", "required", 1,
+                                      "description", "The file itself, with its own "
+                                      "Content-Type, streamed (at most SvcAttachmentLimit).",
+                                      "content", "*/*", "schema", "type", "string", "format",
+                                      "binary"));
+    }
     if (strcmp(code, "204") == 0) {
         json_object_set_new(responses, code, json_pack("{s:s}", "description", "Done."));
     }
@@ -108,6 +116,10 @@ static json_t *operation(apr_pool_t *p, const svc_route_t *r, json_t *params)
         json_object_set_new(responses, "400", problem_ref("Invalid body or parameters."));
         json_object_set_new(responses, "413", problem_ref("Body too large."));
         json_object_set_new(responses, "415", problem_ref("Body is not JSON."));
+    }
+    else if (r->flags & SVC_RF_STREAM_BODY) {
+        json_object_set_new(responses, "400", problem_ref("Invalid parameters."));
+        json_object_set_new(responses, "413", problem_ref("Body too large."));
     }
     if (r->auth == SVC_AUTH_USER) {
         json_object_set_new(responses, "401", problem_ref("Not authenticated."));

@@ -41,6 +41,15 @@ typedef apr_status_t (*svc_handler_fn)(svc_ctx_t *ctx);
 #define SVC_RF_BINARY   0x2000
 /* A success answers text/markdown, not JSON (for the OpenAPI document). */
 #define SVC_RF_MARKDOWN     0x4000
+/*
+ * The body is the handler's to read as it arrives (uploads), in pieces,
+ * with svc_body_read: the glue reads nothing first, the kernel neither
+ * parses it nor checks its type, and the cap is SvcAttachmentLimit
+ * (413 the moment it is passed, or up front from Content-Length). body
+ * stays NULL on such rows. (A high bit, clear of the flags other branches
+ * add.)
+ */
+#define SVC_RF_STREAM_BODY  0x01000000
 
 /* A query parameter a route documents and accepts. */
 typedef struct {

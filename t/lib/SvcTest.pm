@@ -964,4 +964,140 @@ sub call_route {
     return ($status, $problem, undef);
 }
 
+# ===========================================================================
+# Attachments and the pipeline (issue 11): uploads over a raw socket (so a
+# refusal in the middle of a body is seen as the server sent it), httpd's
+# memory, requests walked through their stages.
+# ===========================================================================
+
+push @EXPORT, qw(send_body httpd_rss_sampler);
+
+# send_body($method, $path, token => $pat, type => $content_type,
+#           length => $n, chunked => 1, fill => sub { ($offset, $n) → bytes },
+#           stop_after => $bytes, headers => {...})
+#   → ($status, $decoded_json_or_undef, $raw_head, $bytes_sent)
+# Sends $length bytes (from `fill`, default 'x's) as Content-Length or
+# chunked; stops sending as soon as the server answers (as a browser
+# would), or after `stop_after` bytes (then closes: a client that gives
+# up). The answer is read to its end (Content-Length framed).
+sub send_body {
+    my ($method, $path, %opt) = @_;
+    require IO::Socket::INET;
+    require IO::Select;
+    local $SIG{PIPE} = 'IGNORE';
+    my $port = $opt{port} // Apache::Test::vars('port');
+    my $sock = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $port,
+                                     Proto => 'tcp', Timeout => 30)
+        or die "send_body: connect: $!\n";
+    binmode $sock;
+    my $len = $opt{length} // 0;
+    my $head = "$method $path HTTP/1.1\r\nHost: 127.0.0.1:$port\r\n";
+    $head .= "Authorization: Bearer $opt{token}\r\n" if defined $opt{token};
+    $head .= "Content-Type: $opt{type}\r\n" if defined $opt{type};
+    $head .= $opt{chunked} ? "Transfer-Encoding: chunked\r\n" : "Content-Length: $len\r\n";
+    $head .= "$_: $opt{headers}{$_}\r\n" for sort keys %{ $opt{headers} // {} };
+    $head .= "Connection: close\r\n\r\n";
+    syswrite($sock, $head) or die "send_body: $!\n";
+    my $sel = IO::Select->new($sock);
+    my $fill = $opt{fill} // sub { 'x' x $_[1] };
+    my ($sent, $answered) = (0, 0);
+    my $limit = $opt{stop_after} // $len;
+    while ($sent < $limit) {
+        if ($sel->can_read(0)) { $answered = 1; last }
+        my $n = $limit - $sent < 65536 ? $limit - $sent : 65536;
+        my $piece = $fill->($sent, $n);
+        $piece = sprintf("%x\r\n", length $piece) . $piece . "\r\n" if $opt{chunked};
+        my $w = 0;
+        while ($w < length $piece) {
+            my $k = syswrite($sock, $piece, length($piece) - $w, $w);
+            if (!defined $k) { $answered = 1; last }
+            $w += $k;
+        }
+        last if $answered;
+        $sent += $n;
+    }
+    if (defined $opt{stop_after}) {
+        close $sock;
+        return (0, undef, '', $sent);
+    }
+    syswrite($sock, "0\r\n\r\n") if $opt{chunked} && !$answered;
+    my $buf = '';
+    my $deadline = time + 60;
+    while ($buf !~ /\r\n\r\n/ && time < $deadline) {
+        last unless $sel->can_read($deadline - time);
+        my $n = sysread($sock, my $chunk, 65536);
+        last unless $n;
+        $buf .= $chunk;
+    }
+    my ($rhead, $body) = split /\r\n\r\n/, $buf, 2;
+    $body //= '';
+    my ($status) = ($rhead // '') =~ m{^HTTP/1\.\d (\d{3})};
+    my ($clen) = ($rhead // '') =~ /^Content-Length:\s*(\d+)/mi;
+    while (defined $clen && length($body) < $clen && time < $deadline) {
+        last unless $sel->can_read($deadline - time);
+        my $n = sysread($sock, my $chunk, 65536);
+        last unless $n;
+        $body .= $chunk;
+    }
+    close $sock;
+    my $data = eval { $JSON->decode($body) };
+    return ($status // 0, $data, $rhead // '', $sent);
+}
+
+# my $s = httpd_rss_sampler(); ...; my ($base_kb, $peak_kb) = $s->();
+# Samples the resident memory of every process of the test httpd (the
+# parent and its children) every 50 ms in a child process, from the call
+# until the returned sub is called; returns the sum at the start and the
+# highest sum seen, in KiB. For reports, not assertions.
+sub httpd_rss_sampler {
+    my $pidfile = catfile(t_logs(), 'httpd.pid');
+    open my $pf, '<', $pidfile or die "httpd_rss_sampler: $pidfile: $!\n";
+    chomp(my $parent = <$pf>);
+    close $pf;
+    my $sum = sub {
+        my $total = 0;
+        opendir my $d, '/proc' or return 0;
+        for my $pid (grep { /^\d+$/ } readdir $d) {
+            open my $st, '<', "/proc/$pid/stat" or next;
+            my $line = <$st>;
+            close $st;
+            my ($ppid) = $line =~ /\)\s+\S+\s+(\d+)/ or next;
+            next unless $pid == $parent || $ppid == $parent;
+            open my $s, '<', "/proc/$pid/status" or next;
+            while (<$s>) { $total += $1 if /^VmRSS:\s+(\d+)/ }
+            close $s;
+        }
+        closedir $d;
+        return $total;
+    };
+    my $base = $sum->();
+    pipe(my $r, my $w) or die "httpd_rss_sampler: pipe: $!\n";
+    pipe(my $stop_r, my $stop_w) or die "httpd_rss_sampler: pipe: $!\n";
+    my $pid = fork // die "httpd_rss_sampler: fork: $!\n";
+    if ($pid == 0) {
+        close $r;
+        close $stop_w;
+        require IO::Select;
+        my $sel = IO::Select->new($stop_r);
+        my $peak = $base;
+        while (!$sel->can_read(0.05)) {
+            my $now = $sum->();
+            $peak = $now if $now > $peak;
+        }
+        print $w "$peak\n";
+        close $w;
+        require POSIX;
+        POSIX::_exit(0);
+    }
+    close $w;
+    close $stop_r;
+    return sub {
+        close $stop_w;
+        chomp(my $peak = <$r> // 0);
+        close $r;
+        waitpid($pid, 0);
+        return ($base, $peak);
+    };
+}
+
 1;

@@ -1,0 +1,19 @@
+/*
+ * svc_attach_api.h: the attachments API (attachments-private):
+ * docs/api/attachments.md.
+ */
+#ifndef SVC_ATTACH_API_H
+#define SVC_ATTACH_API_H
+
+#include "svc_attachments.h"
+
+apr_status_t svc_h_attachments_upload(svc_ctx_t *ctx);
+apr_status_t svc_h_attachments_list(svc_ctx_t *ctx);
+apr_status_t svc_h_attachments_get(svc_ctx_t *ctx);
+apr_status_t svc_h_attachments_content(svc_ctx_t *ctx);
+apr_status_t svc_h_attachments_delete(svc_ctx_t *ctx);
+
+extern const svc_qparam_t svc_query_attachments_upload[];
+extern const svc_qparam_t svc_query_attachments_list[];
+
+#endif /* SVC_ATTACH_API_H */
