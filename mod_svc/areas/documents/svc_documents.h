@@ -59,4 +59,44 @@ typedef struct {
 apr_status_t svc_documents_portal_comment(svc_db_t *db, apr_pool_t *p,
                                           const svc_portal_comment_t *c, const char **pjson);
 
+/*
+ * What the pipeline reads and writes (svc_doc_plan.c).
+ */
+
+/*
+ * In the caller's transaction, on behalf of the request's caller (ctx:
+ * its org and user): a product of `project_id` named `name`, with a table
+ * of contents whose first version is `toc_body` (written by `model` when
+ * not NULL, else by the caller), and their audit entries
+ * (product.created, document.created). *pproduct and *ptoc are the ids.
+ */
+apr_status_t svc_documents_plan(svc_ctx_t *ctx, svc_db_t *db, const char *project_id,
+                                const char *name, const char *toc_body, const char *model,
+                                const char **pproduct, const char **ptoc);
+
+/* A document of a product as the pipeline sees it. */
+typedef struct {
+    const char *id;
+    const char *kind;                   /* "toc" or "section" */
+    const char *title;
+    const char *current_version_id;
+    int current_number;
+    const char *current_status;         /* "draft", "approved", "changes_requested" */
+    const char *approved_version_id;    /* the latest approved version, or NULL */
+    /* With bodies: the approved version's body, or the current one's where
+     * none is approved, and its bytes. */
+    const char *body;
+    apr_size_t len;
+} svc_doc_brief_t;
+
+/*
+ * The product's documents (*pdocs, of svc_doc_brief_t, in p): the table of
+ * contents first, then the sections in the order they were made; with
+ * `bodies`, each one's approved body (or current, where none is approved). SVC_ENOTFOUND when the org
+ * has no such product.
+ */
+apr_status_t svc_documents_of_product(svc_db_t *db, apr_pool_t *p, const char *org_id,
+                                      const char *product_id, int bodies,
+                                      apr_array_header_t **pdocs);
+
 #endif /* SVC_DOCUMENTS_H */

@@ -96,4 +96,24 @@ const char *svc_provider_id(const svc_provider_t *prov);
 const char *svc_provider_kind(const svc_provider_t *prov);
 const char *svc_provider_model(const svc_provider_t *prov);
 
+/* The calls recorded against one subject with one model, summed. */
+typedef struct {
+    const char *subject_id;
+    const char *model;
+    apr_int64_t calls;
+    apr_int64_t input_tokens;
+    apr_int64_t output_tokens;
+} svc_usage_sum_t;
+
+/*
+ * Short database use: the org's recorded calls about each of `subject_ids`
+ * (const char *, of `subject_type`: the runs of a pipeline request, say),
+ * summed per subject and model (*psums, of svc_usage_sum_t, in p; subjects
+ * without calls are absent). svc_provider_usage.c.
+ */
+apr_status_t svc_provider_usage_sums(svc_db_t *db, apr_pool_t *p, const char *org_id,
+                                     const char *subject_type,
+                                     const apr_array_header_t *subject_ids,
+                                     apr_array_header_t **psums);
+
 #endif /* SVC_PROVIDERS_H */

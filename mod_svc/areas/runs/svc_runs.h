@@ -66,4 +66,38 @@ void svc_supervisor_defaults(svc_supervisor_conf_t *sc);
 int svc_supervisor_run(const svc_supervisor_conf_t *sc, volatile sig_atomic_t *stop,
                        apr_pool_t *p);
 
+/*
+ * Runs other areas start (the pipeline's build tasks: svc_run_start.c), in
+ * the caller's transaction. The supervisor picks a queued run up once the
+ * transaction commits (the NOTIFY it sends is delivered then).
+ */
+typedef struct {
+    const char *org_id;
+    const char *project_id;
+    const char *instructions;       /* 1 to 65536 characters */
+    const char *request_id;         /* the pipeline request, or NULL */
+    const char *task_id;            /* the build task, or NULL */
+    const char *created_by;         /* the user who started it */
+    int timeout_seconds;            /* SvcRunTimeout of the server it is started through */
+} svc_run_spec_t;
+
+/* Queues a run (*pid, from p). Its run.status event is svc_run_announce's,
+ * which comes last in the transaction (it takes the org's event lock). */
+apr_status_t svc_run_queue(svc_db_t *db, apr_pool_t *p, const svc_run_spec_t *spec,
+                           const char **pid);
+
+/*
+ * Cancels a run of the org: a queued one at once (*pstatus "cancelled":
+ * announce it), a running one by asking its supervisor to stop it
+ * (*pstatus "running"; its status changes when it has stopped). A finished
+ * run, or none, changes nothing (*pstatus NULL).
+ */
+apr_status_t svc_run_cancel_for(svc_db_t *db, apr_pool_t *p, const char *org_id,
+                                const char *run_id, const char **pstatus);
+
+/* The run.status event of a run queued or cancelled above, in the
+ * caller's transaction, after everything else it writes. */
+apr_status_t svc_run_announce(svc_db_t *db, apr_pool_t *p, const char *org_id,
+                              const char *project_id, const char *run_id, const char *status);
+
 #endif /* SVC_RUNS_H */

@@ -1,0 +1,58 @@
+/*
+ * svc_run_start.c: runs started and cancelled by other areas, in their
+ * transactions (svc_runs.h): the pipeline's build tasks.
+ */
+#include "svc_runs.h"
+#include "svc_run_store.h"
+
+static const svc_stmt_t st_queue = {
+    "svc_runs_queue_for",
+    "INSERT INTO runs (id, org_id, project_id, instructions, request_id, task_id,"
+    " created_by, timeout_seconds) VALUES ($1, $2, $3, $4, $5, $6, $7, $8::int)",
+    8, 0
+};
+
+/* A queued run is cancelled at once; a running one is asked to stop (the
+ * NOTIFY of sql/008 tells its supervisor). */
+static const svc_stmt_t st_cancel = {
+    "svc_runs_cancel_for",
+    "UPDATE runs SET cancel_requested = true,"
+    " status = CASE WHEN status = 'queued' THEN 'cancelled' ELSE status END,"
+    " finished_at = CASE WHEN status = 'queued' THEN now() ELSE finished_at END"
+    " WHERE id = $1 AND org_id = $2 AND status IN ('queued', 'running') RETURNING status",
+    2, 0
+};
+
+apr_status_t svc_run_queue(svc_db_t *db, apr_pool_t *p, const svc_run_spec_t *spec,
+                           const char **pid)
+{
+    const char *id = svc_id_new(p, "run_");
+    apr_status_t rv;
+
+    rv = svc_db_execv(db, &st_queue, p, NULL, id, spec->org_id, spec->project_id,
+                      spec->instructions, spec->request_id, spec->task_id, spec->created_by,
+                      apr_itoa(p, spec->timeout_seconds));
+    if (rv == APR_SUCCESS) {
+        *pid = id;
+    }
+    return rv;
+}
+
+apr_status_t svc_run_cancel_for(svc_db_t *db, apr_pool_t *p, const char *org_id,
+                                const char *run_id, const char **pstatus)
+{
+    svc_dbres_t *res;
+    apr_status_t rv = svc_db_execv(db, &st_cancel, p, &res, run_id, org_id);
+
+    *pstatus = NULL;
+    if (rv == APR_SUCCESS && svc_dbres_rows(res) == 1) {
+        *pstatus = apr_pstrdup(p, svc_dbres_str(res, 0, 0));
+    }
+    return rv;
+}
+
+apr_status_t svc_run_announce(svc_db_t *db, apr_pool_t *p, const char *org_id,
+                              const char *project_id, const char *run_id, const char *status)
+{
+    return svc_run_emit_status(db, p, org_id, project_id, run_id, status, NULL, NULL);
+}
