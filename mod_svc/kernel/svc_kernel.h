@@ -22,6 +22,7 @@
 #include "svc_dispatch.h"
 #include "svc_eventlog.h"
 #include "svc_health.h"
+#include "svc_idempotency.h"
 #include "svc_openapi.h"
 #include "svc_page.h"
 #include "svc_ratelimit.h"
