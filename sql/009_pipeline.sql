@@ -83,6 +83,9 @@ CREATE TABLE build_tasks (
     position     integer NOT NULL CHECK (position > 0),
     title        text NOT NULL CHECK (char_length(title) BETWEEN 1 AND 200),
     instructions text NOT NULL CHECK (char_length(instructions) BETWEEN 1 AND 65536),
+    -- The approved section's own size, which the cost estimate's output
+    -- side is reckoned from.
+    section_bytes integer NOT NULL CHECK (section_bytes >= 0),
     status       text NOT NULL DEFAULT 'pending'
                  CHECK (status IN ('pending', 'queued', 'running', 'succeeded', 'failed',
                                    'cancelled')),

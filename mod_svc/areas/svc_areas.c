@@ -9,6 +9,7 @@
 #include "svc_documents.h"
 #include "svc_events.h"
 #include "svc_identity.h"
+#include "svc_pipeline.h"
 #include "svc_providers.h"
 #include "svc_runs.h"
 #include "svc_share.h"
@@ -24,6 +25,7 @@ const svc_area_t *const svc_areas[] = {
     &svc_documents_area,
     &svc_share_area,
     &svc_runs_area,
+    &svc_pipeline_area,
     &svc_attachments_area,
     NULL
 };

@@ -1100,4 +1100,60 @@ sub httpd_rss_sampler {
     };
 }
 
+push @EXPORT, qw(new_request advance lifecycle approve_documents wait_request);
+
+# new_request($org, $token, project => $slug, kind => 'build', title => ..., body => ...)
+#   → the request (201 or die)
+sub new_request {
+    my ($org, $token, %opt) = @_;
+    my ($st, $r) = api(POST => "/api/orgs/$org/requests", token => $token,
+                       json => { project => $opt{project}, kind => $opt{kind} // 'build',
+                                 title => $opt{title} // 'Request ' . uniq('r'),
+                                 body => $opt{body} // "Build something small.\n" });
+    die "new_request: $st " . $JSON->encode($r // {}) . "\n" unless $st == 201;
+    return $r;
+}
+
+# advance($org, $token, $request_id, $action) → ($status, $json): POST
+# .../requests/:id/$action ('advance' unless given).
+sub advance {
+    my ($org, $token, $id, $action) = @_;
+    return api(POST => "/api/orgs/$org/requests/$id/" . ($action // 'advance'), token => $token);
+}
+
+# lifecycle($org, $token, $request_id) → the lifecycle document
+sub lifecycle {
+    my ($org, $token, $id) = @_;
+    my ($st, $l) = api(GET => "/api/orgs/$org/requests/$id/lifecycle", token => $token);
+    die "lifecycle: $st\n" unless $st == 200;
+    return $l;
+}
+
+# approve_documents($org, $token, $product_id): approves every document's
+# current version that is a draft; returns how many it approved.
+sub approve_documents {
+    my ($org, $token, $product) = @_;
+    my (undef, $list) = api(GET => "/api/orgs/$org/products/$product/documents?limit=200",
+                            token => $token);
+    my $n = 0;
+    for my $d (@{ $list->{data} }) {
+        next unless $d->{current_version}{status} eq 'draft';
+        my ($st) = api(POST => "/api/orgs/$org/doc-versions/$d->{current_version}{id}/approve",
+                       token => $token);
+        die "approve_documents: $st\n" unless $st == 200;
+        $n++;
+    }
+    return $n;
+}
+
+# wait_request($org, $token, $id, sub { $lifecycle → true when done }, timeout => 90)
+#   → the lifecycle that satisfied it, or undef
+sub wait_request {
+    my ($org, $token, $id, $cond, %opt) = @_;
+    return wait_for(sub {
+        my $l = lifecycle($org, $token, $id);
+        return $cond->($l) ? $l : undef;
+    }, timeout => $opt{timeout} // 90, interval => 0.25);
+}
+
 1;

@@ -1,0 +1,271 @@
+/*
+ * svc_estimate.c: the build cost estimate (svc_estimate.h) and its price
+ * table.
+ */
+#include "svc_estimate.h"
+#include "svc_build.h"
+#include "svc_documents.h"
+#include "svc_providers.h"
+
+#include <string.h>
+
+/*
+ * Prices in US dollars per million tokens (input, output), as the
+ * providers published them for their standard APIs in 2025. They change:
+ * operators check them and set SvcModelPrice for what differs, or for
+ * models not here (docs/api/pipeline.md).
+ */
+static const struct {
+    const char *model;
+    double in, out;
+} shipped[] = {
+    { "gpt-4o", 2.50, 10.00 },
+    { "gpt-4o-mini", 0.15, 0.60 },
+    { "gpt-4.1", 2.00, 8.00 },
+    { "gpt-4.1-mini", 0.40, 1.60 },
+    { "gpt-4.1-nano", 0.10, 0.40 },
+    { "gpt-4-turbo", 10.00, 30.00 },
+    { "o1", 15.00, 60.00 },
+    { "o1-mini", 1.10, 4.40 },
+    { "o3", 2.00, 8.00 },
+    { "o3-mini", 1.10, 4.40 },
+    { "o4-mini", 1.10, 4.40 },
+    { "claude-3-haiku", 0.25, 1.25 },
+    { "claude-3-opus", 15.00, 75.00 },
+    { "claude-3-5-haiku", 0.80, 4.00 },
+    { "claude-3-5-sonnet", 3.00, 15.00 },
+    { "claude-3-7-sonnet", 3.00, 15.00 },
+    { "claude-sonnet-4", 3.00, 15.00 },
+    { "claude-opus-4", 15.00, 75.00 },
+    { NULL, 0, 0 }
+};
+
+static const svc_stmt_t st_tasks_sizes = {
+    "svc_pipeline_tasks_sizes",
+    "SELECT id, document_id, title, octet_length(instructions), section_bytes"
+    " FROM build_tasks WHERE request_id = $1 AND org_id = $2 ORDER BY position",
+    2, SVC_STMT_READ
+};
+
+/* How well `entry` names `model`: 0 not at all, else the better the higher. */
+static apr_size_t match(const char *entry, const char *model)
+{
+    apr_size_t n = strlen(entry);
+
+    if (strcmp(entry, model) == 0) {
+        return (apr_size_t)-1;
+    }
+    return strncmp(entry, model, n) == 0 && model[n] == '-' ? n : 0;
+}
+
+int svc_price_of(const svc_config_t *conf, const char *model, svc_price_t *pp)
+{
+    apr_size_t best = 0, m;
+    int i;
+
+    if (!model) {
+        return 0;
+    }
+    for (i = 0; conf->model_prices && i < conf->model_prices->nelts; i++) {
+        const svc_model_price_t *e = &APR_ARRAY_IDX(conf->model_prices, i, svc_model_price_t);
+        if ((m = match(e->model, model)) > best) {
+            best = m;
+            pp->entry = e->model;
+            pp->input_per_mtok = e->input_per_mtok;
+            pp->output_per_mtok = e->output_per_mtok;
+            pp->source = "SvcModelPrice";
+        }
+    }
+    /* The table's entry only where it names the model better: an operator's
+     * price for gpt-4o is not gpt-4o-mini's. */
+    for (i = 0; shipped[i].model; i++) {
+        if ((m = match(shipped[i].model, model)) > best) {
+            best = m;
+            pp->entry = shipped[i].model;
+            pp->input_per_mtok = shipped[i].in;
+            pp->output_per_mtok = shipped[i].out;
+            pp->source = "the shipped table";
+        }
+    }
+    return best != 0;
+}
+
+apr_int64_t svc_tokens_of(apr_size_t bytes)
+{
+    return (apr_int64_t)((bytes + 3) / 4);
+}
+
+apr_int64_t svc_estimate_input(apr_size_t instruction_bytes)
+{
+    return svc_tokens_of(instruction_bytes) + SVC_ESTIMATE_PROMPT_TOKENS;
+}
+
+apr_int64_t svc_estimate_output(apr_size_t section_bytes)
+{
+    apr_int64_t out = 3 * svc_tokens_of(section_bytes);
+
+    return out < SVC_ESTIMATE_OUTPUT_MIN ? SVC_ESTIMATE_OUTPUT_MIN
+           : out > SVC_ESTIMATE_OUTPUT_MAX ? SVC_ESTIMATE_OUTPUT_MAX : out;
+}
+
+double svc_cost_of(const svc_price_t *price, apr_int64_t input_tokens,
+                   apr_int64_t output_tokens)
+{
+    double cost = ((double)input_tokens * price->input_per_mtok
+                   + (double)output_tokens * price->output_per_mtok) / 1e6;
+
+    return svc_round_micro(cost);
+}
+
+double svc_round_micro(double dollars)
+{
+    return (double)(apr_int64_t)(dollars * 1e6 + 0.5) / 1e6;
+}
+
+const char *svc_estimate_dump(apr_pool_t *p, const json_t *v)
+{
+    char *s = json_dumps(v, JSON_COMPACT | JSON_REAL_PRECISION(12));
+    const char *out = apr_pstrdup(p, s ? s : "null");
+
+    free(s);
+    return out;
+}
+
+/* One task's line of the estimate (added to `tasks`); its cost to *ptotal. */
+static void add_task(json_t *tasks, const svc_price_t *price, const char *task_id,
+                     const char *doc_id, const char *title, apr_size_t instruction_bytes,
+                     apr_size_t section_bytes, double *ptotal)
+{
+    apr_int64_t in = svc_estimate_input(instruction_bytes);
+    apr_int64_t out = svc_estimate_output(section_bytes);
+    double cost = price ? svc_cost_of(price, in, out) : 0;
+
+    *ptotal += cost;
+    json_array_append_new(tasks, json_pack("{s:s?,s:s,s:s,s:I,s:I,s:o}", "task_id", task_id,
+                                           "document_id", doc_id, "title", title,
+                                           "input_tokens", (json_int_t)in,
+                                           "output_tokens", (json_int_t)out,
+                                           "cost", price ? json_real(cost) : json_null()));
+}
+
+/* Before build: what the tasks would be, from the documents as they are. */
+static apr_status_t planned_tasks(svc_ctx_t *ctx, svc_db_t *db, const svc_request_t *req,
+                                  const svc_price_t *price, json_t *tasks, double *ptotal)
+{
+    const svc_doc_brief_t *toc = NULL;
+    apr_array_header_t *docs;
+    apr_status_t rv;
+    int i;
+
+    if (!req->product_id) {
+        return APR_SUCCESS;
+    }
+    rv = svc_documents_of_product(db, ctx->pool, ctx->org->id, req->product_id, 1, &docs);
+    if (rv != APR_SUCCESS) {
+        return rv == SVC_ENOTFOUND ? APR_SUCCESS : rv;
+    }
+    for (i = 0; i < docs->nelts; i++) {
+        const svc_doc_brief_t *d = &APR_ARRAY_IDX(docs, i, svc_doc_brief_t);
+        if (strcmp(d->kind, "toc") == 0) {
+            toc = d;
+        }
+    }
+    for (i = 0; i < docs->nelts; i++) {
+        const svc_doc_brief_t *d = &APR_ARRAY_IDX(docs, i, svc_doc_brief_t);
+        const char *text;
+
+        if (strcmp(d->kind, "section") != 0) {
+            continue;
+        }
+        text = svc_build_instructions(ctx->pool, req->title, d->title, d->body, d->len,
+                                      toc ? toc->body : "", toc ? toc->len : 0);
+        add_task(tasks, price, NULL, d->id, d->title, text ? strlen(text) : d->len, d->len,
+                 ptotal);
+    }
+    return APR_SUCCESS;
+}
+
+apr_status_t svc_estimate_request(svc_ctx_t *ctx, svc_db_t *db, const svc_request_t *req,
+                                  json_t **pest)
+{
+    svc_provider_t *prov = NULL;
+    svc_price_t price;
+    const char *model = NULL, *basis, *prices;
+    json_t *tasks = json_array();
+    svc_dbres_t *res;
+    double total = 0;
+    int priced, i;
+    apr_status_t rv;
+
+    rv = svc_provider_default(db, ctx->pool, ctx->conf, ctx->org->id, &prov);
+    if (rv != APR_SUCCESS && rv != SVC_ENOTFOUND && rv != APR_EINVAL) {
+        json_decref(tasks);
+        return rv;
+    }
+    model = rv == APR_SUCCESS ? svc_provider_model(prov) : NULL;
+    priced = svc_price_of(ctx->conf, model, &price);
+    if (svc_stage_index(req->stage) >= svc_stage_index(SVC_STAGE_BUILD)) {
+        rv = svc_db_execv(db, &st_tasks_sizes, ctx->pool, &res, req->id, ctx->org->id);
+        for (i = 0; rv == APR_SUCCESS && i < svc_dbres_rows(res); i++) {
+            apr_int64_t ib = 0, sb = 0;
+            svc_dbres_int64(res, i, 3, &ib);
+            svc_dbres_int64(res, i, 4, &sb);
+            add_task(tasks, priced ? &price : NULL, svc_dbres_str(res, i, 0),
+                     svc_dbres_str(res, i, 1), svc_dbres_str(res, i, 2), (apr_size_t)ib,
+                     (apr_size_t)sb, &total);
+        }
+    }
+    else {
+        rv = planned_tasks(ctx, db, req, priced ? &price : NULL, tasks, &total);
+    }
+    if (rv != APR_SUCCESS) {
+        json_decref(tasks);
+        return rv;
+    }
+    prices = !model
+             ? "The organization has no usable default model provider, so no price applies: "
+               "costs are null."
+             : priced
+             ? apr_psprintf(ctx->pool, "Prices: %s at %.2f USD per million input tokens and "
+                            "%.2f per million output tokens (%s entry %s; providers change "
+                            "their prices: operators check them and set SvcModelPrice).",
+                            model, price.input_per_mtok, price.output_per_mtok, price.source,
+                            price.entry)
+             : apr_psprintf(ctx->pool, "No price is known for model %s, so costs are null: an "
+                            "operator sets one with SvcModelPrice %s INPUT_PER_MTOK "
+                            "OUTPUT_PER_MTOK.", model, model);
+    basis = apr_psprintf(ctx->pool, "%sInput: one token per 4 bytes of the instructions each "
+                         "task's run is given (its approved section, the request's title and "
+                         "the table of contents), plus %d for the factory's own prompt. "
+                         "Output: three tokens per token of the section (code is longer than "
+                         "its description), at least %d and at most %d (the most the factory "
+                         "asks the model for). %s",
+                         svc_stage_index(req->stage) < svc_stage_index(SVC_STAGE_BUILD)
+                         ? "Before build there are no tasks yet: each section document is "
+                           "reckoned as the task it will become, from its approved version, "
+                           "or its current one where none is approved. " : "",
+                         SVC_ESTIMATE_PROMPT_TOKENS, SVC_ESTIMATE_OUTPUT_MIN,
+                         SVC_ESTIMATE_OUTPUT_MAX, prices);
+    *pest = json_pack("{s:s,s:s?,s:s?,s:o,s:o,s:s}", "currency", "USD", "provider",
+                      prov ? svc_provider_id(prov) : NULL, "model", model, "tasks", tasks,
+                      "total", priced ? json_real(svc_round_micro(total)) : json_null(),
+                      "basis", basis);
+    return *pest ? APR_SUCCESS : APR_ENOMEM;
+}
+
+apr_status_t svc_h_requests_cost_estimate(svc_ctx_t *ctx)
+{
+    svc_request_t *req;
+    json_t *est;
+    svc_db_t *db;
+    apr_status_t rv;
+
+    if ((rv = svc_ctx_db(ctx, &db)) != APR_SUCCESS
+        || (rv = svc_request_read(ctx, db, apr_table_get(ctx->params, "requestId"), 0, &req))
+           != APR_SUCCESS
+        || (rv = svc_estimate_request(ctx, db, req, &est)) != APR_SUCCESS) {
+        return rv;
+    }
+    svc_json_pool(ctx->pool, est);
+    return svc_reply_text(ctx, 200, svc_estimate_dump(ctx->pool, est));
+}

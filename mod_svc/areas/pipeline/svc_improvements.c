@@ -1,0 +1,333 @@
+/*
+ * svc_improvements.c: bug reports and feature asks of a project
+ * (docs/api/pipeline.md). An improvement is open until an admin or a
+ * maintainer of its project decides it, once: approved, it becomes a
+ * request of kind "improvement" in intake (each names the other);
+ * rejected, it keeps the reason.
+ */
+#include "svc_improvements.h"
+#include "svc_pl_store.h"
+
+#include <string.h>
+
+#define IMPROVEMENT_JSON                                                            \
+    "json_build_object('id', i.id, 'project', p.slug, 'kind', i.kind,"              \
+    " 'title', i.title, 'body', i.body, 'source', i.source,"                        \
+    " 'source_ref', i.source_ref, 'status', i.status, 'reason', i.reason,"          \
+    " 'request_id', i.request_id, 'created_by', i.created_by,"                      \
+    " 'created_at', svc_ts(i.created_at), 'decided_by', i.decided_by,"              \
+    " 'decided_at', svc_ts(i.decided_at))::text"
+#define IMPROVEMENT_FROM " FROM improvements i JOIN projects p ON p.id = i.project_id"
+
+static const svc_stmt_t st_imp_list = {
+    "svc_pipeline_improvements_list",
+    "SELECT " IMPROVEMENT_JSON ", i.seq" IMPROVEMENT_FROM
+    " WHERE i.project_id = $1 AND ($2::text IS NULL OR i.status = $2)"
+    " AND ($3::text IS NULL OR i.kind = $3) AND ($4::text IS NULL OR i.source = $4)"
+    " AND i.seq < $5::bigint ORDER BY i.seq DESC LIMIT $6::int",
+    6, SVC_STMT_READ
+};
+
+static const svc_stmt_t st_imp_get = {
+    "svc_pipeline_improvements_get",
+    "SELECT " IMPROVEMENT_JSON IMPROVEMENT_FROM " WHERE i.id = $1 AND i.org_id = $2",
+    2, SVC_STMT_READ
+};
+
+static const svc_stmt_t st_imp_of_request = {
+    "svc_pipeline_improvements_of_request",
+    "SELECT coalesce(json_agg(x.j ORDER BY x.seq), '[]')::text FROM (SELECT "
+    IMPROVEMENT_JSON "::json AS j, i.seq" IMPROVEMENT_FROM
+    " WHERE i.request_id = $1 AND i.org_id = $2) x",
+    2, SVC_STMT_READ
+};
+
+static const svc_stmt_t st_imp_insert = {
+    "svc_pipeline_improvements_insert",
+    "INSERT INTO improvements (id, org_id, project_id, kind, title, body, source, created_by)"
+    " VALUES ($1, $2, $3, $4, $5, $6, 'user', $7)",
+    7, 0
+};
+
+/* An incident's: none when the project has one open for the same source. */
+static const svc_stmt_t st_imp_incident = {
+    "svc_pipeline_improvements_incident",
+    "INSERT INTO improvements (id, org_id, project_id, kind, title, body, source, source_ref)"
+    " VALUES ($1, $2, $3, $4, $5, $6, 'incident', $7)"
+    " ON CONFLICT (project_id, source_ref) WHERE source = 'incident' AND status = 'open'"
+    " DO NOTHING RETURNING id",
+    7, 0
+};
+
+static const svc_stmt_t st_imp_open_incident = {
+    "svc_pipeline_improvements_open_incident",
+    "SELECT id FROM improvements WHERE project_id = $1 AND org_id = $2 AND source = 'incident'"
+    " AND source_ref = $3 AND status = 'open'",
+    3, 0
+};
+
+static const svc_stmt_t st_imp_lock = {
+    "svc_pipeline_improvements_lock",
+    "SELECT i.project_id, p.slug, i.kind, i.title, i.body, i.status FROM improvements i"
+    " JOIN projects p ON p.id = i.project_id WHERE i.id = $1 AND i.org_id = $2"
+    " FOR UPDATE OF i",
+    2, 0
+};
+
+static const svc_stmt_t st_imp_decide = {
+    "svc_pipeline_improvements_decide",
+    "UPDATE improvements SET status = $3, reason = $4, request_id = $5, decided_by = $6,"
+    " decided_at = now() WHERE id = $1 AND org_id = $2 AND status = 'open'",
+    6, 0
+};
+
+static const char *const kind_values[] = { "bug", "feature", NULL };
+
+const svc_field_t svc_body_improvement_file[] = {
+    { "kind", SVC_FT_ENUM, 1, 0, 0, 0, kind_values,
+      "bug: something does not work as it should; feature: something new." },
+    { "title", SVC_FT_STRING, 1, 0, 1, 200, NULL, "1 to 200 characters." },
+    { "body", SVC_FT_TEXT, 1, 0, 0, 65536, NULL,
+      "What happens, or what is wanted, in Markdown, up to 65536 characters." },
+    SVC_FIELD_END
+};
+
+const svc_field_t svc_body_improvement_reject[] = {
+    { "reason", SVC_FT_TEXT, 1, 0, 1, 10000, NULL, "Why not, 1 to 10000 characters." },
+    SVC_FIELD_END
+};
+
+const svc_qparam_t svc_query_improvements_list[] = {
+    { "status", "string", "Only those that are open, approved or rejected." },
+    { "kind", "string", "Only bugs (bug) or features (feature)." },
+    { "source", "string", "Only those filed by people (user) or for incidents (incident)." },
+    { NULL, NULL, NULL }
+};
+
+static const char *const status_values[] = { "open", "approved", "rejected", NULL };
+static const char *const source_values[] = { "user", "incident", NULL };
+
+/* The query parameter `name`, which must be one of `values` when given. */
+static int filter(svc_ctx_t *ctx, const char *name, const char *const *values, const char **pv)
+{
+    const char *const *s;
+
+    *pv = apr_table_get(ctx->query, name);
+    for (s = values; *pv && *s && strcmp(*s, *pv) != 0; s++) {
+    }
+    if (*pv && !*s) {
+        svc_fail_field(ctx, name, "invalid_value", "%s must be one of the values the list "
+                       "documents.", name);
+        return 0;
+    }
+    return 1;
+}
+
+apr_status_t svc_h_improvements_list(svc_ctx_t *ctx)
+{
+    const char *status, *kind, *source;
+
+    if (!filter(ctx, "status", status_values, &status) | !filter(ctx, "kind", kind_values, &kind)
+        | !filter(ctx, "source", source_values, &source)) {
+        return SVC_EPROBLEM;
+    }
+    return svc_reply_list(ctx, &st_imp_list, ctx->project->id, status, kind, source,
+                          SVC_PAGE_BEFORE, SVC_PAGE_FETCH);
+}
+
+static apr_status_t reply_improvement(svc_ctx_t *ctx, svc_db_t *db, const char *id, int status)
+{
+    svc_dbres_t *res;
+    apr_status_t rv = svc_db_execv(db, &st_imp_get, ctx->pool, &res, id, ctx->org->id);
+
+    if (rv != APR_SUCCESS) {
+        return rv;
+    }
+    if (svc_dbres_rows(res) != 1) {
+        return svc_fail(ctx, 404, "not_found", "No improvement %s in %s.", id, ctx->org->slug);
+    }
+    return svc_reply_text(ctx, status, svc_dbres_str(res, 0, 0));
+}
+
+apr_status_t svc_h_improvements_file(svc_ctx_t *ctx)
+{
+    const char *id = svc_id_new(ctx->pool, "imp_");
+    const char *kind = svc_json_str(ctx->body, "kind");
+    const char *title = svc_json_str(ctx->body, "title");
+    svc_db_t *db;
+    apr_status_t rv;
+
+    if ((rv = svc_ctx_db_begin(ctx, &db)) != APR_SUCCESS) {
+        return rv;
+    }
+    if ((rv = svc_access_recheck(ctx, db, SVC_ROLE_MEMBER, SVC_PROLE_VIEWER)) == APR_SUCCESS
+        && (rv = svc_db_execv(db, &st_imp_insert, ctx->pool, NULL, id, ctx->org->id,
+                              ctx->project->id, kind, title, svc_json_str(ctx->body, "body"),
+                              ctx->who->user_id)) == APR_SUCCESS
+        && (rv = svc_pl_audit(ctx, db, "improvement.filed", "improvement", id,
+                              json_pack("{s:s,s:s,s:s,s:s}", "project", ctx->project->slug,
+                                        "kind", kind, "title", title, "source", "user")))
+           == APR_SUCCESS
+        && (rv = svc_pl_event(ctx, db, ctx->project->id, "improvement.filed",
+                              json_pack("{s:s,s:s,s:s}", "improvement_id", id, "kind", kind,
+                                        "source", "user")))
+           == APR_SUCCESS) {
+        rv = svc_db_commit(db, ctx->pool);
+    }
+    if (rv != APR_SUCCESS) {
+        svc_db_rollback(db, ctx->pool);
+        return rv;
+    }
+    return reply_improvement(ctx, db, id, 201);
+}
+
+/*
+ * Approves (reason NULL) or rejects an open improvement: its project's
+ * maintainers (org admins included) decide, once. Approval makes the
+ * request, in the same transaction.
+ */
+static apr_status_t decide(svc_ctx_t *ctx, const char *reason)
+{
+    const char *id = apr_table_get(ctx->params, "id");
+    const char *status = reason ? "rejected" : "approved";
+    const char *request_id = NULL;
+    svc_projref_t *proj;
+    svc_request_t req;
+    svc_dbres_t *res;
+    svc_db_t *db;
+    apr_status_t rv;
+
+    if ((rv = svc_ctx_db_begin(ctx, &db)) != APR_SUCCESS
+        || (rv = svc_db_execv(db, &st_imp_lock, ctx->pool, &res, id, ctx->org->id))
+           != APR_SUCCESS) {
+        goto cleanup;
+    }
+    if (svc_dbres_rows(res) != 1) {
+        rv = svc_fail(ctx, 404, "not_found", "No improvement %s in %s.", id, ctx->org->slug);
+        goto cleanup;
+    }
+    memset(&req, 0, sizeof(req));
+    req.project_id = apr_pstrdup(ctx->pool, svc_dbres_str(res, 0, 0));
+    req.project_slug = apr_pstrdup(ctx->pool, svc_dbres_str(res, 0, 1));
+    req.title = apr_pstrdup(ctx->pool, svc_dbres_str(res, 0, 3));
+    req.body = apr_pstrdup(ctx->pool, svc_dbres_str(res, 0, 4));
+    proj = apr_pcalloc(ctx->pool, sizeof(*proj));
+    proj->id = req.project_id;
+    proj->slug = req.project_slug;
+    ctx->project = proj;
+    if ((rv = svc_access_recheck(ctx, db, SVC_ROLE_MEMBER, SVC_PROLE_MAINTAINER))
+        != APR_SUCCESS) {
+        goto cleanup;
+    }
+    if (strcmp(svc_dbres_str(res, 0, 5), "open") != 0) {
+        json_t *errors = json_array();
+        svc_pl_missing(ctx->pool, errors, "status", svc_dbres_str(res, 0, 5), "Improvement %s "
+                       "is %s already; an improvement is decided once.", id,
+                       svc_dbres_str(res, 0, 5));
+        rv = svc_pl_refuse(ctx, errors, "Improvement %s is decided already.", id);
+        goto cleanup;
+    }
+    if (!reason) {
+        request_id = svc_id_new(ctx->pool, "rqs_");
+        req.id = request_id;
+        req.stage = SVC_STAGE_INTAKE;
+        req.status = SVC_REQ_ACTIVE;
+        if ((rv = svc_request_insert(ctx, db, request_id, req.project_id, "improvement",
+                                     req.title, req.body)) != APR_SUCCESS) {
+            goto cleanup;
+        }
+    }
+    if ((rv = svc_db_execv(db, &st_imp_decide, ctx->pool, NULL, id, ctx->org->id, status,
+                           reason, request_id, ctx->who->user_id)) != APR_SUCCESS
+        || (rv = svc_pl_audit(ctx, db, reason ? "improvement.rejected" : "improvement.approved",
+                              "improvement", id,
+                              json_pack("{s:s?,s:s?}", "request_id", request_id, "reason",
+                                        reason))) != APR_SUCCESS
+        || (request_id
+            && (rv = svc_pl_audit(ctx, db, "request.created", "request", request_id,
+                                  json_pack("{s:s,s:s,s:s,s:s}", "project", req.project_slug,
+                                            "kind", "improvement", "title", req.title,
+                                            "improvement_id", id))) != APR_SUCCESS)
+        || (rv = svc_pl_event(ctx, db, req.project_id, "improvement.decision",
+                              json_pack("{s:s,s:s,s:s?}", "improvement_id", id, "status",
+                                        status, "request_id", request_id))) != APR_SUCCESS
+        || (request_id && (rv = svc_request_announce(ctx, db, &req)) != APR_SUCCESS)) {
+        goto cleanup;
+    }
+    rv = svc_db_commit(db, ctx->pool);
+cleanup:
+    if (rv != APR_SUCCESS) {
+        svc_db_rollback(db, ctx->pool);
+        return rv;
+    }
+    return reply_improvement(ctx, db, id, 200);
+}
+
+apr_status_t svc_h_improvements_approve(svc_ctx_t *ctx)
+{
+    return decide(ctx, NULL);
+}
+
+apr_status_t svc_h_improvements_reject(svc_ctx_t *ctx)
+{
+    return decide(ctx, svc_json_str(ctx->body, "reason"));
+}
+
+apr_status_t svc_improvements_of_request(svc_ctx_t *ctx, svc_db_t *db, const char *request_id,
+                                         const char **pjson)
+{
+    svc_dbres_t *res;
+    apr_status_t rv = svc_db_execv(db, &st_imp_of_request, ctx->pool, &res, request_id,
+                                   ctx->org->id);
+
+    if (rv == APR_SUCCESS) {
+        *pjson = svc_dbres_str(res, 0, 0);
+    }
+    return rv;
+}
+
+apr_status_t svc_improvement_file_incident(svc_db_t *db, apr_pool_t *p,
+                                           const svc_incident_t *inc, const char **pid,
+                                           int *pcreated)
+{
+    const char *id = svc_id_new(p, "imp_");
+    const char *kind = inc->kind ? inc->kind : "bug";
+    svc_actor_t actor;
+    svc_dbres_t *res;
+    apr_status_t rv;
+
+    *pcreated = 0;
+    rv = svc_db_execv(db, &st_imp_incident, p, &res, id, inc->org_id, inc->project_id, kind,
+                      inc->title, inc->body ? inc->body : "", inc->source_ref);
+    if (rv != APR_SUCCESS) {
+        return rv;
+    }
+    if (svc_dbres_rows(res) == 0) {
+        rv = svc_db_execv(db, &st_imp_open_incident, p, &res, inc->project_id, inc->org_id,
+                          inc->source_ref);
+        if (rv == APR_SUCCESS && svc_dbres_rows(res) != 1) {
+            /* Decided between the two statements: file again. */
+            rv = SVC_ECONFLICT;
+        }
+        if (rv == APR_SUCCESS) {
+            *pid = apr_pstrdup(p, svc_dbres_str(res, 0, 0));
+        }
+        return rv;
+    }
+    memset(&actor, 0, sizeof(actor));
+    actor.kind = "system";
+    rv = svc_audit_write(db, p, &actor, inc->org_id, "improvement.filed", "improvement", id,
+                         svc_json_pool(p, json_pack("{s:s,s:s,s:s,s:s}", "kind", kind,
+                                                    "title", inc->title, "source", "incident",
+                                                    "source_ref", inc->source_ref)));
+    if (rv == APR_SUCCESS) {
+        rv = svc_event_emit(db, p, inc->org_id, inc->project_id, NULL, "improvement.filed",
+                            svc_json_pool(p, json_pack("{s:s,s:s,s:s}", "improvement_id", id,
+                                                       "kind", kind, "source", "incident")));
+    }
+    if (rv == APR_SUCCESS) {
+        *pid = id;
+        *pcreated = 1;
+    }
+    return rv;
+}

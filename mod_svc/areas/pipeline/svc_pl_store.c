@@ -1,0 +1,263 @@
+/*
+ * svc_pl_store.c: reading and locking requests, recording their changes
+ * (svc_pl_store.h).
+ */
+#include "svc_pl_store.h"
+
+#include <stdarg.h>
+#include <string.h>
+
+static const svc_stmt_t st_req_json = {
+    "svc_pipeline_request_json",
+    "SELECT " SVC_REQUEST_JSON(" 'body', r.body,") " FROM requests r JOIN projects p ON p.id = r.project_id"
+    " WHERE r.id = $1 AND r.org_id = $2",
+    2, SVC_STMT_READ
+};
+
+#define REQUEST_ROW                                                                 \
+    "SELECT r.id, r.project_id, p.slug, r.kind, r.title, r.body, r.stage, r.status,"\
+    " r.product_id, p.archived FROM requests r JOIN projects p ON p.id = r.project_id"\
+    " WHERE r.id = $1 AND r.org_id = $2"
+
+static const svc_stmt_t st_req_read = {
+    "svc_pipeline_request_read", REQUEST_ROW, 2, SVC_STMT_READ
+};
+
+static const svc_stmt_t st_req_lock = {
+    "svc_pipeline_request_lock", REQUEST_ROW " FOR UPDATE OF r", 2, 0
+};
+
+static const svc_stmt_t st_req_insert = {
+    "svc_pipeline_request_insert",
+    "WITH r AS (INSERT INTO requests (id, org_id, project_id, kind, title, body, created_by)"
+    " VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id)"
+    " INSERT INTO request_stages (request_id, stage, status, via, entered_by)"
+    " SELECT id, 'intake', 'active', 'create', $7 FROM r",
+    7, 0
+};
+
+static const svc_stmt_t st_req_move = {
+    "svc_pipeline_request_move",
+    "WITH r AS (UPDATE requests SET stage = $3, status = $4, updated_at = now(),"
+    " integration_approved_by = CASE WHEN $3 = 'done' THEN $6 END,"
+    " integration_approved_at = CASE WHEN $3 = 'done' THEN now() END"
+    " WHERE id = $1 AND org_id = $2 RETURNING id)"
+    " INSERT INTO request_stages (request_id, stage, status, via, entered_by)"
+    " SELECT id, $3, $4, $5, $6 FROM r",
+    6, 0
+};
+
+static const char *const stages[] = {
+    SVC_STAGE_INTAKE, SVC_STAGE_PLANNING, SVC_STAGE_REVIEW, SVC_STAGE_BUILD,
+    SVC_STAGE_INTEGRATION, SVC_STAGE_DONE, NULL
+};
+
+int svc_stage_index(const char *stage)
+{
+    int i;
+
+    for (i = 0; stage && stages[i]; i++) {
+        if (strcmp(stages[i], stage) == 0) {
+            return i;
+        }
+    }
+    return -1;
+}
+
+static const char *col(apr_pool_t *p, const svc_dbres_t *res, int c)
+{
+    const char *s = svc_dbres_str(res, 0, c);
+
+    return s ? apr_pstrdup(p, s) : NULL;
+}
+
+apr_status_t svc_request_read(svc_ctx_t *ctx, svc_db_t *db, const char *id, int lock,
+                              svc_request_t **preq)
+{
+    svc_request_t *req;
+    svc_dbres_t *res;
+    apr_status_t rv;
+
+    rv = svc_db_execv(db, lock ? &st_req_lock : &st_req_read, ctx->pool, &res, id,
+                      ctx->org->id);
+    if (rv != APR_SUCCESS) {
+        return rv;
+    }
+    if (svc_dbres_rows(res) != 1) {
+        return svc_fail(ctx, 404, "not_found", "No request %s in %s.", id, ctx->org->slug);
+    }
+    req = apr_pcalloc(ctx->pool, sizeof(*req));
+    req->id = col(ctx->pool, res, 0);
+    req->project_id = col(ctx->pool, res, 1);
+    req->project_slug = col(ctx->pool, res, 2);
+    req->kind = col(ctx->pool, res, 3);
+    req->title = col(ctx->pool, res, 4);
+    req->body = col(ctx->pool, res, 5);
+    req->stage = col(ctx->pool, res, 6);
+    req->status = col(ctx->pool, res, 7);
+    req->product_id = col(ctx->pool, res, 8);
+    req->archived = svc_dbres_bool(res, 0, 9) == 1;
+    *preq = req;
+    return APR_SUCCESS;
+}
+
+apr_status_t svc_request_begin(svc_ctx_t *ctx, const char *id, svc_prole_e least,
+                               svc_db_t **pdb, svc_request_t **preq)
+{
+    svc_request_t *req;
+    svc_projref_t *proj;
+    apr_status_t rv;
+
+    if ((rv = svc_ctx_db_begin(ctx, pdb)) != APR_SUCCESS
+        || (rv = svc_request_read(ctx, *pdb, id, 0, &req)) != APR_SUCCESS) {
+        return rv;
+    }
+    /* The request's project is the one whose role counts. */
+    proj = apr_pcalloc(ctx->pool, sizeof(*proj));
+    proj->id = req->project_id;
+    proj->slug = req->project_slug;
+    ctx->project = proj;
+    if ((rv = svc_access_recheck(ctx, *pdb, SVC_ROLE_MEMBER, least)) != APR_SUCCESS) {
+        return rv;
+    }
+    return svc_request_read(ctx, *pdb, id, 1, preq);
+}
+
+apr_status_t svc_request_insert(svc_ctx_t *ctx, svc_db_t *db, const char *id,
+                                const char *project_id, const char *kind, const char *title,
+                                const char *body)
+{
+    return svc_db_execv(db, &st_req_insert, ctx->pool, NULL, id, ctx->org->id, project_id,
+                        kind, title, body, ctx->who->user_id);
+}
+
+apr_status_t svc_pl_audit(svc_ctx_t *ctx, svc_db_t *db, const char *action,
+                          const char *target_type, const char *target_id, json_t *data)
+{
+    svc_actor_t actor;
+    apr_status_t rv = svc_member_hold(db, ctx->pool, ctx->org->id, ctx->who->user_id);
+
+    svc_json_pool(ctx->pool, data);
+    if (rv == SVC_ENOTFOUND) {
+        return svc_fail(ctx, 404, "not_found", "No organization %s.", ctx->org->slug);
+    }
+    if (rv != APR_SUCCESS) {
+        return rv;
+    }
+    if (!data) {
+        return APR_ENOMEM;
+    }
+    svc_actor_from_ctx(ctx, &actor);
+    return svc_audit_write(db, ctx->pool, &actor, ctx->org->id, action, target_type, target_id,
+                           data);
+}
+
+apr_status_t svc_pl_event(svc_ctx_t *ctx, svc_db_t *db, const char *project_id,
+                          const char *kind, json_t *data)
+{
+    svc_json_pool(ctx->pool, data);
+    if (!data) {
+        return APR_ENOMEM;
+    }
+    return svc_event_emit(db, ctx->pool, ctx->org->id, project_id, NULL, kind, data);
+}
+
+apr_status_t svc_request_move(svc_ctx_t *ctx, svc_db_t *db, svc_request_t *req,
+                              const char *stage, const char *status, const char *via,
+                              const char *action, json_t *data)
+{
+    apr_status_t rv;
+
+    if (!data) {
+        data = json_object();
+    }
+    if (strcmp(stage, req->stage) != 0) {
+        json_object_set_new(data, "from", json_string(req->stage));
+        json_object_set_new(data, "to", json_string(stage));
+    }
+    json_object_set_new(data, "stage", json_string(stage));
+    json_object_set_new(data, "status", json_string(status));
+    json_object_set_new(data, "via", json_string(via));
+    rv = svc_db_execv(db, &st_req_move, ctx->pool, NULL, req->id, ctx->org->id, stage, status,
+                      via, ctx->who->user_id);
+    if (rv != APR_SUCCESS) {
+        json_decref(data);
+        return rv;
+    }
+    req->stage = stage;
+    req->status = status;
+    return svc_pl_audit(ctx, db, action, "request", req->id, data);
+}
+
+apr_status_t svc_request_announce(svc_ctx_t *ctx, svc_db_t *db, const svc_request_t *req)
+{
+    return svc_pl_event(ctx, db, req->project_id, "request.stage",
+                        json_pack("{s:s,s:s,s:s}", "request_id", req->id, "stage", req->stage,
+                                  "status", req->status));
+}
+
+apr_status_t svc_request_json(svc_ctx_t *ctx, svc_db_t *db, const char *id,
+                              const char **pjson)
+{
+    svc_dbres_t *res;
+    apr_status_t rv = svc_db_execv(db, &st_req_json, ctx->pool, &res, id, ctx->org->id);
+
+    if (rv != APR_SUCCESS) {
+        return rv;
+    }
+    if (svc_dbres_rows(res) != 1) {
+        return SVC_ENOTFOUND;
+    }
+    *pjson = svc_dbres_str(res, 0, 0);
+    return APR_SUCCESS;
+}
+
+apr_status_t svc_request_reply(svc_ctx_t *ctx, svc_db_t *db, const char *id, int status)
+{
+    const char *json;
+    apr_status_t rv = svc_request_json(ctx, db, id, &json);
+
+    if (rv == SVC_ENOTFOUND) {
+        return svc_fail(ctx, 404, "not_found", "No request %s in %s.", id, ctx->org->slug);
+    }
+    return rv == APR_SUCCESS ? svc_reply_text(ctx, status, json) : rv;
+}
+
+void svc_pl_missing(apr_pool_t *p, json_t *errors, const char *field, const char *code,
+                    const char *fmt, ...)
+{
+    va_list ap;
+    const char *msg;
+
+    va_start(ap, fmt);
+    msg = apr_pvsprintf(p, fmt, ap);
+    va_end(ap);
+    json_array_append_new(errors, json_pack("{s:s,s:s,s:s}", "field", field, "code", code,
+                                            "message", msg));
+}
+
+apr_status_t svc_pl_refuse(svc_ctx_t *ctx, json_t *errors, const char *fmt, ...)
+{
+    va_list ap;
+    const char *detail;
+
+    va_start(ap, fmt);
+    detail = apr_pvsprintf(ctx->pool, fmt, ap);
+    va_end(ap);
+    svc_fail(ctx, 409, "invalid_status", "%s", detail);
+    ctx->problem->errors = svc_json_pool(ctx->pool, errors);
+    return SVC_EPROBLEM;
+}
+
+apr_status_t svc_request_closed(svc_ctx_t *ctx, const svc_request_t *req)
+{
+    json_t *errors;
+
+    if (strcmp(req->status, SVC_REQ_CANCELLED) != 0 && strcmp(req->status, SVC_REQ_DONE) != 0) {
+        return APR_SUCCESS;
+    }
+    errors = json_array();
+    svc_pl_missing(ctx->pool, errors, "status", req->status, "Request %s is %s; it changes no "
+                   "more.", req->id, req->status);
+    return svc_pl_refuse(ctx, errors, "Request %s is %s.", req->id, req->status);
+}
