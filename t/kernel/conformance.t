@@ -70,7 +70,17 @@ is($s3, 201, 'victim patch');
 my ($s4, $share) = api(POST => "/api/orgs/$org/products/$product->{id}/shares",
                        token => $owner_tok, json => {});
 is($s4, 201, 'victim share link');
-my %id_of = (productId => $product->{id}, docId => $doc->{id},
+# A request, an improvement and an attachment of the victim org.
+my $request = new_request($org, $owner_tok, project => $proj);
+my ($s5, $improvement) = api(POST => "/api/orgs/$org/projects/$proj/improvements",
+                             token => $owner_tok,
+                             json => { kind => 'bug', title => 'Victim bug', body => 'It breaks.' });
+is($s5, 201, 'victim improvement');
+my ($s6, $attachment) = api(POST => "/api/orgs/$org/attachments?request_id=$request->{id}"
+                                    . '&filename=victim.txt', token => $owner_tok,
+                            raw => 'victim', headers => { 'Content-Type' => 'text/plain' });
+is($s6, 201, 'victim attachment');
+my %id_of = (productId => $product->{id}, docId => $doc->{id}, requestId => $request->{id},
              versionId => $doc->{current_version}{id}, patchId => $patch->{id},
              shareId => $share->{id});
 
@@ -82,10 +92,12 @@ sub path_for {
     $path =~ s{:projectSlug}{$proj}g;
     $path =~ s{:userId}{$member_id}g;
     $path =~ s{:runId}{$run_id}g;
-    $path =~ s{:(productId|docId|versionId|patchId|shareId)\b}{$id_of{$1}}g;
+    $path =~ s{:(productId|docId|versionId|patchId|shareId|requestId)\b}{$id_of{$1}}g;
     if ($path =~ m{/team/invites/:id\b}) { $path =~ s{:id}{$prj_inv->{id}} }
     elsif ($path =~ m{/invites/:id\b})    { $path =~ s{:id}{$org_inv->{id}} }
     elsif ($path =~ m{/providers/:id\b})  { $path =~ s{:id}{$provider->{id}} }
+    elsif ($path =~ m{/attachments/:id\b}) { $path =~ s{:id}{$attachment->{id}} }
+    elsif ($path =~ m{/improvements/:id\b}) { $path =~ s{:id}{$improvement->{id}} }
     $path =~ s{:[A-Za-z]+}{'id_' . join '', map { ('a'..'z')[rand 26] } 1 .. 22}ge;
     return $path;
 }

@@ -258,7 +258,108 @@ my %call = (
     'POST /api/orgs/:orgSlug/products/:productId/shares' => sub {
         ({ productId => product($_[0]) }, {}) },
     'POST /api/orgs/:orgSlug/shares/:shareId/revoke' => sub { ({ shareId => fresh_share($_[0]) }) },
+
+    'GET /api/orgs/:orgSlug/requests'            => sub { fresh_request($_[0]); ({}) },
+    'POST /api/orgs/:orgSlug/requests'           => sub {
+        ({}, { project => $_[0]{proj}, kind => 'build', title => 'A matrix request',
+               body => 'Build it.' }) },
+    'GET /api/orgs/:orgSlug/requests/:requestId' => sub { ({ requestId => fresh_request($_[0]) }) },
+    'PATCH /api/orgs/:orgSlug/requests/:requestId' => sub {
+        ({ requestId => fresh_request($_[0]) }, { title => uniq('retitled') }) },
+    'GET /api/orgs/:orgSlug/requests/:requestId/lifecycle' => sub {
+        ({ requestId => fresh_request($_[0], 'build') }) },
+    'POST /api/orgs/:orgSlug/requests/:requestId/advance' => sub {
+        ({ requestId => fresh_request($_[0]) }) },
+    'POST /api/orgs/:orgSlug/requests/:requestId/advance-to-build' => sub {
+        ({ requestId => fresh_request($_[0], 'review') }) },
+    'POST /api/orgs/:orgSlug/requests/:requestId/build-tasks/run-all' => sub {
+        ({ requestId => fresh_request($_[0], 'build') }) },
+    'POST /api/orgs/:orgSlug/requests/:requestId/build/pause' => sub {
+        ({ requestId => fresh_request($_[0], 'build') }) },
+    'POST /api/orgs/:orgSlug/requests/:requestId/build/resume' => sub {
+        my $id = fresh_request($_[0], 'build');
+        psql("UPDATE requests SET status = 'paused' WHERE id = '$id'");
+        ({ requestId => $id }) },
+    'POST /api/orgs/:orgSlug/requests/:requestId/cancel' => sub {
+        ({ requestId => fresh_request($_[0]) }) },
+    'POST /api/orgs/:orgSlug/requests/:requestId/integration/approve' => sub {
+        ({ requestId => fresh_request($_[0], 'integration') }) },
+    'GET /api/orgs/:orgSlug/requests/:requestId/build-cost-estimate' => sub {
+        ({ requestId => fresh_request($_[0], 'build') }) },
+    'GET /api/orgs/:orgSlug/projects/:projectSlug/improvements' => sub { ({}) },
+    'POST /api/orgs/:orgSlug/projects/:projectSlug/improvements' => sub {
+        ({}, { kind => 'bug', title => 'It breaks', body => 'When I click.' }) },
+    'POST /api/orgs/:orgSlug/improvements/:id/approve' => sub { ({ id => fresh_improvement($_[0]) }) },
+    'POST /api/orgs/:orgSlug/improvements/:id/reject' => sub {
+        ({ id => fresh_improvement($_[0]) }, { reason => 'Not now.' }) },
+    'POST /api/orgs/:orgSlug/attachments' => sub {
+        ({ -query => 'document_id=' . fresh_doc($_[0])->{id} . '&filename=m.txt' },
+         { -raw => 'matrix', -type => 'text/plain' }) },
+    'GET /api/orgs/:orgSlug/attachments' => sub { ({}) },
+    'GET /api/orgs/:orgSlug/attachments/:id' => sub { ({ id => fresh_attachment($_[0], 'owner') }) },
+    'GET /api/orgs/:orgSlug/attachments/:id/content' => sub {
+        ({ id => fresh_attachment($_[0], 'owner') }) },
+    "DELETE /api/orgs/:orgSlug/attachments/:id (the owner's)" => sub {
+        ({ id => fresh_attachment($_[0], 'owner') }) },
+    'DELETE /api/orgs/:orgSlug/attachments/:id (yours)' => sub {
+        ({ id => fresh_attachment($_[0], $_[1]) }) },
 );
+
+# A request of the fixture's project, made by the owner and brought to
+# `stage` (intake unless said): its documents written and approved on the
+# way; integration is reached by a change of the row, as no run is needed
+# to decide who may approve it.
+sub fresh_request {
+    my ($fx, $stage) = @_;
+    $stage //= 'intake';
+    my $id = new_request($fx->{org}, $PAT{owner}, project => $fx->{proj})->{id};
+    for my $next (qw(planning review build integration)) {
+        last if $stage eq 'intake';
+        if ($next eq 'review') {
+            # A section, and every document approved (what build needs).
+            my (undef, $r) = api(GET => "/api/orgs/$fx->{org}/requests/$id", token => $PAT{owner});
+            new_document($fx->{org}, $r->{product_id}, $PAT{owner}, body => "# Part\n\nDo it.\n");
+            approve_documents($fx->{org}, $PAT{owner}, $r->{product_id});
+        }
+        if ($next eq 'integration') {
+            psql("UPDATE requests SET stage = 'integration' WHERE id = '$id'");
+        }
+        else {
+            my ($st) = advance($fx->{org}, $PAT{owner}, $id);
+            die "fresh_request: advance to $next: $st\n" unless $st == 200;
+        }
+        last if $next eq $stage;
+    }
+    return $id;
+}
+
+sub fresh_improvement {
+    my $fx = shift;
+    my ($st, $i) = api(POST => "/api/orgs/$fx->{org}/projects/$fx->{proj}/improvements",
+                       token => $PAT{owner}, json => { kind => 'feature', title => 'Ask',
+                                                       body => 'More.' });
+    die "fresh_improvement: $st\n" unless $st == 201;
+    return $i->{id};
+}
+
+# An attachment uploaded by the column's user (a viewer cannot upload: its
+# row is written as if they had).
+sub fresh_attachment {
+    my ($fx, $col) = @_;
+    my $doc = fresh_doc($fx)->{id};
+    if ($col eq 'viewer' || $col eq 'non-member') {
+        my $id = 'att_' . join '', map { ('a'..'z')[rand 26] } 1 .. 22;
+        psql("INSERT INTO attachments (id, org_id, document_id, filename, content_type, size, "
+             . "sha256, chunks, created_by) VALUES ('$id', '" . org_id_of($fx->{org})
+             . "', '$doc', 'v.txt', 'text/plain', 0, sha256(''::bytea), 0, '$ID{$col}')");
+        return $id;
+    }
+    my ($st, $a) = api(POST => "/api/orgs/$fx->{org}/attachments?document_id=$doc&filename=a.txt",
+                       token => $PAT{$col}, raw => 'attached',
+                       headers => { 'Content-Type' => 'text/plain' });
+    die "fresh_attachment: $st\n" unless $st == 201;
+    return $a->{id};
+}
 
 # A finished run of the fixture's project (its artifact exists, its event
 # stream ends), made once per fixture.
@@ -278,7 +379,7 @@ sub fill {
     (my $path = $tmpl) =~ s{:orgSlug}{$fx->{org}}g;
     $path =~ s{:projectSlug}{$fx->{proj}}g;
     $path =~ s{:(\w+)}{$params->{$1} // die "no value for :$1 in $tmpl\n"}ge;
-    return $path;
+    return $params->{-query} ? "$path?$params->{-query}" : $path;
 }
 
 my %code_of = (403 => 'forbidden', 404 => 'not_found', 409 => 'owner_protected');
@@ -294,9 +395,19 @@ sub prepare {
 sub send_call {
     my ($row, $req, @auth) = @_;
     my ($path, $body) = @$req;
-    my @opt = (@auth, defined $body ? (json => $body) : ());
-    push @opt, csrf_ok() if grep { $_ eq 'cookie' } @auth;
-    return call_route($route{"$row->{method} $row->{path}"}, $row->{method} => $path, @opt);
+    my %opt = @auth;
+    my %headers;
+    # A raw body ({-raw, -type}) goes as it is, with its own type.
+    if (defined $body && exists $body->{-raw}) {
+        $opt{raw} = $body->{-raw};
+        $headers{'Content-Type'} = $body->{-type};
+    }
+    elsif (defined $body) {
+        $opt{json} = $body;
+    }
+    %headers = (%headers, %{ { csrf_ok() }->{headers} }) if exists $opt{cookie};
+    $opt{headers} = \%headers if %headers;
+    return call_route($route{"$row->{method} $row->{path}"}, $row->{method} => $path, %opt);
 }
 
 # --- every cell --------------------------------------------------------------
