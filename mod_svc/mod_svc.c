@@ -172,31 +172,14 @@ static const char *set_document_limit(cmd_parms *cmd, void *dummy, const char *a
 static const char *set_upload_limit(cmd_parms *cmd, void *dummy, const char *arg)
 {
     svc_server_conf *sc = server_conf(cmd);
-    const char *s = arg;
-    apr_int64_t v = 0, unit = 1, max = APR_INT64_C(1) << 32;
+    apr_int64_t v;
+    const char *err = svc_cmd_parse_size(cmd, arg, 1, APR_INT64_C(1) << 32, &v);
 
-    while (*s >= '0' && *s <= '9' && v <= max) {
-        v = v * 10 + (*s++ - '0');
+    if (!err) {
+        sc->core.upload_limit = (apr_size_t)v;
+        sc->set |= SVC_SET_UPLOAD_LIMIT;
     }
-    if (*s == 'K' || *s == 'k') {
-        unit = 1024;
-    }
-    else if (*s == 'M' || *s == 'm') {
-        unit = 1024 * 1024;
-    }
-    else if (*s == 'G' || *s == 'g') {
-        unit = 1024 * 1024 * 1024;
-    }
-    if (unit > 1) {
-        s++;
-    }
-    if (s == arg || *s || v < 1 || v > max / unit) {
-        return apr_psprintf(cmd->pool, "%s must be a size from 1 byte to 4G (suffixes K, M and "
-                            "G allowed)", cmd->directive->directive);
-    }
-    sc->core.upload_limit = (apr_size_t)(v * unit);
-    sc->set |= SVC_SET_UPLOAD_LIMIT;
-    return NULL;
+    return err;
 }
 
 /* A price in US dollars per million tokens: a decimal number, 0 to 10000. */

@@ -105,6 +105,11 @@ const char *svc_cmd_runner(cmd_parms *cmd, void *dummy, int argc, char *const ar
 const char *svc_cmd_run_number(cmd_parms *cmd, void *dummy, const char *arg);
 const char *svc_cmd_run_path(cmd_parms *cmd, void *dummy, const char *arg);
 
+/* A directive's SIZE or number: digits, with K, M or G for sizes, from min
+ * to max; else the error message (mod_svc_supervisor.c). */
+const char *svc_cmd_parse_size(cmd_parms *cmd, const char *arg, apr_int64_t min,
+                               apr_int64_t max, apr_int64_t *pv);
+
 /* Which setting svc_cmd_run_number and svc_cmd_run_path set (cmd->info). */
 #define SVC_RUN_CONCURRENCY   1
 #define SVC_RUN_TIMEOUT       2

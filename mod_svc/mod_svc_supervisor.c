@@ -381,3 +381,10 @@ void svc_supervisor_start(apr_pool_t *pconf, server_rec *s)
     proc = apr_pcalloc(pconf, sizeof(*proc));
     spawn(proc);
 }
+
+/* For the other directives that take a size (mod_svc_glue.h). */
+const char *svc_cmd_parse_size(cmd_parms *cmd, const char *arg, apr_int64_t min,
+                               apr_int64_t max, apr_int64_t *pv)
+{
+    return parse_size(cmd, arg, min, max, pv);
+}

@@ -6,8 +6,8 @@
  * handled (svc_db.h), the one outbound HTTP client (svc_http.h), randomness,
  * MACs, secret tokens, sealed secrets and encodings (svc_crypto.h), line
  * diffs and their strict application (svc_diff.h), JWTs (svc_jwt.h), redaction for logs
- * (svc_redact.h), secrets by reference (svc_secret.h) and the embedded
- * schema migrations (svc_migrate.h).
+ * (svc_redact.h), secrets by reference (svc_secret.h), UTF-8 (svc_utf8.h) and the
+ * embedded schema migrations (svc_migrate.h).
  */
 #ifndef SVC_BASE_H
 #define SVC_BASE_H
@@ -22,5 +22,6 @@
 #include "svc_migrate.h"
 #include "svc_redact.h"
 #include "svc_secret.h"
+#include "svc_utf8.h"
 
 #endif /* SVC_BASE_H */

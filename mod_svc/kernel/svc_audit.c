@@ -3,6 +3,7 @@
  * and verifying the log is the audit area's (areas/audit).
  */
 #include "svc_audit.h"
+#include "svc_access.h"
 #include "svc_ctx.h"
 #include "svc_json.h"
 #include "svc_redact.h"
@@ -45,4 +46,26 @@ apr_status_t svc_audit_write(svc_db_t *db, apr_pool_t *p, const svc_actor_t *a,
     params[9] = a->user_agent ? svc_printable(p, a->user_agent, 512) : NULL;
     params[10] = a->request_id;
     return svc_db_exec(db, &st_audit_insert, p, NULL, params);
+}
+
+apr_status_t svc_audit_member(svc_ctx_t *ctx, svc_db_t *db, const char *action,
+                              const char *target_type, const char *target_id, json_t *data)
+{
+    svc_actor_t actor;
+    apr_status_t rv;
+
+    svc_json_pool(ctx->pool, data);
+    rv = svc_member_hold(db, ctx->pool, ctx->org->id, ctx->who->user_id);
+    if (rv == SVC_ENOTFOUND) {
+        return svc_fail(ctx, 404, "not_found", "No organization %s.", ctx->org->slug);
+    }
+    if (rv != APR_SUCCESS) {
+        return rv;
+    }
+    if (!data) {
+        return APR_ENOMEM;
+    }
+    svc_actor_from_ctx(ctx, &actor);
+    return svc_audit_write(db, ctx->pool, &actor, ctx->org->id, action, target_type, target_id,
+                           data);
 }

@@ -36,4 +36,13 @@ apr_status_t svc_audit_write(svc_db_t *db, apr_pool_t *p, const svc_actor_t *act
                              const char *target_type, const char *target_id,
                              const json_t *data);
 
+/*
+ * The entry of a change made by the request's caller in their org, in the
+ * caller's transaction: their membership held first (svc_member_hold: a
+ * removal meanwhile answers 404, and the audit chain's lock is taken last),
+ * then the entry. `data` is taken (NULL: an allocation failed).
+ */
+apr_status_t svc_audit_member(svc_ctx_t *ctx, svc_db_t *db, const char *action,
+                              const char *target_type, const char *target_id, json_t *data);
+
 #endif /* SVC_AUDIT_H */

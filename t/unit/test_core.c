@@ -1873,6 +1873,11 @@ SVC_TEST(openapi_covers_the_route_table)
             SVC_CHECK_INT(json_array_size(req), nreq);
             SVC_CHECK_INT(json_object_size(props), nfields);
         }
+        else if (r->flags & SVC_RF_STREAM_BODY) {
+            /* A streamed body is the file itself, whatever its type. */
+            SVC_CHECK(json_object_get(json_object_get(json_object_get(op, "requestBody"),
+                                                      "content"), "*/*") != NULL);
+        }
         else {
             SVC_CHECK(json_object_get(op, "requestBody") == NULL);
         }

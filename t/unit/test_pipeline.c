@@ -126,6 +126,7 @@ SVC_TEST(incident_filing)
     svc_db_t *db;
     svc_incident_t inc;
     const char *org = svc_id_new(p, "org_"), *prj = svc_id_new(p, "prj_");
+    const char *usr = svc_id_new(p, "usr_");
     const char *slug = svc_testdb_name(p, "ut-inc");
     const char *id1 = NULL, *id2 = NULL, *id3 = NULL;
     char *s, *sl = apr_pstrdup(p, slug);
@@ -141,9 +142,11 @@ SVC_TEST(incident_filing)
         *s = *s == '_' ? '-' : *s;
     }
     svc_testdb_pq(p, svc_db_conn(db), apr_psprintf(p,
-        "BEGIN; INSERT INTO orgs (id, slug, name) VALUES ('%s', '%s', 'Inc');"
+        "BEGIN; INSERT INTO users (id, email, name) VALUES ('%s', '%s@example.test', 'Ida');"
+        "INSERT INTO orgs (id, slug, name) VALUES ('%s', '%s', 'Inc');"
+        "INSERT INTO org_members (org_id, user_id, role) VALUES ('%s', '%s', 'owner');"
         "INSERT INTO projects (id, org_id, slug, name) VALUES ('%s', '%s', 'p', 'P'); COMMIT",
-        org, sl, prj, org), &ok);
+        usr, sl, org, sl, org, usr, prj, org), &ok);
     SVC_CHECK(ok);
     memset(&inc, 0, sizeof(inc));
     inc.org_id = org;
@@ -178,6 +181,7 @@ SVC_TEST(incident_filing)
     SVC_CHECK_INT(created, 1);
     SVC_CHECK(id3 && strcmp(id3, id1) != 0);
     svc_testdb_value(p, db, apr_psprintf(p, "DELETE FROM orgs WHERE id = '%s'", org));
+    svc_testdb_value(p, db, apr_psprintf(p, "DELETE FROM users WHERE id = '%s'", usr));
 }
 
 int main(int argc, const char *const *argv)

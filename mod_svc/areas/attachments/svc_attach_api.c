@@ -301,26 +301,6 @@ static apr_status_t reply_attachment(svc_ctx_t *ctx, svc_db_t *db, const char *i
     return svc_reply_org_row(ctx, db, &st_get, attachment_item, "attachment", id, status);
 }
 
-static apr_status_t audit(svc_ctx_t *ctx, svc_db_t *db, const char *action, const char *id,
-                          json_t *data)
-{
-    svc_actor_t actor;
-    apr_status_t rv = svc_member_hold(db, ctx->pool, ctx->org->id, ctx->who->user_id);
-
-    svc_json_pool(ctx->pool, data);
-    if (rv == SVC_ENOTFOUND) {
-        return svc_fail(ctx, 404, "not_found", "No organization %s.", ctx->org->slug);
-    }
-    if (rv != APR_SUCCESS) {
-        return rv;
-    }
-    if (!data) {
-        return APR_ENOMEM;
-    }
-    svc_actor_from_ctx(ctx, &actor);
-    return svc_audit_write(db, ctx->pool, &actor, ctx->org->id, action, "attachment", id, data);
-}
-
 apr_status_t svc_h_attachments_upload(svc_ctx_t *ctx)
 {
     const char *filename = apr_table_get(ctx->query, "filename");
@@ -366,11 +346,11 @@ apr_status_t svc_h_attachments_upload(svc_ctx_t *ctx)
         rv = store_chunks(ctx, db, id, &sp);
     }
     if (rv == APR_SUCCESS) {
-        rv = audit(ctx, db, "attachment.uploaded", id,
-                   json_pack("{s:s,s:s,s:s,s:s,s:I,s:s}", kind->column, target,
-                             "filename", filename, "content_type", type, "sha256",
-                             svc_hex(ctx->pool, sp.sha256, sizeof(sp.sha256)),
-                             "size", (json_int_t)sp.size, "id", id));
+        rv = svc_audit_member(ctx, db, "attachment.uploaded", "attachment", id,
+                             json_pack("{s:s,s:s,s:s,s:s,s:I,s:s}", kind->column, target,
+                                       "filename", filename, "content_type", type, "sha256",
+                                       svc_hex(ctx->pool, sp.sha256, sizeof(sp.sha256)),
+                                       "size", (json_int_t)sp.size, "id", id));
     }
     if (rv == APR_SUCCESS) {
         rv = svc_db_commit(db, ctx->pool);
@@ -514,9 +494,9 @@ apr_status_t svc_h_attachments_delete(svc_ctx_t *ctx)
         }
         goto cleanup;
     }
-    if ((rv = audit(ctx, db, "attachment.deleted", id,
-                    json_pack("{s:s,s:s}", "filename", svc_dbres_str(res, 0, 1), "id", id)))
-        != APR_SUCCESS
+    if ((rv = svc_audit_member(ctx, db, "attachment.deleted", "attachment", id,
+                              json_pack("{s:s,s:s}", "filename", svc_dbres_str(res, 0, 1),
+                                        "id", id))) != APR_SUCCESS
         || (rv = svc_db_execv(db, &st_delete, ctx->pool, NULL, id, ctx->org->id))
            != APR_SUCCESS) {
         goto cleanup;

@@ -7,50 +7,6 @@
 #include <apr_lib.h>
 #include <string.h>
 
-/* The code point of the UTF-8 sequence at s (at most n bytes) and its
- * length; 0 when the bytes there are not valid UTF-8 (overlong forms,
- * surrogates and values past U+10FFFF included). */
-static apr_size_t utf8_next(const unsigned char *s, apr_size_t n, unsigned long *pcp)
-{
-    unsigned long cp;
-    apr_size_t len, i;
-
-    if (s[0] < 0x80) {
-        *pcp = s[0];
-        return 1;
-    }
-    if (s[0] >= 0xC2 && s[0] <= 0xDF) {
-        len = 2;
-        cp = s[0] & 0x1F;
-    }
-    else if (s[0] >= 0xE0 && s[0] <= 0xEF) {
-        len = 3;
-        cp = s[0] & 0x0F;
-    }
-    else if (s[0] >= 0xF0 && s[0] <= 0xF4) {
-        len = 4;
-        cp = s[0] & 0x07;
-    }
-    else {
-        return 0;
-    }
-    if (n < len) {
-        return 0;
-    }
-    for (i = 1; i < len; i++) {
-        if ((s[i] & 0xC0) != 0x80) {
-            return 0;
-        }
-        cp = (cp << 6) | (s[i] & 0x3F);
-    }
-    if ((len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10FFFF))
-        || (cp >= 0xD800 && cp <= 0xDFFF)) {
-        return 0;
-    }
-    *pcp = cp;
-    return len;
-}
-
 const char *svc_attach_name_refusal(const char *name)
 {
     const unsigned char *s = (const unsigned char *)name;
@@ -67,7 +23,7 @@ const char *svc_attach_name_refusal(const char *name)
     }
     while (at < n) {
         unsigned long cp;
-        apr_size_t len = utf8_next(s + at, n - at, &cp);
+        apr_size_t len = svc_utf8_next(s + at, n - at, &cp);
 
         if (len == 0) {
             return "filename is not valid UTF-8.";

@@ -65,30 +65,6 @@ static const svc_stmt_t st_active_runs = {
     2, SVC_STMT_READ
 };
 
-/* Characters (not bytes) of UTF-8 text, as PostgreSQL's char_length counts. */
-static apr_size_t utf8_chars(const char *s, apr_size_t n)
-{
-    apr_size_t i, c = 0;
-
-    for (i = 0; i < n; i++) {
-        c += ((unsigned char)s[i] & 0xC0) != 0x80;
-    }
-    return c;
-}
-
-/* The longest prefix of s (n bytes) of at most `chars` characters. */
-static apr_size_t utf8_prefix(const char *s, apr_size_t n, apr_size_t chars)
-{
-    apr_size_t i, c = 0;
-
-    for (i = 0; i < n; i++) {
-        if (((unsigned char)s[i] & 0xC0) != 0x80 && c++ == chars) {
-            return i;
-        }
-    }
-    return n;
-}
-
 const char *svc_build_instructions(apr_pool_t *p, const char *request_title,
                                    const char *section_title, const char *section,
                                    apr_size_t section_len, const char *toc, apr_size_t toc_len)
@@ -99,17 +75,18 @@ const char *svc_build_instructions(apr_pool_t *p, const char *request_title,
     const char *context = apr_pstrcat(p, "\n\n---\n\nThis is one part of the request \"",
                                       request_title, "\". The plan's table of contents, for "
                                       "context:\n\n", NULL);
-    apr_size_t used = utf8_chars(head, strlen(head)) + utf8_chars(context, strlen(context));
+    apr_size_t head_chars = svc_utf8_chars(head, strlen(head));
+    apr_size_t used = head_chars + svc_utf8_chars(context, strlen(context));
     apr_size_t room, keep;
 
     if (used + sizeof(cut) > SVC_RUN_INSTRUCTIONS_MAX) {
-        return utf8_chars(head, strlen(head)) <= SVC_RUN_INSTRUCTIONS_MAX ? head : NULL;
+        return head_chars <= SVC_RUN_INSTRUCTIONS_MAX ? head : NULL;
     }
     room = SVC_RUN_INSTRUCTIONS_MAX - used;
-    if (utf8_chars(toc, toc_len) <= room) {
+    if (svc_utf8_chars(toc, toc_len) <= room) {
         return apr_pstrcat(p, head, context, apr_pstrmemdup(p, toc, toc_len), NULL);
     }
-    keep = utf8_prefix(toc, toc_len, room - (sizeof(cut) - 1));
+    keep = svc_utf8_prefix(toc, toc_len, room - (sizeof(cut) - 1));
     return apr_pstrcat(p, head, context, apr_pstrmemdup(p, toc, keep), cut, NULL);
 }
 
@@ -283,17 +260,12 @@ apr_status_t svc_build_active_runs(svc_ctx_t *ctx, svc_db_t *db, const char *req
 /* A run-all that cannot start anything: outside build, or paused. */
 static apr_status_t not_runnable(svc_ctx_t *ctx, const svc_request_t *req)
 {
-    json_t *errors = json_array();
-
     if (strcmp(req->stage, SVC_STAGE_BUILD) != 0) {
-        svc_pl_missing(ctx->pool, errors, "stage", req->stage, "Build tasks run in build; "
-                       "request %s is in %s.", req->id, req->stage);
+        return svc_pl_refuse_one(ctx, "stage", req->stage, "Build tasks run in build; request "
+                                 "%s is in %s.", req->id, req->stage);
     }
-    else {
-        svc_pl_missing(ctx->pool, errors, "status", req->status, "The build of request %s is "
-                       "paused; resume it first (POST .../build/resume).", req->id);
-    }
-    return svc_pl_refuse(ctx, errors, "Request %s cannot start runs now.", req->id);
+    return svc_pl_refuse_one(ctx, "status", req->status, "The build of request %s is paused; "
+                             "resume it first (POST .../build/resume).", req->id);
 }
 
 apr_status_t svc_h_requests_run_all(svc_ctx_t *ctx)
@@ -308,8 +280,7 @@ apr_status_t svc_h_requests_run_all(svc_ctx_t *ctx)
     int i, n = 0;
     const char **runs = NULL, **task_ids = NULL;
 
-    if ((rv = svc_request_begin(ctx, id, SVC_PROLE_DEVELOPER, &db, &req)) != APR_SUCCESS
-        || (rv = svc_request_closed(ctx, req)) != APR_SUCCESS) {
+    if ((rv = svc_request_begin(ctx, id, SVC_PROLE_DEVELOPER, &db, &req)) != APR_SUCCESS) {
         goto cleanup;
     }
     if (strcmp(req->stage, SVC_STAGE_BUILD) != 0 || strcmp(req->status, SVC_REQ_PAUSED) == 0) {
@@ -350,8 +321,8 @@ apr_status_t svc_h_requests_run_all(svc_ctx_t *ctx)
         goto cleanup;
     }
     if (n > 0) {
-        rv = svc_pl_audit(ctx, db, "request.tasks_started", "request", id,
-                          json_pack("{s:O}", "started", started));
+        rv = svc_audit_member(ctx, db, "request.tasks_started", "request", id,
+                              json_pack("{s:O}", "started", started));
     }
     /* The events last: each run's, then each task's. */
     for (i = 0; i < n && rv == APR_SUCCESS; i++) {

@@ -107,28 +107,13 @@ const svc_qparam_t svc_query_improvements_list[] = {
 static const char *const status_values[] = { "open", "approved", "rejected", NULL };
 static const char *const source_values[] = { "user", "incident", NULL };
 
-/* The query parameter `name`, which must be one of `values` when given. */
-static int filter(svc_ctx_t *ctx, const char *name, const char *const *values, const char **pv)
-{
-    const char *const *s;
-
-    *pv = apr_table_get(ctx->query, name);
-    for (s = values; *pv && *s && strcmp(*s, *pv) != 0; s++) {
-    }
-    if (*pv && !*s) {
-        svc_fail_field(ctx, name, "invalid_value", "%s must be one of the values the list "
-                       "documents.", name);
-        return 0;
-    }
-    return 1;
-}
-
 apr_status_t svc_h_improvements_list(svc_ctx_t *ctx)
 {
     const char *status, *kind, *source;
 
-    if (!filter(ctx, "status", status_values, &status) | !filter(ctx, "kind", kind_values, &kind)
-        | !filter(ctx, "source", source_values, &source)) {
+    if (!svc_pl_query_in(ctx, "status", status_values, &status)
+        | !svc_pl_query_in(ctx, "kind", kind_values, &kind)
+        | !svc_pl_query_in(ctx, "source", source_values, &source)) {
         return SVC_EPROBLEM;
     }
     return svc_reply_list(ctx, &st_imp_list, ctx->project->id, status, kind, source,
@@ -164,9 +149,9 @@ apr_status_t svc_h_improvements_file(svc_ctx_t *ctx)
         && (rv = svc_db_execv(db, &st_imp_insert, ctx->pool, NULL, id, ctx->org->id,
                               ctx->project->id, kind, title, svc_json_str(ctx->body, "body"),
                               ctx->who->user_id)) == APR_SUCCESS
-        && (rv = svc_pl_audit(ctx, db, "improvement.filed", "improvement", id,
-                              json_pack("{s:s,s:s,s:s,s:s}", "project", ctx->project->slug,
-                                        "kind", kind, "title", title, "source", "user")))
+        && (rv = svc_audit_member(ctx, db, "improvement.filed", "improvement", id,
+                                  json_pack("{s:s,s:s,s:s,s:s}", "project", ctx->project->slug,
+                                            "kind", kind, "title", title, "source", "user")))
            == APR_SUCCESS
         && (rv = svc_pl_event(ctx, db, ctx->project->id, "improvement.filed",
                               json_pack("{s:s,s:s,s:s}", "improvement_id", id, "kind", kind,
@@ -220,11 +205,9 @@ static apr_status_t decide(svc_ctx_t *ctx, const char *reason)
         goto cleanup;
     }
     if (strcmp(svc_dbres_str(res, 0, 5), "open") != 0) {
-        json_t *errors = json_array();
-        svc_pl_missing(ctx->pool, errors, "status", svc_dbres_str(res, 0, 5), "Improvement %s "
-                       "is %s already; an improvement is decided once.", id,
-                       svc_dbres_str(res, 0, 5));
-        rv = svc_pl_refuse(ctx, errors, "Improvement %s is decided already.", id);
+        rv = svc_pl_refuse_one(ctx, "status", svc_dbres_str(res, 0, 5), "Improvement %s is %s "
+                               "already; an improvement is decided once.", id,
+                               svc_dbres_str(res, 0, 5));
         goto cleanup;
     }
     if (!reason) {
@@ -239,15 +222,15 @@ static apr_status_t decide(svc_ctx_t *ctx, const char *reason)
     }
     if ((rv = svc_db_execv(db, &st_imp_decide, ctx->pool, NULL, id, ctx->org->id, status,
                            reason, request_id, ctx->who->user_id)) != APR_SUCCESS
-        || (rv = svc_pl_audit(ctx, db, reason ? "improvement.rejected" : "improvement.approved",
-                              "improvement", id,
-                              json_pack("{s:s?,s:s?}", "request_id", request_id, "reason",
-                                        reason))) != APR_SUCCESS
+        || (rv = svc_audit_member(ctx, db, reason ? "improvement.rejected" : "improvement.approved",
+                                  "improvement", id,
+                                  json_pack("{s:s?,s:s?}", "request_id", request_id, "reason",
+                                            reason))) != APR_SUCCESS
         || (request_id
-            && (rv = svc_pl_audit(ctx, db, "request.created", "request", request_id,
-                                  json_pack("{s:s,s:s,s:s,s:s}", "project", req.project_slug,
-                                            "kind", "improvement", "title", req.title,
-                                            "improvement_id", id))) != APR_SUCCESS)
+            && (rv = svc_audit_member(ctx, db, "request.created", "request", request_id,
+                                      json_pack("{s:s,s:s,s:s,s:s}", "project", req.project_slug,
+                                                "kind", "improvement", "title", req.title,
+                                                "improvement_id", id))) != APR_SUCCESS)
         || (rv = svc_pl_event(ctx, db, req.project_id, "improvement.decision",
                               json_pack("{s:s,s:s,s:s?}", "improvement_id", id, "status",
                                         status, "request_id", request_id))) != APR_SUCCESS

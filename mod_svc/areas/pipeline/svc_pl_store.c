@@ -7,10 +7,10 @@
 #include <stdarg.h>
 #include <string.h>
 
-static const svc_stmt_t st_req_json = {
+const svc_stmt_t svc_pl_request_get = {
     "svc_pipeline_request_json",
-    "SELECT " SVC_REQUEST_JSON(" 'body', r.body,") " FROM requests r JOIN projects p ON p.id = r.project_id"
-    " WHERE r.id = $1 AND r.org_id = $2",
+    "SELECT " SVC_REQUEST_JSON(" 'body', r.body,")
+    " FROM requests r JOIN projects p ON p.id = r.project_id WHERE r.id = $1 AND r.org_id = $2",
     2, SVC_STMT_READ
 };
 
@@ -117,10 +117,11 @@ apr_status_t svc_request_begin(svc_ctx_t *ctx, const char *id, svc_prole_e least
     proj->id = req->project_id;
     proj->slug = req->project_slug;
     ctx->project = proj;
-    if ((rv = svc_access_recheck(ctx, *pdb, SVC_ROLE_MEMBER, least)) != APR_SUCCESS) {
+    if ((rv = svc_access_recheck(ctx, *pdb, SVC_ROLE_MEMBER, least)) != APR_SUCCESS
+        || (rv = svc_request_read(ctx, *pdb, id, 1, preq)) != APR_SUCCESS) {
         return rv;
     }
-    return svc_request_read(ctx, *pdb, id, 1, preq);
+    return svc_request_closed(ctx, *preq);
 }
 
 apr_status_t svc_request_insert(svc_ctx_t *ctx, svc_db_t *db, const char *id,
@@ -129,27 +130,6 @@ apr_status_t svc_request_insert(svc_ctx_t *ctx, svc_db_t *db, const char *id,
 {
     return svc_db_execv(db, &st_req_insert, ctx->pool, NULL, id, ctx->org->id, project_id,
                         kind, title, body, ctx->who->user_id);
-}
-
-apr_status_t svc_pl_audit(svc_ctx_t *ctx, svc_db_t *db, const char *action,
-                          const char *target_type, const char *target_id, json_t *data)
-{
-    svc_actor_t actor;
-    apr_status_t rv = svc_member_hold(db, ctx->pool, ctx->org->id, ctx->who->user_id);
-
-    svc_json_pool(ctx->pool, data);
-    if (rv == SVC_ENOTFOUND) {
-        return svc_fail(ctx, 404, "not_found", "No organization %s.", ctx->org->slug);
-    }
-    if (rv != APR_SUCCESS) {
-        return rv;
-    }
-    if (!data) {
-        return APR_ENOMEM;
-    }
-    svc_actor_from_ctx(ctx, &actor);
-    return svc_audit_write(db, ctx->pool, &actor, ctx->org->id, action, target_type, target_id,
-                           data);
 }
 
 apr_status_t svc_pl_event(svc_ctx_t *ctx, svc_db_t *db, const char *project_id,
@@ -186,7 +166,7 @@ apr_status_t svc_request_move(svc_ctx_t *ctx, svc_db_t *db, svc_request_t *req,
     }
     req->stage = stage;
     req->status = status;
-    return svc_pl_audit(ctx, db, action, "request", req->id, data);
+    return svc_audit_member(ctx, db, action, "request", req->id, data);
 }
 
 apr_status_t svc_request_announce(svc_ctx_t *ctx, svc_db_t *db, const svc_request_t *req)
@@ -200,7 +180,7 @@ apr_status_t svc_request_json(svc_ctx_t *ctx, svc_db_t *db, const char *id,
                               const char **pjson)
 {
     svc_dbres_t *res;
-    apr_status_t rv = svc_db_execv(db, &st_req_json, ctx->pool, &res, id, ctx->org->id);
+    apr_status_t rv = svc_db_execv(db, &svc_pl_request_get, ctx->pool, &res, id, ctx->org->id);
 
     if (rv != APR_SUCCESS) {
         return rv;
@@ -249,15 +229,41 @@ apr_status_t svc_pl_refuse(svc_ctx_t *ctx, json_t *errors, const char *fmt, ...)
     return SVC_EPROBLEM;
 }
 
+apr_status_t svc_pl_refuse_one(svc_ctx_t *ctx, const char *field, const char *code,
+                               const char *fmt, ...)
+{
+    json_t *errors = json_array();
+    va_list ap;
+    const char *msg;
+
+    va_start(ap, fmt);
+    msg = apr_pvsprintf(ctx->pool, fmt, ap);
+    va_end(ap);
+    svc_pl_missing(ctx->pool, errors, field, code, "%s", msg);
+    return svc_pl_refuse(ctx, errors, "%s", msg);
+}
+
 apr_status_t svc_request_closed(svc_ctx_t *ctx, const svc_request_t *req)
 {
-    json_t *errors;
-
     if (strcmp(req->status, SVC_REQ_CANCELLED) != 0 && strcmp(req->status, SVC_REQ_DONE) != 0) {
         return APR_SUCCESS;
     }
-    errors = json_array();
-    svc_pl_missing(ctx->pool, errors, "status", req->status, "Request %s is %s; it changes no "
-                   "more.", req->id, req->status);
-    return svc_pl_refuse(ctx, errors, "Request %s is %s.", req->id, req->status);
+    return svc_pl_refuse_one(ctx, "status", req->status, "Request %s is %s; it changes no more.",
+                             req->id, req->status);
+}
+
+int svc_pl_query_in(svc_ctx_t *ctx, const char *name, const char *const *values,
+                    const char **pv)
+{
+    const char *const *s;
+
+    *pv = apr_table_get(ctx->query, name);
+    for (s = values; *pv && *s && strcmp(*s, *pv) != 0; s++) {
+    }
+    if (*pv && !*s) {
+        svc_fail_field(ctx, name, "invalid_value", "%s is not one of the values this list "
+                       "takes.", name);
+        return 0;
+    }
+    return 1;
 }

@@ -34,6 +34,9 @@
     " 'integration_approved_by', r.integration_approved_by,"                        \
     " 'integration_approved_at', svc_ts(r.integration_approved_at))::text"
 
+/* $1 id, $2 org: the request as the API shows it, JSON text. */
+extern const svc_stmt_t svc_pl_request_get;
+
 /* Where a stage is in the order (0 for intake ... 5 for done; -1 unknown). */
 int svc_stage_index(const char *stage);
 
@@ -62,7 +65,8 @@ apr_status_t svc_request_read(svc_ctx_t *ctx, svc_db_t *db, const char *id, int 
  * least member) and effective role in that project (at least `least`)
  * checked under the org's lock (svc_access_recheck); then the request's
  * row locked, so changes of one request run one at a time and each sees
- * the last one's result.
+ * the last one's result; a request cancelled or done is refused
+ * (svc_request_closed).
  */
 apr_status_t svc_request_begin(svc_ctx_t *ctx, const char *id, svc_prole_e least,
                                svc_db_t **pdb, svc_request_t **preq);
@@ -86,11 +90,6 @@ apr_status_t svc_request_move(svc_ctx_t *ctx, svc_db_t *db, svc_request_t *req,
 /* The request.stage event: {"request_id", "stage", "status"}. */
 apr_status_t svc_request_announce(svc_ctx_t *ctx, svc_db_t *db, const svc_request_t *req);
 
-/* The audit entry of a pipeline change (`data` taken), in the caller's
- * transaction, the caller's membership held first. */
-apr_status_t svc_pl_audit(svc_ctx_t *ctx, svc_db_t *db, const char *action,
-                          const char *target_type, const char *target_id, json_t *data);
-
 /* An event of the org's stream about the request's project (`data` taken). */
 apr_status_t svc_pl_event(svc_ctx_t *ctx, svc_db_t *db, const char *project_id,
                           const char *kind, json_t *data);
@@ -112,8 +111,18 @@ void svc_pl_missing(apr_pool_t *p, json_t *errors, const char *field, const char
 apr_status_t svc_pl_refuse(svc_ctx_t *ctx, json_t *errors, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/* 409 invalid_status with the one entry {field, code, message}; the
+ * message is the problem's detail too. */
+apr_status_t svc_pl_refuse_one(svc_ctx_t *ctx, const char *field, const char *code,
+                               const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
 /* A 409 invalid_status for a request that is cancelled or done, naming
  * which; APR_SUCCESS for one still open. */
 apr_status_t svc_request_closed(svc_ctx_t *ctx, const svc_request_t *req);
+
+/* The query parameter `name` (*pv; NULL when absent): 0, with a 400
+ * problem field, when it is given but not one of `values`. */
+int svc_pl_query_in(svc_ctx_t *ctx, const char *name, const char *const *values,
+                    const char **pv);
 
 #endif /* SVC_PL_STORE_H */

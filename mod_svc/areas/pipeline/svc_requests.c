@@ -17,13 +17,6 @@ static const svc_stmt_t st_req_list = {
     7, SVC_STMT_READ
 };
 
-static const svc_stmt_t st_req_get = {
-    "svc_pipeline_requests_get",
-    "SELECT " SVC_REQUEST_JSON(" 'body', r.body,") " FROM requests r"
-    " JOIN projects p ON p.id = r.project_id WHERE r.id = $1 AND r.org_id = $2",
-    2, SVC_STMT_READ
-};
-
 static const svc_stmt_t st_key_claim = {
     "svc_pipeline_requests_key_claim",
     "INSERT INTO request_idempotency AS k (org_id, key, fingerprint, request_id)"
@@ -82,35 +75,14 @@ const svc_qparam_t svc_query_requests_list[] = {
     { NULL, NULL, NULL }
 };
 
-/* A query parameter that must be one of `values` when given. */
-static int query_in(svc_ctx_t *ctx, const char *name, const char *const *values,
-                    const char **pv)
-{
-    const char *v = apr_table_get(ctx->query, name);
-    const char *const *s;
-
-    *pv = v;
-    if (!v) {
-        return 1;
-    }
-    for (s = values; *s; s++) {
-        if (strcmp(*s, v) == 0) {
-            return 1;
-        }
-    }
-    svc_fail_field(ctx, name, "invalid_value", "%s is not one of the values this list takes.",
-                   name);
-    return 0;
-}
-
 apr_status_t svc_h_requests_list(svc_ctx_t *ctx)
 {
     const char *project = apr_table_get(ctx->query, "project");
     const char *stage, *status, *kind;
 
-    if (!query_in(ctx, "stage", stage_values, &stage)
-        | !query_in(ctx, "status", status_values, &status)
-        | !query_in(ctx, "kind", kind_values, &kind)) {
+    if (!svc_pl_query_in(ctx, "stage", stage_values, &stage)
+        | !svc_pl_query_in(ctx, "status", status_values, &status)
+        | !svc_pl_query_in(ctx, "kind", kind_values, &kind)) {
         return SVC_EPROBLEM;
     }
     if (project && !svc_slug_valid(project)) {
@@ -183,7 +155,7 @@ apr_status_t svc_h_requests_create(svc_ctx_t *ctx)
         }
         if (svc_dbres_rows(res) == 0) {
             svc_db_rollback(db, ctx->pool);
-            return svc_idem_replay(ctx, db, &st_key_get, &st_req_get, key, fp);
+            return svc_idem_replay(ctx, db, &st_key_get, &svc_pl_request_get, key, fp);
         }
     }
     memset(&req, 0, sizeof(req));
@@ -191,9 +163,9 @@ apr_status_t svc_h_requests_create(svc_ctx_t *ctx)
     req.project_id = proj->id;
     req.stage = SVC_STAGE_INTAKE;
     req.status = SVC_REQ_ACTIVE;
-    if ((rv = svc_pl_audit(ctx, db, "request.created", "request", id,
-                           json_pack("{s:s,s:s,s:s}", "project", slug, "kind", kind, "title",
-                                     title))) == APR_SUCCESS
+    if ((rv = svc_audit_member(ctx, db, "request.created", "request", id,
+                               json_pack("{s:s,s:s,s:s}", "project", slug, "kind", kind, "title",
+                                         title))) == APR_SUCCESS
         && (rv = svc_request_announce(ctx, db, &req)) == APR_SUCCESS) {
         rv = svc_db_commit(db, ctx->pool);
     }
@@ -235,11 +207,10 @@ apr_status_t svc_h_requests_update(svc_ctx_t *ctx)
         return SVC_EPROBLEM;
     }
     if ((rv = svc_request_begin(ctx, id, SVC_PROLE_DEVELOPER, &db, &req)) != APR_SUCCESS
-        || (rv = svc_request_closed(ctx, req)) != APR_SUCCESS
         || (rv = svc_db_execv(db, &st_req_update, ctx->pool, NULL, id, ctx->org->id, title,
                               body)) != APR_SUCCESS
-        || (rv = svc_pl_audit(ctx, db, "request.updated", "request", id,
-                              changes(req, title, body))) != APR_SUCCESS) {
+        || (rv = svc_audit_member(ctx, db, "request.updated", "request", id,
+                                  changes(req, title, body))) != APR_SUCCESS) {
         goto cleanup;
     }
     rv = svc_db_commit(db, ctx->pool);

@@ -147,12 +147,9 @@ static apr_status_t draft_toc(svc_ctx_t *ctx, svc_db_t *db, const svc_request_t 
 /* A request that moved on while this change was asked for. */
 static apr_status_t moved_on(svc_ctx_t *ctx, const svc_request_t *req, const char *was)
 {
-    json_t *errors = json_array();
-
-    svc_pl_missing(ctx->pool, errors, "stage", req->stage, "Request %s was in %s when this was "
-                   "asked; it is in %s now.", req->id, was, req->stage);
-    return svc_pl_refuse(ctx, errors, "Request %s moved on to %s meanwhile; nothing changed.",
-                         req->id, req->stage);
+    return svc_pl_refuse_one(ctx, "stage", req->stage, "Request %s was in %s when this was "
+                             "asked; it moved on to %s meanwhile, and nothing changed.",
+                             req->id, was, req->stage);
 }
 
 /* Before a change that may cost a model call: the caller may make it at
@@ -247,8 +244,7 @@ apr_status_t svc_h_requests_advance(svc_ctx_t *ctx)
         && (rv = draft_toc(ctx, db, seen, &draft)) != APR_SUCCESS) {
         return rv;
     }
-    if ((rv = svc_request_begin(ctx, id, SVC_PROLE_DEVELOPER, &db, &req)) != APR_SUCCESS
-        || (rv = svc_request_closed(ctx, req)) != APR_SUCCESS) {
+    if ((rv = svc_request_begin(ctx, id, SVC_PROLE_DEVELOPER, &db, &req)) != APR_SUCCESS) {
         return finish(ctx, db, req, NULL, rv);
     }
     if (strcmp(req->stage, seen->stage) != 0) {
@@ -313,15 +309,12 @@ apr_status_t svc_h_requests_advance_to_build(svc_ctx_t *ctx)
     svc_db_t *db = NULL;
     apr_status_t rv;
 
-    if ((rv = svc_request_begin(ctx, id, SVC_PROLE_DEVELOPER, &db, &req)) != APR_SUCCESS
-        || (rv = svc_request_closed(ctx, req)) != APR_SUCCESS) {
+    if ((rv = svc_request_begin(ctx, id, SVC_PROLE_DEVELOPER, &db, &req)) != APR_SUCCESS) {
         return finish(ctx, db, req, NULL, rv);
     }
     if (svc_stage_index(req->stage) >= svc_stage_index(SVC_STAGE_BUILD)) {
-        json_t *errors = json_array();
-        svc_pl_missing(ctx->pool, errors, "stage", req->stage, "Request %s is in %s already.",
-                       req->id, req->stage);
-        rv = svc_pl_refuse(ctx, errors, "Request %s is past review.", req->id);
+        rv = svc_pl_refuse_one(ctx, "stage", req->stage, "Request %s is in %s already, past "
+                               "review.", req->id, req->stage);
     }
     else {
         rv = enter_build(ctx, db, req, "advance_to_build", &tasks);
@@ -338,22 +331,16 @@ static apr_status_t pause_or_resume(svc_ctx_t *ctx, int pause)
     svc_db_t *db = NULL;
     apr_status_t rv;
 
-    if ((rv = svc_request_begin(ctx, id, SVC_PROLE_DEVELOPER, &db, &req)) != APR_SUCCESS
-        || (rv = svc_request_closed(ctx, req)) != APR_SUCCESS) {
+    if ((rv = svc_request_begin(ctx, id, SVC_PROLE_DEVELOPER, &db, &req)) != APR_SUCCESS) {
         return finish(ctx, db, req, NULL, rv);
     }
-    if (strcmp(req->stage, SVC_STAGE_BUILD) != 0 || strcmp(req->status, from) != 0) {
-        json_t *errors = json_array();
-        if (strcmp(req->stage, SVC_STAGE_BUILD) != 0) {
-            svc_pl_missing(ctx->pool, errors, "stage", req->stage, "Only a build is paused and "
-                           "resumed; request %s is in %s.", req->id, req->stage);
-        }
-        else {
-            svc_pl_missing(ctx->pool, errors, "status", req->status, "The build of request %s "
-                           "is %s already.", req->id, req->status);
-        }
-        rv = svc_pl_refuse(ctx, errors, "Request %s cannot be %s now.", req->id,
-                           pause ? "paused" : "resumed");
+    if (strcmp(req->stage, SVC_STAGE_BUILD) != 0) {
+        rv = svc_pl_refuse_one(ctx, "stage", req->stage, "Only a build is paused and resumed; "
+                               "request %s is in %s.", req->id, req->stage);
+    }
+    else if (strcmp(req->status, from) != 0) {
+        rv = svc_pl_refuse_one(ctx, "status", req->status, "The build of request %s is %s "
+                               "already.", req->id, req->status);
     }
     else {
         rv = svc_request_move(ctx, db, req, req->stage, pause ? SVC_REQ_PAUSED : SVC_REQ_ACTIVE,
@@ -392,7 +379,6 @@ apr_status_t svc_h_requests_cancel(svc_ctx_t *ctx)
     int i;
 
     if ((rv = svc_request_begin(ctx, id, SVC_PROLE_DEVELOPER, &db, &req)) != APR_SUCCESS
-        || (rv = svc_request_closed(ctx, req)) != APR_SUCCESS
         || (rv = svc_build_active_runs(ctx, db, id, &runs)) != APR_SUCCESS) {
         return finish(ctx, db, req, NULL, rv);
     }
@@ -446,17 +432,14 @@ apr_status_t svc_h_requests_approve(svc_ctx_t *ctx)
     svc_db_t *db = NULL;
     apr_status_t rv;
 
-    if ((rv = svc_request_begin(ctx, id, SVC_PROLE_MAINTAINER, &db, &req)) != APR_SUCCESS
-        || (rv = svc_request_closed(ctx, req)) != APR_SUCCESS) {
+    if ((rv = svc_request_begin(ctx, id, SVC_PROLE_MAINTAINER, &db, &req)) != APR_SUCCESS) {
         return finish(ctx, db, req, NULL, rv);
     }
     if (strcmp(req->stage, SVC_STAGE_INTEGRATION) != 0) {
-        json_t *errors = json_array();
-        svc_pl_missing(ctx->pool, errors, "stage", req->stage, "Integration is approved in "
-                       "integration; request %s is in %s.", req->id, req->stage);
         return finish(ctx, db, req, NULL,
-                      svc_pl_refuse(ctx, errors, "Request %s is not waiting for integration "
-                                    "approval.", req->id));
+                      svc_pl_refuse_one(ctx, "stage", req->stage, "Integration is approved in "
+                                        "integration; request %s is in %s.", req->id,
+                                        req->stage));
     }
     rv = svc_request_move(ctx, db, req, SVC_STAGE_DONE, SVC_REQ_DONE, "approve",
                           "request.integration_approved", NULL);
