@@ -177,6 +177,15 @@ for my $r (@tenant) {
 # The same calls by the owner with the right credentials do reach the
 # handlers, so the 404s above were about the caller, not the paths.
 for my $r (grep { !unsafe($_) } @tenant) {
+    if ($r->{stream}) {
+        # An event stream never ends by itself: its head is the answer.
+        my $s = sse_open(path_for($r->{path}), token => $owner_tok);
+        is($s->{status}, $r->{success}, "owner: $r->{method} $r->{path} is $r->{success}");
+        like($s->{headers}{'content-type'} // '', qr{^text/event-stream},
+             '... an event stream');
+        sse_close($s);
+        next;
+    }
     my ($status) = api($r->{method} => path_for($r->{path}), token => $owner_tok);
     is($status, $r->{success}, "owner: $r->{method} $r->{path} is $r->{success}");
 }
