@@ -47,6 +47,15 @@ static void *merge_server_conf(apr_pool_t *p, void *basev, void *addv)
     if (!(add->set & SVC_SET_INVITE_LIFE)) {
         sc->core.invite_lifetime = base->core.invite_lifetime;
     }
+    if (!(add->set & SVC_SET_MODEL_TIMEOUT)) {
+        sc->core.model_timeout_ms = base->core.model_timeout_ms;
+    }
+    if (!(add->set & SVC_SET_DOC_LIMIT)) {
+        sc->core.document_limit = base->core.document_limit;
+    }
+    if (!(add->set & SVC_SET_ALLOW_PRIVATE)) {
+        sc->core.provider_allow_private = base->core.provider_allow_private;
+    }
     if (!(add->set & SVC_SET_PUBLIC_URL)) {
         sc->core.public_url = base->core.public_url;
     }
@@ -134,6 +143,41 @@ static const char *set_body_limit(cmd_parms *cmd, void *dummy, const char *arg)
         sc->set |= SVC_SET_BODY_LIMIT;
     }
     return err;
+}
+
+static const char *set_document_limit(cmd_parms *cmd, void *dummy, const char *arg)
+{
+    svc_server_conf *sc = server_conf(cmd);
+    long long v;
+    const char *err = parse_positive(cmd, arg, 8LL * 1024 * 1024, &v);
+
+    if (!err) {
+        sc->core.document_limit = (apr_size_t)v;
+        sc->set |= SVC_SET_DOC_LIMIT;
+    }
+    return err;
+}
+
+static const char *set_model_timeout(cmd_parms *cmd, void *dummy, const char *arg)
+{
+    svc_server_conf *sc = server_conf(cmd);
+    long long v;
+    const char *err = parse_positive(cmd, arg, 3600, &v);
+
+    if (!err) {
+        sc->core.model_timeout_ms = (int)v * 1000;
+        sc->set |= SVC_SET_MODEL_TIMEOUT;
+    }
+    return err;
+}
+
+static const char *set_allow_private(cmd_parms *cmd, void *dummy, int on)
+{
+    svc_server_conf *sc = server_conf(cmd);
+
+    sc->core.provider_allow_private = on;
+    sc->set |= SVC_SET_ALLOW_PRIVATE;
+    return NULL;
 }
 
 static const char *set_seconds(cmd_parms *cmd, void *dummy, const char *arg)
@@ -362,6 +406,16 @@ static const command_rec svc_cmds[] = {
     AP_INIT_TAKE1("SvcInviteLifetime", set_seconds, (void *)SVC_SET_INVITE_LIFE, RSRC_CONF,
                   "Seconds an invitation to an organization or a project stays valid "
                   "(default 1209600, 14 days)"),
+    AP_INIT_TAKE1("SvcModelTimeout", set_model_timeout, NULL, RSRC_CONF,
+                  "Longest a call to an organization's model provider may take, in seconds "
+                  "(default 120); the request then answers 502 provider_error"),
+    AP_INIT_TAKE1("SvcDocumentLimit", set_document_limit, NULL, RSRC_CONF,
+                  "Largest planning document body in bytes (default 1048576); routes that "
+                  "take a document accept a JSON body big enough to carry one"),
+    AP_INIT_FLAG("SvcProviderAllowPrivate", set_allow_private, NULL, RSRC_CONF,
+                 "On: organizations' model provider URLs may reach loopback, private and "
+                 "link-local addresses (a local Ollama); cloud metadata addresses stay "
+                 "refused (default Off)"),
     AP_INIT_TAKE1("SvcStatementTimeout", set_seconds, (void *)SVC_SET_STMT_TIMEOUT, RSRC_CONF,
                   "Longest a database statement may run, in milliseconds (default 10000)"),
     AP_INIT_ITERATE("SvcTrustedOrigin", add_trusted_origin, NULL, RSRC_CONF,
@@ -553,6 +607,7 @@ static int svc_post_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptem
                    sizeof(sc->core.session_key));
             memcpy(sc->core.box_key, main_sc->core.box_key, sizeof(sc->core.box_key));
             memcpy(sc->core.signin_key, main_sc->core.signin_key, sizeof(sc->core.signin_key));
+            memcpy(sc->core.share_key, main_sc->core.share_key, sizeof(sc->core.share_key));
             sc->core.have_secret = main_sc->core.have_secret;
             continue;
         }

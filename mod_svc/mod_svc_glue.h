@@ -53,6 +53,9 @@ typedef struct {
 #define SVC_SET_UI_URL       0x0100
 #define SVC_SET_VCS_TIMEOUT  0x0200
 #define SVC_SET_INVITE_LIFE  0x0400
+#define SVC_SET_MODEL_TIMEOUT 0x0800
+#define SVC_SET_DOC_LIMIT    0x1000
+#define SVC_SET_ALLOW_PRIVATE 0x2000
 
 /* The API handler ("svc") and the benchmark's no-op handler ("svc-noop"). */
 int svc_handler(request_rec *r);

@@ -46,6 +46,46 @@ static void hide_query(request_rec *r)
 }
 
 /*
+ * Where the path carries a credential (a share link's token: routes flagged
+ * SVC_RF_SECRET_PATH, and any path under the portal's prefix, matched or
+ * not), the access log must not print it: the URI, the unparsed URI and the
+ * request line get [REDACTED] in place of the :token segment (everything
+ * after the prefix when no route matched). The request line is rebuilt from
+ * the decoded path, so no spelling of the token in the raw line (percent
+ * escapes, dot segments) survives. The core has already read the token.
+ */
+#define SVC_SECRET_PATH_PREFIX "/api/share/"
+
+static void hide_path(request_rec *r, const svc_route_t *route)
+{
+    const char *masked, *unparsed;
+
+    if (route) {
+        const char *t = route->path, *u = r->uri;
+        masked = "";
+        while (*t == '/' && *u == '/') {
+            apr_size_t tl = strcspn(t + 1, "/"), ul = strcspn(u + 1, "/");
+            int secret = tl == 6 && strncmp(t + 1, ":token", 6) == 0;
+            masked = apr_pstrcat(r->pool, masked, "/",
+                                 secret ? "[REDACTED]" : apr_pstrmemdup(r->pool, u + 1, ul),
+                                 NULL);
+            t += tl + 1;
+            u += ul + 1;
+        }
+    }
+    else {
+        masked = SVC_SECRET_PATH_PREFIX "[REDACTED]";
+    }
+    unparsed = r->args ? apr_pstrcat(r->pool, masked, "?", r->args, NULL) : masked;
+    r->uri = apr_pstrdup(r->pool, masked);
+    r->parsed_uri.path = r->uri;
+    r->unparsed_uri = apr_pstrdup(r->pool, unparsed);
+    r->the_request = apr_pstrcat(r->pool, r->method, " ", unparsed,
+                                 r->protocol && *r->protocol ? " " : "",
+                                 r->protocol ? r->protocol : "", NULL);
+}
+
+/*
  * Reads the request body, refusing it with 413 as soon as it is known to be
  * over `limit`: up front from Content-Length, or while reading a chunked
  * body. With limit 0 the route takes no body, and any byte is kept so the
@@ -238,9 +278,16 @@ int svc_handler(request_rec *r)
         || strncmp(r->uri, "/auth/", 6) == 0) {
         hide_query(r);
     }
+    if (ctx->route && (ctx->route->flags & SVC_RF_SECRET_PATH)) {
+        hide_path(r, ctx->route);
+    }
+    else if (strncmp(r->uri, SVC_SECRET_PATH_PREFIX, sizeof(SVC_SECRET_PATH_PREFIX) - 1) == 0) {
+        hide_path(r, NULL);
+    }
     if (rv == APR_SUCCESS && ctx->route) {
         rv = read_body(ctx, r, svc_dispatch_body_limit(ctx));
-        if (rv == APR_SUCCESS && !sc->core.have_secret && ctx->route->auth == SVC_AUTH_USER) {
+        if (rv == APR_SUCCESS && !sc->core.have_secret
+            && (ctx->route->auth == SVC_AUTH_USER || ctx->route->auth == SVC_AUTH_SHARE)) {
             rv = svc_fail(ctx, 503, "not_configured",
                           "The service is not configured for authentication yet "
                           "(SvcSecret is missing).");

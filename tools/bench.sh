@@ -12,6 +12,16 @@
 # The numbers are ratios to /noop on the same machine, never absolutes to
 # assert on.
 #
+# Then planning documents: a product of the demo org with one 100 KB
+# document and a share link, the body read through the org API (GET
+# .../doc-versions/:id/content with the PAT) and through the share portal
+# (GET /api/share/{token}/documents/{docId}), each for BENCH_DOC_REQUESTS
+# requests. The portal is measured as deployed (every request counted by
+# its per-address rate limit: one row all the connections update) and,
+# on a second port, with that limit lifted, to show what the counting
+# costs. Paths and tokens reach wrk through its environment, not its
+# command line.
+#
 # Then the token route at 64 connections for BENCH_SOAK seconds (0: skip):
 # DESIGN.md's reliability budget, where any non-2xx answer or socket error
 # is a failure to look into.
@@ -22,14 +32,17 @@
 # events from commit to every stream.
 #
 #   BENCH_REQUESTS=200000 BENCH_CONNECTIONS=32 BENCH_WARMUP=5 BENCH_TOKENS=1
-#   BENCH_SOAK=60 BENCH_STREAMS=2000 BENCH_STREAM_EVENTS=20 PORT=8080
+#   BENCH_DOC_REQUESTS=50000 BENCH_SOAK=60 BENCH_STREAMS=2000 BENCH_STREAM_EVENTS=20
+#   PORT=8080
 set -euo pipefail
 
 SVC_RUN_LIB=1
+SVC_RUN_BENCH=1
 # shellcheck source=tools/run.sh
 . "$(dirname "${BASH_SOURCE[0]}")/run.sh"
 
 REQUESTS=${BENCH_REQUESTS:-200000}
+DOC_REQUESTS=${BENCH_DOC_REQUESTS:-50000}
 CONNS=${BENCH_CONNECTIONS:-32}
 TOKENS=${BENCH_TOKENS:-1}
 SOAK=${BENCH_SOAK:-60}
@@ -64,6 +77,11 @@ local token = os.getenv("SVC_BENCH_TOKEN")
 if token and token ~= "" then
     wrk.headers["Authorization"] = "Bearer " .. token
 end
+-- A path that holds a secret (a share token) comes from the environment.
+local path = os.getenv("SVC_BENCH_PATH")
+if path and path ~= "" then
+    wrk.path = path
+end
 local limit = tonumber(os.getenv("SVC_BENCH_PER_THREAD") or "0")
 local mark = os.getenv("SVC_BENCH_MARK")
 local count = 0
@@ -90,6 +108,8 @@ EOF
 }
 
 # run_wrk NAME PATH TOKEN REQUESTS|0 SECONDS → prints the SVCBENCH line
+# (SVC_BENCH_PATH, when set, replaces PATH without showing it in argv;
+# BENCH_PORT is another port.)
 run_wrk() {
     local name=$1 path=$2 token=$3 n=$4 secs=$5 mark out pid
     mark=$(mktemp "$BENCH_DIR/mark.XXXXXX")
@@ -98,7 +118,7 @@ run_wrk() {
     SVC_BENCH_TOKEN=$token SVC_BENCH_MARK=$mark \
     SVC_BENCH_PER_THREAD=$(( n > 0 ? (n + THREADS - 1) / THREADS : 0 )) \
         wrk -t"$THREADS" -c"$CONNS" -d"${secs}s" --timeout 10s -s "$LUA" \
-            "http://127.0.0.1:$PORT$path" >"$out" 2>&1 &
+            "http://127.0.0.1:${BENCH_PORT:-$PORT}$path" >"$out" 2>&1 &
     pid=$!
     if [ "$n" -gt 0 ]; then
         while kill -0 "$pid" 2>/dev/null; do
@@ -143,6 +163,55 @@ bench_forget_user() {
     BENCH_USER=
 }
 
+# The bench's planning documents, made through the API as the bench user
+# (a member of the demo org for the run): a project, a product, one
+# document of 100 KB and a share link. Sets DOC_VERSION, DOC_ID and
+# SHARE_PATH; the project (and so all of it) goes when the run ends.
+BENCH_PROJECT=
+bench_forget_docs() {
+    [ -n "$BENCH_PROJECT" ] || return 0
+    printf '%s\n' "DELETE FROM projects WHERE slug = :'slug' AND org_id = (SELECT id FROM orgs WHERE slug = '$DEMO_ORG');" |
+        as_pg "$PGBIN/psql" -X -q -tA -h "$PGSOCK" -d svc -v ON_ERROR_STOP=1 \
+            -v slug="$BENCH_PROJECT" >/dev/null 2>&1 || true
+    BENCH_PROJECT=
+}
+
+# jfield NAME < JSON: a top-level member (the bench's own answers only).
+jfield() { perl -MJSON::PP -e 'my $d = decode_json(join "", <STDIN>); print $d->{$ARGV[0]} // ""' "$1"; }
+
+bench_docs() {
+    local token=$1 api="http://127.0.0.1:$PORT/api/orgs/$DEMO_ORG" out product
+    "$SVCCTL" org add-member "$DEMO_ORG" "$BENCH_USER" --role member >/dev/null
+    BENCH_PROJECT="bench-$(date -u +%Y%m%d%H%M%S)-$$"
+    ON_STOP=(bench_forget_docs "${ON_STOP[@]}")
+    curl -s -o /dev/null -H "Authorization: Bearer $token" -H 'Content-Type: application/json' \
+         -d "{\"slug\":\"$BENCH_PROJECT\",\"name\":\"Bench\"}" "$api/projects"
+    out=$(curl -s -H "Authorization: Bearer $token" -H 'Content-Type: application/json' \
+          -d '{"name":"Bench product"}' "$api/projects/$BENCH_PROJECT/products")
+    product=$(jfield id <<<"$out")
+    [ -n "$product" ] || die "creating the bench product failed: $out"
+    # 100 KB of markdown: headings and paragraphs, in UTF-8.
+    out=$(perl -MJSON::PP -e '
+        my $b = ""; my $i = 0;
+        while (length($b) < 102400) {
+            $i++;
+            $b .= "## Section $i\n\nThe checkout keeps the cart\x{2019}s total in step with "
+                . "every change; refunds go back to the card they came from.\n\n";
+        }
+        print JSON::PP->new->utf8->encode({ kind => "section", title => "Bench",
+                                            body => substr($b, 0, 102400) });' |
+        curl -s -H "Authorization: Bearer $token" -H 'Content-Type: application/json' \
+             --data-binary @- "$api/products/$product/documents")
+    DOC_ID=$(jfield id <<<"$out")
+    DOC_VERSION=$(perl -MJSON::PP -e 'my $d = decode_json(join "", <STDIN>);
+                                      print $d->{current_version}{id} // ""' <<<"$out")
+    [ -n "$DOC_VERSION" ] || die "creating the bench document failed: $out"
+    out=$(curl -s -H "Authorization: Bearer $token" -H 'Content-Type: application/json' \
+          -d '{"expires_in_days":1}' "$api/products/$product/shares")
+    SHARE_PATH="/api/share/$(jfield token <<<"$out")/documents/$DOC_ID"
+    [ "${#SHARE_PATH}" -gt 80 ] || die "creating the bench share link failed"
+}
+
 main_bench() {
     command -v wrk >/dev/null || die "wrk is not installed (tools/deps.sh)"
     setup_stack
@@ -176,6 +245,15 @@ main_bench() {
          "warm-up ${WARMUP}s per route, then $REQUESTS requests per route;" \
          "the PAT's user has $TOKENS token(s), $(curl -s -H "Authorization: Bearer $token" \
          "http://127.0.0.1:$PORT/api/me/tokens" | wc -c) bytes listed"
+    bench_docs "$token"
+    local size
+    size=$(curl -s -H "Authorization: Bearer $token" \
+           "http://127.0.0.1:$PORT/api/orgs/$DEMO_ORG/doc-versions/$DOC_VERSION/content" | wc -c)
+    [ "$size" -ge 100000 ] || die "the bench document reads back as $size bytes"
+    for port in "$PORT" "$((PORT + 1))"; do
+        code=$(curl -s -o /dev/null -w '%{http_code}' -K - <<<"url = \"http://127.0.0.1:$port$SHARE_PATH\"")
+        [ "$code" = 200 ] || die "the share portal on port $port answered $code, not 200"
+    done
     run_wrk warmup-pat /api/me/tokens "$token" 0 "$WARMUP" >/dev/null
     run_wrk warmup-noop /noop "" 0 "$WARMUP" >/dev/null
     run_wrk warmup-health /internal/health "" 0 "$WARMUP" >/dev/null
@@ -188,6 +266,17 @@ main_bench() {
     # For scale: one trivial statement, no authentication. What a round trip
     # to PostgreSQL costs on this machine, before any work of ours.
     health=$(run_wrk health /internal/health "" "$REQUESTS" 600)
+    # A 100 KB document body: through the org API, and through the portal
+    # (counted by its rate limit, and on the second port without it).
+    local content portal portal_free
+    run_wrk warmup-content "/api/orgs/$DEMO_ORG/doc-versions/$DOC_VERSION/content" "$token" 0 \
+        "$WARMUP" >/dev/null
+    content=$(run_wrk content "/api/orgs/$DEMO_ORG/doc-versions/$DOC_VERSION/content" "$token" \
+              "$DOC_REQUESTS" 600)
+    SVC_BENCH_PATH=$SHARE_PATH run_wrk warmup-portal /portal "" 0 "$WARMUP" >/dev/null
+    portal=$(SVC_BENCH_PATH=$SHARE_PATH run_wrk portal /portal "" "$DOC_REQUESTS" 600)
+    portal_free=$(SVC_BENCH_PATH=$SHARE_PATH BENCH_PORT=$((PORT + 1)) \
+                  run_wrk portal-free /portal "" "$DOC_REQUESTS" 600)
 
     echo
     report "GET /noop" "$noop"
@@ -196,6 +285,15 @@ main_bench() {
     awk -v p="$(rps "$pat")" -v n="$(rps "$noop")" -v h="$(rps "$health")" 'BEGIN {
         printf "  PAT route / no-op: %.1f %% of the no-op throughput\n", 100 * p / n
         printf "  (health / no-op: %.1f %%; PAT route / health: %.1f %%)\n", 100 * h / n, 100 * p / h }'
+    echo
+    echo "  a $size-byte document body, $DOC_REQUESTS requests each:"
+    report "org API (PAT)" "$content"
+    report "share portal" "$portal"
+    report "portal, no rate limit" "$portal_free"
+    awk -v c="$(rps "$content")" -v s="$(rps "$portal")" -v f="$(rps "$portal_free")" \
+        -v n="$(rps "$noop")" 'BEGIN {
+        printf "  org API / no-op: %.1f %%; portal / no-op: %.1f %%; portal without its rate limit / no-op: %.1f %%\n",
+               100 * c / n, 100 * s / n, 100 * f / n }'
     # DESIGN.md's reliability budget: 64 connections for a while, and not one
     # failed answer or reset connection on valid requests.
     if [ "$SOAK" -gt 0 ]; then

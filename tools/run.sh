@@ -205,7 +205,9 @@ bootstrap() {
 HTTPD_PID=
 
 # write_httpd_conf ERRORLOG: the whole httpd configuration, regenerated each
-# start; the mod_svc part has the same directives as conf/svc.conf.
+# start; the mod_svc part has the same directives as conf/svc.conf. For make
+# bench (SVC_RUN_BENCH=1) the share portal's rate limit is raised above what
+# the bench sends, and a second port, PORT+1, serves the same site without it.
 write_httpd_conf() {
     local errorlog=$1 libexec
     libexec=$(apxs -q LIBEXECDIR)
@@ -282,6 +284,11 @@ SvcOAuthClientSecret env:VCS_OAUTH_CLIENT_SECRET
 SvcVcsWebURL         env:VCS_WEB_URL
 SvcVcsApiURL         env:VCS_API_URL
 
+# Model providers on this machine (a local Ollama on 127.0.0.1:11434, say):
+# a development instance may call private addresses; conf/svc.conf's
+# default (Off) is what a shared server wants.
+SvcProviderAllowPrivate On
+
 <Location /api/>
     Require all granted
     SetHandler svc
@@ -303,6 +310,17 @@ SvcVcsApiURL         env:VCS_API_URL
     SetHandler svc-noop
 </Location>
 EOF
+        if [ -n "${SVC_RUN_BENCH:-}" ]; then
+            cat <<EOF
+
+# --- make bench ---
+SvcRateLimit share 1000000 60
+Listen 127.0.0.1:$((PORT + 1))
+<VirtualHost 127.0.0.1:$((PORT + 1))>
+    SvcRateLimit share 0 60
+</VirtualHost>
+EOF
+        fi
     } >"$HTTPD_CONF"
     "$HTTPD_BIN" -t -f "$HTTPD_CONF" >/dev/null 2>"$VAR/log/configtest.log" \
         || { cat "$VAR/log/configtest.log"; die "httpd configuration test failed"; }

@@ -5,8 +5,11 @@
  */
 #include "svc_areas.h"
 #include "svc_auditlog.h"
+#include "svc_documents.h"
 #include "svc_events.h"
 #include "svc_identity.h"
+#include "svc_providers.h"
+#include "svc_share.h"
 #include "svc_tenancy.h"
 
 const svc_area_t *const svc_areas[] = {
@@ -15,6 +18,9 @@ const svc_area_t *const svc_areas[] = {
     &svc_tenancy_area,
     &svc_audit_area,
     &svc_events_area,
+    &svc_providers_area,
+    &svc_documents_area,
+    &svc_share_area,
     NULL
 };
 

@@ -74,6 +74,35 @@ void svc_checksum62(const char *data, apr_size_t len, char out[7])
     out[6] = '\0';
 }
 
+char *svc_secret_token_generate(apr_pool_t *p, const char *prefix)
+{
+    char *body = apr_pstrcat(p, prefix, svc_random_base62(p, SVC_SECRET_TOKEN_RANDOM), NULL);
+    char sum[7];
+
+    svc_checksum62(body, strlen(body), sum);
+    return apr_pstrcat(p, body, sum, NULL);
+}
+
+int svc_secret_token_well_formed(const char *s, const char *prefix)
+{
+    apr_size_t i;
+    char sum[7];
+
+    if (!s || strlen(s) != SVC_SECRET_TOKEN_LEN
+        || strncmp(s, prefix, SVC_SECRET_TOKEN_PREFIX_LEN) != 0) {
+        return 0;
+    }
+    for (i = SVC_SECRET_TOKEN_PREFIX_LEN; i < SVC_SECRET_TOKEN_LEN; i++) {
+        char c = s[i];
+        if (!((c >= '0' && c <= '9') || (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z'))) {
+            return 0;
+        }
+    }
+    svc_checksum62(s, SVC_SECRET_TOKEN_LEN - 6, sum);
+    /* The checksum is not secret, but there is no reason to be sloppy. */
+    return svc_ct_equal(sum, s + SVC_SECRET_TOKEN_LEN - 6, 6);
+}
+
 char *svc_b64url_encode(apr_pool_t *p, const unsigned char *d, apr_size_t n)
 {
     char *out = apr_palloc(p, (n + 2) / 3 * 4 + 1);
@@ -182,6 +211,59 @@ void svc_sha256(unsigned char out[32], const unsigned char *msg, apr_size_t len)
 int svc_ct_equal(const void *a, const void *b, apr_size_t len)
 {
     return sodium_memcmp(a, b, len) == 0;
+}
+
+_Static_assert(SVC_BOX_OVERHEAD == crypto_secretbox_NONCEBYTES + crypto_secretbox_MACBYTES,
+               "SVC_BOX_OVERHEAD is libsodium's secretbox nonce and MAC");
+
+void svc_box_seal(apr_pool_t *p, const unsigned char key[32], const char *plain,
+                  apr_size_t len, unsigned char **pbox, apr_size_t *pboxlen)
+{
+    unsigned char *box = apr_palloc(p, len + SVC_BOX_OVERHEAD);
+
+    randombytes_buf(box, crypto_secretbox_NONCEBYTES);
+    crypto_secretbox_easy(box + crypto_secretbox_NONCEBYTES, (const unsigned char *)plain,
+                          len, box, key);
+    *pbox = box;
+    *pboxlen = len + SVC_BOX_OVERHEAD;
+}
+
+typedef struct {
+    char *buf;
+    apr_size_t len;
+} wipe_baton_t;
+
+static apr_status_t wipe_cleanup(void *data)
+{
+    wipe_baton_t *w = data;
+
+    sodium_memzero(w->buf, w->len);
+    return APR_SUCCESS;
+}
+
+apr_status_t svc_box_open(apr_pool_t *p, const unsigned char key[32],
+                          const unsigned char *box, apr_size_t boxlen,
+                          char **pplain, apr_size_t *plen)
+{
+    wipe_baton_t *w;
+    apr_size_t len;
+
+    if (boxlen < SVC_BOX_OVERHEAD) {
+        return APR_EINVAL;
+    }
+    len = boxlen - SVC_BOX_OVERHEAD;
+    w = apr_palloc(p, sizeof(*w));
+    w->buf = apr_palloc(p, len + 1);
+    w->len = len + 1;
+    if (crypto_secretbox_open_easy((unsigned char *)w->buf, box + crypto_secretbox_NONCEBYTES,
+                                   boxlen - crypto_secretbox_NONCEBYTES, box, key) != 0) {
+        return APR_EINVAL;
+    }
+    w->buf[len] = '\0';
+    apr_pool_cleanup_register(p, w, wipe_cleanup, apr_pool_cleanup_null);
+    *pplain = w->buf;
+    *plen = len;
+    return APR_SUCCESS;
 }
 
 void svc_wipe(void *buf, apr_size_t len)

@@ -727,6 +727,11 @@ int svc_dbres_isnull(const svc_dbres_t *res, int row, int col)
     return svc_dbres_str(res, row, col) == NULL;
 }
 
+apr_size_t svc_dbres_len(const svc_dbres_t *res, int row, int col)
+{
+    return svc_dbres_str(res, row, col) ? (apr_size_t)PQgetlength(res->res, row, col) : 0;
+}
+
 /* Binary integers arrive in network byte order. */
 static apr_uint64_t be_uint(const unsigned char *b, int n)
 {

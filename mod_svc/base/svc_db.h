@@ -119,6 +119,9 @@ int svc_dbres_rows(const svc_dbres_t *res);
 /* Column value as text, or NULL for SQL NULL. */
 const char *svc_dbres_str(const svc_dbres_t *res, int row, int col);
 int svc_dbres_isnull(const svc_dbres_t *res, int row, int col);
+/* The value's length in bytes (0 for NULL): what a bytea or text column of
+ * a SVC_STMT_BINARY result holds, raw, at svc_dbres_str. */
+apr_size_t svc_dbres_len(const svc_dbres_t *res, int row, int col);
 /* int64 with a full-string check; APR_EINVAL on NULL or garbage. */
 apr_status_t svc_dbres_int64(const svc_dbres_t *res, int row, int col, apr_int64_t *pv);
 /* PostgreSQL boolean: 1, 0, or -1 for NULL. */

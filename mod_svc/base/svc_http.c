@@ -974,6 +974,42 @@ cleanup:
     return rv;
 }
 
+const char *svc_http_check_base_url(apr_pool_t *p, const char *url, const char **pnorm)
+{
+    const char *host, *s;
+    apr_size_t n;
+
+    if (strncmp(url, "https://", 8) == 0) {
+        host = url + 8;
+    }
+    else if (strncmp(url, "http://", 7) == 0) {
+        host = url + 7;
+    }
+    else {
+        return "must be an http:// or https:// URL";
+    }
+    if (!*host || *host == '/' || *host == ':') {
+        return "has no host";
+    }
+    for (s = url; *s; s++) {
+        if ((unsigned char)*s <= 0x20 || (unsigned char)*s >= 0x7f || *s == '\\') {
+            return "contains spaces, control or non-ASCII characters";
+        }
+    }
+    if (strpbrk(url, "?#")) {
+        return "must not have a query or fragment";
+    }
+    if (memchr(host, '@', strcspn(host, "/"))) {
+        return "must not carry user information";
+    }
+    n = strlen(url);
+    while (n > 0 && url[n - 1] == '/') {
+        n--;
+    }
+    *pnorm = apr_pstrmemdup(p, url, n);
+    return NULL;
+}
+
 char *svc_url_encode(apr_pool_t *p, const char *s)
 {
     static const char hex[] = "0123456789ABCDEF";

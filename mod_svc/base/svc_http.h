@@ -112,6 +112,13 @@ apr_status_t svc_http_do(apr_pool_t *p, const svc_http_req_t *req, svc_http_resp
  * understood. */
 int svc_http_addr_blocked(const char *ip);
 
+/*
+ * NULL when `url` is usable as the base of outbound calls (http or https, a
+ * host, printable ASCII, no query, fragment or user info), else why not, in
+ * words that complete "<the URL> ...". *pnorm is it without trailing slashes.
+ */
+const char *svc_http_check_base_url(apr_pool_t *p, const char *url, const char **pnorm);
+
 /* Percent-encodes everything but RFC 3986's unreserved characters. */
 char *svc_url_encode(apr_pool_t *p, const char *s);
 

@@ -16,6 +16,8 @@ void svc_config_defaults(svc_config_t *conf, apr_pool_t *p)
     conf->session_lifetime = 7 * 24 * 3600;
     conf->statement_timeout_ms = 10000;
     conf->invite_lifetime = 14 * 24 * 3600;
+    conf->model_timeout_ms = 120 * 1000;
+    conf->document_limit = 1024 * 1024;
     conf->rate_classes = apr_array_make(p, 4, sizeof(svc_rate_class_t));
     conf->internal_allow = apr_array_make(p, 2, sizeof(apr_ipsubnet_t *));
     conf->trusted_origins = apr_array_make(p, 2, sizeof(const char *));
@@ -35,6 +37,12 @@ void svc_config_default_rates(svc_config_t *conf, apr_pool_t *p)
         /* Sign-in starts and callbacks, per client address: each writes a
          * row and the callback calls the provider. */
         { "signin", 60, 60 },
+        /* The share portal, per client address: it needs no login, so
+         * this is what stands between a token guesser and the database. */
+        { "share", 300, 60 },
+        /* Calls to an organization's model, per user: each costs the
+         * organization money and holds a worker for up to SvcModelTimeout. */
+        { "models", 60, 60 },
         { NULL, 0, 0 }
     };
     const svc_rate_class_t *d;
@@ -108,6 +116,7 @@ apr_status_t svc_config_load_secret(svc_config_t *conf, const char *ref, apr_poo
     crypto_kdf_derive_from_key(conf->session_key, SVC_KEY_BYTES, 2, "svc_sess", master);
     crypto_kdf_derive_from_key(conf->box_key, SVC_KEY_BYTES, 3, "svc_box_", master);
     crypto_kdf_derive_from_key(conf->signin_key, SVC_KEY_BYTES, 4, "svc_sign", master);
+    crypto_kdf_derive_from_key(conf->share_key, SVC_KEY_BYTES, 5, "svc_shr_", master);
     sodium_memzero(master, sizeof(master));
     sodium_memzero((void *)v, n);
     conf->have_secret = 1;

@@ -26,6 +26,7 @@ struct svc_config_t {
     unsigned char session_key[SVC_KEY_BYTES];  /* HS256 session JWTs */
     unsigned char box_key[SVC_KEY_BYTES];      /* secrets at rest */
     unsigned char signin_key[SVC_KEY_BYTES];   /* OAuth state hashes, PKCE verifiers */
+    unsigned char share_key[SVC_KEY_BYTES];    /* keyed hash of share-link tokens */
     int have_secret;
 
     apr_size_t body_limit;          /* default JSON body cap in bytes */
@@ -33,6 +34,9 @@ struct svc_config_t {
     int session_lifetime;           /* seconds */
     int statement_timeout_ms;       /* per-statement cap on the server */
     int invite_lifetime;            /* seconds an org or project invite stays valid */
+    int model_timeout_ms;           /* longest a call to a tenant's model may take */
+    apr_size_t document_limit;      /* largest planning document body, in bytes */
+    int provider_allow_private;     /* tenant provider URLs may reach private addresses */
 
     apr_array_header_t *rate_classes;     /* of svc_rate_class_t */
     apr_array_header_t *internal_allow;   /* of apr_ipsubnet_t * */

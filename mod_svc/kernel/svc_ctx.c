@@ -202,6 +202,16 @@ apr_status_t svc_reply_text(svc_ctx_t *ctx, int status, const char *json_text)
     return APR_SUCCESS;
 }
 
+apr_status_t svc_reply_body(svc_ctx_t *ctx, int status, const char *content_type,
+                            const char *body, apr_size_t len)
+{
+    ctx->status = status;
+    ctx->content_type = content_type;
+    ctx->resp_body = body;
+    ctx->resp_len = len;
+    return APR_SUCCESS;
+}
+
 void svc_reply_add(svc_ctx_t *ctx, const char *key, const char *json_value)
 {
     apr_size_t n = ctx->resp_len;

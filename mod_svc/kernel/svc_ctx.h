@@ -180,6 +180,11 @@ apr_status_t svc_reply_json(svc_ctx_t *ctx, int status, json_t *body);
 /* Sets a response whose JSON text was produced elsewhere (by SQL). */
 apr_status_t svc_reply_text(svc_ctx_t *ctx, int status, const char *json_text);
 
+/* Sets a response that is not JSON: `body` (len bytes, borrowed until the
+ * response is written) as `content_type`. */
+apr_status_t svc_reply_body(svc_ctx_t *ctx, int status, const char *content_type,
+                            const char *body, apr_size_t len);
+
 /*
  * Adds one member, whose value is JSON text, to the object already set as
  * the response (a page of a list, say).

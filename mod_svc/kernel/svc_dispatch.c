@@ -32,8 +32,14 @@ apr_status_t svc_dispatch_route(svc_ctx_t *ctx, const svc_router_t *rt)
 
 apr_size_t svc_dispatch_body_limit(const svc_ctx_t *ctx)
 {
+    apr_size_t doc;
+
     if (!ctx->route || !ctx->route->body) {
         return 0;
+    }
+    if (ctx->route->flags & SVC_RF_DOCUMENT_BODY) {
+        doc = ctx->conf->document_limit * 6 + 64 * 1024;
+        return doc > ctx->conf->body_limit ? doc : ctx->conf->body_limit;
     }
     return ctx->route->body_limit ? ctx->route->body_limit : ctx->conf->body_limit;
 }

@@ -84,6 +84,12 @@ static json_t *operation(apr_pool_t *p, const svc_route_t *r, json_t *params)
                                       "Server-sent events (docs/api/events.md).", "content",
                                       "text/event-stream", "schema", "type", "string"));
     }
+    else if (r->flags & SVC_RF_MARKDOWN) {
+        json_object_set_new(responses, code,
+                            json_pack("{s:s,s:{s:{s:{s:s}}}}", "description", "Markdown.",
+                                      "content", "text/markdown", "schema", "type",
+                                      "string"));
+    }
     else {
         json_object_set_new(responses, code,
                             json_pack("{s:s,s:{s:{s:{s:s}}}}", "description", "Success.",

@@ -86,6 +86,15 @@ apr_status_t svc_json_row_text(apr_pool_t *p, const svc_dbres_t *res, const svc_
 apr_status_t svc_reply_row(svc_ctx_t *ctx, int status, const svc_dbres_t *res,
                            const svc_col_t *shape);
 
+/*
+ * The detail of one object of the request's org: runs `st` with (id, the
+ * org's id) and answers `status` with its row in `shape`, or 404 naming
+ * `what` ("No provider llm_... in acme.") when there is none.
+ */
+apr_status_t svc_reply_org_row(svc_ctx_t *ctx, svc_db_t *db, const svc_stmt_t *st,
+                               const svc_col_t *shape, const char *what, const char *id,
+                               int status);
+
 /* Stand-ins for the page's bound and size among svc_reply_list's parameters. */
 extern const char svc_page_before[];
 extern const char svc_page_fetch[];

@@ -26,6 +26,17 @@ typedef apr_status_t (*svc_handler_fn)(svc_ctx_t *ctx);
 /* Answers a live event stream (text/event-stream): the handler sets
  * ctx->stream and the glue keeps the connection open (mod_svc_sse.c). */
 #define SVC_RF_STREAM   0x0200
+/* The path parameter :token is a credential (a share link): the glue
+ * replaces it with [REDACTED] in the request line and URI before the
+ * access log is written. */
+#define SVC_RF_SECRET_PATH  0x0400
+/* The body carries a planning document: its cap is what a document of
+ * SvcDocumentLimit bytes takes as a JSON string at worst (every byte
+ * escaped as \u00XX), plus room for the other fields, and at least
+ * SvcBodyLimit. */
+#define SVC_RF_DOCUMENT_BODY 0x0800
+/* A success answers text/markdown, not JSON (for the OpenAPI document). */
+#define SVC_RF_MARKDOWN     0x4000
 
 /* A query parameter a route documents and accepts. */
 typedef struct {

@@ -12,7 +12,10 @@
 #     by a member of the org holding a PAT bound to another org: 404, and the
 #     database unchanged.  Path parameters name real objects of the victim
 #     org where they exist, and bodies are valid, so a missing check would
-#     show as a change, not as a 400.
+#     show as a change, not as a 400;
+#   - every share-portal route (auth "share"): 404 for a revoked, an expired
+#     and an unknown token, and for a document of another product, and the
+#     database unchanged; the same call with the live token answers.
 use strict;
 use warnings;
 
@@ -50,6 +53,24 @@ my ($s2, $prj_inv) = api(POST => "/api/orgs/$org/projects/$proj/team", token => 
                                    role => 'maintainer' });
 is($s2, 201, 'pending project invite');
 
+# A provider (on a fake model), a product with a document, a patch and a
+# share link: one of everything the documents, providers and share routes
+# address.
+my $llm = new_llm(flavor => 'openai');
+$llm->control(reply => json()->encode({ summary => 'A change.', body => "# Doc\n\nChanged.\n" }));
+my $provider = new_provider($org, $owner_tok, $llm);
+my $product = new_product($org, $proj, $owner_tok);
+my $doc = new_document($org, $product->{id}, $owner_tok, body => "# Doc\n\nFirst.\n");
+my ($s3, $patch) = api(POST => "/api/orgs/$org/documents/$doc->{id}/patches", token => $owner_tok,
+                       json => { instructions => 'Change it.' });
+is($s3, 201, 'victim patch');
+my ($s4, $share) = api(POST => "/api/orgs/$org/products/$product->{id}/shares",
+                       token => $owner_tok, json => {});
+is($s4, 201, 'victim share link');
+my %id_of = (productId => $product->{id}, docId => $doc->{id},
+             versionId => $doc->{current_version}{id}, patchId => $patch->{id},
+             shareId => $share->{id});
+
 # Real ids of the victim org for each path parameter; unknown ones get a
 # random id of the right shape.
 sub path_for {
@@ -57,8 +78,10 @@ sub path_for {
     $path =~ s{:orgSlug}{$org}g;
     $path =~ s{:projectSlug}{$proj}g;
     $path =~ s{:userId}{$member_id}g;
+    $path =~ s{:(productId|docId|versionId|patchId|shareId)\b}{$id_of{$1}}g;
     if ($path =~ m{/team/invites/:id\b}) { $path =~ s{:id}{$prj_inv->{id}} }
     elsif ($path =~ m{/invites/:id\b})    { $path =~ s{:id}{$org_inv->{id}} }
+    elsif ($path =~ m{/providers/:id\b})  { $path =~ s{:id}{$provider->{id}} }
     $path =~ s{:[A-Za-z]+}{'id_' . join '', map { ('a'..'z')[rand 26] } 1 .. 22}ge;
     return $path;
 }
@@ -191,4 +214,48 @@ for my $r (grep { !unsafe($_) } @tenant) {
 }
 
 ok(scalar @tenant >= 20, scalar(@tenant) . ' tenant routes covered');
+
+# --- the share portal: one 404 for every dead token and every other product --
+{
+    my @portal = grep { $_->{auth} eq 'share' } @routes;
+    my $other = new_product($org, $proj, $owner_tok);
+    my $other_doc = new_document($org, $other->{id}, $owner_tok);
+    my %token;
+    for my $kind (qw(live revoked expired)) {
+        my ($st, $sh) = api(POST => "/api/orgs/$org/products/$product->{id}/shares",
+                            token => $owner_tok, json => {});
+        $token{$kind} = $sh->{token};
+        api(POST => "/api/orgs/$org/shares/$sh->{id}/revoke", token => $owner_tok)
+            if $kind eq 'revoked';
+        psql("UPDATE shares SET created_at = now() - interval '2 days', expires_at = now() - "
+             . "interval '1 second' WHERE id = '$sh->{id}'") if $kind eq 'expired';
+    }
+    $token{unknown} = secret_token_like('svc_shr_');
+    my $portal_call = sub {
+        my ($r, $token, $docid) = @_;
+        (my $path = $r->{path}) =~ s{:token}{$token};
+        $path =~ s{:docId}{$docid};
+        my @body = $r->{body} ? (json => { document_id => $docid, author_name => 'Conformance',
+                                           body => 'A comment.' }) : ();
+        return api($r->{method} => $path, @body);
+    };
+    for my $r (@portal) {
+        for my $kind (qw(revoked expired unknown)) {
+            my $before = db_digest();
+            my ($st, $p) = $portal_call->($r, $token{$kind}, $doc->{id});
+            is($st, 404, "portal, $kind token: $r->{method} $r->{path} is 404");
+            is($p && $p->{code}, 'not_found', '... not_found');
+            is_deeply(db_digest(), $before, '... and nothing changed');
+        }
+        if ($r->{path} =~ /:docId/ || $r->{body}) {
+            my $before = db_digest();
+            my ($st) = $portal_call->($r, $token{live}, $other_doc->{id});
+            is($st, 404, "portal, another product's document: $r->{method} $r->{path} is 404");
+            is_deeply(db_digest(), $before, '... and nothing changed');
+        }
+        my ($st) = $portal_call->($r, $token{live}, $doc->{id});
+        is($st, $r->{success}, "portal, the live token: $r->{method} $r->{path} is $r->{success}");
+    }
+    ok(scalar @portal >= 3, scalar(@portal) . ' portal routes covered');
+}
 done_testing();

@@ -42,7 +42,7 @@ our @EXPORT = qw(
     svcctl api new_user new_org new_token new_session
     record_secret expect_errors_begin expect_errors_end
     psql psql_value pg_ctl pg_restart
-    uniq base_url t_logs error_log_path wait_for json
+    uniq base_url vhost_url t_logs error_log_path wait_for json
     reset_rate_limits
 );
 
@@ -59,6 +59,13 @@ sub t_logs {
 }
 
 sub error_log_path { catfile(t_logs(), 'error_log') }
+
+# vhost_url('name') → the URL of <VirtualHost name> in t/conf/extra.conf.in.
+sub vhost_url {
+    my $name = shift;
+    my $port = Apache::Test::vars("${name}_port") // die "SvcTest: no vhost $name\n";
+    return "http://127.0.0.1:$port";
+}
 
 sub base_url {
     # 127.0.0.1, not "localhost": the test server listens on IPv4 only, and
@@ -223,13 +230,14 @@ sub _ua {
 }
 
 # api($method, $path, token => $pat, cookie => $session, json => $data,
-#     raw => $bytes, headers => { Name => value, ... })
+#     raw => $bytes, headers => { Name => value, ... }, base => $url)
 #   → ($status, $decoded_json_or_undef, $http_response)
 # $path may carry a query string; `json` sets Content-Type application/json
-# unless headers say otherwise; `raw` is sent as is.
+# unless headers say otherwise; `raw` is sent as is; `base` is another
+# server's URL (a virtual host of the test configuration: vhost_url).
 sub api {
     my ($method, $path, %opt) = @_;
-    my $req = HTTP::Request->new($method => base_url() . $path);
+    my $req = HTTP::Request->new($method => ($opt{base} // base_url()) . $path);
     $req->header(Authorization => "Bearer $opt{token}") if defined $opt{token};
     $req->header(Cookie => "service_session=$opt{cookie}") if defined $opt{cookie};
     if (exists $opt{json}) {
@@ -684,8 +692,7 @@ sub tampered_orgs {
 #
 # A raw socket and a small parser, so the tests see exactly what goes over
 # the wire: chunked framing is undone, frames are split on blank lines.
-# ===========================================================================
-require IO::Socket::INET;
+# ====================================================================require IO::Socket::INET;
 require IO::Select;
 
 push @EXPORT, qw(sse_open sse_next sse_close sse_drain);
@@ -815,6 +822,80 @@ sub sse_close {
     my $s = shift;
     close $s->{sock} if $s->{sock};
     $s->{closed} = 1;
+=======
+# Providers, documents and shares (issue 9): fake model providers
+# (t/lib/FakeLLM.pm) and the objects the tests build on.
+# ===========================================================================
+
+push @EXPORT, qw(new_llm new_provider new_product new_document share_url_token
+                 secret_token_like);
+
+# secret_token_like('svc_shr_') → a well-formed token (prefix, 43 base62,
+# its CRC-32 checksum in six base62 digits) that nobody issued.
+sub secret_token_like {
+    my $prefix = shift;
+    require Compress::Zlib;
+    my @b62 = (0 .. 9, 'A' .. 'Z', 'a' .. 'z');
+    my $body = $prefix . join '', map { $b62[rand 62] } 1 .. 43;
+    my $v = Compress::Zlib::crc32($body);
+    my $sum = '';
+    for (1 .. 6) { $sum = $b62[$v % 62] . $sum; $v = int($v / 62) }
+    return $body . $sum;
+}
+
+# new_llm(flavor => 'openai'|'anthropic', ...) → a started FakeLLM whose key
+# is recorded as a secret (no log may ever show it).
+sub new_llm {
+    my %opt = @_;
+    require FakeLLM;
+    my $llm = FakeLLM->start(%opt);
+    record_secret($llm->key);
+    return $llm;
+}
+
+# new_provider($org, $token, $llm, name => ..., model => ..., base => $url)
+#   → the provider document (201 or die)
+sub new_provider {
+    my ($org, $token, $llm, %opt) = @_;
+    my ($st, $p) = api(POST => "/api/orgs/$org/providers", token => $token,
+                       $opt{base} ? (base => $opt{base}) : (),
+                       json => { name => $opt{name} // uniq('llm'), kind => $llm->flavor,
+                                 base_url => $llm->url,
+                                 model => $opt{model} // ($llm->flavor eq 'anthropic'
+                                     ? 'claude-sonnet-4-20250514' : 'gpt-4o-mini'),
+                                 api_key => $llm->key });
+    die "new_provider: $st " . $JSON->encode($p // {}) . "\n" unless $st == 201;
+    return $p;
+}
+
+# new_product($org, $project, $token, name => ...) → the product document
+sub new_product {
+    my ($org, $project, $token, %opt) = @_;
+    my ($st, $p) = api(POST => "/api/orgs/$org/projects/$project/products", token => $token,
+                       json => { name => $opt{name} // 'Product ' . uniq('p') });
+    die "new_product: $st " . $JSON->encode($p // {}) . "\n" unless $st == 201;
+    return $p;
+}
+
+# new_document($org, $product_id, $token, kind => 'toc'|'section', title => ...,
+#              body => ...) → the document (with current_version)
+sub new_document {
+    my ($org, $product, $token, %opt) = @_;
+    my ($st, $d) = api(POST => "/api/orgs/$org/products/$product/documents", token => $token,
+                       json => { kind => $opt{kind} // 'section',
+                                 title => $opt{title} // 'Section ' . uniq('s'),
+                                 body => $opt{body} // "# Section\n\nSome text.\n" });
+    die "new_document: $st " . $JSON->encode($d // {}) . "\n" unless $st == 201;
+    return $d;
+}
+
+# share_url_token($share) → the token of a share's url (recorded)
+sub share_url_token {
+    my $share = shift;
+    my ($t) = ($share->{url} // '') =~ m{/share/([^/?#]+)$};
+    record_secret($t);
+    return $t;
 }
 
 1;
+

@@ -115,6 +115,54 @@ sub invite {
     return $inv->{id};
 }
 
+# Providers, products, documents, patches and shares of a fixture, made by
+# the owner. The model is a fake (t/lib/FakeLLM.pm) whose every answer is a
+# usable regeneration and patch.
+my $LLM = new_llm(flavor => 'openai');
+$LLM->control(reply => json()->encode({ summary => 'A matrix change.',
+                                        body => "# Matrix\n\nRewritten by the model.\n" }));
+
+sub provider {
+    my $fx = shift;
+    $fx->{provider} //= new_provider($fx->{org}, $PAT{owner}, $LLM, name => uniq('mx-llm'))->{id};
+    return $fx->{provider};
+}
+
+sub fresh_provider {
+    my $fx = shift;
+    provider($fx);                      # the fixture's default stays the first one
+    return new_provider($fx->{org}, $PAT{owner}, $LLM, name => uniq('mx-llm'))->{id};
+}
+
+sub product {
+    my $fx = shift;
+    $fx->{product} //= new_product($fx->{org}, $fx->{proj}, $PAT{owner})->{id};
+    return $fx->{product};
+}
+
+sub fresh_doc {
+    my $fx = shift;
+    return new_document($fx->{org}, product($fx), $PAT{owner}, body => "# Matrix\n\nFirst.\n");
+}
+
+sub fresh_patch {
+    my $fx = shift;
+    provider($fx);
+    my $d = fresh_doc($fx);
+    my ($st, $p) = api(POST => "/api/orgs/$fx->{org}/documents/$d->{id}/patches",
+                       token => $PAT{owner}, json => { instructions => 'Change it.' });
+    die "fresh_patch: $st\n" unless $st == 201;
+    return $p->{id};
+}
+
+sub fresh_share {
+    my $fx = shift;
+    my ($st, $p) = api(POST => "/api/orgs/$fx->{org}/products/" . product($fx) . '/shares',
+                       token => $PAT{owner}, json => {});
+    die "fresh_share: $st\n" unless $st == 201;
+    return $p->{id};
+}
+
 # How to call each row: ($fixture, $column) → (path parameters, body).  The
 # targets are made fresh for every call, so an allowed call never spoils the
 # next one and a refused call is refused for the caller's role alone.
@@ -153,6 +201,54 @@ my %call = (
     'GET /api/orgs/:orgSlug/audit'               => sub { ({}) },
     'GET /api/orgs/:orgSlug/audit/verify'        => sub { ({}) },
     'GET /api/orgs/:orgSlug/events'              => sub { ({}) },
+
+    'GET /api/orgs/:orgSlug/providers'           => sub { provider($_[0]); ({}) },
+    'POST /api/orgs/:orgSlug/providers'          => sub {
+        ({}, { name => uniq('mx-p'), kind => 'openai', base_url => $LLM->url,
+               model => 'gpt-4o-mini', api_key => $LLM->key }) },
+    'GET /api/orgs/:orgSlug/providers/:id'       => sub { ({ id => provider($_[0]) }) },
+    'PATCH /api/orgs/:orgSlug/providers/:id'     => sub {
+        ({ id => fresh_provider($_[0]) }, { model => 'gpt-4o' }) },
+    'DELETE /api/orgs/:orgSlug/providers/:id'    => sub { ({ id => fresh_provider($_[0]) }) },
+    'POST /api/orgs/:orgSlug/providers/:id/test' => sub { ({ id => provider($_[0]) }) },
+    'POST /api/orgs/:orgSlug/providers/:id/default' => sub { ({ id => fresh_provider($_[0]) }) },
+    'GET /api/orgs/:orgSlug/projects/:projectSlug/products' => sub { ({}) },
+    'POST /api/orgs/:orgSlug/projects/:projectSlug/products' => sub {
+        ({}, { name => uniq('mx-product') }) },
+    'GET /api/orgs/:orgSlug/products/:productId' => sub { ({ productId => product($_[0]) }) },
+    'GET /api/orgs/:orgSlug/products/:productId/documents' => sub {
+        ({ productId => product($_[0]) }) },
+    'POST /api/orgs/:orgSlug/products/:productId/documents' => sub {
+        ({ productId => product($_[0]) }, { kind => 'section', title => 'New', body => '# New' }) },
+    'GET /api/orgs/:orgSlug/documents/:docId'    => sub { ({ docId => fresh_doc($_[0])->{id} }) },
+    'GET /api/orgs/:orgSlug/documents/:docId/versions' => sub {
+        ({ docId => fresh_doc($_[0])->{id} }) },
+    'POST /api/orgs/:orgSlug/documents/:docId/edit' => sub {
+        my $d = fresh_doc($_[0]);
+        ({ docId => $d->{id} }, { body => '# Edited', base_version_id => $d->{current_version}{id} }) },
+    'POST /api/orgs/:orgSlug/documents/:docId/regenerate' => sub {
+        provider($_[0]);
+        ({ docId => fresh_doc($_[0])->{id} }, {}) },
+    'GET /api/orgs/:orgSlug/documents/:docId/patches' => sub {
+        ({ docId => fresh_doc($_[0])->{id} }) },
+    'POST /api/orgs/:orgSlug/documents/:docId/patches' => sub {
+        provider($_[0]);
+        ({ docId => fresh_doc($_[0])->{id} }, { instructions => 'Change it.' }) },
+    'GET /api/orgs/:orgSlug/documents/:docId/comments' => sub {
+        ({ docId => fresh_doc($_[0])->{id} }) },
+    'GET /api/orgs/:orgSlug/doc-versions/:versionId/content' => sub {
+        ({ versionId => fresh_doc($_[0])->{current_version}{id} }) },
+    'POST /api/orgs/:orgSlug/doc-versions/:versionId/approve' => sub {
+        ({ versionId => fresh_doc($_[0])->{current_version}{id} }) },
+    'POST /api/orgs/:orgSlug/doc-versions/:versionId/request-changes' => sub {
+        ({ versionId => fresh_doc($_[0])->{current_version}{id} }, { comment => 'More.' }) },
+    'POST /api/orgs/:orgSlug/patches/:patchId/accept' => sub { ({ patchId => fresh_patch($_[0]) }) },
+    'POST /api/orgs/:orgSlug/patches/:patchId/reject' => sub { ({ patchId => fresh_patch($_[0]) }) },
+    'GET /api/orgs/:orgSlug/products/:productId/shares' => sub {
+        ({ productId => product($_[0]) }) },
+    'POST /api/orgs/:orgSlug/products/:productId/shares' => sub {
+        ({ productId => product($_[0]) }, {}) },
+    'POST /api/orgs/:orgSlug/shares/:shareId/revoke' => sub { ({ shareId => fresh_share($_[0]) }) },
 );
 
 # Rows whose allowed call changes who may call it next (the owner is an

@@ -801,6 +801,50 @@ SVC_TEST(pat_generate_and_well_formed)
     SVC_CHECK(svc_pat_well_formed(apr_pstrcat(p, m, sum, NULL)));
 }
 
+SVC_TEST(secret_token_other_prefix)
+{
+    char *t = svc_secret_token_generate(p, "svc_shr_");
+    char *m;
+
+    SVC_CHECK_INT(strlen(t), SVC_SECRET_TOKEN_LEN);
+    SVC_CHECK(svc_secret_token_well_formed(t, "svc_shr_"));
+    /* A share token is not a PAT, nor the other way round. */
+    SVC_CHECK(!svc_pat_well_formed(t));
+    SVC_CHECK(!svc_secret_token_well_formed(svc_pat_generate(p), "svc_shr_"));
+    m = apr_pstrdup(p, t);
+    m[20] = m[20] == 'a' ? 'b' : 'a';
+    SVC_CHECK(!svc_secret_token_well_formed(m, "svc_shr_"));
+}
+
+SVC_TEST(box_seal_and_open)
+{
+    unsigned char key[32], other[32], *box, *box2;
+    apr_size_t boxlen, boxlen2, n;
+    const char *plain = "sk-test-0123456789abcdef";
+    char *out;
+
+    memset(key, 7, sizeof(key));
+    memset(other, 8, sizeof(other));
+    svc_box_seal(p, key, plain, strlen(plain), &box, &boxlen);
+    SVC_CHECK_INT(boxlen, strlen(plain) + SVC_BOX_OVERHEAD);
+    /* The plaintext is nowhere in the box. */
+    SVC_CHECK(memmem(box, boxlen, plain, strlen(plain)) == NULL);
+    SVC_CHECK(svc_box_open(p, key, box, boxlen, &out, &n) == APR_SUCCESS);
+    SVC_CHECK_INT(n, strlen(plain));
+    SVC_CHECK_STR(out, plain);
+    /* A fresh nonce each time: the same plaintext seals differently. */
+    svc_box_seal(p, key, plain, strlen(plain), &box2, &boxlen2);
+    SVC_CHECK(boxlen2 == boxlen && memcmp(box, box2, boxlen) != 0);
+    /* Another key, a flipped bit, a short box: refused. */
+    SVC_CHECK(svc_box_open(p, other, box, boxlen, &out, &n) == APR_EINVAL);
+    box[boxlen - 1] ^= 1;
+    SVC_CHECK(svc_box_open(p, key, box, boxlen, &out, &n) == APR_EINVAL);
+    SVC_CHECK(svc_box_open(p, key, box, SVC_BOX_OVERHEAD - 1, &out, &n) == APR_EINVAL);
+    /* The empty secret round-trips too. */
+    svc_box_seal(p, key, "", 0, &box, &boxlen);
+    SVC_CHECK(svc_box_open(p, key, box, boxlen, &out, &n) == APR_SUCCESS && n == 0);
+}
+
 /* ---------------------------------------------------------------------- */
 /* JWT                                                                     */
 

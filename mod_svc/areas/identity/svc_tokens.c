@@ -145,30 +145,12 @@ const svc_field_t svc_body_token_create[] = {
 
 char *svc_pat_generate(apr_pool_t *p)
 {
-    char *body = apr_pstrcat(p, SVC_PAT_PREFIX, svc_random_base62(p, SVC_PAT_RANDOM), NULL);
-    char sum[7];
-
-    svc_checksum62(body, strlen(body), sum);
-    return apr_pstrcat(p, body, sum, NULL);
+    return svc_secret_token_generate(p, SVC_PAT_PREFIX);
 }
 
 int svc_pat_well_formed(const char *s)
 {
-    apr_size_t i;
-    char sum[7];
-
-    if (!s || strlen(s) != SVC_PAT_LEN || strncmp(s, SVC_PAT_PREFIX, 8) != 0) {
-        return 0;
-    }
-    for (i = 8; i < SVC_PAT_LEN; i++) {
-        char c = s[i];
-        if (!((c >= '0' && c <= '9') || (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z'))) {
-            return 0;
-        }
-    }
-    svc_checksum62(s, SVC_PAT_LEN - 6, sum);
-    /* The checksum is not secret, but there is no reason to be sloppy. */
-    return svc_ct_equal(sum, s + SVC_PAT_LEN - 6, 6);
+    return svc_secret_token_well_formed(s, SVC_PAT_PREFIX);
 }
 
 void svc_pat_hash(const svc_config_t *conf, const char *secret, unsigned char out[32])

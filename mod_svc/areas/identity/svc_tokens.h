@@ -12,9 +12,10 @@
 
 #include "svc_identity.h"
 
+/* The format is base/'s secret token (svc_crypto.h), with this prefix. */
 #define SVC_PAT_PREFIX "svc_pat_"
-#define SVC_PAT_RANDOM 43
-#define SVC_PAT_LEN (8 + SVC_PAT_RANDOM + 6)
+#define SVC_PAT_RANDOM SVC_SECRET_TOKEN_RANDOM
+#define SVC_PAT_LEN SVC_SECRET_TOKEN_LEN
 
 /* A fresh secret with its checksum. */
 char *svc_pat_generate(apr_pool_t *p);

@@ -1,0 +1,19 @@
+/*
+ * svc_doc_ai.h: what the organization's model does to documents:
+ * regeneration and proposed patches (documents-private).
+ */
+#ifndef SVC_DOC_AI_H
+#define SVC_DOC_AI_H
+
+#include "svc_documents.h"
+
+apr_status_t svc_h_documents_regenerate(svc_ctx_t *ctx);
+apr_status_t svc_h_patches_create(svc_ctx_t *ctx);
+apr_status_t svc_h_patches_list(svc_ctx_t *ctx);
+apr_status_t svc_h_patches_accept(svc_ctx_t *ctx);
+apr_status_t svc_h_patches_reject(svc_ctx_t *ctx);
+
+extern const svc_field_t svc_body_regenerate[];
+extern const svc_field_t svc_body_patch_create[];
+
+#endif /* SVC_DOC_AI_H */

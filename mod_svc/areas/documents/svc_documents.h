@@ -1,0 +1,62 @@
+/*
+ * svc_documents.h: the documents area: products and their planning documents, versions, decisions, AI edits, comments.
+ * May call base/, the kernel and the providers area (svc_providers.h); others call it through this header only.
+ *
+ * A product is the planning set of a project: a table of contents and
+ * section documents. Every change of a document is a new version (its body
+ * stored once, never changed); a version is a draft until it is approved
+ * or has changes requested, and only the current version can be decided.
+ * People edit directly (optimistically: an edit names the version it was
+ * based on); the organization's default model regenerates a document or
+ * proposes a patch (a unified diff) that people accept or reject. Outside
+ * reviewers read through share links (the share area) and leave comments.
+ */
+#ifndef SVC_DOCUMENTS_H
+#define SVC_DOCUMENTS_H
+
+#include "svc_kernel.h"
+
+/* The area's routes (svc_documents_routes.c). */
+extern const svc_area_t svc_documents_area;
+
+/*
+ * What the share portal reads and writes. Each takes the org and the
+ * product a share link is for, so a link never reaches beyond its own
+ * product: another product's document is SVC_ENOTFOUND, as an unknown one.
+ * A reviewer sees each document's approved version, or its current one
+ * where none is approved.
+ */
+
+/* The product's name (*pname, from p). SVC_ENOTFOUND when the org has no
+ * such product. */
+apr_status_t svc_product_name(svc_db_t *db, apr_pool_t *p, const char *org_id,
+                              const char *product_id, const char **pname);
+
+/* The product as a reviewer sees it, JSON text:
+ * {"product": {"id", "name"}, "documents": [{"id", "kind", "title",
+ *  "version_id", "version_number", "approved", "updated_at"}]},
+ * the table of contents first, then the sections in the order they were
+ * made. */
+apr_status_t svc_documents_portal_index(svc_db_t *db, apr_pool_t *p, const char *org_id,
+                                        const char *product_id, const char **pjson);
+
+/* The body a reviewer reads (markdown; *pbody lives in p). */
+apr_status_t svc_documents_portal_body(svc_db_t *db, apr_pool_t *p, const char *org_id,
+                                       const char *product_id, const char *doc_id,
+                                       const char **pbody, apr_size_t *plen);
+
+/* A reviewer's comment on the version they read, through share `share_id`;
+ * *pjson is the comment. */
+typedef struct {
+    const char *org_id;
+    const char *product_id;
+    const char *doc_id;
+    const char *share_id;
+    const char *author_name;
+    const char *body;
+} svc_portal_comment_t;
+
+apr_status_t svc_documents_portal_comment(svc_db_t *db, apr_pool_t *p,
+                                          const svc_portal_comment_t *c, const char **pjson);
+
+#endif /* SVC_DOCUMENTS_H */

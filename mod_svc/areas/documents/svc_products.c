@@ -1,0 +1,135 @@
+/*
+ * svc_products.c: products: list and create under a project, read by id.
+ */
+#include "svc_products.h"
+#include "svc_doc_store.h"
+
+/* A product as the API shows it: the products row `pr` and its project `p`. */
+#define PRODUCT_COLS                                                                \
+    "pr.id, p.id, p.slug, p.name, pr.name,"                                         \
+    " (SELECT count(*) FROM documents d WHERE d.product_id = pr.id),"               \
+    " pr.created_at, pr.updated_at"
+
+static const svc_col_t product_project[] = {
+    SVC_COL("id", SVC_COL_TEXT),
+    SVC_COL("slug", SVC_COL_TEXT),
+    SVC_COL("name", SVC_COL_TEXT),
+    SVC_COL_END
+};
+
+static const svc_col_t product_item[] = {
+    SVC_COL("id", SVC_COL_TEXT),
+    SVC_COL_NEST("project", product_project),
+    SVC_COL("name", SVC_COL_TEXT),
+    SVC_COL("documents", SVC_COL_INT),
+    SVC_COL("created_at", SVC_COL_TIME),
+    SVC_COL("updated_at", SVC_COL_TIME),
+    SVC_COL_END
+};
+
+static const svc_stmt_t st_prd_list = {
+    "svc_products_list",
+    "SELECT pr.seq, " PRODUCT_COLS " FROM products pr JOIN projects p ON p.id = pr.project_id"
+    " WHERE pr.project_id = $1 AND pr.seq < $2::bigint ORDER BY pr.seq DESC LIMIT $3::int",
+    3, SVC_STMT_READ | SVC_STMT_BINARY
+};
+
+static const svc_stmt_t st_prd_get = {
+    "svc_products_get",
+    "SELECT " PRODUCT_COLS " FROM products pr JOIN projects p ON p.id = pr.project_id"
+    " WHERE pr.id = $1 AND pr.org_id = $2",
+    2, SVC_STMT_READ | SVC_STMT_BINARY
+};
+
+static const svc_stmt_t st_prd_insert = {
+    "svc_products_insert",
+    "INSERT INTO products (id, org_id, project_id, name, created_by) VALUES ($1, $2, $3, $4, $5)",
+    5, 0
+};
+
+static const svc_stmt_t st_prd_name = {
+    "svc_products_name",
+    "SELECT name FROM products WHERE id = $1 AND org_id = $2",
+    2, SVC_STMT_READ
+};
+
+const svc_field_t svc_body_product_create[] = {
+    { "name", SVC_FT_STRING, 1, 0, 1, 200, NULL, "Display name, 1 to 200 characters." },
+    SVC_FIELD_END
+};
+
+apr_status_t svc_product_name(svc_db_t *db, apr_pool_t *p, const char *org_id,
+                              const char *product_id, const char **pname)
+{
+    svc_dbres_t *res;
+    apr_status_t rv;
+
+    rv = svc_db_execv(db, &st_prd_name, p, &res, product_id, org_id);
+    if (rv != APR_SUCCESS) {
+        return rv;
+    }
+    if (svc_dbres_rows(res) != 1) {
+        return SVC_ENOTFOUND;
+    }
+    *pname = apr_pstrdup(p, svc_dbres_str(res, 0, 0));
+    return APR_SUCCESS;
+}
+
+apr_status_t svc_product_check(svc_ctx_t *ctx, svc_db_t *db, const char *product_id)
+{
+    const char *name;
+    apr_status_t rv = svc_product_name(db, ctx->pool, ctx->org->id, product_id, &name);
+
+    if (rv == SVC_ENOTFOUND) {
+        return svc_fail(ctx, 404, "not_found", "No product %s in %s.", product_id,
+                        ctx->org->slug);
+    }
+    return rv;
+}
+
+static apr_status_t reply_product(svc_ctx_t *ctx, svc_db_t *db, const char *id, int status)
+{
+    return svc_reply_org_row(ctx, db, &st_prd_get, product_item, "product", id, status);
+}
+
+apr_status_t svc_h_products_list(svc_ctx_t *ctx)
+{
+    return svc_reply_rows(ctx, &st_prd_list, product_item, ctx->project->id, SVC_PAGE_BEFORE,
+                          SVC_PAGE_FETCH);
+}
+
+apr_status_t svc_h_products_create(svc_ctx_t *ctx)
+{
+    const char *id = svc_id_new(ctx->pool, "prd_");
+    const char *name = svc_json_str(ctx->body, "name");
+    svc_db_t *db;
+    apr_status_t rv;
+
+    if ((rv = svc_ctx_db_begin(ctx, &db)) != APR_SUCCESS) {
+        return rv;
+    }
+    if ((rv = svc_access_recheck(ctx, db, SVC_ROLE_VIEWER, SVC_PROLE_DEVELOPER)) == APR_SUCCESS
+        && (rv = svc_db_execv(db, &st_prd_insert, ctx->pool, NULL, id, ctx->org->id,
+                              ctx->project->id, name, ctx->who->user_id)) == APR_SUCCESS
+        && (rv = svc_doc_audit(ctx, db, "product.created", "product", id,
+                               json_pack("{s:s,s:s}", "name", name,
+                                         "project_id", ctx->project->id))) == APR_SUCCESS) {
+        rv = svc_db_commit(db, ctx->pool);
+    }
+    if (rv != APR_SUCCESS) {
+        svc_db_rollback(db, ctx->pool);
+        return rv;
+    }
+    return reply_product(ctx, db, id, 201);
+}
+
+apr_status_t svc_h_products_get(svc_ctx_t *ctx)
+{
+    svc_db_t *db;
+    apr_status_t rv;
+
+    if ((rv = svc_ctx_db(ctx, &db)) != APR_SUCCESS) {
+        return rv;
+    }
+    return reply_product(ctx, db, apr_table_get(ctx->params, "productId"), 200);
+}

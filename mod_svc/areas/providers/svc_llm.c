@@ -1,0 +1,406 @@
+/*
+ * svc_llm.c: calling model providers: OpenAI's chat completions (and every
+ * server that speaks it) and Anthropic's Messages API, through the one
+ * outbound HTTP client with the address guard for tenant-supplied URLs.
+ */
+#include "svc_llm.h"
+
+#include <arpa/inet.h>
+#include <stdarg.h>
+#include <string.h>
+
+/* The most a model's answer may be: a whole document escaped in JSON. */
+static apr_size_t reply_cap(const svc_config_t *conf)
+{
+    apr_size_t cap = conf->document_limit * 6 + 256 * 1024;
+
+    return cap < SVC_HTTP_MAX_RESPONSE ? SVC_HTTP_MAX_RESPONSE : cap;
+}
+
+const char *svc_llm_default_url(const char *kind)
+{
+    return strcmp(kind, SVC_LLM_KIND_ANTHROPIC) == 0 ? "https://api.anthropic.com"
+                                                     : "https://api.openai.com";
+}
+
+const char *svc_llm_check_url(apr_pool_t *p, const char *url, int allow_private,
+                              const char **pnorm)
+{
+    const char *why = svc_http_check_base_url(p, url, pnorm), *host, *norm;
+    unsigned char buf[16];
+    apr_size_t n;
+
+    if (why) {
+        return why;
+    }
+    norm = *pnorm;
+    n = strlen(norm);
+    if (n >= 3 && strcmp(norm + n - 3, "/v1") == 0) {
+        n -= 3;
+        while (n > 0 && norm[n - 1] == '/') {
+            n--;
+        }
+        norm = apr_pstrmemdup(p, norm, n);
+        if (strstr(norm, "://")[3] == '\0') {
+            return "has no host";
+        }
+    }
+    *pnorm = norm;
+    /* An address written out can be refused now; names are checked on the
+     * address actually connected to, at every call. */
+    host = strstr(norm, "://") + 3;
+    if (*host == '[') {
+        host = apr_pstrmemdup(p, host + 1, strcspn(host + 1, "]"));
+    }
+    else {
+        host = apr_pstrmemdup(p, host, strcspn(host, ":/"));
+    }
+    if (!allow_private && (inet_pton(AF_INET, host, buf) == 1 || inet_pton(AF_INET6, host, buf) == 1)
+        && svc_http_addr_blocked(host)) {
+        return "names a loopback, private, link-local or metadata address, which this server "
+               "does not call (SvcProviderAllowPrivate)";
+    }
+    return NULL;
+}
+
+const char *svc_llm_scrub(apr_pool_t *p, const svc_provider_t *prov, const char *text,
+                          apr_size_t max)
+{
+    const char *s = text ? text : "", *hit;
+    apr_size_t klen = prov && prov->key ? strlen(prov->key) : 0;
+
+    /* A provider may quote the key it refused; short keys (a local
+     * server's placeholder) would match ordinary words. */
+    if (klen >= 8) {
+        char *out = apr_pstrdup(p, "");
+        while ((hit = strstr(s, prov->key)) != NULL) {
+            out = apr_pstrcat(p, out, apr_pstrmemdup(p, s, (apr_size_t)(hit - s)), "[REDACTED]",
+                              NULL);
+            s = hit + klen;
+        }
+        s = apr_pstrcat(p, out, s, NULL);
+    }
+    return svc_printable(p, svc_redact(p, s), max);
+}
+
+/* The provider's message in an error answer: {"error": {"message": ...}}
+ * (OpenAI, Anthropic, most compatible servers) or {"error": "..."}. */
+static const char *error_message(apr_pool_t *p, const svc_provider_t *prov,
+                                 const svc_http_resp_t *resp)
+{
+    json_error_t jerr;
+    json_t *doc = resp->body_len ? json_loadb(resp->body, resp->body_len, 0, &jerr) : NULL;
+    const char *msg = NULL;
+    json_t *e;
+
+    if (doc) {
+        svc_json_pool(p, doc);
+        e = json_object_get(doc, "error");
+        msg = json_is_string(e) ? json_string_value(e) : svc_json_str(e, "message");
+        if (!msg) {
+            msg = svc_json_str(doc, "message");
+        }
+    }
+    if (!msg) {
+        msg = resp->body_len ? resp->body : "(no message)";
+    }
+    return svc_llm_scrub(p, prov, msg, 500);
+}
+
+static void reply_fail(apr_pool_t *p, svc_llm_reply_t *reply, const char *code,
+                       const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+static void reply_fail(apr_pool_t *p, svc_llm_reply_t *reply, const char *code,
+                       const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    reply->error = apr_pvsprintf(p, fmt, ap);
+    va_end(ap);
+    reply->error_code = code;
+}
+
+/*
+ * One call to the provider: its authentication headers, the timeout, the
+ * address guard, the key redacted from any error text. APR_SUCCESS with
+ * *presp on a 2xx answer; otherwise reply says why.
+ */
+static apr_status_t llm_call(apr_pool_t *p, const svc_config_t *conf,
+                             const svc_provider_t *prov, const char *method, const char *path,
+                             const char *body, long timeout_ms, svc_http_resp_t **presp,
+                             svc_llm_reply_t *reply)
+{
+    const char *secrets[2];
+    svc_http_resp_t *resp;
+    svc_http_req_t req;
+    apr_time_t start;
+    apr_status_t rv;
+
+    memset(&req, 0, sizeof(req));
+    req.method = method;
+    req.url = apr_pstrcat(p, prov->base_url, path, NULL);
+    req.headers = apr_table_make(p, 4);
+    apr_table_setn(req.headers, "Accept", "application/json");
+    if (strcmp(prov->kind, SVC_LLM_KIND_ANTHROPIC) == 0) {
+        apr_table_setn(req.headers, "x-api-key", prov->key);
+        apr_table_setn(req.headers, "anthropic-version", SVC_ANTHROPIC_VERSION);
+    }
+    else {
+        apr_table_setn(req.headers, "Authorization", apr_pstrcat(p, "Bearer ", prov->key, NULL));
+    }
+    if (body) {
+        apr_table_setn(req.headers, "Content-Type", "application/json");
+        req.body = body;
+        req.body_len = strlen(body);
+    }
+    req.timeout_ms = timeout_ms > 0 ? timeout_ms : 1;
+    req.connect_timeout_ms = req.timeout_ms < SVC_HTTP_CONNECT_TIMEOUT_MS
+                             ? req.timeout_ms : SVC_HTTP_CONNECT_TIMEOUT_MS;
+    req.max_response = reply_cap(conf);
+    req.untrusted = 1;
+    req.allow_private = conf->provider_allow_private;
+    secrets[0] = prov->key;
+    secrets[1] = NULL;
+    req.secrets = secrets;
+
+    start = apr_time_now();
+    rv = svc_http_do(p, &req, &resp);
+    reply->duration_ms = (long)apr_time_as_msec(apr_time_now() - start);
+    reply->http_status = resp->status;
+    *presp = resp;
+    if (rv == SVC_HTTP_ETIMEOUT) {
+        reply_fail(p, reply, "provider_timeout", "The provider did not answer within %ld s.",
+                   (req.timeout_ms + 999) / 1000);
+        return rv;
+    }
+    if (rv == SVC_HTTP_EBLOCKED) {
+        reply_fail(p, reply, "provider_error", "The provider's address is a loopback, private, "
+                   "link-local or metadata address, which this server does not call.");
+        return rv;
+    }
+    if (rv != APR_SUCCESS) {
+        reply_fail(p, reply, "provider_error", "The provider could not be reached: %s",
+                   svc_llm_scrub(p, prov, resp->error, 500));
+        return rv;
+    }
+    if (resp->status == 401 || resp->status == 403) {
+        reply_fail(p, reply, "provider_refused", "The provider refused the key (%d): %s",
+                   resp->status, error_message(p, prov, resp));
+        return APR_EACCES;
+    }
+    if (resp->status == 429) {
+        reply_fail(p, reply, "provider_rate_limited", "The provider is rate-limiting this key "
+                   "(429): %s", error_message(p, prov, resp));
+        return APR_EGENERAL;
+    }
+    if (resp->status < 200 || resp->status > 299) {
+        reply_fail(p, reply, "provider_error", "The provider answered %d: %s", resp->status,
+                   error_message(p, prov, resp));
+        return APR_EGENERAL;
+    }
+    return APR_SUCCESS;
+}
+
+/* A 2xx answer's JSON object, bound to p, or NULL. */
+static json_t *answer_json(apr_pool_t *p, const svc_http_resp_t *resp)
+{
+    json_error_t jerr;
+    json_t *doc = json_loadb(resp->body, resp->body_len, 0, &jerr);
+
+    if (doc) {
+        svc_json_pool(p, doc);
+    }
+    return json_is_object(doc) ? doc : NULL;
+}
+
+static apr_int64_t int_at(const json_t *obj, const char *key)
+{
+    json_t *v = json_object_get(obj, key);
+
+    return json_is_integer(v) && json_integer_value(v) > 0 ? (apr_int64_t)json_integer_value(v) : 0;
+}
+
+/*
+ * The JSON object in a model's text: itself, or inside a ``` fence, or
+ * between the first '{' and the last '}' (models that were asked for JSON
+ * by instruction only sometimes say a word around it). NULL if none.
+ */
+static const char *json_object_text(apr_pool_t *p, const char *text)
+{
+    const char *open = strchr(text, '{'), *close = strrchr(text, '}');
+    json_error_t jerr;
+    json_t *obj;
+
+    if (!open || !close || close < open) {
+        return NULL;
+    }
+    obj = json_loadb(open, (apr_size_t)(close - open + 1), JSON_REJECT_DUPLICATES, &jerr);
+    if (!obj) {
+        return NULL;
+    }
+    svc_json_pool(p, obj);
+    return json_is_object(obj) ? svc_json_dump(p, obj) : NULL;
+}
+
+static const char *completion_body(apr_pool_t *p, const svc_provider_t *prov,
+                                   const svc_llm_request_t *req)
+{
+    int anthropic = strcmp(prov->kind, SVC_LLM_KIND_ANTHROPIC) == 0;
+    json_t *body = svc_json_pool(p, json_object());
+    json_t *msgs = json_array();
+    const char *system = req->system;
+    int i;
+
+    if (anthropic && req->json) {
+        system = apr_pstrcat(p, system ? system : "", system ? "\n\n" : "",
+                             "Answer with exactly one JSON object and nothing else: no prose, "
+                             "no code fence.", NULL);
+    }
+    if (system && !anthropic) {
+        json_array_append_new(msgs, json_pack("{s:s,s:s}", "role", "system", "content", system));
+    }
+    for (i = 0; i < req->nmessages; i++) {
+        json_array_append_new(msgs, json_pack("{s:s,s:s}", "role", req->messages[i].role,
+                                              "content", req->messages[i].content));
+    }
+    json_object_set_new(body, "model", json_string(prov->model));
+    json_object_set_new(body, "max_tokens", json_integer(req->max_tokens > 0 ? req->max_tokens
+                                                                              : 1024));
+    if (anthropic && system) {
+        json_object_set_new(body, "system", json_string(system));
+    }
+    json_object_set_new(body, "messages", msgs);
+    if (!anthropic && req->json) {
+        json_object_set_new(body, "response_format", json_pack("{s:s}", "type", "json_object"));
+    }
+    return svc_json_dump(p, body);
+}
+
+/* Reads a completion: the text, token counts and whether it was cut off. */
+static apr_status_t read_completion(apr_pool_t *p, const svc_provider_t *prov,
+                                    const json_t *doc, svc_llm_reply_t *reply)
+{
+    json_t *usage = json_object_get(doc, "usage");
+
+    if (strcmp(prov->kind, SVC_LLM_KIND_ANTHROPIC) == 0) {
+        json_t *content = json_object_get(doc, "content"), *part;
+        const char *text = "", *stop = svc_json_str(doc, "stop_reason");
+        size_t i;
+
+        if (!json_is_array(content)) {
+            return APR_EINVAL;
+        }
+        json_array_foreach(content, i, part) {
+            if (json_is_object(part) && svc_json_str(part, "type")
+                && strcmp(svc_json_str(part, "type"), "text") == 0) {
+                if (!svc_json_str(part, "text")) {
+                    return APR_EINVAL;
+                }
+                text = apr_pstrcat(p, text, svc_json_str(part, "text"), NULL);
+            }
+        }
+        reply->content = text;
+        reply->truncated = stop && strcmp(stop, "max_tokens") == 0;
+        reply->input_tokens = int_at(usage, "input_tokens");
+        reply->output_tokens = int_at(usage, "output_tokens");
+    }
+    else {
+        json_t *choice = json_array_get(json_object_get(doc, "choices"), 0);
+        json_t *msg = json_object_get(choice, "message");
+        json_t *content = json_object_get(msg, "content");
+        const char *finish = svc_json_str(choice, "finish_reason");
+
+        if (!json_is_object(msg) || !(json_is_string(content) || json_is_null(content))) {
+            return APR_EINVAL;
+        }
+        reply->content = json_is_string(content) ? apr_pstrdup(p, json_string_value(content))
+                                                 : "";
+        reply->truncated = finish && strcmp(finish, "length") == 0;
+        reply->input_tokens = int_at(usage, "prompt_tokens");
+        reply->output_tokens = int_at(usage, "completion_tokens");
+    }
+    return APR_SUCCESS;
+}
+
+apr_status_t svc_provider_complete(apr_pool_t *p, const svc_config_t *conf,
+                                   const svc_provider_t *prov, const svc_llm_request_t *req,
+                                   svc_llm_reply_t **preply)
+{
+    svc_llm_reply_t *reply = apr_pcalloc(p, sizeof(*reply));
+    long timeout = req->timeout_ms > 0 ? req->timeout_ms : conf->model_timeout_ms;
+    int anthropic = strcmp(prov->kind, SVC_LLM_KIND_ANTHROPIC) == 0;
+    svc_http_resp_t *resp;
+    json_t *doc;
+
+    *preply = reply;
+    reply->content = "";
+    if (llm_call(p, conf, prov, "POST", anthropic ? "/v1/messages" : "/v1/chat/completions",
+                 completion_body(p, prov, req), timeout, &resp, reply) != APR_SUCCESS) {
+        return APR_EGENERAL;
+    }
+    doc = answer_json(p, resp);
+    if (!doc || read_completion(p, prov, doc, reply) != APR_SUCCESS) {
+        reply_fail(p, reply, "provider_error", "The provider's answer is not a %s: %s",
+                   anthropic ? "Messages API response" : "chat completion",
+                   svc_llm_scrub(p, prov, resp->body, 200));
+        return APR_EGENERAL;
+    }
+    if (req->json) {
+        const char *obj = json_object_text(p, reply->content);
+        if (!obj) {
+            reply_fail(p, reply, "provider_error", "The model did not answer with a JSON "
+                       "object%s.", reply->truncated ? " (it was cut off at max_tokens)" : "");
+            return APR_EGENERAL;
+        }
+        reply->content = obj;
+    }
+    return APR_SUCCESS;
+}
+
+apr_status_t svc_llm_models(apr_pool_t *p, const svc_config_t *conf, const svc_provider_t *prov,
+                            long timeout_ms, json_t **pmodels, svc_llm_reply_t **preply)
+{
+    svc_llm_reply_t *reply = apr_pcalloc(p, sizeof(*reply));
+    json_t *models = svc_json_pool(p, json_array()), *doc, *data, *m;
+    svc_http_resp_t *resp;
+    size_t i;
+
+    *preply = reply;
+    *pmodels = models;
+    reply->content = "";
+    if (llm_call(p, conf, prov, "GET", "/v1/models", NULL, timeout_ms, &resp, reply)
+        != APR_SUCCESS) {
+        return APR_EGENERAL;
+    }
+    /* {"data": [{"id": ...}, ...]} from both APIs. */
+    doc = answer_json(p, resp);
+    data = json_object_get(doc, "data");
+    if (!json_is_array(data)) {
+        reply_fail(p, reply, "provider_error", "The provider's model list is not a list: %s",
+                   svc_llm_scrub(p, prov, resp->body, 200));
+        return APR_EGENERAL;
+    }
+    json_array_foreach(data, i, m) {
+        const char *id = svc_json_str(m, "id");
+        if (id && json_array_size(models) < 500) {
+            json_array_append_new(models, json_string(svc_printable(p, id, 200)));
+        }
+    }
+    return APR_SUCCESS;
+}
+
+const char *svc_provider_id(const svc_provider_t *prov)
+{
+    return prov->id;
+}
+
+const char *svc_provider_kind(const svc_provider_t *prov)
+{
+    return prov->kind;
+}
+
+const char *svc_provider_model(const svc_provider_t *prov)
+{
+    return prov->model;
+}

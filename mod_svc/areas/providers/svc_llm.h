@@ -1,0 +1,50 @@
+/*
+ * svc_llm.h: the wire side of model providers (providers-private): what a
+ * loaded provider is, and how the two APIs we speak are called.
+ */
+#ifndef SVC_LLM_H
+#define SVC_LLM_H
+
+#include "svc_providers.h"
+
+struct svc_provider_t {
+    const char *id;
+    const char *org_id;
+    const char *name;
+    const char *kind;           /* "openai" or "anthropic" */
+    const char *base_url;       /* no trailing slash; the API paths start with /v1 */
+    const char *model;
+    const char *key;            /* opened; wiped with the pool */
+};
+
+#define SVC_LLM_KIND_OPENAI    "openai"
+#define SVC_LLM_KIND_ANTHROPIC "anthropic"
+/* The Messages API version we speak (the anthropic-version header). */
+#define SVC_ANTHROPIC_VERSION  "2023-06-01"
+
+/* The vendor's public API for a kind, when a provider names no base URL. */
+const char *svc_llm_default_url(const char *kind);
+
+/*
+ * A base URL as stored: checked (http or https, a host, no query, fragment
+ * or user info) and without trailing slashes or a trailing "/v1", since the
+ * API paths add it. NULL when fine, else why not.
+ */
+const char *svc_llm_check_url(apr_pool_t *p, const char *url, int allow_private,
+                              const char **pnorm);
+
+/*
+ * The models the key may use: GET {base}/v1/models within timeout_ms.
+ * *pmodels is a JSON array of model ids (bound to p) on success; *preply
+ * (always set) carries the status, the duration and, on failure, the
+ * error as for completions.
+ */
+apr_status_t svc_llm_models(apr_pool_t *p, const svc_config_t *conf, const svc_provider_t *prov,
+                            long timeout_ms, json_t **pmodels, svc_llm_reply_t **preply);
+
+/* Something a provider said, fit for a client and a log: the key and
+ * anything secret-shaped redacted, printable, at most `max` bytes. */
+const char *svc_llm_scrub(apr_pool_t *p, const svc_provider_t *prov, const char *text,
+                          apr_size_t max);
+
+#endif /* SVC_LLM_H */

@@ -1,0 +1,465 @@
+/*
+ * svc_provider_api.c: /api/orgs/:orgSlug/providers: list, create, read,
+ * update, delete, test, and choose the default. The key is write-only: no
+ * answer, log line or audit entry carries it, only its hint.
+ */
+#include "svc_provider_api.h"
+#include "svc_provider_store.h"
+#include "svc_llm.h"
+
+#include <string.h>
+
+/* One provider as the API shows it: these columns of the llm_providers row
+ * `p`, in provider_item's order, in binary. */
+#define PROVIDER_COLS                                                               \
+    "p.id, p.name, p.kind, p.base_url, p.model, p.key_hint, p.is_default,"          \
+    " p.created_at, p.updated_at"
+
+static const svc_col_t provider_item[] = {
+    SVC_COL("id", SVC_COL_TEXT),
+    SVC_COL("name", SVC_COL_TEXT),
+    SVC_COL("kind", SVC_COL_TEXT),
+    SVC_COL("base_url", SVC_COL_TEXT),
+    SVC_COL("model", SVC_COL_TEXT),
+    SVC_COL("key_hint", SVC_COL_TEXT),
+    SVC_COL("is_default", SVC_COL_BOOL),
+    SVC_COL("created_at", SVC_COL_TIME),
+    SVC_COL("updated_at", SVC_COL_TIME),
+    SVC_COL_END
+};
+
+static const svc_stmt_t st_prov_list = {
+    "svc_providers_list",
+    "SELECT p.seq, " PROVIDER_COLS " FROM llm_providers p"
+    " WHERE p.org_id = $1 AND p.seq < $2::bigint ORDER BY p.seq DESC LIMIT $3::int",
+    3, SVC_STMT_READ | SVC_STMT_BINARY
+};
+
+static const svc_stmt_t st_prov_get = {
+    "svc_providers_get",
+    "SELECT " PROVIDER_COLS " FROM llm_providers p WHERE p.id = $1 AND p.org_id = $2",
+    2, SVC_STMT_READ | SVC_STMT_BINARY
+};
+
+/* The org's first provider becomes its default (under the org lock, so two
+ * first creations cannot both be; the unique index would refuse it anyway). */
+static const svc_stmt_t st_prov_insert = {
+    "svc_providers_insert",
+    "INSERT INTO llm_providers AS p (id, org_id, name, kind, base_url, model, key_box,"
+    " key_hint, is_default, created_by)"
+    " VALUES ($1, $2, $3, $4, $5, $6, $7::bytea, $8,"
+    "  NOT EXISTS (SELECT 1 FROM llm_providers d WHERE d.org_id = $2 AND d.is_default), $9)"
+    " RETURNING p.is_default",
+    9, 0
+};
+
+/* What an audit entry may say about a provider: never the key. */
+static const svc_stmt_t st_prov_lock = {
+    "svc_providers_lock",
+    "SELECT json_build_object('name', name, 'kind', kind, 'base_url', base_url,"
+    " 'model', model, 'key_hint', key_hint, 'is_default', is_default)::text, is_default"
+    " FROM llm_providers WHERE id = $1 AND org_id = $2 FOR NO KEY UPDATE",
+    2, 0
+};
+
+static const svc_stmt_t st_prov_update = {
+    "svc_providers_update",
+    "UPDATE llm_providers SET name = coalesce($3, name), base_url = coalesce($4, base_url),"
+    " model = coalesce($5, model), key_box = coalesce($6::bytea, key_box),"
+    " key_hint = coalesce($7, key_hint), updated_at = now()"
+    " WHERE id = $1 AND org_id = $2",
+    7, 0
+};
+
+static const svc_stmt_t st_prov_delete = {
+    "svc_providers_delete",
+    "DELETE FROM llm_providers WHERE id = $1 AND org_id = $2",
+    2, 0
+};
+
+/* Two statements, not one: the unique index on the default is checked row
+ * by row, so setting the new one before clearing the old would fail. */
+static const svc_stmt_t st_prov_default_clear = {
+    "svc_providers_default_clear",
+    "UPDATE llm_providers SET is_default = false, updated_at = now()"
+    " WHERE org_id = $1 AND is_default RETURNING id",
+    1, 0
+};
+
+static const svc_stmt_t st_prov_default_set = {
+    "svc_providers_default_set",
+    "UPDATE llm_providers SET is_default = true, updated_at = now()"
+    " WHERE id = $1 AND org_id = $2",
+    2, 0
+};
+
+static const char *const kind_values[] = { SVC_LLM_KIND_OPENAI, SVC_LLM_KIND_ANTHROPIC, NULL };
+
+const svc_field_t svc_body_provider_create[] = {
+    { "name", SVC_FT_STRING, 1, 0, 1, 100, NULL,
+      "A name for people, 1 to 100 characters, unique in the organization." },
+    { "kind", SVC_FT_ENUM, 1, 0, 0, 0, kind_values,
+      "openai: any OpenAI-compatible chat-completions server (OpenAI, Azure-style gateways, "
+      "Ollama, llama.cpp, vLLM); anthropic: Anthropic's Messages API." },
+    { "base_url", SVC_FT_STRING, 0, 0, 1, 2000, NULL,
+      "The API's base URL, without /v1 (the service adds /v1/...); omitted: the vendor's "
+      "public API (https://api.openai.com, https://api.anthropic.com)." },
+    { "model", SVC_FT_STRING, 1, 0, 1, 200, NULL,
+      "The model to call, as the provider names it (gpt-4o, claude-sonnet-4-5, llama3.1, ...)." },
+    { "api_key", SVC_FT_STRING, 1, 0, 1, 1000, NULL,
+      "The provider's API key. Write-only: stored sealed, never shown again (key_hint shows "
+      "its last four characters)." },
+    SVC_FIELD_END
+};
+
+const svc_field_t svc_body_provider_update[] = {
+    { "name", SVC_FT_STRING, 0, 0, 1, 100, NULL, "A new name, unique in the organization." },
+    { "base_url", SVC_FT_STRING, 0, 0, 1, 2000, NULL, "A new base URL (without /v1)." },
+    { "model", SVC_FT_STRING, 0, 0, 1, 200, NULL, "Another model." },
+    { "api_key", SVC_FT_STRING, 0, 0, 1, 1000, NULL, "A new key, replacing the old one." },
+    SVC_FIELD_END
+};
+
+static apr_status_t reply_provider(svc_ctx_t *ctx, svc_db_t *db, const char *id, int status)
+{
+    return svc_reply_org_row(ctx, db, &st_prov_get, provider_item, "provider", id, status);
+}
+
+/* Checks a key and a base URL from a body; a 400 problem when either is unusable. */
+static apr_status_t check_key_and_url(svc_ctx_t *ctx, const char *key, const char *url,
+                                      const char **pnorm)
+{
+    const char *why;
+
+    if (key && key[strcspn(key, " \t\r\n")]) {
+        svc_fail_field(ctx, "api_key", "invalid_value", "api_key must not contain spaces.");
+    }
+    if (url && (why = svc_llm_check_url(ctx->pool, url, ctx->conf->provider_allow_private,
+                                        pnorm)) != NULL) {
+        svc_fail_field(ctx, "base_url", "invalid_value", "base_url %s.", why);
+    }
+    return ctx->problem ? SVC_EPROBLEM : APR_SUCCESS;
+}
+
+static apr_status_t name_taken(svc_ctx_t *ctx, const char *name)
+{
+    return svc_fail(ctx, 409, "conflict", "%s already has a provider named \"%s\".",
+                    ctx->org->slug, name);
+}
+
+apr_status_t svc_h_providers_list(svc_ctx_t *ctx)
+{
+    return svc_reply_rows(ctx, &st_prov_list, provider_item, ctx->org->id, SVC_PAGE_BEFORE,
+                          SVC_PAGE_FETCH);
+}
+
+apr_status_t svc_h_providers_get(svc_ctx_t *ctx)
+{
+    svc_db_t *db;
+    apr_status_t rv;
+
+    if ((rv = svc_ctx_db(ctx, &db)) != APR_SUCCESS) {
+        return rv;
+    }
+    return reply_provider(ctx, db, apr_table_get(ctx->params, "id"), 200);
+}
+
+apr_status_t svc_h_providers_create(svc_ctx_t *ctx)
+{
+    const char *id = svc_id_new(ctx->pool, "llm_");
+    const char *name = svc_json_str(ctx->body, "name");
+    const char *kind = svc_json_str(ctx->body, "kind");
+    const char *url = svc_json_str(ctx->body, "base_url");
+    const char *model = svc_json_str(ctx->body, "model");
+    const char *key = svc_json_str(ctx->body, "api_key");
+    const char *norm = svc_llm_default_url(kind);
+    svc_actor_t actor;
+    svc_dbres_t *res;
+    svc_db_t *db;
+    apr_status_t rv;
+
+    if ((rv = check_key_and_url(ctx, key, url, &norm)) != APR_SUCCESS) {
+        return rv;
+    }
+    if ((rv = svc_ctx_db_begin(ctx, &db)) != APR_SUCCESS) {
+        return rv;
+    }
+    if ((rv = svc_access_recheck(ctx, db, SVC_ROLE_ADMIN, SVC_PROLE_NONE)) != APR_SUCCESS) {
+        goto cleanup;
+    }
+    rv = svc_db_execv(db, &st_prov_insert, ctx->pool, &res, id, ctx->org->id, name, kind, norm,
+                      model, svc_provider_seal_key(ctx->pool, ctx->conf, key),
+                      svc_provider_key_hint(ctx->pool, key), ctx->who->user_id);
+    if (rv == SVC_ECONFLICT) {
+        rv = name_taken(ctx, name);
+        goto cleanup;
+    }
+    if (rv != APR_SUCCESS) {
+        goto cleanup;
+    }
+    svc_actor_from_ctx(ctx, &actor);
+    rv = svc_audit_write(db, ctx->pool, &actor, ctx->org->id, "provider.created", "provider", id,
+                         svc_json_pool(ctx->pool,
+                                       json_pack("{s:s,s:s,s:s,s:s,s:s,s:b}", "name", name,
+                                                 "kind", kind, "base_url", norm, "model", model,
+                                                 "key_hint",
+                                                 svc_provider_key_hint(ctx->pool, key),
+                                                 "is_default",
+                                                 svc_dbres_bool(res, 0, 0) == 1)));
+    if (rv == APR_SUCCESS) {
+        rv = svc_db_commit(db, ctx->pool);
+    }
+cleanup:
+    if (rv != APR_SUCCESS) {
+        svc_db_rollback(db, ctx->pool);
+        return rv;
+    }
+    return reply_provider(ctx, db, id, 201);
+}
+
+/*
+ * The start of every change to one provider: a transaction, the caller
+ * still an admin (under the org lock), and the provider's row locked, with
+ * what the audit may say about it (*pbefore) and whether it is the default.
+ */
+static apr_status_t begin_change(svc_ctx_t *ctx, const char *id, svc_db_t **pdb,
+                                 const char **pbefore, int *pis_default)
+{
+    svc_dbres_t *res;
+    apr_status_t rv;
+
+    if ((rv = svc_ctx_db_begin(ctx, pdb)) != APR_SUCCESS) {
+        return rv;
+    }
+    if ((rv = svc_access_recheck(ctx, *pdb, SVC_ROLE_ADMIN, SVC_PROLE_NONE)) != APR_SUCCESS) {
+        return rv;
+    }
+    if ((rv = svc_db_execv(*pdb, &st_prov_lock, ctx->pool, &res, id, ctx->org->id))
+        != APR_SUCCESS) {
+        return rv;
+    }
+    if (svc_dbres_rows(res) != 1) {
+        return svc_fail(ctx, 404, "not_found", "No provider %s in %s.", id, ctx->org->slug);
+    }
+    *pbefore = apr_pstrdup(ctx->pool, svc_dbres_str(res, 0, 0));
+    *pis_default = svc_dbres_bool(res, 0, 1) == 1;
+    return APR_SUCCESS;
+}
+
+static json_t *json_text(apr_pool_t *p, const char *text)
+{
+    json_error_t jerr;
+
+    return svc_json_pool(p, json_loads(text, 0, &jerr));
+}
+
+apr_status_t svc_h_providers_update(svc_ctx_t *ctx)
+{
+    const char *id = apr_table_get(ctx->params, "id");
+    const char *name = svc_json_str(ctx->body, "name");
+    const char *url = svc_json_str(ctx->body, "base_url");
+    const char *model = svc_json_str(ctx->body, "model");
+    const char *key = svc_json_str(ctx->body, "api_key");
+    const char *norm = NULL, *before, *after;
+    svc_actor_t actor;
+    svc_dbres_t *res;
+    int is_default;
+    svc_db_t *db = NULL;
+    apr_status_t rv;
+
+    if (json_object_size(ctx->body) == 0) {
+        return svc_fail(ctx, 400, "validation_failed",
+                        "The body names nothing to change (name, base_url, model, api_key).");
+    }
+    if ((rv = check_key_and_url(ctx, key, url, &norm)) != APR_SUCCESS) {
+        return rv;
+    }
+    if ((rv = begin_change(ctx, id, &db, &before, &is_default)) != APR_SUCCESS) {
+        goto cleanup;
+    }
+    rv = svc_db_execv(db, &st_prov_update, ctx->pool, NULL, id, ctx->org->id, name, norm, model,
+                      key ? svc_provider_seal_key(ctx->pool, ctx->conf, key) : NULL,
+                      key ? svc_provider_key_hint(ctx->pool, key) : NULL);
+    if (rv == SVC_ECONFLICT) {
+        rv = name_taken(ctx, name);
+        goto cleanup;
+    }
+    if (rv != APR_SUCCESS
+        || (rv = svc_db_execv(db, &st_prov_lock, ctx->pool, &res, id, ctx->org->id))
+           != APR_SUCCESS) {
+        goto cleanup;
+    }
+    after = svc_dbres_str(res, 0, 0);
+    svc_actor_from_ctx(ctx, &actor);
+    rv = svc_audit_write(db, ctx->pool, &actor, ctx->org->id, "provider.updated", "provider", id,
+                         svc_json_pool(ctx->pool,
+                                       json_pack("{s:O?,s:O?,s:b}",
+                                                 "before", json_text(ctx->pool, before),
+                                                 "after", json_text(ctx->pool, after),
+                                                 "key_replaced", key != NULL)));
+    if (rv == APR_SUCCESS) {
+        rv = svc_db_commit(db, ctx->pool);
+    }
+cleanup:
+    if (rv != APR_SUCCESS) {
+        if (db) {
+            svc_db_rollback(db, ctx->pool);
+        }
+        return rv;
+    }
+    return reply_provider(ctx, db, id, 200);
+}
+
+apr_status_t svc_h_providers_delete(svc_ctx_t *ctx)
+{
+    const char *id = apr_table_get(ctx->params, "id");
+    const char *before;
+    svc_actor_t actor;
+    int is_default;
+    svc_db_t *db = NULL;
+    apr_status_t rv;
+
+    if ((rv = begin_change(ctx, id, &db, &before, &is_default)) != APR_SUCCESS
+        || (rv = svc_db_execv(db, &st_prov_delete, ctx->pool, NULL, id, ctx->org->id))
+           != APR_SUCCESS) {
+        goto cleanup;
+    }
+    /* Deleting the default leaves the org without one: which provider
+     * should answer for it is for an admin to say, not for us to guess. */
+    svc_actor_from_ctx(ctx, &actor);
+    rv = svc_audit_write(db, ctx->pool, &actor, ctx->org->id, "provider.deleted", "provider", id,
+                         json_text(ctx->pool, before));
+    if (rv == APR_SUCCESS) {
+        rv = svc_db_commit(db, ctx->pool);
+    }
+cleanup:
+    if (rv != APR_SUCCESS) {
+        if (db) {
+            svc_db_rollback(db, ctx->pool);
+        }
+        return rv;
+    }
+    return svc_reply_empty(ctx);
+}
+
+apr_status_t svc_h_providers_default(svc_ctx_t *ctx)
+{
+    const char *id = apr_table_get(ctx->params, "id");
+    const char *before, *previous = NULL;
+    svc_actor_t actor;
+    svc_dbres_t *res;
+    int is_default;
+    svc_db_t *db = NULL;
+    apr_status_t rv;
+
+    if ((rv = begin_change(ctx, id, &db, &before, &is_default)) != APR_SUCCESS) {
+        goto cleanup;
+    }
+    if (is_default) {
+        /* Already the default: nothing changes, nothing to audit. */
+        rv = svc_db_commit(db, ctx->pool);
+        goto cleanup;
+    }
+    rv = svc_db_execv(db, &st_prov_default_clear, ctx->pool, &res, ctx->org->id);
+    if (rv != APR_SUCCESS) {
+        goto cleanup;
+    }
+    if (svc_dbres_rows(res) == 1) {
+        previous = apr_pstrdup(ctx->pool, svc_dbres_str(res, 0, 0));
+    }
+    if ((rv = svc_db_execv(db, &st_prov_default_set, ctx->pool, NULL, id, ctx->org->id))
+        != APR_SUCCESS) {
+        goto cleanup;
+    }
+    svc_actor_from_ctx(ctx, &actor);
+    rv = svc_audit_write(db, ctx->pool, &actor, ctx->org->id, "provider.default_set",
+                         "provider", id,
+                         svc_json_pool(ctx->pool, json_pack("{s:s?}", "previous", previous)));
+    if (rv == APR_SUCCESS) {
+        rv = svc_db_commit(db, ctx->pool);
+    }
+cleanup:
+    if (rv != APR_SUCCESS) {
+        if (db) {
+            svc_db_rollback(db, ctx->pool);
+        }
+        return rv;
+    }
+    return reply_provider(ctx, db, id, 200);
+}
+
+/* The test's answer: {"ok", "models", "latency_ms", "error", "error_code"}. */
+static apr_status_t reply_test(svc_ctx_t *ctx, json_t *models, const svc_llm_reply_t *r)
+{
+    return svc_reply_json(ctx, 200, json_pack("{s:b,s:O,s:I,s:s?,s:s?}",
+                                              "ok", r->error_code == NULL,
+                                              "models", models,
+                                              "latency_ms", (json_int_t)r->duration_ms,
+                                              "error", r->error, "error_code", r->error_code));
+}
+
+apr_status_t svc_h_providers_test(svc_ctx_t *ctx)
+{
+    const char *id = apr_table_get(ctx->params, "id");
+    static const svc_llm_msg_t hello[] = { { "user", "Reply with the word: ok" } };
+    apr_time_t deadline = apr_time_now() + apr_time_from_msec(ctx->conf->model_timeout_ms);
+    svc_llm_request_t req;
+    svc_llm_reply_t *reply, *mreply;
+    svc_provider_t *prov;
+    svc_usage_t usage;
+    json_t *models;
+    svc_db_t *db;
+    apr_status_t rv;
+
+    if ((rv = svc_ctx_db(ctx, &db)) != APR_SUCCESS) {
+        return rv;
+    }
+    rv = svc_provider_load(db, ctx->pool, ctx->conf, ctx->org->id, id, &prov);
+    if (rv == SVC_ENOTFOUND) {
+        return svc_fail(ctx, 404, "not_found", "No provider %s in %s.", id, ctx->org->slug);
+    }
+    if (rv == APR_EINVAL) {
+        mreply = apr_pcalloc(ctx->pool, sizeof(*mreply));
+        mreply->error_code = "key_unreadable";
+        mreply->error = "The stored key cannot be opened (the server secret changed since it "
+                        "was set); set the key again.";
+        return reply_test(ctx, svc_json_pool(ctx->pool, json_array()), mreply);
+    }
+    if (rv != APR_SUCCESS) {
+        return rv;
+    }
+    /* Neither call holds a pooled connection. */
+    if ((rv = svc_ctx_db_release(ctx)) != APR_SUCCESS) {
+        return rv;
+    }
+    reply = NULL;
+    rv = svc_llm_models(ctx->pool, ctx->conf, prov, ctx->conf->model_timeout_ms, &models,
+                        &mreply);
+    /* Not every compatible server lists its models; the completion says more. */
+    if (rv == APR_SUCCESS || mreply->http_status == 404) {
+        memset(&req, 0, sizeof(req));
+        req.messages = hello;
+        req.nmessages = 1;
+        req.max_tokens = 1;
+        /* Both calls within SvcModelTimeout together. */
+        req.timeout_ms = (long)apr_time_as_msec(deadline - apr_time_now());
+        if (req.timeout_ms < 1) {
+            req.timeout_ms = 1;
+        }
+        svc_provider_complete(ctx->pool, ctx->conf, prov, &req, &reply);
+    }
+    if (!reply) {
+        reply = mreply;
+    }
+    memset(&usage, 0, sizeof(usage));
+    usage.org_id = ctx->org->id;
+    usage.user_id = ctx->who->user_id;
+    usage.purpose = "provider.test";
+    usage.subject_type = "provider";
+    usage.subject_id = prov->id;
+    if ((rv = svc_ctx_db(ctx, &db)) != APR_SUCCESS
+        || (rv = svc_provider_record_usage(db, ctx->pool, prov, &usage, reply)) != APR_SUCCESS) {
+        return rv;
+    }
+    return reply_test(ctx, models, reply);
+}

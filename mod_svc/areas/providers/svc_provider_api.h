@@ -1,0 +1,20 @@
+/*
+ * svc_provider_api.h: the /providers endpoints (providers-private).
+ */
+#ifndef SVC_PROVIDER_API_H
+#define SVC_PROVIDER_API_H
+
+#include "svc_providers.h"
+
+apr_status_t svc_h_providers_list(svc_ctx_t *ctx);
+apr_status_t svc_h_providers_create(svc_ctx_t *ctx);
+apr_status_t svc_h_providers_get(svc_ctx_t *ctx);
+apr_status_t svc_h_providers_update(svc_ctx_t *ctx);
+apr_status_t svc_h_providers_delete(svc_ctx_t *ctx);
+apr_status_t svc_h_providers_default(svc_ctx_t *ctx);
+apr_status_t svc_h_providers_test(svc_ctx_t *ctx);
+
+extern const svc_field_t svc_body_provider_create[];
+extern const svc_field_t svc_body_provider_update[];
+
+#endif /* SVC_PROVIDER_API_H */

@@ -1,0 +1,99 @@
+/*
+ * svc_providers.h: the providers area: organizations' own model providers, their keys, calls and usage.
+ * May call base/ and the kernel; other areas, the glue and svcctl call it through this header only.
+ *
+ * An organization registers the model it pays for: an OpenAI-compatible
+ * chat-completions server (OpenAI, Azure-style gateways, Ollama,
+ * llama.cpp, vLLM) or Anthropic's Messages API, with its key, which is
+ * sealed at rest and never shown again. One provider per org is the
+ * default; features that use "the org's model" use that one.
+ *
+ * Calling a model works outside an HTTP request too (the run supervisor
+ * has a plain libpq handle and no request context), in three steps, so a
+ * model call never holds a database connection or a transaction while it
+ * waits:
+ *
+ *     svc_provider_default(db, p, conf, org_id, &prov);   short database use
+ *     ...give the connection back...
+ *     svc_provider_complete(p, conf, prov, &req, &reply); no database
+ *     svc_provider_record_usage(db, p, prov, &usage, reply);  short database use
+ */
+#ifndef SVC_PROVIDERS_H
+#define SVC_PROVIDERS_H
+
+#include "svc_kernel.h"
+
+/* The area's routes (svc_providers_routes.c). */
+extern const svc_area_t svc_providers_area;
+
+/* One message of a conversation. */
+typedef struct {
+    const char *role;               /* "user" or "assistant" */
+    const char *content;
+} svc_llm_msg_t;
+
+typedef struct {
+    const char *system;             /* instructions; may be NULL */
+    const svc_llm_msg_t *messages;
+    int nmessages;
+    /* Ask for one JSON object: OpenAI's response_format json_object;
+     * Anthropic is told so, and the object is taken out of its text. Either
+     * way the reply's content is then the object's JSON text, or the call
+     * fails with provider_error. */
+    int json;
+    int max_tokens;
+    long timeout_ms;                /* 0: SvcModelTimeout */
+} svc_llm_request_t;
+
+typedef struct {
+    const char *content;            /* the text, on success ("" is possible) */
+    apr_int64_t input_tokens, output_tokens;
+    long duration_ms;
+    int http_status;                /* 0 when there was no answer */
+    int truncated;                  /* the model stopped at max_tokens */
+    /* NULL on success; else provider_refused (401/403: the key),
+     * provider_rate_limited (429), provider_timeout, provider_error. */
+    const char *error_code;
+    /* The provider's own message, or ours, with the key and anything
+     * secret-shaped redacted: fit for clients and logs. */
+    const char *error;
+} svc_llm_reply_t;
+
+/* A loaded provider, its key opened; lives in (and is wiped with) the pool
+ * it was loaded into. */
+typedef struct svc_provider_t svc_provider_t;
+
+/* Short database use: the org's default provider. SVC_ENOTFOUND when the
+ * org has none; APR_EINVAL when its key cannot be opened (the server
+ * secret changed since it was stored). */
+apr_status_t svc_provider_default(svc_db_t *db, apr_pool_t *p, const svc_config_t *conf,
+                                  const char *org_id, svc_provider_t **pprov);
+
+/* No database: calls the provider within the timeout, and always fills
+ * *preply (from p). APR_SUCCESS exactly when (*preply)->error_code is NULL. */
+apr_status_t svc_provider_complete(apr_pool_t *p, const svc_config_t *conf,
+                                   const svc_provider_t *prov, const svc_llm_request_t *req,
+                                   svc_llm_reply_t **preply);
+
+/* What a call was for, and for whom, for the usage table billing reads. */
+typedef struct {
+    const char *org_id;
+    const char *user_id;            /* may be NULL (a run of the system) */
+    const char *purpose;            /* "document.regenerate", "document.patch",
+                                     * "provider.test", "run" */
+    const char *subject_type;       /* "document", "provider", "run", ... */
+    const char *subject_id;
+} svc_usage_t;
+
+/* Short database use: records one call, successful or not (a reply whose
+ * error_code is set is recorded as an error). Runs in the caller's
+ * transaction if one is open, else on its own. */
+apr_status_t svc_provider_record_usage(svc_db_t *db, apr_pool_t *p, const svc_provider_t *prov,
+                                       const svc_usage_t *u, const svc_llm_reply_t *reply);
+
+/* What a loaded provider is. */
+const char *svc_provider_id(const svc_provider_t *prov);
+const char *svc_provider_kind(const svc_provider_t *prov);
+const char *svc_provider_model(const svc_provider_t *prov);
+
+#endif /* SVC_PROVIDERS_H */

@@ -1,0 +1,16 @@
+/*
+ * svc_portal.h: the share portal, the /api/share/ routes (share-private): no login,
+ * no organization; the token in the path is the only credential.
+ */
+#ifndef SVC_PORTAL_H
+#define SVC_PORTAL_H
+
+#include "svc_share.h"
+
+apr_status_t svc_h_portal_index(svc_ctx_t *ctx);
+apr_status_t svc_h_portal_document(svc_ctx_t *ctx);
+apr_status_t svc_h_portal_comment(svc_ctx_t *ctx);
+
+extern const svc_field_t svc_body_portal_comment[];
+
+#endif /* SVC_PORTAL_H */
