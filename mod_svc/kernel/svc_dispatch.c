@@ -11,12 +11,45 @@
 
 #include <string.h>
 
+/* The longest id a path may carry (ours are a prefix and 22 characters). */
+#define SVC_ID_MAX 64
+
+/* An id as a path names one: ASCII letters, digits, '_' and '-'. */
+static int id_valid(const char *s)
+{
+    apr_size_t n = strlen(s);
+
+    return n >= 1 && n <= SVC_ID_MAX
+        && strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-") == n;
+}
+
+static int param_valid(void *baton, const char *name, const char *value)
+{
+    apr_size_t n = strlen(name);
+
+    (void)baton;
+    if (n > 4 && strcmp(name + n - 4, "Slug") == 0) {
+        return svc_slug_valid(value);
+    }
+    return id_valid(value);
+}
+
 apr_status_t svc_dispatch_route(svc_ctx_t *ctx, const svc_router_t *rt)
 {
     const char *allow = NULL;
 
     ctx->route = svc_router_match(rt, ctx->method, ctx->path, ctx->pool, ctx->params, &allow);
     if (ctx->route) {
+        /*
+         * Every path parameter has a format: a slug for :orgSlug and
+         * :projectSlug, an id for the others. A value of another shape
+         * names nothing, so it is a 404 before any handler or query sees
+         * it (bytes that are not UTF-8 would make PostgreSQL refuse the
+         * statement: a 500 for what is only a wrong URL).
+         */
+        if (!apr_table_do(param_valid, NULL, ctx->params, NULL)) {
+            return svc_fail(ctx, 404, "not_found", "There is nothing at this path.");
+        }
         return APR_SUCCESS;
     }
     if (!allow) {
