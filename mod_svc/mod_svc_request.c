@@ -129,34 +129,50 @@ static apr_status_t db_acquire(svc_ctx_t *ctx)
     return rv;
 }
 
-static void parse_query(svc_ctx_t *ctx, request_rec *r)
+/*
+ * Decodes the query string into ctx->query, all of it or nothing: a
+ * parameter that cannot be decoded (a bad escape, an encoded NUL), more
+ * than SVC_MAX_QUERY_PARAMS parameters, or a name given twice is a 400.
+ * Dropping what cannot be read would answer a wider question than the one
+ * asked: a filter that vanished returns more than the client wanted.
+ */
+static apr_status_t parse_query(svc_ctx_t *ctx, request_rec *r)
 {
     char *args, *pair, *state = NULL;
     int n = 0;
 
     if (!r->args || !*r->args) {
-        return;
+        return APR_SUCCESS;
     }
     args = apr_pstrdup(r->pool, r->args);
-    for (pair = apr_strtok(args, "&", &state); pair && n < SVC_MAX_QUERY_PARAMS;
-         pair = apr_strtok(NULL, "&", &state), n++) {
+    for (pair = apr_strtok(args, "&", &state); pair; pair = apr_strtok(NULL, "&", &state)) {
         char *eq = strchr(pair, '=');
         char *val = eq ? eq + 1 : pair + strlen(pair);
 
+        if (++n > SVC_MAX_QUERY_PARAMS) {
+            return svc_fail(ctx, 400, "invalid_query",
+                            "The query string has more than %d parameters.",
+                            SVC_MAX_QUERY_PARAMS);
+        }
         if (eq) {
             *eq = '\0';
         }
         /* Form decoding ('+' is a space); %2F is an ordinary character in a
-         * query (encodeURIComponent("/x") is "%2Fx"), while %00 and bad
-         * escapes are refused. */
+         * query (encodeURIComponent("/x") is "%2Fx"); bad escapes and %00
+         * are refused. */
         if (ap_unescape_urlencoded(pair) != OK || ap_unescape_urlencoded(val) != OK) {
-            continue;
+            return svc_fail(ctx, 400, "invalid_query",
+                            "The query string has a parameter that is not valid "
+                            "percent-encoding, or that encodes a NUL character.");
         }
-        /* The first occurrence wins: a repeated parameter cannot override. */
-        if (!apr_table_get(ctx->query, pair)) {
-            apr_table_setn(ctx->query, pair, val);
+        if (apr_table_get(ctx->query, pair)) {
+            return svc_fail(ctx, 400, "invalid_query",
+                            "The query string gives the parameter %s more than once.",
+                            svc_printable(r->pool, pair, 64));
         }
+        apr_table_setn(ctx->query, pair, val);
     }
+    return APR_SUCCESS;
 }
 
 /*
@@ -401,7 +417,6 @@ int svc_handler(request_rec *r)
     ctx->request_id = svc_id_new(r->pool, "req_");
     ctx->self_origin = self_origin(r);
     ctx->is_tls = strcmp(ap_http_scheme(r), "https") == 0;
-    parse_query(ctx, r);
 
     lease = apr_pcalloc(r->pool, sizeof(*lease));
     lease->r = r;
@@ -416,6 +431,9 @@ int svc_handler(request_rec *r)
     apr_table_setn(r->subprocess_env, "SVC_REQUEST_ID", ctx->request_id);
 
     rv = svc_dispatch_route(ctx, sc->router);
+    if (rv == APR_SUCCESS) {
+        rv = parse_query(ctx, r);
+    }
     /* Every path under /auth/ is masked, matched or not: a mistyped
      * callback URL still carries a live code and state. */
     if ((ctx->route && (ctx->route->flags & SVC_RF_SECRET_QUERY))
