@@ -69,11 +69,18 @@ int svc_email_valid(const char *s);
 
 /*
  * An RFC 3339 date-time ("2026-11-25T21:54:14Z", "...14.250+01:00"), with
- * every field range-checked (days per month and leap years included) and
- * years 1 to 9999, so that PostgreSQL accepts whatever passes. *pepoch gets
- * the whole seconds since 1970 (may be NULL). APR_EINVAL otherwise.
+ * every field range-checked (days per month and leap years included),
+ * years 1 to 9999 as written, and any offset RFC 3339 allows (-23:59 to
+ * +23:59). *pepoch gets the whole seconds since 1970 in UTC, floored (may
+ * be NULL). APR_EINVAL otherwise. Hand PostgreSQL the normalised form
+ * (svc_format_rfc3339_usec), never the text: it refuses offsets beyond
+ * 15:59, and the offset can move the instant out of years 1 to 9999.
  */
 apr_status_t svc_parse_rfc3339(const char *s, apr_int64_t *pepoch);
+
+/* The same as microseconds since 1970 in UTC (*pt, may be NULL), the
+ * fraction kept to the microsecond (further digits dropped). */
+apr_status_t svc_parse_rfc3339_usec(const char *s, apr_time_t *pt);
 
 /*
  * The reverse: apr_time_t (microseconds since 1970) as "YYYY-MM-DDTHH:MM:SSZ",
@@ -82,6 +89,11 @@ apr_status_t svc_parse_rfc3339(const char *s, apr_int64_t *pepoch);
  */
 #define SVC_RFC3339_LEN 20
 apr_status_t svc_format_rfc3339(char *buf, apr_time_t t);
+
+/* The same to the microsecond, "YYYY-MM-DDTHH:MM:SS.ffffffZ", into buf (at
+ * least SVC_RFC3339_USEC_LEN + 1 bytes); APR_EINVAL outside years 1 to 9999. */
+#define SVC_RFC3339_USEC_LEN 27
+apr_status_t svc_format_rfc3339_usec(char *buf, apr_time_t t);
 
 /*
  * JSON text written straight into pool memory, for documents built from
