@@ -393,6 +393,59 @@ json_t *svc_json_schema_of(const svc_field_t *schema)
     return out;
 }
 
+/* The longest a string of n characters (or n UTF-8 bytes) can be written. */
+#define ESCAPED_CHARS(n) (2 + 12 * (apr_size_t)(n))
+#define ESCAPED_BYTES(n) (2 + 6 * (apr_size_t)(n))
+
+apr_size_t svc_json_body_max(const svc_field_t *schema)
+{
+    /* Braces, and room for an encoder's indentation and newlines. */
+    apr_size_t total = 1024;
+    const svc_field_t *f;
+
+    for (f = schema; f && f->name; f++) {
+        apr_size_t value = 0;
+        const char *const *e;
+
+        switch (f->type) {
+        case SVC_FT_STRING:
+        case SVC_FT_TEXT:
+            /* max counts characters: 12 bytes each as a surrogate pair. */
+            value = ESCAPED_CHARS(f->max > 0 ? f->max : 0);
+            break;
+        case SVC_FT_INT:
+            value = 21;
+            break;
+        case SVC_FT_BOOL:
+            value = 5;
+            break;
+        case SVC_FT_ENUM:
+            for (e = f->values; e && *e; e++) {
+                if (ESCAPED_BYTES(strlen(*e)) > value) {
+                    value = ESCAPED_BYTES(strlen(*e));
+                }
+            }
+            break;
+        case SVC_FT_SLUG:
+            value = ESCAPED_BYTES(63);
+            break;
+        case SVC_FT_EMAIL:
+            /* 254 bytes; no UTF-8 byte takes more than 6 escaped. */
+            value = ESCAPED_BYTES(254);
+            break;
+        case SVC_FT_ID:
+            value = ESCAPED_BYTES(64);
+            break;
+        default:
+            /* A free-form object has no size the schema can tell. */
+            return 0;
+        }
+        /* The key (escaped too), colon, comma and some whitespace. */
+        total += ESCAPED_BYTES(strlen(f->name)) + 2 + 32 + value;
+    }
+    return total;
+}
+
 const char *svc_json_str(const json_t *obj, const char *key)
 {
     return json_string_value(json_object_get(obj, key));

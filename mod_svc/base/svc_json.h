@@ -9,7 +9,7 @@
 
 /* Field types a body schema knows. */
 typedef enum {
-    SVC_FT_STRING = 1,  /* min/max: length in characters */
+    SVC_FT_STRING = 1,  /* min/max: length in characters (code points, decoded) */
     SVC_FT_INT,         /* min/max: value */
     SVC_FT_BOOL,
     SVC_FT_ENUM,        /* one of `values` */
@@ -50,6 +50,16 @@ apr_status_t svc_json_parse_body(json_t **pobj, const char *buf, apr_size_t len,
  */
 apr_status_t svc_json_check(const json_t *obj, const svc_field_t *schema,
                             apr_pool_t *p, json_t **perrors);
+
+/*
+ * The size in bytes of the largest body a schema accepts, written the
+ * longest way a JSON encoder may write it (every character of a string as
+ * a \uXXXX escape, a surrogate pair beyond the BMP: 12 bytes a character),
+ * with room for indentation. Limits in a schema count characters after
+ * decoding, so a body cap below this would refuse valid text for the way
+ * it was encoded. 0 when a field has no bound (a free-form object).
+ */
+apr_size_t svc_json_body_max(const svc_field_t *schema);
 
 /* The JSON Schema (draft 2020-12, as OpenAPI 3.1 uses) of a body schema. */
 json_t *svc_json_schema_of(const svc_field_t *schema);

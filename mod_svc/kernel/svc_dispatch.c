@@ -65,10 +65,20 @@ apr_status_t svc_dispatch_route(svc_ctx_t *ctx, const svc_router_t *rt)
 
 apr_size_t svc_dispatch_body_limit(const svc_ctx_t *ctx)
 {
+    apr_size_t cap, need;
+
     if (!ctx->route || !ctx->route->body) {
         return 0;
     }
-    return ctx->route->body_limit ? ctx->route->body_limit : ctx->conf->body_limit;
+    cap = ctx->route->body_limit ? ctx->route->body_limit : ctx->conf->body_limit;
+    /*
+     * Never below the largest valid body in its longest encoding: a field
+     * of 2,000 characters is 24 KB as \u escapes (what most encoders
+     * write beyond ASCII), and valid text must not be a 413 for its
+     * encoding.
+     */
+    need = svc_json_body_max(ctx->route->body);
+    return need > cap ? need : cap;
 }
 
 apr_status_t svc_fail_too_large(svc_ctx_t *ctx, apr_size_t limit)

@@ -62,6 +62,19 @@ static char *repeat(apr_pool_t *p, char c, apr_size_t n)
     return s;
 }
 
+/* s, n times over. */
+static char *repeat_str(apr_pool_t *p, const char *s, apr_size_t n)
+{
+    apr_size_t len = strlen(s), i;
+    char *out = apr_palloc(p, len * n + 1);
+
+    for (i = 0; i < n; i++) {
+        memcpy(out + i * len, s, len);
+    }
+    out[len * n] = '\0';
+    return out;
+}
+
 static int contains(const char *hay, const char *needle)
 {
     return hay && needle && strstr(hay, needle) != NULL;
@@ -352,6 +365,50 @@ SVC_TEST(json_check_valid_bodies)
                "");
     CHECK_ERRS(apr_pstrcat(p, "{\"name\":\"abc\",\"slug\":\"", repeat(p, 'a', 63), "\"}", NULL),
                "");
+}
+
+/*
+ * The largest valid body of a schema, in its longest encoding: a body
+ * built that way (every character a surrogate pair of \u escapes, every
+ * field at its maximum, pretty-printed) fits, and it is valid.
+ */
+SVC_TEST(json_body_max_fits_the_longest_encoding)
+{
+    static const char *const roles[] = { "viewer", "maintainer", NULL };
+    static const svc_field_t schema[] = {
+        { "name", SVC_FT_STRING, 1, 0, 1, 200, NULL, NULL },
+        { "description", SVC_FT_TEXT, 0, 0, 0, 2000, NULL, NULL },
+        { "role", SVC_FT_ENUM, 0, 0, 0, 0, roles, NULL },
+        { "slug", SVC_FT_SLUG, 0, 0, 0, 0, NULL, NULL },
+        { "days", SVC_FT_INT, 0, 1, 1, 365, NULL, NULL },
+        SVC_FIELD_END
+    };
+    static const svc_field_t with_object[] = {
+        { "name", SVC_FT_STRING, 1, 0, 1, 10, NULL, NULL },
+        { "meta", SVC_FT_OBJECT, 0, 0, 0, 0, NULL, NULL },
+        SVC_FIELD_END
+    };
+    const char *pair = "\\uD83D\\uDE00", *body, *desc, *name;
+    json_t *obj, *errors;
+    const char *err;
+
+    desc = repeat_str(p, pair, 2000);
+    name = repeat_str(p, pair, 200);
+    body = apr_pstrcat(p, "{\n    \"name\": \"", name, "\",\n    \"description\": \"", desc,
+                       "\",\n    \"role\": \"maintainer\",\n    \"slug\": \"",
+                       repeat(p, 'a', 63), "\",\n    \"days\": 365\n}\n", NULL);
+    SVC_CHECK(strlen(body) > 24000);
+    SVC_CHECK(strlen(body) <= svc_json_body_max(schema));
+    SVC_CHECK(svc_json_parse_body(&obj, body, strlen(body), p, &err) == APR_SUCCESS);
+    SVC_CHECK(svc_json_check(obj, schema, p, &errors) == APR_SUCCESS);
+    /* One more character is a validation error, not a size one. */
+    body = apr_pstrcat(p, "{\"name\":\"x\",\"description\":\"", desc, pair, "\"}", NULL);
+    SVC_CHECK(strlen(body) <= svc_json_body_max(schema));
+    SVC_CHECK(svc_json_parse_body(&obj, body, strlen(body), p, &err) == APR_SUCCESS);
+    SVC_CHECK(svc_json_check(obj, schema, p, &errors) == APR_EINVAL);
+    /* A free-form object has no bound the schema can tell. */
+    SVC_CHECK_INT(svc_json_body_max(with_object), 0);
+    SVC_CHECK(svc_json_body_max(NULL) > 0);
 }
 
 SVC_TEST(json_check_unknown_and_missing)
