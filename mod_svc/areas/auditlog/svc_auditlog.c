@@ -29,19 +29,21 @@ static const svc_stmt_t st_audit_list = {
     7, SVC_STMT_READ
 };
 
+/*
+ * Both walk their chains once, linearly (sql/006: each entry compared with
+ * the previous one of its chain, each digest computed once).
+ */
 static const svc_stmt_t st_audit_verify = {
     "svc_audit_verify",
-    "SELECT svc_audit_verify($1)::text,"
-    " (SELECT count(*) FROM audit_log WHERE org_id IS NOT DISTINCT FROM $1)",
+    "SELECT c.first_broken_id::text, c.entries FROM svc_audit_check($1) c",
     1, SVC_STMT_READ
 };
 
 static const svc_stmt_t st_audit_verify_all = {
     "svc_audit_verify_all",
     "SELECT coalesce(json_agg(json_build_object('org_id', c.org_id,"
-    " 'first_broken_id', c.broken::text) ORDER BY c.org_id NULLS FIRST), '[]'::json)"
-    " FROM (SELECT d.org_id, svc_audit_verify(d.org_id) AS broken"
-    "       FROM (SELECT DISTINCT org_id FROM audit_log) d) c WHERE c.broken IS NOT NULL",
+    " 'first_broken_id', c.first_broken_id::text) ORDER BY c.org_id NULLS FIRST), '[]'::json)"
+    " FROM svc_audit_check_all() c WHERE c.first_broken_id IS NOT NULL",
     0, SVC_STMT_READ
 };
 
