@@ -1,6 +1,10 @@
 -- 006_hardening: what an outside probe of the running service found
 -- (issue 14). Each part says which finding it answers.
 
+-- rate_limits is written by every rate-limited request: wait a little for
+-- its lock, never forever.
+SET LOCAL lock_timeout = '5s';
+
 -- --- The audit chains, checked in one pass (item 2) -------------------------
 --
 -- Verifying every chain ran svc_audit_verify once per chain, each walking
@@ -71,3 +75,15 @@ BEGIN
     NEW.hash := svc_audit_digest(NEW.prev_hash, NEW);
     RETURN NEW;
 END $$;
+
+-- --- Rate-limit windows are swept, whatever their key (item 6) --------------
+--
+-- Old windows were deleted only by the next hit of the same key, so the
+-- windows of one-off subjects (unauthenticated clients with many addresses)
+-- stayed forever. Each row now says when its window ends, and whoever opens
+-- a window deletes a bounded batch of expired ones (svc_ratelimit.c).
+-- Existing rows are given the longest period a class may have (one day).
+ALTER TABLE rate_limits ADD COLUMN window_end bigint;
+UPDATE rate_limits SET window_end = window_start + 86400;
+ALTER TABLE rate_limits ALTER COLUMN window_end SET NOT NULL;
+CREATE INDEX rate_limits_window_end ON rate_limits (window_end);
