@@ -330,9 +330,9 @@ static const command_rec svc_cmds[] = {
                   "Largest JSON request body accepted, in bytes (default 1048576); routes "
                   "may accept less"),
     AP_INIT_TAKE3("SvcRateLimit", set_rate, NULL, RSRC_CONF,
-                  "CLASS COUNT SECONDS: at most COUNT events of CLASS per SECONDS per user, "
-                  "shared by every process and node (default: tokens 20 60); COUNT 0 lifts "
-                  "the limit"),
+                  "CLASS COUNT SECONDS: at most COUNT events of CLASS per SECONDS, shared "
+                  "by every process and node (defaults: tokens 20 60, signin 60 60, "
+                  "token_revoke 100 60); COUNT 0 lifts the limit"),
     AP_INIT_ITERATE("SvcInternalAllow", add_internal_allow, NULL, RSRC_CONF,
                     "Addresses or CIDR networks allowed to call /internal/ (default: "
                     "127.0.0.1 and ::1)"),

@@ -29,9 +29,13 @@ void svc_config_defaults(svc_config_t *conf, apr_pool_t *p)
 
 void svc_config_default_rates(svc_config_t *conf, apr_pool_t *p)
 {
-    /* Token creation and revocation: SPEC says rate-limited; 20 a minute per user. */
     static const svc_rate_class_t defaults[] = {
+        /* Token creation: SPEC says rate-limited; 20 a minute per user. */
         { "tokens", 20, 60 },
+        /* Token revocation, per token (SVC_RF_RATE_PER_TOKEN): a budget of
+         * its own, so a stolen token spending "tokens" cannot block the
+         * owner's revocations; sessions are not counted at all. */
+        { "token_revoke", 100, 60 },
         /* Sign-in starts and callbacks, per client address: each writes a
          * row and the callback calls the provider. */
         { "signin", 60, 60 },

@@ -139,6 +139,15 @@ static apr_status_t read_body(svc_ctx_t *ctx)
     return APR_SUCCESS;
 }
 
+/* Who a rate-limited request is counted against, or NULL: not counted. */
+static const char *rate_subject(const svc_ctx_t *ctx)
+{
+    if (ctx->route->flags & SVC_RF_RATE_PER_TOKEN) {
+        return ctx->who && ctx->who->via == SVC_VIA_PAT ? ctx->who->token_id : NULL;
+    }
+    return ctx->who ? ctx->who->user_id : ctx->client_ip;
+}
+
 static apr_status_t run_once(svc_ctx_t *ctx)
 {
     const svc_route_t *route = ctx->route;
@@ -155,9 +164,8 @@ static apr_status_t run_once(svc_ctx_t *ctx)
      * changes nothing, not even a counter, and a typo does not cost a
      * client its budget.
      */
-    if (route->rate_class) {
-        const char *subject = ctx->who ? ctx->who->user_id : ctx->client_ip;
-        if ((rv = svc_rate_hit(ctx, route->rate_class, subject)) != APR_SUCCESS) {
+    if (route->rate_class && rate_subject(ctx)) {
+        if ((rv = svc_rate_hit(ctx, route->rate_class, rate_subject(ctx))) != APR_SUCCESS) {
             return rv;
         }
     }

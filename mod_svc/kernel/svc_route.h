@@ -23,6 +23,13 @@ typedef apr_status_t (*svc_handler_fn)(svc_ctx_t *ctx);
 /* The query string carries credentials (an OAuth code and state): the glue
  * keeps its values out of the access log. */
 #define SVC_RF_SECRET_QUERY 0x0100
+/*
+ * The rate class counts what personal access tokens do, per token:
+ * through a session (the account's human owner) nothing is counted, and a
+ * token cannot spend another's budget. For revocation, which a stolen
+ * token must never be able to block.
+ */
+#define SVC_RF_RATE_PER_TOKEN 0x0200
 
 /* A query parameter a route documents and accepts. */
 typedef struct {

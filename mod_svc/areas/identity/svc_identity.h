@@ -38,6 +38,22 @@ apr_status_t svc_token_create(svc_db_t *db, apr_pool_t *p, const svc_config_t *c
                               const svc_token_spec_t *spec, const svc_actor_t *actor,
                               const char **psecret, json_t **pmeta);
 
+/*
+ * Revokes token `id`, audit-logged (token.revoked) by `actor`, in a
+ * transaction of its own. user_id and org_id narrow which token may be
+ * meant (NULL: any user's, any binding: the operator's svcctl). *prevoked
+ * is 1 when this call revoked it, 0 when it was revoked already (nothing
+ * written). SVC_ENOTFOUND when there is no such token within the narrowing.
+ */
+apr_status_t svc_token_revoke(svc_db_t *db, apr_pool_t *p, const svc_actor_t *actor,
+                              const char *id, const char *user_id, const char *org_id,
+                              int *prevoked);
+
+/* Every token of a user, newest first, as a JSON array text of their
+ * metadata (as GET /api/me/tokens shows it; never a secret). */
+apr_status_t svc_tokens_of(svc_db_t *db, apr_pool_t *p, const char *user_id,
+                           const char **pjson);
+
 /* The sign-in directives as written: references (env:, file:, exec:) or,
  * where allowed, literal values; NULL when the directive is absent. */
 typedef struct {
