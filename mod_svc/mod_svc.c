@@ -534,6 +534,7 @@ static int svc_post_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptem
                    sizeof(sc->core.session_key));
             memcpy(sc->core.box_key, main_sc->core.box_key, sizeof(sc->core.box_key));
             memcpy(sc->core.signin_key, main_sc->core.signin_key, sizeof(sc->core.signin_key));
+            memcpy(sc->core.cursor_key, main_sc->core.cursor_key, sizeof(sc->core.cursor_key));
             sc->core.have_secret = main_sc->core.have_secret;
             continue;
         }

@@ -112,6 +112,7 @@ apr_status_t svc_config_load_secret(svc_config_t *conf, const char *ref, apr_poo
     crypto_kdf_derive_from_key(conf->session_key, SVC_KEY_BYTES, 2, "svc_sess", master);
     crypto_kdf_derive_from_key(conf->box_key, SVC_KEY_BYTES, 3, "svc_box_", master);
     crypto_kdf_derive_from_key(conf->signin_key, SVC_KEY_BYTES, 4, "svc_sign", master);
+    crypto_kdf_derive_from_key(conf->cursor_key, SVC_KEY_BYTES, 5, "svc_curs", master);
     sodium_memzero(master, sizeof(master));
     sodium_memzero((void *)v, n);
     conf->have_secret = 1;

@@ -26,6 +26,7 @@ struct svc_config_t {
     unsigned char session_key[SVC_KEY_BYTES];  /* HS256 session JWTs */
     unsigned char box_key[SVC_KEY_BYTES];      /* secrets at rest */
     unsigned char signin_key[SVC_KEY_BYTES];   /* OAuth state hashes, PKCE verifiers */
+    unsigned char cursor_key[SVC_KEY_BYTES];   /* MACs of pagination cursors */
     int have_secret;
 
     apr_size_t body_limit;          /* default JSON body cap in bytes */
