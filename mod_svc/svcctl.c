@@ -300,7 +300,8 @@ static int cmd_org_create(cli_t *cli)
         return rc;
     }
     operator_actor(&actor);
-    rv = svc_org_create(cli->db, cli->pool, slug, name ? name : slug, owner_id, &actor, &id);
+    rv = svc_org_create(cli->db, cli->pool, slug, name ? name : slug, owner_id, &actor, &id,
+                        NULL);
     if (rv != APR_SUCCESS) {
         return fail(slug, rv == SVC_ECONFLICT ? "this slug is taken" : explain(cli, rv));
     }

@@ -381,8 +381,9 @@ static apr_status_t lock_mine(svc_ctx_t *ctx, svc_db_t *db, const char *id, svc_
 apr_status_t svc_h_my_invite_accept(svc_ctx_t *ctx)
 {
     const char *id = apr_table_get(ctx->params, "id");
-    const char *org_id = NULL, *project_id = NULL, *role_s, *org_json;
-    json_t *out, *project = NULL;
+    const char *org_id = NULL, *project_id = NULL, *role_s, *org_json = NULL;
+    const char *project_json = NULL;
+    json_t *out;
     svc_role_e my_role;
     svc_actor_t actor;
     svc_dbres_t *res;
@@ -460,6 +461,20 @@ apr_status_t svc_h_my_invite_accept(svc_ctx_t *ctx)
                                        json_pack("{s:s,s:s,s:s?}", "user_id",
                                                  ctx->who->user_id, "role", role_s,
                                                  "project_id", project_id)));
+    /*
+     * What was joined is read before COMMIT: once committed, a failed read
+     * would answer "try again" for an accepted invite (and a retry, 409).
+     */
+    if (rv == APR_SUCCESS) {
+        rv = svc_org_json(db, ctx->pool, org_id, ctx->who->user_id, &org_json);
+    }
+    if (rv == APR_SUCCESS && project_id) {
+        rv = svc_db_execv(db, &st_inv_joined_project, ctx->pool, &res, project_id,
+                          ctx->who->user_id);
+        if (rv == APR_SUCCESS && svc_dbres_rows(res) == 1) {
+            project_json = svc_dbres_str(res, 0, 0);
+        }
+    }
     if (rv == APR_SUCCESS) {
         rv = svc_db_commit(db, ctx->pool);
     }
@@ -468,20 +483,8 @@ cleanup:
         svc_db_rollback(db, ctx->pool);
         return rv;
     }
-    if ((rv = svc_org_json(db, ctx->pool, org_id, ctx->who->user_id, &org_json))
-        != APR_SUCCESS) {
-        return rv;
-    }
-    if (project_id) {
-        rv = svc_db_execv(db, &st_inv_joined_project, ctx->pool, &res, project_id,
-                          ctx->who->user_id);
-        if (rv != APR_SUCCESS) {
-            return rv;
-        }
-        project = json_loads(svc_dbres_str(res, 0, 0) ? svc_dbres_str(res, 0, 0) : "null",
-                             0, NULL);
-    }
-    out = json_pack("{s:o?,s:o?}", "org", json_loads(org_json, 0, NULL), "project", project);
+    out = json_pack("{s:o?,s:o?}", "org", json_loads(org_json, 0, NULL), "project",
+                    project_json ? json_loads(project_json, 0, NULL) : NULL);
     if (!out) {
         return SVC_EDB;
     }
