@@ -474,7 +474,12 @@ static int svc_translate_name(request_rec *r)
 
 static int svc_map_to_storage(request_rec *r)
 {
-    /* OK ends the phase: core's directory and file walks do not run. */
+    /*
+     * OK ends the phase: core's directory and file walks do not run, and
+     * neither does httpd's TRACE handler (http_core hooks it here, after
+     * us), which would echo the request, credentials included, wherever
+     * TraceEnable is On; the service refuses TRACE itself, with a 405.
+     */
     return apr_table_get(r->notes, SVC_NOTE_OWN) ? OK : DECLINED;
 }
 

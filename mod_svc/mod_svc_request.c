@@ -381,6 +381,14 @@ static void log_failure(svc_ctx_t *ctx, request_rec *r, apr_status_t rv,
 /* The benchmark's reference point: as little work as an answer can take. */
 static int noop_handler(request_rec *r)
 {
+    if (r->method_number == M_TRACE) {
+        /* Never an echo of the request (see svc_dispatch_route); and not
+         * httpd's error page either, whose Allow would offer TRACE. */
+        r->status = HTTP_METHOD_NOT_ALLOWED;
+        apr_table_setn(r->headers_out, "Allow", "GET, HEAD");
+        ap_set_content_length(r, 0);
+        return OK;
+    }
     apr_table_setn(r->headers_out, "X-Request-Id", svc_id_new(r->pool, "req_"));
     ap_set_content_type(r, "application/json; charset=utf-8");
     ap_set_content_length(r, 2);

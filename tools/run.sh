@@ -223,6 +223,7 @@ Listen            127.0.0.1:$PORT
 
 LoadModule mpm_event_module  $libexec/mod_mpm_event.so
 LoadModule authz_core_module $libexec/mod_authz_core.so
+LoadModule reqtimeout_module $libexec/mod_reqtimeout.so
 LoadModule dbd_module        $libexec/mod_dbd.so
 LoadModule svc_module        $TOP/build/mod_svc.so
 EOF
@@ -251,6 +252,16 @@ MaxSpareThreads     256
 MaxRequestWorkers   256
 MaxConnectionsPerChild 0
 KeepAlive On
+# A client that trickles its headers or body in holds a worker until it is
+# done; 300 such clients left no worker for anyone else. mod_reqtimeout cuts
+# them off (408): headers within 20 s, extended by 1 s per 500 bytes to at
+# most 40 s; a body started within 20 s and then at 500 bytes a second. These
+# are Debian's defaults (its reqtimeout.conf, enabled by default); no TLS
+# handshake limit, as nothing here speaks TLS.
+RequestReadTimeout handshake=0 header=20-40,MinRate=500 body=20,MinRate=500
+# TRACE echoes a request, Authorization and cookies included. The service
+# refuses it on its own paths anyway; this refuses it everywhere else.
+TraceEnable Off
 
 <Directory />
     # No .htaccess lookups on every request; the API is not files.

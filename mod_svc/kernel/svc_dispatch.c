@@ -52,6 +52,19 @@ apr_status_t svc_dispatch_route(svc_ctx_t *ctx, const svc_router_t *rt)
         }
         return APR_SUCCESS;
     }
+    /*
+     * No route takes TRACE (svc_router_create refuses one): it echoes the
+     * request, Authorization and cookies included. It is refused wherever
+     * it is sent, even where there is no route, whatever httpd's
+     * TraceEnable says (the glue keeps httpd's own TRACE handler away
+     * from the service's URLs).
+     */
+    if (strcmp(ctx->method, "TRACE") == 0) {
+        apr_table_setn(ctx->headers_out, "Allow", allow ? allow : "");
+        return svc_fail(ctx, 405, "method_not_allowed",
+                        "TRACE is not served: it would echo the request, credentials "
+                        "included.");
+    }
     if (!allow) {
         return svc_fail(ctx, 404, "not_found", "There is no endpoint at this path.");
     }

@@ -1428,6 +1428,13 @@ SVC_TEST(router_create_refuses_bad_tables)
         SVC_CHECK_INT(svc_router_create(&rt, ok2, p), APR_SUCCESS);
     }
     {
+        /* TRACE would echo credentials and CONNECT is a proxy's: never routes. */
+        svc_route_t t[2] = { ROW("TRACE", "/api/x", SVC_AUTH_NONE, SVC_SCOPE_NONE), ROW_END };
+        svc_route_t t2[2] = { ROW("CONNECT", "/api/x", SVC_AUTH_NONE, SVC_SCOPE_NONE), ROW_END };
+        SVC_CHECK_INT(svc_router_create(&rt, t, p), APR_EINVAL);
+        SVC_CHECK_INT(svc_router_create(&rt, t2, p), APR_EINVAL);
+    }
+    {
         /* Safe methods may be read-scoped; unauthenticated routes have no scope. */
         svc_route_t t[4] = {
             ROW("GET", "/api/x", SVC_AUTH_USER, SVC_SCOPE_READ),
