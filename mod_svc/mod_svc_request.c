@@ -423,8 +423,11 @@ int svc_handler(request_rec *r)
     ctx->client_sa = r->useragent_addr;
     ctx->user_agent = apr_table_get(r->headers_in, "User-Agent");
     ctx->request_id = svc_id_new(r->pool, "req_");
-    ctx->self_origin = self_origin(r);
-    ctx->is_tls = strcmp(ap_http_scheme(r), "https") == 0;
+    /* Our own origin, for the CSRF check: the public URL's when it is
+     * configured, not one the request's Host header made up. */
+    ctx->self_origin = sc->core.public_origin ? sc->core.public_origin : self_origin(r);
+    ctx->is_tls = strcmp(ap_http_scheme(r), "https") == 0
+                  || (sc->core.public_origin && strncmp(sc->core.public_origin, "https:", 6) == 0);
 
     lease = apr_pcalloc(r->pool, sizeof(*lease));
     lease->r = r;

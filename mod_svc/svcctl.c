@@ -28,7 +28,10 @@ static const char usage_text[] =
     "\n"
     "  migrate                             apply the schema migrations that are missing\n"
     "  schema-version                      print the database's and this build's versions\n"
-    "  user add EMAIL [--name NAME] [--founder]\n"
+    "  user add EMAIL [--name NAME] [--founder] [--allow-email-link]\n"
+    "                                      --allow-email-link: the first sign-in with this\n"
+    "                                      verified address may claim the account\n"
+    "  user allow-email-link EMAIL         the same for an account that exists\n"
     "  org create SLUG --owner EMAIL [--name NAME]\n"
     "  org list [--json]                   every organization, its owner and sizes\n"
     "  org add-member SLUG EMAIL --role admin|member|viewer\n"
@@ -236,7 +239,7 @@ static int cmd_schema_version(cli_t *cli)
 static int cmd_user_add(cli_t *cli)
 {
     static const char *const with_value[] = { "--name", NULL };
-    static const char *const flags[] = { "--founder", NULL };
+    static const char *const flags[] = { "--founder", "--allow-email-link", NULL };
     const char *email, *name, *id, *err;
     svc_actor_t actor;
     apr_status_t rv;
@@ -260,12 +263,40 @@ static int cmd_user_add(cli_t *cli)
         return rc;
     }
     operator_actor(&actor);
-    rv = svc_user_add(cli->db, cli->pool, email, name, has_flag(cli, "--founder"), &actor, &id);
+    rv = svc_user_add(cli->db, cli->pool, email, name, has_flag(cli, "--founder"),
+                      has_flag(cli, "--allow-email-link"), &actor, &id);
     if (rv != APR_SUCCESS) {
         return fail(email, rv == SVC_ECONFLICT ? "a user with this email already exists"
                                                : explain(cli, rv));
     }
     printf("%s\n", id);
+    return 0;
+}
+
+/* For an account made before the flag existed, or without it. */
+static int cmd_user_allow_email_link(cli_t *cli)
+{
+    const char *email, *user_id;
+    svc_actor_t actor;
+    apr_status_t rv;
+    int rc;
+
+    if (cli->argc != 1 || cli->argv[0][0] == '-') {
+        return usage("user allow-email-link needs exactly one EMAIL");
+    }
+    email = cli->argv[0];
+    if ((rc = connect_db(cli)) != 0 || (rc = need_user(cli, email, &user_id)) != 0) {
+        return rc;
+    }
+    operator_actor(&actor);
+    rv = svc_user_allow_email_link(cli->db, cli->pool, user_id, &actor);
+    if (rv == SVC_ECONFLICT) {
+        return fail(email, "a provider identity has claimed this account already");
+    }
+    if (rv != APR_SUCCESS) {
+        return fail("user allow-email-link", explain(cli, rv));
+    }
+    printf("%s may now be claimed by its first sign-in\n", email);
     return 0;
 }
 
@@ -750,6 +781,10 @@ int main(int argc, const char *const *argv)
     else if (IS(0, "user") && IS(1, "add")) {
         ARGS(2);
         rc = cmd_user_add(&cli);
+    }
+    else if (IS(0, "user") && IS(1, "allow-email-link")) {
+        ARGS(2);
+        rc = cmd_user_allow_email_link(&cli);
     }
     else if (IS(0, "org") && IS(1, "create")) {
         ARGS(2);

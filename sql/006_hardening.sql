@@ -87,3 +87,13 @@ ALTER TABLE rate_limits ADD COLUMN window_end bigint;
 UPDATE rate_limits SET window_end = window_start + 86400;
 ALTER TABLE rate_limits ALTER COLUMN window_end SET NOT NULL;
 CREATE INDEX rate_limits_window_end ON rate_limits (window_end);
+
+-- --- Linking a provider identity to an account by email (decision) ----------
+--
+-- Sign-in linked a provider identity to an existing account with the same
+-- verified email, so whoever got a provider account with that address took
+-- over an account an operator had made. Now an account is linked by email
+-- only when an operator allowed it (svcctl user add --allow-email-link, or
+-- svcctl user allow-email-link) and it has no provider identity yet; the
+-- link uses the permission up.
+ALTER TABLE users ADD COLUMN link_by_email boolean NOT NULL DEFAULT false;

@@ -280,6 +280,9 @@ DBDExptime 60
 
 SvcSecret        $SVC_SECRET
 SvcInternalAllow 127.0.0.1 ::1
+# Where browsers reach us: the sign-in callback and our own origin for the
+# CSRF check come from here, never from a request's Host header.
+SvcPublicURL     http://127.0.0.1:$PORT
 
 # Sign-in: on when VCS_OAUTH_CLIENT_ID and VCS_OAUTH_CLIENT_SECRET are set in
 # the environment of \`make run\`; VCS_WEB_URL and VCS_API_URL default to GitHub.

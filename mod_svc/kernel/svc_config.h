@@ -46,7 +46,10 @@ struct svc_config_t {
      * also put here by the area registry. */
     const svc_area_t *const *areas;
 
-    const char *public_url;         /* base URL for the OpenAPI servers list */
+    const char *public_url;         /* SvcPublicURL: the OpenAPI servers list, the
+                                     * sign-in callback's base */
+    const char *public_origin;      /* its scheme://host[:port]: our own origin for
+                                     * the CSRF check when set */
     const char *openapi_json;       /* the OpenAPI document, rendered once at start */
 
     /* Sign-in through the code-hosting provider's OAuth app (svc_signin.c),

@@ -33,5 +33,7 @@ like($out, qr{^LoadModule reqtimeout_module \S+/mod_reqtimeout\.so$}m, 'it loads
 like($out, qr{^RequestReadTimeout handshake=0 header=20-40,MinRate=500 body=20,MinRate=500$}m,
      "... with Debian's limits on slow headers and bodies");
 like($out, qr{^TraceEnable Off$}m, 'TRACE is off');
+like($out, qr{^SvcPublicURL\s+http://127\.0\.0\.1:18089$}m,
+     'the public URL is set, so sign-in may be switched on');
 
 done_testing();
