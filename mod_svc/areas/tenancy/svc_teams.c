@@ -83,7 +83,8 @@ const svc_field_t svc_body_team_add[] = {
       "A member of the org to put on the team (give this or email)." },
     { "email", SVC_FT_EMAIL, 0, 0, 0, 0, NULL,
       "An address to invite to the team (give this or user_id); whoever accepts joins the "
-      "org too if they are not a member (as viewer for the viewer role, else as member)." },
+      "org too if they are not a member (as viewer for the viewer role, else as member), "
+      "so inviting a non-member needs an org admin or the owner." },
     { "role", SVC_FT_ENUM, 1, 0, 0, 0, project_roles,
       "The project role. An org viewer can only be a project viewer." },
     SVC_FIELD_END
