@@ -209,7 +209,8 @@ HTTPD_PID=
 write_httpd_conf() {
     local errorlog=$1 libexec
     libexec=$(apxs -q LIBEXECDIR)
-    HTTPD_BIN=$(apxs -q SBINDIR)/$(apxs -q TARGET)
+    # SVC_HTTPD may name another binary or a wrapper (the tests' sanitizer one).
+    HTTPD_BIN=${SVC_HTTPD:-$(apxs -q SBINDIR)/$(apxs -q TARGET)}
     HTTPD_CONF=$VAR/httpd.conf
     {
         cat <<EOF

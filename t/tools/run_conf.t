@@ -27,6 +27,9 @@ mkdir -p "$VAR/run" "$VAR/log" "$VAR/htdocs"
 write_httpd_conf "$VAR/log/error_log"
 cat "$VAR/httpd.conf"
 EOF
+# Under SANITIZE=1 the module must be loaded by the wrapper that preloads
+# the sanitizer runtime (tools/test.sh), as the test server is.
+local $ENV{SVC_HTTPD} = $ENV{SVC_TEST_HTTPD} if $ENV{SVC_TEST_HTTPD};
 my ($rc, $out, $err) = SvcTest::run([ 'bash', '-c', $script, 'run_conf', $top, $var ]);
 is($rc >> 8, 0, "make run's configuration is written, and httpd -t accepts it") or diag($err);
 like($out, qr{^LoadModule reqtimeout_module \S+/mod_reqtimeout\.so$}m, 'it loads mod_reqtimeout');
