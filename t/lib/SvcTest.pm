@@ -179,12 +179,14 @@ sub pg_restart {
 
 # --- users, orgs, tokens -------------------------------------------------
 
-# new_user('alice', founder => 1, name => 'Alice') → unique e-mail address
+# new_user('alice', founder => 1, name => 'Alice', allow_email_link => 1)
+#   → unique e-mail address
 sub new_user {
     my ($prefix, %opt) = @_;
     my $email = uniq($prefix // 'user') . '@example.test';
     my @args = ('user', 'add', $email, '--name', $opt{name} // ($prefix // 'user'));
     push @args, '--founder' if $opt{founder};
+    push @args, '--allow-email-link' if $opt{allow_email_link};
     svcctl(@args);
     return $email;
 }
