@@ -694,7 +694,8 @@ sub tampered_orgs {
 #
 # A raw socket and a small parser, so the tests see exactly what goes over
 # the wire: chunked framing is undone, frames are split on blank lines.
-# ====================================================================require IO::Socket::INET;
+# ===========================================================================
+require IO::Socket::INET;
 require IO::Select;
 
 push @EXPORT, qw(sse_open sse_next sse_close sse_drain);
@@ -824,7 +825,9 @@ sub sse_close {
     my $s = shift;
     close $s->{sock} if $s->{sock};
     $s->{closed} = 1;
-=======
+}
+
+# ===========================================================================
 # Providers, documents and shares (issue 9): fake model providers
 # (t/lib/FakeLLM.pm) and the objects the tests build on.
 # ===========================================================================
