@@ -14,6 +14,15 @@ apr_status_t svc_crypto_init(void)
     return sodium_init() < 0 ? APR_EGENERAL : APR_SUCCESS;
 }
 
+/* The box layout of svc_crypto.h, fixed at compile time. */
+typedef char svc_box_overhead_check[(SVC_BOX_OVERHEAD == crypto_secretbox_NONCEBYTES
+                                     + crypto_secretbox_MACBYTES) ? 1 : -1];
+
+void svc_random_bytes(void *buf, apr_size_t n)
+{
+    randombytes_buf(buf, n);
+}
+
 char *svc_random_base62(apr_pool_t *p, apr_size_t n)
 {
     unsigned char buf[64];
@@ -182,6 +191,24 @@ void svc_sha256(unsigned char out[32], const unsigned char *msg, apr_size_t len)
 int svc_ct_equal(const void *a, const void *b, apr_size_t len)
 {
     return sodium_memcmp(a, b, len) == 0;
+}
+
+void svc_box_seal(unsigned char *out, const unsigned char key[32], const unsigned char *msg,
+                  apr_size_t len)
+{
+    randombytes_buf(out, crypto_secretbox_NONCEBYTES);
+    crypto_secretbox_easy(out + crypto_secretbox_NONCEBYTES, msg, len, out, key);
+}
+
+apr_status_t svc_box_open(unsigned char *out, const unsigned char key[32],
+                          const unsigned char *box, apr_size_t boxlen)
+{
+    if (boxlen < SVC_BOX_OVERHEAD) {
+        return APR_EINVAL;
+    }
+    return crypto_secretbox_open_easy(out, box + crypto_secretbox_NONCEBYTES,
+                                      boxlen - crypto_secretbox_NONCEBYTES, box, key) == 0
+           ? APR_SUCCESS : APR_EINVAL;
 }
 
 void svc_wipe(void *buf, apr_size_t len)

@@ -11,6 +11,9 @@
 /* Once per process, before threads start. */
 apr_status_t svc_crypto_init(void);
 
+/* n random bytes from the system's generator. */
+void svc_random_bytes(void *buf, apr_size_t n);
+
 /* n characters drawn uniformly from [0-9A-Za-z]. */
 char *svc_random_base62(apr_pool_t *p, apr_size_t n);
 
@@ -44,6 +47,21 @@ void svc_sha256(unsigned char out[32], const unsigned char *msg, apr_size_t len)
 
 /* Constant-time equality of two equal-length buffers. */
 int svc_ct_equal(const void *a, const void *b, apr_size_t len);
+
+/*
+ * Authenticated encryption (libsodium's crypto_secretbox: XSalsa20-Poly1305)
+ * under a 32-byte key, for secrets kept anywhere but in a variable. A box
+ * is nonce + MAC + ciphertext: SVC_BOX_OVERHEAD bytes more than the message.
+ * svc_box_seal writes len + SVC_BOX_OVERHEAD bytes to out, with a fresh
+ * random nonce. svc_box_open writes boxlen - SVC_BOX_OVERHEAD bytes to out
+ * and fails (APR_EINVAL) on a box that is too short or was not sealed
+ * under this key, writing nothing usable then.
+ */
+#define SVC_BOX_OVERHEAD 40
+void svc_box_seal(unsigned char *out, const unsigned char key[32], const unsigned char *msg,
+                  apr_size_t len);
+apr_status_t svc_box_open(unsigned char *out, const unsigned char key[32],
+                          const unsigned char *box, apr_size_t boxlen);
 
 /* Wipes memory the compiler may not optimise away. */
 void svc_wipe(void *buf, apr_size_t len);
