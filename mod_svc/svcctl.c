@@ -589,7 +589,7 @@ static int cmd_routes(cli_t *cli)
                                                     "max", (json_int_t)f->max));
         }
         json_array_append_new(
-            all, json_pack("{s:s,s:s,s:s,s:s,s:s,s:b,s:b,s:s,s:o,s:s?,s:b,s:b,s:b,s:i,s:s}",
+            all, json_pack("{s:s,s:s,s:s,s:s,s:s,s:b,s:b,s:s,s:o,s:s?,s:b,s:b,s:b,s:b,s:i,s:s}",
                            "method", r->method, "path", r->path, "auth", auth_name(r->auth),
                            "scope", svc_scope_name(r->scope), "role", svc_role_name(r->role),
                            "tenant", svc_route_is_tenant(r),
@@ -599,6 +599,7 @@ static int cmd_routes(cli_t *cli)
                            "hidden", (r->flags & SVC_RF_HIDDEN) != 0,
                            "founder", (r->flags & SVC_RF_FOUNDER) != 0,
                            "paged", (r->flags & SVC_RF_PAGED) != 0,
+                           "session_only", (r->flags & SVC_RF_SESSION) != 0,
                            "success", r->success, "op_id", r->op_id));
         if (!r->body) {
             json_decref(fields);

@@ -215,6 +215,15 @@ void svc_reply_add(svc_ctx_t *ctx, const char *key, const char *json_value)
     ctx->resp_len = strlen(ctx->resp_body);
 }
 
+apr_status_t svc_reply_html(svc_ctx_t *ctx, int status, const char *html)
+{
+    ctx->status = status;
+    ctx->content_type = "text/html; charset=utf-8";
+    ctx->resp_body = html;
+    ctx->resp_len = strlen(html);
+    return APR_SUCCESS;
+}
+
 apr_status_t svc_reply_empty(svc_ctx_t *ctx)
 {
     ctx->status = 204;
