@@ -193,13 +193,19 @@ apr_status_t svc_reply_json(svc_ctx_t *ctx, int status, json_t *body)
     return APR_SUCCESS;
 }
 
-apr_status_t svc_reply_text(svc_ctx_t *ctx, int status, const char *json_text)
+/* A body of text produced elsewhere, as it is. */
+static apr_status_t reply_body(svc_ctx_t *ctx, int status, const char *type, const char *text)
 {
     ctx->status = status;
-    ctx->content_type = "application/json; charset=utf-8";
-    ctx->resp_body = json_text;
-    ctx->resp_len = strlen(json_text);
+    ctx->content_type = type;
+    ctx->resp_body = text;
+    ctx->resp_len = strlen(text);
     return APR_SUCCESS;
+}
+
+apr_status_t svc_reply_text(svc_ctx_t *ctx, int status, const char *json_text)
+{
+    return reply_body(ctx, status, "application/json; charset=utf-8", json_text);
 }
 
 void svc_reply_add(svc_ctx_t *ctx, const char *key, const char *json_value)
@@ -217,11 +223,7 @@ void svc_reply_add(svc_ctx_t *ctx, const char *key, const char *json_value)
 
 apr_status_t svc_reply_html(svc_ctx_t *ctx, int status, const char *html)
 {
-    ctx->status = status;
-    ctx->content_type = "text/html; charset=utf-8";
-    ctx->resp_body = html;
-    ctx->resp_len = strlen(html);
-    return APR_SUCCESS;
+    return reply_body(ctx, status, "text/html; charset=utf-8", html);
 }
 
 apr_status_t svc_reply_empty(svc_ctx_t *ctx)
