@@ -8,6 +8,7 @@
 #include "svc_events.h"
 #include "svc_identity.h"
 #include "svc_tenancy.h"
+#include "svc_vcs.h"
 
 const svc_area_t *const svc_areas[] = {
     &svc_kernel_area,
@@ -15,6 +16,7 @@ const svc_area_t *const svc_areas[] = {
     &svc_tenancy_area,
     &svc_audit_area,
     &svc_events_area,
+    &svc_vcs_area,
     NULL
 };
 
