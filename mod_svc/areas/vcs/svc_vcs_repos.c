@@ -362,10 +362,11 @@ apr_status_t svc_h_vcs_link_delete(svc_ctx_t *ctx)
         rv = svc_audit_write(db, ctx->pool, &actor, ctx->org->id, "project.repository.unlinked",
                              "project", ctx->project->id,
                              svc_json_pool(ctx->pool,
-                                           json_pack("{s:s,s:s,s:s}", "project",
+                                           json_pack("{s:s,s:I,s:s}", "project",
                                                      ctx->project->slug, "installation_id",
-                                                     svc_dbres_str(res, 0, 0), "full_name",
-                                                     svc_dbres_str(res, 0, 1))));
+                                                     (json_int_t)apr_atoi64(
+                                                         svc_dbres_str(res, 0, 0)),
+                                                     "full_name", svc_dbres_str(res, 0, 1))));
     }
     if (rv == APR_SUCCESS) {
         rv = svc_db_commit(db, ctx->pool);
