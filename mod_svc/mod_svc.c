@@ -538,11 +538,11 @@ static apr_status_t vcs_setup(svc_server_conf *sc, server_rec *vs, server_rec *s
     }
     rv = svc_vcs_configure(&sc->core, &sc->vcs_refs, pconf, &err);
     if (rv != APR_SUCCESS) {
-        ap_log_error(APLOG_MARK, APLOG_CRIT, rv, vs, "SVC0031: code-hosting App: %s", err);
+        ap_log_error(APLOG_MARK, APLOG_CRIT, rv, vs, "SVC0041: code-hosting App: %s", err);
         return rv;
     }
     if (sc->core.vcs_app_off && ap_state_query(AP_SQ_MAIN_STATE) != AP_SQ_MS_CREATE_PRE_CONFIG) {
-        ap_log_error(APLOG_MARK, APLOG_WARNING, 0, vs, "SVC0030: vcs_app_not_configured: the "
+        ap_log_error(APLOG_MARK, APLOG_WARNING, 0, vs, "SVC0040: vcs_app_not_configured: the "
                      "code-hosting App is off: %s. Its routes answer 503 "
                      "vcs_app_not_configured; sign-in and runs without a repository work as "
                      "usual (docs/api/vcs.md).", sc->core.vcs_app_off);
@@ -700,7 +700,7 @@ static void svc_child_init(apr_pool_t *pchild, server_rec *s)
     }
     if ((rv = svc_vcs_cache_init(pchild)) != APR_SUCCESS) {
         /* Not fatal either: installation tokens are then minted for each use. */
-        ap_log_error(APLOG_MARK, APLOG_WARNING, rv, s, "SVC0032: cannot create the "
+        ap_log_error(APLOG_MARK, APLOG_WARNING, rv, s, "SVC0042: cannot create the "
                      "installation token cache; continuing without it");
     }
 }

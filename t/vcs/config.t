@@ -105,7 +105,7 @@ is($st, 200, 'on: the App routes answer');
     my $leak = 0;
     while (my $line = <$fh>) {
         $starts++ if $line =~ /AH00489:/;
-        next unless $line =~ /SVC0030: vcs_app_not_configured/;
+        next unless $line =~ /SVC0040: vcs_app_not_configured/;
         $leak++ if grep { index($line, $_) >= 0 } @values;
         if ($line =~ /\[svc:warn\]/
             && $line =~ /missing SVC_TEST_UNSET_APP_ID, SVC_TEST_UNSET_APP_SLUG, SVC_TEST_UNSET_APP_CLIENT_ID, SVC_TEST_UNSET_APP_CLIENT_SECRET, SVC_TEST_UNSET_APP_WEBHOOK_SECRET, SVC_TEST_UNSET_APP_PRIVATE_KEY_PEM\b/) {
