@@ -11,6 +11,7 @@
 #include "svc_providers.h"
 #include "svc_share.h"
 #include "svc_tenancy.h"
+#include "svc_vcs.h"
 
 const svc_area_t *const svc_areas[] = {
     &svc_kernel_area,
@@ -21,6 +22,7 @@ const svc_area_t *const svc_areas[] = {
     &svc_providers_area,
     &svc_documents_area,
     &svc_share_area,
+    &svc_vcs_area,
     NULL
 };
 
