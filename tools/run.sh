@@ -303,6 +303,7 @@ SvcVcsApiURL         env:VCS_API_URL
 # a development instance may call private addresses; conf/svc.conf's
 # default (Off) is what a shared server wants.
 SvcProviderAllowPrivate On
+
 # The code-hosting App: on when the six VCS_APP_* variables are set in the
 # environment of \`make run\`, or once the setup wizard wrote them to
 # var/vcs-app.env (then restart).
