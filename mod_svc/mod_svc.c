@@ -463,7 +463,7 @@ static const command_rec svc_cmds[] = {
                   "timeout (default 1800)"),
     AP_INIT_TAKE1("SvcRunMemory", svc_cmd_run_number, (void *)SVC_RUN_MEMORY, RSRC_CONF,
                   "Address space of each process of a run's sandbox, bytes, K, M or G "
-                  "(default 2G)"),
+                  "(default 2G; 0: no limit)"),
     AP_INIT_TAKE1("SvcRunProcesses", svc_cmd_run_number, (void *)SVC_RUN_PROCESSES, RSRC_CONF,
                   "Processes a run's sandbox may start beyond what httpd's user already has "
                   "(default 256)"),

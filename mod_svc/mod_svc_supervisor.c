@@ -33,8 +33,10 @@ APLOG_USE_MODULE(svc);
 
 /* Exit status of a supervisor that cannot work at all (bad work directory):
  * not started again until httpd restarts. Never 3 or 15, which mean
- * something to the MPM (APEXIT_CHILDSICK, APEXIT_CHILDFATAL). */
-#define SUP_EXIT_SETUP 2
+ * something to the MPM (APEXIT_CHILDSICK, APEXIT_CHILDFATAL), and above
+ * the signal numbers, since the MPM reports an exit status and a signal in
+ * the same int (EX_CONFIG). */
+#define SUP_EXIT_SETUP 78
 
 #define SUP_PIDFILE "svc-supervisor.pid"
 
@@ -145,7 +147,12 @@ const char *svc_cmd_run_number(cmd_parms *cmd, void *dummy, const char *arg)
         }
         break;
     case SVC_RUN_MEMORY:
-        if (!(err = parse_size(cmd, arg, 64 * 1024 * 1024, APR_INT64_C(1) << 40, &v))) {
+        /* 0: no limit on the address space (what a sanitizer build of the
+         * factory needs: its shadow memory is reserved up front). */
+        if (strcmp(arg, "0") == 0) {
+            sc->sup.memory = 0;
+        }
+        else if (!(err = parse_size(cmd, arg, 64 * 1024 * 1024, APR_INT64_C(1) << 40, &v))) {
             sc->sup.memory = v;
         }
         break;
@@ -302,7 +309,7 @@ static void maint(int reason, void *data, apr_wait_t status)
             || state == AP_MPMQ_STOPPING) {
             break;
         }
-        if (WIFEXITED(status) && WEXITSTATUS(status) == SUP_EXIT_SETUP) {
+        if (status == SUP_EXIT_SETUP) {
             ap_log_error(APLOG_MARK, APLOG_CRIT, 0, sup_server, "SVC0032: the run supervisor "
                          "could not start (see above); runs stay queued until httpd "
                          "restarts");
@@ -310,10 +317,10 @@ static void maint(int reason, void *data, apr_wait_t status)
         }
         sup_quick_deaths = apr_time_now() - sup_started < apr_time_from_sec(30)
                            ? sup_quick_deaths + 1 : 0;
+        /* The MPM passes the exit status, or the signal's number. */
         ap_log_error(APLOG_MARK, APLOG_WARNING, 0, sup_server, "SVC0033: the run supervisor "
-                     "(pid %ld) ended (%s %d); starting it again", (long)proc->pid,
-                     WIFSIGNALED(status) ? "signal" : "exit status",
-                     WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
+                     "(pid %ld) ended (exit status or signal %d); starting it again",
+                     (long)proc->pid, (int)status);
         spawn(proc);
         break;
     case APR_OC_REASON_LOST:

@@ -161,7 +161,9 @@ static void queue_write(run_t *r, const char *line)
     apr_size_t waiting = r->wlen - r->woff;
     char *buf = apr_palloc(r->p, waiting + n + 1);
 
-    memcpy(buf, r->wbuf + r->woff, waiting);
+    if (waiting) {
+        memcpy(buf, r->wbuf + r->woff, waiting);
+    }
     memcpy(buf + waiting, line, n);
     buf[waiting + n] = '\n';
     r->wbuf = buf;
@@ -304,7 +306,9 @@ static void read_stdout(run_t *r)
                 protocol_error(r, "out of memory for a line");
                 return;
             }
-            memcpy(buf, r->obuf, r->olen);
+            if (r->olen) {
+                memcpy(buf, r->obuf, r->olen);
+            }
             free(r->obuf);
             r->obuf = buf;
             r->ocap = cap;
