@@ -62,6 +62,7 @@ static void *merge_server_conf(apr_pool_t *p, void *basev, void *addv)
     }
     if (!(add->set & SVC_SET_PUBLIC_URL)) {
         sc->core.public_url = base->core.public_url;
+        sc->core.public_origin = base->core.public_origin;
     }
     if (!add->signin_refs.client_id) {
         sc->signin_refs.client_id = base->signin_refs.client_id;
@@ -270,14 +271,32 @@ static const char *add_trusted_origin(cmd_parms *cmd, void *dummy, const char *a
     return NULL;
 }
 
+/*
+ * The public URL, and its origin as browsers write it in Origin headers
+ * (lowercase scheme and host, no default port), for the CSRF check.
+ */
 static const char *set_public_url(cmd_parms *cmd, void *dummy, const char *arg)
 {
     svc_server_conf *sc = server_conf(cmd);
+    const char *norm, *host, *why = svc_signin_check_base_url(cmd->pool, arg, &norm);
+    char *origin;
+    apr_size_t n;
 
-    if (strncmp(arg, "https://", 8) && strncmp(arg, "http://", 7)) {
-        return "SvcPublicURL must be an http(s) URL";
+    if (why) {
+        return apr_pstrcat(cmd->pool, "SvcPublicURL ", why, NULL);
     }
-    sc->core.public_url = arg;
+    host = strstr(norm, "://") + 3;
+    origin = apr_pstrmemdup(cmd->pool, norm, (apr_size_t)(host - norm) + strcspn(host, "/"));
+    ap_str_tolower(origin);
+    n = strlen(origin);
+    if (strncmp(origin, "https://", 8) == 0 && n > 4 && strcmp(origin + n - 4, ":443") == 0) {
+        origin[n - 4] = '\0';
+    }
+    else if (strncmp(origin, "http://", 7) == 0 && n > 3 && strcmp(origin + n - 3, ":80") == 0) {
+        origin[n - 3] = '\0';
+    }
+    sc->core.public_url = norm;
+    sc->core.public_origin = origin;
     sc->set |= SVC_SET_PUBLIC_URL;
     return NULL;
 }
@@ -397,9 +416,9 @@ static const command_rec svc_cmds[] = {
                   "Largest JSON request body accepted, in bytes (default 1048576); routes "
                   "may accept less"),
     AP_INIT_TAKE3("SvcRateLimit", set_rate, NULL, RSRC_CONF,
-                  "CLASS COUNT SECONDS: at most COUNT events of CLASS per SECONDS per user, "
-                  "shared by every process and node (default: tokens 20 60); COUNT 0 lifts "
-                  "the limit"),
+                  "CLASS COUNT SECONDS: at most COUNT events of CLASS per SECONDS, shared "
+                  "by every process and node (defaults: tokens 20 60, signin 60 60, "
+                  "token_revoke 100 60); COUNT 0 lifts the limit"),
     AP_INIT_ITERATE("SvcInternalAllow", add_internal_allow, NULL, RSRC_CONF,
                     "Addresses or CIDR networks allowed to call /internal/ (default: "
                     "127.0.0.1 and ::1)"),
@@ -426,8 +445,10 @@ static const command_rec svc_cmds[] = {
                     "Origins (scheme://host[:port]) besides the server's own from which "
                     "cookie-authenticated requests may change state"),
     AP_INIT_TAKE1("SvcPublicURL", set_public_url, NULL, RSRC_CONF,
-                  "The service's public base URL, as clients reach it (for the OpenAPI "
-                  "document)"),
+                  "The service's public base URL, as clients reach it: the OpenAPI "
+                  "servers list, the sign-in callback, and the origin trusted for "
+                  "cookie-authenticated changes; required where sign-in is on, unless "
+                  "ServerName with UseCanonicalName On says it"),
     AP_INIT_TAKE1("SvcOAuthClientId", set_signin, (void *)SIGNIN_CLIENT_ID, RSRC_CONF,
                   "Client id of the code-hosting provider's OAuth app for sign-in: the value, "
                   "or env:NAME, file:/path or exec:/program; unset env: turns sign-in off"),
@@ -532,6 +553,20 @@ static apr_status_t signin_setup(svc_server_conf *sc, server_rec *vs, server_rec
 }
 
 /*
+ * Where sign-in is on, the sign-in callback URL and the origin trusted for
+ * cookie-authenticated changes must not come from the Host header, which
+ * the client writes (and a proxy may pass through): they come from
+ * SvcPublicURL, or from ServerName when UseCanonicalName On makes httpd
+ * build its own URLs from it.
+ */
+static int public_url_known(const svc_server_conf *sc, server_rec *vs)
+{
+    core_dir_config *d = ap_get_core_module_config(vs->lookup_defaults);
+
+    return sc->core.public_url || (d && d->use_canonical_name == USE_CANONICAL_NAME_ON);
+}
+
+/*
  * mod_dbd reports every failed connection attempt and every request that
  * found no connection (AH00629, AH02655): two error lines per request for
  * as long as the database is down, which under load fills the disk. For the
@@ -581,7 +616,12 @@ static int svc_translate_name(request_rec *r)
 
 static int svc_map_to_storage(request_rec *r)
 {
-    /* OK ends the phase: core's directory and file walks do not run. */
+    /*
+     * OK ends the phase: core's directory and file walks do not run, and
+     * neither does httpd's TRACE handler (http_core hooks it here, after
+     * us), which would echo the request, credentials included, wherever
+     * TraceEnable is On; the service refuses TRACE itself, with a 405.
+     */
     return apr_table_get(r->notes, SVC_NOTE_OWN) ? OK : DECLINED;
 }
 
@@ -629,6 +669,18 @@ static int svc_post_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptem
         if (signin_setup(sc, vs, s, pconf) != APR_SUCCESS) {
             return HTTP_INTERNAL_SERVER_ERROR;
         }
+        if (!sc->core.signin_off && !public_url_known(sc, vs)) {
+            ap_log_error(APLOG_MARK, APLOG_CRIT, 0, vs, "SVC0023: sign-in is configured for "
+                         "%s:%u, but not the server's public URL, so the sign-in callback "
+                         "and the origin trusted for cookie-authenticated changes would be "
+                         "taken from each request's Host header. Set SvcPublicURL to the "
+                         "URL browsers use (e.g. SvcPublicURL https://svc.example.com), or "
+                         "ServerName https://svc.example.com with UseCanonicalName On; or "
+                         "leave SvcOAuthClientId and SvcOAuthClientSecret unset.",
+                         vs->server_hostname ? vs->server_hostname : "(no name)",
+                         (unsigned)vs->port);
+            return HTTP_INTERNAL_SERVER_ERROR;
+        }
         if (!sc->secret_ref) {
             continue;
         }
@@ -642,6 +694,7 @@ static int svc_post_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptem
             memcpy(sc->core.box_key, main_sc->core.box_key, sizeof(sc->core.box_key));
             memcpy(sc->core.signin_key, main_sc->core.signin_key, sizeof(sc->core.signin_key));
             memcpy(sc->core.share_key, main_sc->core.share_key, sizeof(sc->core.share_key));
+            memcpy(sc->core.cursor_key, main_sc->core.cursor_key, sizeof(sc->core.cursor_key));
             sc->core.have_secret = main_sc->core.have_secret;
             continue;
         }

@@ -78,6 +78,15 @@ svc_ctx_t *svc_glue_ctx(request_rec *r, apr_pool_t *p);
 void svc_glue_ctx_release(svc_ctx_t *ctx);
 
 /*
+ * Decodes r's query string into ctx->query, all of it or nothing: a
+ * parameter that cannot be decoded (a bad escape, an encoded NUL), more
+ * than 64 parameters, or a name given twice is a 400 invalid_query.
+ * Dropping what cannot be read would answer a wider question than the one
+ * asked: a filter that vanished returns more than the client wanted.
+ */
+apr_status_t svc_glue_parse_query(svc_ctx_t *ctx, request_rec *r);
+
+/*
  * Event streams (mod_svc_sse.c): svc_sse_begin answers a request whose
  * handler asked for a stream (ctx->stream): replays, then suspends the
  * connection and follows new events without holding a worker thread.

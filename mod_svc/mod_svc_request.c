@@ -85,7 +85,6 @@ static void hide_path(request_rec *r, const svc_route_t *route)
                                  r->protocol ? r->protocol : "", NULL);
 }
 
-
 /*
  * Reads the request body, refusing it with 413 as soon as it is known to be
  * over `limit`: up front from Content-Length, or while reading a chunked
@@ -241,6 +240,14 @@ static void log_failure(svc_ctx_t *ctx, request_rec *r, apr_status_t rv,
 /* The benchmark's reference point: as little work as an answer can take. */
 static int noop_handler(request_rec *r)
 {
+    if (r->method_number == M_TRACE) {
+        /* Never an echo of the request (see svc_dispatch_route); and not
+         * httpd's error page either, whose Allow would offer TRACE. */
+        r->status = HTTP_METHOD_NOT_ALLOWED;
+        apr_table_setn(r->headers_out, "Allow", "GET, HEAD");
+        ap_set_content_length(r, 0);
+        return OK;
+    }
     apr_table_setn(r->headers_out, "X-Request-Id", svc_id_new(r->pool, "req_"));
     ap_set_content_type(r, "application/json; charset=utf-8");
     ap_set_content_length(r, 2);
@@ -273,6 +280,9 @@ int svc_handler(request_rec *r)
     apr_table_setn(r->subprocess_env, "SVC_REQUEST_ID", ctx->request_id);
 
     rv = svc_dispatch_route(ctx, sc->router);
+    if (rv == APR_SUCCESS) {
+        rv = svc_glue_parse_query(ctx, r);
+    }
     /* Every path under /auth/ is masked, matched or not: a mistyped
      * callback URL still carries a live code and state. */
     if ((ctx->route && (ctx->route->flags & SVC_RF_SECRET_QUERY))

@@ -211,7 +211,8 @@ HTTPD_PID=
 write_httpd_conf() {
     local errorlog=$1 libexec
     libexec=$(apxs -q LIBEXECDIR)
-    HTTPD_BIN=$(apxs -q SBINDIR)/$(apxs -q TARGET)
+    # SVC_HTTPD may name another binary or a wrapper (the tests' sanitizer one).
+    HTTPD_BIN=${SVC_HTTPD:-$(apxs -q SBINDIR)/$(apxs -q TARGET)}
     HTTPD_CONF=$VAR/httpd.conf
     {
         cat <<EOF
@@ -225,6 +226,7 @@ Listen            127.0.0.1:$PORT
 
 LoadModule mpm_event_module  $libexec/mod_mpm_event.so
 LoadModule authz_core_module $libexec/mod_authz_core.so
+LoadModule reqtimeout_module $libexec/mod_reqtimeout.so
 LoadModule dbd_module        $libexec/mod_dbd.so
 LoadModule svc_module        $TOP/build/mod_svc.so
 EOF
@@ -258,6 +260,16 @@ KeepAlive On
 # ThreadsPerChild + AsyncRequestWorkerFactor x idle threads. 2,000 streams
 # over 4 children need room for 500 each (docs/operations.md).
 AsyncRequestWorkerFactor 64
+# A client that trickles its headers or body in holds a worker until it is
+# done; 300 such clients left no worker for anyone else. mod_reqtimeout cuts
+# them off (408): headers within 20 s, extended by 1 s per 500 bytes to at
+# most 40 s; a body started within 20 s and then at 500 bytes a second. These
+# are Debian's defaults (its reqtimeout.conf, enabled by default); no TLS
+# handshake limit, as nothing here speaks TLS.
+RequestReadTimeout handshake=0 header=20-40,MinRate=500 body=20,MinRate=500
+# TRACE echoes a request, Authorization and cookies included. The service
+# refuses it on its own paths anyway; this refuses it everywhere else.
+TraceEnable Off
 
 <Directory />
     # No .htaccess lookups on every request; the API is not files.
@@ -276,6 +288,9 @@ DBDExptime 60
 
 SvcSecret        $SVC_SECRET
 SvcInternalAllow 127.0.0.1 ::1
+# Where browsers reach us: the sign-in callback and our own origin for the
+# CSRF check come from here, never from a request's Host header.
+SvcPublicURL     http://127.0.0.1:$PORT
 
 # Sign-in: on when VCS_OAUTH_CLIENT_ID and VCS_OAUTH_CLIENT_SECRET are set in
 # the environment of \`make run\`; VCS_WEB_URL and VCS_API_URL default to GitHub.

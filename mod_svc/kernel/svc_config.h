@@ -27,6 +27,7 @@ struct svc_config_t {
     unsigned char box_key[SVC_KEY_BYTES];      /* secrets at rest */
     unsigned char signin_key[SVC_KEY_BYTES];   /* OAuth state hashes, PKCE verifiers */
     unsigned char share_key[SVC_KEY_BYTES];    /* keyed hash of share-link tokens */
+    unsigned char cursor_key[SVC_KEY_BYTES];   /* MACs of pagination cursors */
     int have_secret;
 
     apr_size_t body_limit;          /* default JSON body cap in bytes */
@@ -50,7 +51,10 @@ struct svc_config_t {
      * also put here by the area registry. */
     const svc_area_t *const *areas;
 
-    const char *public_url;         /* base URL for the OpenAPI servers list */
+    const char *public_url;         /* SvcPublicURL: the OpenAPI servers list, the
+                                     * sign-in callback's base */
+    const char *public_origin;      /* its scheme://host[:port]: our own origin for
+                                     * the CSRF check when set */
     const char *openapi_json;       /* the OpenAPI document, rendered once at start */
 
     /* Sign-in through the code-hosting provider's OAuth app (svc_signin.c),

@@ -58,7 +58,9 @@ static json_t *operation(apr_pool_t *p, const svc_route_t *r, json_t *params)
                                                 "minimum", 1, "maximum", 200, "default", 50));
         json_array_append_new(params, json_pack("{s:s,s:s,s:s,s:{s:s}}", "name", "cursor",
                                                 "in", "query", "description",
-                                                "The next_cursor of the previous page.",
+                                                "The next_cursor of the previous page, "
+                                                "with the same filters (signed: another "
+                                                "list's or an altered cursor is a 400).",
                                                 "schema", "type", "string"));
     }
     for (q = r->query; q && q->name; q++) {

@@ -119,7 +119,9 @@ apr_status_t svc_router_create(svc_router_t **prt, const svc_route_t *table, apr
         compiled_t *c = &rt->routes[rt->n];
         split_t sp;
 
-        if (!split_path(r->path, &sp) || !r->handler) {
+        /* TRACE echoes credentials; CONNECT is a proxy's: never a route. */
+        if (!split_path(r->path, &sp) || !r->handler || strcmp(r->method, "TRACE") == 0
+            || strcmp(r->method, "CONNECT") == 0) {
             return APR_EINVAL;
         }
         /* A state-changing user route that a read token could call would

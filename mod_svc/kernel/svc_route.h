@@ -41,6 +41,13 @@ typedef apr_status_t (*svc_handler_fn)(svc_ctx_t *ctx);
 #define SVC_RF_BINARY   0x2000
 /* A success answers text/markdown, not JSON (for the OpenAPI document). */
 #define SVC_RF_MARKDOWN     0x4000
+/*
+ * The rate class counts what personal access tokens do, per token:
+ * through a session (the account's human owner) nothing is counted, and a
+ * token cannot spend another's budget. For revocation, which a stolen
+ * token must never be able to block.
+ */
+#define SVC_RF_RATE_PER_TOKEN 0x8000
 
 /* A query parameter a route documents and accepts. */
 typedef struct {

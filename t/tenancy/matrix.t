@@ -95,6 +95,13 @@ sub fresh_member {
     return user_id_of($e);
 }
 
+sub fresh_member_email {
+    my $fx = shift;
+    my $e = new_user('mx-target');
+    svcctl('org', 'add-member', $fx->{org}, $e, '--role', 'member');
+    return $e;
+}
+
 sub fresh_team_member {
     my $fx = shift;
     my $id = fresh_member($fx);
@@ -187,8 +194,12 @@ my %call = (
     'PATCH /api/orgs/:orgSlug/projects/:projectSlug' => sub {
         ({}, { description => uniq('described') }) },
     'GET /api/orgs/:orgSlug/projects/:projectSlug/team' => sub { ({}) },
-    'POST /api/orgs/:orgSlug/projects/:projectSlug/team' => sub {
+    'POST /api/orgs/:orgSlug/projects/:projectSlug/team (an org member)' => sub {
         ({}, { user_id => fresh_member($_[0]), role => 'developer' }) },
+    'POST /api/orgs/:orgSlug/projects/:projectSlug/team (invite an org member by email)' => sub {
+        ({}, { email => fresh_member_email($_[0]), role => 'developer' }) },
+    'POST /api/orgs/:orgSlug/projects/:projectSlug/team (invite an outsider by email)' => sub {
+        ({}, { email => uniq('mx-outsider') . '@example.test', role => 'developer' }) },
     'PATCH /api/orgs/:orgSlug/projects/:projectSlug/team/:userId' => sub {
         ({ userId => fresh_team_member($_[0]) }, { role => 'maintainer' }) },
     'DELETE /api/orgs/:orgSlug/projects/:projectSlug/team/:userId (another member)' => sub {
@@ -294,9 +305,15 @@ sub prepare {
 sub send_call {
     my ($row, $req, @auth) = @_;
     my ($path, $body) = @$req;
+    if ($route{"$row->{method} $row->{path}"}{stream}) {
+        # An event stream never ends by itself: its head is the answer.
+        my $s = sse_open($path, @auth);
+        sse_close($s);
+        return ($s->{status}, $s->{problem});
+    }
     my @opt = (@auth, defined $body ? (json => $body) : ());
     push @opt, csrf_ok() if grep { $_ eq 'cookie' } @auth;
-    return call_route($route{"$row->{method} $row->{path}"}, $row->{method} => $path, @opt);
+    return api($row->{method} => $path, @opt);
 }
 
 # --- every cell --------------------------------------------------------------

@@ -43,7 +43,8 @@ static const svc_stmt_t st_signin_by_vcs = {
 
 static const svc_stmt_t st_signin_by_email = {
     "svc_signin_by_email",
-    "SELECT id, vcs_user_id FROM users WHERE lower(email) = lower($1) FOR UPDATE",
+    "SELECT id, vcs_user_id, link_by_email FROM users WHERE lower(email) = lower($1)"
+    " FOR UPDATE",
     1, 0
 };
 
@@ -63,11 +64,13 @@ static const svc_stmt_t st_signin_refresh = {
     4, 0
 };
 
+/* The permission to link is used up by the link. */
 static const svc_stmt_t st_signin_link = {
     "svc_signin_link",
     "UPDATE users SET vcs_user_id = $2::bigint, vcs_login = $3,"
-    " name = CASE WHEN name = '' THEN $4 ELSE name END, updated_at = now()"
-    " WHERE id = $1 AND vcs_user_id IS NULL",
+    " name = CASE WHEN name = '' THEN $4 ELSE name END, link_by_email = false,"
+    " updated_at = now()"
+    " WHERE id = $1 AND vcs_user_id IS NULL AND link_by_email",
     4, 0
 };
 
@@ -395,15 +398,25 @@ static apr_status_t signin_account(svc_ctx_t *ctx, svc_db_t *db, const svc_githu
     }
     if (svc_dbres_rows(res) == 1) {
         /*
-         * An account with this address but no provider identity (made by
-         * svcctl, or invited by address): the provider has verified that
-         * the address is this user's primary one, so it is theirs to link.
-         * One already linked to another provider identity is not.
+         * An account with this address: one linked to another provider
+         * identity is never taken over. One made by an operator is linked
+         * only if the operator allowed it (svcctl user add
+         * --allow-email-link): a verified address at the provider proves
+         * control of the mailbox today, not that this is the person the
+         * operator made the account for (a reassigned address, a provider
+         * account made to match).
          */
         if (!svc_dbres_isnull(res, 0, 1)) {
             return svc_fail(ctx, 409, "email_in_use",
                             "Another account already uses the email address %s. Ask an "
                             "operator to sort the two accounts out.", u->email);
+        }
+        if (svc_dbres_bool(res, 0, 2) != 1) {
+            return svc_fail(ctx, 409, "account_exists",
+                            "An account with the email address %s exists already and may "
+                            "not be claimed by signing in. Ask an operator to allow it "
+                            "(svcctl user allow-email-link %s), then sign in again.",
+                            u->email, u->email);
         }
         *puid = svc_dbres_str(res, 0, 0);
         rv = svc_db_execv(db, &st_signin_link, p, NULL, *puid, vid, u->login, name);
