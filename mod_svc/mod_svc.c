@@ -13,6 +13,26 @@
 
 
 
+/* The code-hosting App's directives: cmd->info of each, in svc_vcs_refs_t's
+ * order; the secrets come after VCS_APP_CLIENT_SECRET. */
+enum {
+    VCS_APP_ID, VCS_APP_SLUG, VCS_APP_CLIENT_ID, VCS_APP_CLIENT_SECRET,
+    VCS_APP_WEBHOOK_SECRET, VCS_APP_PRIVATE_KEY, VCS_APP_CREDENTIALS, VCS_APP_DIRECTIVES
+};
+
+static const char **vcs_ref(svc_vcs_refs_t *refs, int which)
+{
+    switch (which) {
+    case VCS_APP_ID: return &refs->app_id;
+    case VCS_APP_SLUG: return &refs->slug;
+    case VCS_APP_CLIENT_ID: return &refs->client_id;
+    case VCS_APP_CLIENT_SECRET: return &refs->client_secret;
+    case VCS_APP_WEBHOOK_SECRET: return &refs->webhook_secret;
+    case VCS_APP_PRIVATE_KEY: return &refs->private_key;
+    default: return &refs->credentials;
+    }
+}
+
 static void *create_server_conf(apr_pool_t *p, server_rec *s)
 {
     svc_server_conf *sc = apr_pcalloc(p, sizeof(*sc));
@@ -75,6 +95,11 @@ static void *merge_server_conf(apr_pool_t *p, void *basev, void *addv)
     }
     if (!add->signin_refs.api_url) {
         sc->signin_refs.api_url = base->signin_refs.api_url;
+    }
+    /* The App's keys, each inherited on its own. */
+    for (i = 0; i < VCS_APP_DIRECTIVES; i++) {
+        const char **slot = vcs_ref(&sc->vcs_refs, i);
+        *slot = *slot ? *slot : *vcs_ref(&base->vcs_refs, i);
     }
     if (!(add->set & SVC_SET_UI_URL)) {
         sc->core.ui_url = base->core.ui_url;
@@ -346,6 +371,34 @@ static const char *set_signin(cmd_parms *cmd, void *dummy, const char *arg)
     return NULL;
 }
 
+/* The code-hosting App's keys and where the setup wizard writes them.
+ * Resolved at start (svc_vcs_configure), so an unset env: variable leaves
+ * the App off instead of failing start-up. */
+#define VCS_APP_KEY(which) ((void *)(long)(which))
+
+static const char *set_vcs_app(cmd_parms *cmd, void *dummy, const char *arg)
+{
+    svc_server_conf *sc = server_conf(cmd);
+    const char *err = ap_check_cmd_context(cmd, NOT_IN_DIR_LOC_FILE);
+    int which = (int)(long)cmd->info;
+    const char **slot = vcs_ref(&sc->vcs_refs, which);
+
+    if (err) {
+        return err;
+    }
+    if (which == VCS_APP_CREDENTIALS) {
+        *slot = ap_server_root_relative(cmd->pool, arg);
+        return *slot ? NULL : "SvcVcsAppCredentials: not a usable path";
+    }
+    if (which >= VCS_APP_CLIENT_SECRET && !svc_secret_is_ref(arg)) {
+        return apr_pstrcat(cmd->pool, cmd->directive->directive, " takes a reference "
+                           "(env:NAME, file:/path or exec:/program), never the secret itself",
+                           NULL);
+    }
+    *slot = arg;
+    return NULL;
+}
+
 static const char *set_ui_url(cmd_parms *cmd, void *dummy, const char *arg)
 {
     svc_server_conf *sc = server_conf(cmd);
@@ -469,7 +522,28 @@ static const command_rec svc_cmds[] = {
                   "provider besides the system's (GitHub Enterprise Server behind a private "
                   "CA)"),
     AP_INIT_TAKE1("SvcVcsTimeout", set_vcs_timeout, NULL, RSRC_CONF,
-                  "Seconds all provider calls of one sign-in may take together (default 10)"),
+                  "Seconds all provider calls of one sign-in (or one App request) may take "
+                  "together (default 10)"),
+    AP_INIT_TAKE1("SvcVcsAppId", set_vcs_app, VCS_APP_KEY(VCS_APP_ID), RSRC_CONF,
+                  "The code-hosting App's id: the value, or env:NAME, file:/path or "
+                  "exec:/program (default env:VCS_APP_ID)"),
+    AP_INIT_TAKE1("SvcVcsAppSlug", set_vcs_app, VCS_APP_KEY(VCS_APP_SLUG), RSRC_CONF,
+                  "The App's slug: the value or a reference (default env:VCS_APP_SLUG)"),
+    AP_INIT_TAKE1("SvcVcsAppClientId", set_vcs_app, VCS_APP_KEY(VCS_APP_CLIENT_ID), RSRC_CONF,
+                  "The App's client id: the value or a reference (default "
+                  "env:VCS_APP_CLIENT_ID)"),
+    AP_INIT_TAKE1("SvcVcsAppClientSecret", set_vcs_app, VCS_APP_KEY(VCS_APP_CLIENT_SECRET), RSRC_CONF,
+                  "The App's client secret, by reference only (default "
+                  "env:VCS_APP_CLIENT_SECRET)"),
+    AP_INIT_TAKE1("SvcVcsAppWebhookSecret", set_vcs_app, VCS_APP_KEY(VCS_APP_WEBHOOK_SECRET),
+                  RSRC_CONF, "The App's webhook secret, by reference only (default "
+                  "env:VCS_APP_WEBHOOK_SECRET)"),
+    AP_INIT_TAKE1("SvcVcsAppPrivateKey", set_vcs_app, VCS_APP_KEY(VCS_APP_PRIVATE_KEY), RSRC_CONF,
+                  "The App's private key (PEM), by reference only (default "
+                  "env:VCS_APP_PRIVATE_KEY_PEM)"),
+    AP_INIT_TAKE1("SvcVcsAppCredentials", set_vcs_app, VCS_APP_KEY(VCS_APP_CREDENTIALS), RSRC_CONF,
+                  "The file (mode 0600) where the setup wizard writes the App's keys, and "
+                  "whose entries stand in for unset VCS_APP_* variables"),
     AP_INIT_FLAG("SvcRunSupervisor", svc_cmd_run_supervisor, NULL, RSRC_CONF,
                  "On (default): this httpd carries out queued runs; Off: it only serves "
                  "the API, and other nodes run them"),
@@ -564,6 +638,39 @@ static int public_url_known(const svc_server_conf *sc, server_rec *vs)
     core_dir_config *d = ap_get_core_module_config(vs->lookup_defaults);
 
     return sc->core.public_url || (d && d->use_canonical_name == USE_CANONICAL_NAME_ON);
+}
+
+/*
+ * Resolves the code-hosting App's keys of one server, sharing the main
+ * server's result where a virtual host inherited them all (so the key is
+ * parsed and the "off" line logged once); nothing is logged on the pass
+ * httpd makes over the configuration before the real start.
+ */
+static apr_status_t vcs_setup(svc_server_conf *sc, server_rec *vs, server_rec *s,
+                              apr_pool_t *pconf)
+{
+    svc_server_conf *main_sc = ap_get_module_config(s->module_config, &svc_module);
+    const char *err = NULL;
+    apr_status_t rv;
+
+    if (vs != s && memcmp(&sc->vcs_refs, &main_sc->vcs_refs, sizeof(sc->vcs_refs)) == 0) {
+        sc->core.vcs_app = main_sc->core.vcs_app;
+        sc->core.vcs_app_off = main_sc->core.vcs_app_off;
+        sc->core.vcs_app_credentials = main_sc->core.vcs_app_credentials;
+        return APR_SUCCESS;
+    }
+    rv = svc_vcs_configure(&sc->core, &sc->vcs_refs, pconf, &err);
+    if (rv != APR_SUCCESS) {
+        ap_log_error(APLOG_MARK, APLOG_CRIT, rv, vs, "SVC0041: code-hosting App: %s", err);
+        return rv;
+    }
+    if (sc->core.vcs_app_off && ap_state_query(AP_SQ_MAIN_STATE) != AP_SQ_MS_CREATE_PRE_CONFIG) {
+        ap_log_error(APLOG_MARK, APLOG_WARNING, 0, vs, "SVC0040: vcs_app_not_configured: the "
+                     "code-hosting App is off: %s. Its routes answer 503 "
+                     "vcs_app_not_configured; sign-in and runs without a repository work as "
+                     "usual (docs/api/vcs.md).", sc->core.vcs_app_off);
+    }
+    return APR_SUCCESS;
 }
 
 /*
@@ -666,7 +773,8 @@ static int svc_post_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptem
         if (sc->core.internal_allow->nelts == 0) {
             add_default_internal(sc, pconf);
         }
-        if (signin_setup(sc, vs, s, pconf) != APR_SUCCESS) {
+        if (signin_setup(sc, vs, s, pconf) != APR_SUCCESS
+            || vcs_setup(sc, vs, s, pconf) != APR_SUCCESS) {
             return HTTP_INTERNAL_SERVER_ERROR;
         }
         if (!sc->core.signin_off && !public_url_known(sc, vs)) {
@@ -732,6 +840,11 @@ static void svc_child_init(apr_pool_t *pchild, server_rec *s)
         /* Not fatal: every request then authenticates with its own round trip. */
         ap_log_error(APLOG_MARK, APLOG_WARNING, rv, s, "SVC0007: cannot create the "
                      "authentication cache; continuing without it");
+    }
+    if ((rv = svc_vcs_cache_init(pchild)) != APR_SUCCESS) {
+        /* Not fatal either: installation tokens are then minted for each use. */
+        ap_log_error(APLOG_MARK, APLOG_WARNING, rv, s, "SVC0042: cannot create the "
+                     "installation token cache; continuing without it");
     }
 }
 

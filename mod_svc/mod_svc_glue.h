@@ -17,6 +17,7 @@
 #include "svc_areas.h"
 #include "svc_identity.h"
 #include "svc_runs.h"
+#include "svc_vcs.h"
 
 extern module AP_MODULE_DECLARE_DATA svc_module;
 
@@ -27,6 +28,8 @@ typedef struct {
     const char *secret_ref;
     /* The sign-in directives as written; resolved into core at start. */
     svc_signin_refs_t signin_refs;
+    /* The code-hosting App's directives as written; resolved at start. */
+    svc_vcs_refs_t vcs_refs;
     const svc_router_t *router;
     /* Which scalar directives were set here, so a vhost inherits the rest. */
     unsigned set;

@@ -89,12 +89,13 @@ static void hide_path(request_rec *r, const svc_route_t *route)
  * Reads the request body, refusing it with 413 as soon as it is known to be
  * over `limit`: up front from Content-Length, or while reading a chunked
  * body. With limit 0 the route takes no body, and any byte is kept so the
- * core can refuse it with 400.
+ * core can refuse it with 400. The buffer grows with what arrives (a route
+ * may accept 25 MiB; most bodies are small).
  */
 static apr_status_t read_body(svc_ctx_t *ctx, request_rec *r, apr_size_t limit)
 {
     apr_size_t cap = limit ? limit : 1;
-    apr_size_t len = 0;
+    apr_size_t len = 0, size;
     char *buf;
     long got;
 
@@ -108,7 +109,10 @@ static apr_status_t read_body(svc_ctx_t *ctx, request_rec *r, apr_size_t limit)
         r->connection->keepalive = AP_CONN_CLOSE;
         return svc_fail_too_large(ctx, limit);
     }
-    buf = apr_palloc(r->pool, cap + 1);
+    /* Content-Length, when given, is the size; otherwise start small. */
+    size = r->remaining > 0 ? (apr_size_t)r->remaining : 16384;
+    size = size < cap ? size : cap;
+    buf = apr_palloc(r->pool, size + 1);
     for (;;) {
         char chunk[8192];
         got = ap_get_client_block(r, chunk, sizeof(chunk));
@@ -126,6 +130,14 @@ static apr_status_t read_body(svc_ctx_t *ctx, request_rec *r, apr_size_t limit)
                 break;
             }
             return svc_fail_too_large(ctx, limit);
+        }
+        if (len + (apr_size_t)got > size) {
+            char *bigger;
+            size = size * 2 > len + (apr_size_t)got ? size * 2 : len + (apr_size_t)got;
+            size = size < cap ? size : cap;
+            bigger = apr_palloc(r->pool, size + 1);
+            memcpy(bigger, buf, len);
+            buf = bigger;
         }
         memcpy(buf + len, chunk, (apr_size_t)got);
         len += (apr_size_t)got;

@@ -20,6 +20,7 @@
 #include "svc_auditlog.h"
 #include "svc_identity.h"
 #include "svc_tenancy.h"
+#include "svc_vcs.h"
 
 #define EXIT_FAILED 1
 #define EXIT_USAGE 2
@@ -44,6 +45,10 @@ static const char usage_text[] =
     "  session create EMAIL                print a service_session cookie value\n"
     "  audit verify                        check every audit chain; exit 1 if one is broken\n"
     "  routes [--json]                     the route table\n"
+    "  vcs-app check [--credentials FILE]  sign an App JWT with the code-hosting App's key and\n"
+    "                                      ask the provider who it is (after a key rotation);\n"
+    "                                      the keys as the module reads them: VCS_APP_*, then\n"
+    "                                      FILE; VCS_API_URL (default https://api.github.com)"
     "\n"
     "  --db CONNINFO   libpq connection string (default: $SVC_DB)\n"
     "  --secret REF    server secret as file:/path, env:NAME or exec:/program\n"
@@ -671,6 +676,38 @@ static const char *field_type_name(svc_ftype_e t)
     return "?";
 }
 
+static int cmd_vcs_app_check(cli_t *cli)
+{
+    svc_vcs_refs_t refs;
+    const char *err = NULL, *report = NULL, *api = getenv("VCS_API_URL");
+    apr_status_t rv;
+
+    memset(&refs, 0, sizeof(refs));
+    if (cli->argc == 2 && strcmp(cli->argv[0], "--credentials") == 0) {
+        refs.credentials = cli->argv[1];
+    }
+    else if (cli->argc != 0) {
+        return usage("vcs-app check takes only --credentials FILE");
+    }
+    if (api && *api && (err = svc_signin_check_base_url(cli->pool, api,
+                                                         &cli->conf.vcs_api_url)) != NULL) {
+        return fail("VCS_API_URL", err);
+    }
+    if (svc_http_global_init() != APR_SUCCESS) {
+        return fail("vcs-app check", "libcurl failed to initialise");
+    }
+    rv = svc_vcs_configure(&cli->conf, &refs, cli->pool, &err);
+    if (rv == APR_SUCCESS) {
+        rv = svc_vcs_check(cli->pool, &cli->conf, &report);
+    }
+    svc_http_global_cleanup();
+    if (rv != APR_SUCCESS) {
+        return fail("vcs-app check", err ? err : report);
+    }
+    printf("%s\n", report);
+    return 0;
+}
+
 static int cmd_routes(cli_t *cli)
 {
     const svc_route_t *table = svc_route_table(cli->pool, svc_areas), *r;
@@ -707,7 +744,7 @@ static int cmd_routes(cli_t *cli)
                                                     "max", (json_int_t)f->max));
         }
         json_array_append_new(
-            all, json_pack("{s:s,s:s,s:s,s:s,s:s,s:b,s:b,s:s,s:o,s:s?,s:b,s:b,s:b,s:b,s:i,s:s}",
+            all, json_pack("{s:s,s:s,s:s,s:s,s:s,s:b,s:b,s:s,s:o,s:s?,s:b,s:b,s:b,s:b,s:b,s:i,s:s}",
                            "method", r->method, "path", r->path, "auth", auth_name(r->auth),
                            "scope", svc_scope_name(r->scope), "role", svc_role_name(r->role),
                            "tenant", svc_route_is_tenant(r),
@@ -717,6 +754,7 @@ static int cmd_routes(cli_t *cli)
                            "hidden", (r->flags & SVC_RF_HIDDEN) != 0,
                            "founder", (r->flags & SVC_RF_FOUNDER) != 0,
                            "paged", (r->flags & SVC_RF_PAGED) != 0,
+                           "session_only", (r->flags & SVC_RF_SESSION) != 0,
                            "stream", (r->flags & SVC_RF_STREAM) != 0,
                            "success", r->success, "op_id", r->op_id));
         if (!r->body) {
@@ -824,6 +862,10 @@ int main(int argc, const char *const *argv)
     else if (IS(0, "session") && IS(1, "create")) {
         ARGS(2);
         rc = cmd_session_create(&cli);
+    }
+    else if (IS(0, "vcs-app") && IS(1, "check")) {
+        ARGS(2);
+        rc = cmd_vcs_app_check(&cli);
     }
     else if (IS(0, "routes")) {
         ARGS(1);

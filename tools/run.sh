@@ -307,6 +307,16 @@ SvcProviderAllowPrivate On
 # Runs: the factory this tree builds, workspaces under var/.
 SvcRunFactory $TOP/build/svc-factory
 SvcRunWorkDir $VAR/runs
+# The code-hosting App: on when the six VCS_APP_* variables are set in the
+# environment of \`make run\`, or once the setup wizard wrote them to
+# var/vcs-app.env (then restart).
+SvcVcsAppCredentials $VAR/vcs-app.env
+SvcVcsAppId            env:VCS_APP_ID
+SvcVcsAppSlug          env:VCS_APP_SLUG
+SvcVcsAppClientId      env:VCS_APP_CLIENT_ID
+SvcVcsAppClientSecret  env:VCS_APP_CLIENT_SECRET
+SvcVcsAppWebhookSecret env:VCS_APP_WEBHOOK_SECRET
+SvcVcsAppPrivateKey    env:VCS_APP_PRIVATE_KEY_PEM
 
 <Location /api/>
     Require all granted
@@ -324,6 +334,14 @@ SvcRunWorkDir $VAR/runs
     Require all granted
     SetHandler svc
 </Location>
+<Location /admin/vcs-app/>
+    Require all granted
+    SetHandler svc
+</Location>
+<LocationMatch "^/orgs/[^/]+/vcs/install\$">
+    Require all granted
+    SetHandler svc
+</LocationMatch>
 <Location /noop>
     Require all granted
     SetHandler svc-noop
@@ -447,6 +465,13 @@ mod_svc is running on http://127.0.0.1:$PORT/  (Ctrl-C stops httpd and PostgreSQ
   sign-in: http://127.0.0.1:$PORT/auth/login when VCS_OAUTH_CLIENT_ID and
            VCS_OAUTH_CLIENT_SECRET are set (OAuth app callback URL:
            http://127.0.0.1:$PORT/auth/callback; see docs/api/signin.md)
+  code-hosting App: on when the six VCS_APP_* variables are set, or after the
+           setup wizard http://127.0.0.1:$PORT/admin/vcs-app/setup (founder,
+           signed in) wrote var/vcs-app.env and httpd restarted. At the
+           provider: webhook URL http://127.0.0.1:$PORT/webhooks/vcs,
+           callback and setup URL http://127.0.0.1:$PORT/auth/vcs-app/callback
+           (a provider must reach them: use SvcPublicURL behind a tunnel;
+           see docs/api/vcs.md)
   logs: var/log/error_log (also shown below), var/log/access_log (the previous
         run's: *.1), var/log/postgresql.log
 

@@ -12,6 +12,7 @@
 #include "svc_runs.h"
 #include "svc_share.h"
 #include "svc_tenancy.h"
+#include "svc_vcs.h"
 
 const svc_area_t *const svc_areas[] = {
     &svc_kernel_area,
@@ -23,6 +24,7 @@ const svc_area_t *const svc_areas[] = {
     &svc_documents_area,
     &svc_share_area,
     &svc_runs_area,
+    &svc_vcs_area,
     NULL
 };
 

@@ -90,6 +90,18 @@ int svc_slug_valid(const char *s)
     return 1;
 }
 
+int svc_word_valid(const char *s, apr_size_t max)
+{
+    apr_size_t n = 0;
+
+    for (; s && *s; s++, n++) {
+        if ((unsigned char)*s <= 0x20 || (unsigned char)*s >= 0x7f || n == max) {
+            return 0;
+        }
+    }
+    return n > 0;
+}
+
 int svc_email_valid(const char *s)
 {
     const char *at = strchr(s, '@');

@@ -74,6 +74,10 @@ char *svc_json_dump(apr_pool_t *p, const json_t *v);
 /* Slug rule of DESIGN.md: lowercase [a-z0-9-], 1-63, no dash at either end. */
 int svc_slug_valid(const char *s);
 
+/* 1 to max characters of printable ASCII without spaces (a token, a login,
+ * a header word); 0 for NULL. */
+int svc_word_valid(const char *s, apr_size_t max);
+
 /* A plausible email address: one @, no spaces or controls, at most 254 bytes. */
 int svc_email_valid(const char *s);
 

@@ -28,6 +28,7 @@ void svc_config_defaults(svc_config_t *conf, apr_pool_t *p)
     conf->ui_url = "/";
     conf->vcs_timeout_ms = 10000;
     conf->vcs_connect_timeout_ms = 3000;
+    conf->vcs_app_off = "the code-hosting App is not configured";
 }
 
 void svc_config_default_rates(svc_config_t *conf, apr_pool_t *p)

@@ -68,6 +68,12 @@ struct svc_config_t {
     int vcs_timeout_ms;             /* budget of all provider calls of one sign-in */
     const char *vcs_ca_file;        /* extra CA bundle for the provider (SvcVcsCAFile) */
     int vcs_connect_timeout_ms;
+
+    /* The code-hosting App (areas/vcs), resolved at start by svc_vcs_configure;
+     * the kernel carries it without looking inside. */
+    const char *vcs_app_off;        /* why the App is off (the missing keys), or NULL */
+    const struct svc_vcs_app_t *vcs_app;    /* the App's keys while it is on */
+    const char *vcs_app_credentials;        /* SvcVcsAppCredentials: the wizard's file */
 };
 
 /* Defaults that give a working local instance. */

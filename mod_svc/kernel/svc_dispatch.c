@@ -80,7 +80,7 @@ apr_size_t svc_dispatch_body_limit(const svc_ctx_t *ctx)
 {
     apr_size_t cap, need;
 
-    if (!ctx->route || !ctx->route->body) {
+    if (!ctx->route || (!ctx->route->body && !(ctx->route->flags & SVC_RF_RAW_BODY))) {
         return 0;
     }
     if (ctx->route->flags & SVC_RF_DOCUMENT_BODY) {
@@ -132,6 +132,10 @@ static apr_status_t read_body(svc_ctx_t *ctx)
     const char *err;
     json_t *errors;
 
+    if (route->flags & SVC_RF_RAW_BODY) {
+        /* The handler's to check and parse (the webhook's signature first). */
+        return APR_SUCCESS;
+    }
     if (!route->body) {
         if (ctx->raw_len > 0) {
             return svc_fail(ctx, 400, "body_not_allowed",

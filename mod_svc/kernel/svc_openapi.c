@@ -77,8 +77,19 @@ static json_t *operation(apr_pool_t *p, const svc_route_t *r, json_t *params)
                                       "application/json", "schema",
                                       svc_json_schema_of(r->body)));
     }
+    else if (r->flags & SVC_RF_RAW_BODY) {
+        json_object_set_new(op, "requestBody",
+                            json_pack("{s:b,s:{s:{s:{s:s}}}}", "required", 1, "content",
+                                      "application/json", "schema", "type", "object"));
+    }
     if (strcmp(code, "204") == 0) {
         json_object_set_new(responses, code, json_pack("{s:s}", "description", "Done."));
+    }
+    else if (r->flags & SVC_RF_HTML) {
+        json_object_set_new(responses, code,
+                            json_pack("{s:s,s:{s:{s:{s:s}}}}", "description",
+                                      "A page for the browser.", "content", "text/html",
+                                      "schema", "type", "string"));
     }
     else if (r->flags & SVC_RF_STREAM) {
         json_object_set_new(responses, code,
@@ -106,7 +117,7 @@ static json_t *operation(apr_pool_t *p, const svc_route_t *r, json_t *params)
                                       "content", "application/json", "schema", "type",
                                       "object"));
     }
-    if (r->body) {
+    if (r->body || (r->flags & SVC_RF_RAW_BODY)) {
         json_object_set_new(responses, "400", problem_ref("Invalid body or parameters."));
         json_object_set_new(responses, "413", problem_ref("Body too large."));
         json_object_set_new(responses, "415", problem_ref("Body is not JSON."));
@@ -116,8 +127,10 @@ static json_t *operation(apr_pool_t *p, const svc_route_t *r, json_t *params)
         json_object_set_new(responses, "403",
                             problem_ref("Scope, role or CSRF check refused the request."));
         json_object_set_new(op, "security",
-                            json_pack("[{s:[s]},{s:[]}]", "pat", svc_scope_name(r->scope),
-                                      "session"));
+                            (r->flags & SVC_RF_SESSION)
+                            ? json_pack("[{s:[]}]", "session")
+                            : json_pack("[{s:[s]},{s:[]}]", "pat", svc_scope_name(r->scope),
+                                        "session"));
     }
     else {
         json_object_set_new(op, "security", json_array());

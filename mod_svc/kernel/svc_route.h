@@ -48,6 +48,19 @@ typedef apr_status_t (*svc_handler_fn)(svc_ctx_t *ctx);
  * token must never be able to block.
  */
 #define SVC_RF_RATE_PER_TOKEN 0x8000
+/*
+ * The body is kept as received (ctx->raw_body, up to body_limit or the
+ * configured default) and is not parsed: the handler checks it, then
+ * parses it, because something about the exact bytes must be checked first
+ * (a webhook's signature). body stays NULL on such rows.
+ */
+#define SVC_RF_RAW_BODY 0x10000
+/* Only a signed-in session may call it (pages for a browser whose state is
+ * bound to the session): a personal access token gets 403 session_required. */
+#define SVC_RF_SESSION  0x20000
+/* Answers an HTML page for a browser (text/html), not JSON; its errors are
+ * problem documents all the same. */
+#define SVC_RF_HTML     0x40000
 
 /* A query parameter a route documents and accepts. */
 typedef struct {
@@ -106,7 +119,9 @@ const svc_route_t *svc_router_match(const svc_router_t *rt, const char *method,
                                     const char *path, apr_pool_t *p,
                                     apr_table_t *params, const char **pallow);
 
-/* True when the route addresses one organization (/api/orgs/:orgSlug/...). */
+/* True when the route addresses one organization: /api/orgs/:orgSlug/...,
+ * or a page of the web UI's under /orgs/:orgSlug/... that the service
+ * answers itself. */
 int svc_route_is_tenant(const svc_route_t *route);
 
 /* True when the route addresses one project of that org

@@ -203,7 +203,8 @@ for my $r (@tenant) {
 }
 
 # The same calls by the owner with the right credentials do reach the
-# handlers, so the 404s above were about the caller, not the paths.
+# handlers, so the 404s above were about the caller, not the paths. (An
+# event stream never ends by itself: only its head is read.)
 for my $r (grep { !unsafe($_) } @tenant) {
     if ($r->{stream}) {
         # An event stream never ends by itself: its head is the answer.

@@ -953,4 +953,91 @@ sub runs_settle {
     }, timeout => 60, interval => 0.05);
 }
 
+# ===========================================================================
+# The code-hosting App (issue 12): the fake's App side, signed webhooks,
+# installations.
+#
+#   my $i = vcs_installation(repos => ['api', 'web'], type => 'Organization',
+#                            permissions => {...}, selection => 'selected');
+#       # {id, login, type, repos}: an installation the fake knows
+#   vcs_record_installation($org_slug, $i);   # the org's record, as if linked
+#   my ($st, $json, $res) = vcs_webhook('installation', {action => 'deleted',
+#       installation => {id => 1}}, delivery => $uuid, secret => ..., headers => {...});
+#   vcs_app_state()   # the fake's App side: {last, mints, installations}
+# ===========================================================================
+require Digest::SHA;
+
+push @EXPORT, qw(vcs_installation vcs_record_installation vcs_webhook vcs_sign
+                 vcs_app_state vcs_uuid vcs_base);
+
+sub vcs_app_state { return vcs_state()->{app} }
+
+# vcs_installation(...) → {id, login, type, repos => [names]}
+sub vcs_installation {
+    my (%opt) = @_;
+    my $id = $opt{id} // (10_000_000 + int(rand(1e9)));
+    my $login = $opt{login} // uniq('acct');
+    my $data = {
+        id => $id, account => { login => $login, type => $opt{type} // 'Organization' },
+        repository_selection => $opt{selection} // 'selected',
+        repos => $opt{repos} // [ 'api', 'web' ],
+        permissions => $opt{permissions} // { contents => 'read', metadata => 'read' },
+        suspended => $opt{suspended} ? JSON::PP::true() : JSON::PP::false(),
+    };
+    _vcs_call(POST => '/_control/installation', $data);
+    return { id => $id, login => $login, type => $data->{account}{type},
+             repos => [ map { ref $_ ? $_->{name} : $_ } @{ $data->{repos} } ] };
+}
+
+# vcs_record_installation($org, $inst, status => 'active'): the org's record,
+# written straight to the database (for tests about what comes after linking).
+sub vcs_record_installation {
+    my ($org, $i, %opt) = @_;
+    my $oid = org_id_of($org) // die "vcs_record_installation: no org $org\n";
+    psql('INSERT INTO vcs_installations (installation_id, org_id, account_login, account_type,'
+         . ' repository_selection, status) VALUES (' . ($i->{id} + 0) . ', ' . sql_quote($oid)
+         . ', ' . sql_quote($i->{login}) . ', ' . sql_quote($i->{type}) . ", 'selected', "
+         . sql_quote($opt{status} // 'active') . ')');
+    return $i;
+}
+
+sub vcs_uuid {
+    return join '-', map { join '', map { sprintf '%x', int rand 16 } 1 .. $_ } 8, 4, 4, 4, 12;
+}
+
+# "sha256=" + hex HMAC-SHA256 of the body, as GitHub signs.
+sub vcs_sign {
+    my ($secret, $body) = @_;
+    return 'sha256=' . Digest::SHA::hmac_sha256_hex($body, $secret);
+}
+
+# vcs_webhook($event, $payload, delivery => id, secret => s, signature => sig,
+#             raw => bytes, base => url, headers => {...})
+#   → ($status, $json, $res, $delivery_id)
+sub vcs_webhook {
+    my ($event, $payload, %opt) = @_;
+    my $body = defined $opt{raw} ? $opt{raw} : $JSON->encode($payload);
+    my $delivery = exists $opt{delivery} ? $opt{delivery} : vcs_uuid();
+    my $secret = $opt{secret} // $ENV{VCS_APP_WEBHOOK_SECRET};
+    my %h = ('Content-Type' => 'application/json', 'User-Agent' => 'GitHub-Hookshot/test');
+    $h{'X-GitHub-Event'} = $event if defined $event;
+    $h{'X-GitHub-Delivery'} = $delivery if defined $delivery;
+    $h{'X-GitHub-Hook-ID'} = '1';
+    my $sig = exists $opt{signature} ? $opt{signature} : vcs_sign($secret, $body);
+    $h{'X-Hub-Signature-256'} = $sig if defined $sig;
+    %h = (%h, %{ $opt{headers} // {} });
+    my $req = HTTP::Request->new(POST => ($opt{base} // base_url()) . '/webhooks/vcs');
+    $req->header($_ => $h{$_}) for sort keys %h;
+    $req->content($body);
+    my $res = LWP::UserAgent->new(timeout => 60, keep_alive => 0)->request($req);
+    my $data = eval { $JSON->decode($res->content) };
+    return ($res->code, $data, $res, $delivery);
+}
+
+# The base URL of a virtual host of the test server (t/conf/extra.conf.in).
+sub vcs_base {
+    my $vhost = shift;
+    return 'http://127.0.0.1:' . Apache::Test::vars("${vhost}_port");
+}
+
 1;

@@ -269,6 +269,20 @@ my %call = (
     'POST /api/orgs/:orgSlug/products/:productId/shares' => sub {
         ({ productId => product($_[0]) }, {}) },
     'POST /api/orgs/:orgSlug/shares/:shareId/revoke' => sub { ({ shareId => fresh_share($_[0]) }) },
+    # The code-hosting App, against the fake provider (t/lib/FakeVcs.pm).
+    'POST /api/orgs/:orgSlug/vcs/install'        => sub { ({}) },
+    'GET /orgs/:orgSlug/vcs/install'             => sub { ({}) },
+    'GET /api/orgs/:orgSlug/vcs/installations'   => sub { ({}) },
+    'DELETE /api/orgs/:orgSlug/vcs/installations/:id' => sub {
+        ({ id => vcs_record_installation($_[0]{org}, vcs_installation())->{id} }) },
+    'GET /api/orgs/:orgSlug/vcs/repositories'    => sub { ({}) },
+    'POST /api/orgs/:orgSlug/vcs/repositories'   => sub {
+        ({}, { name => uniq('mx'), installation_id => vcs_fixture($_[0])->{id} + 0 }) },
+    'GET /api/orgs/:orgSlug/projects/:projectSlug/repository' => sub { ({}) },
+    'PUT /api/orgs/:orgSlug/projects/:projectSlug/repository' => sub {
+        my $i = vcs_fixture($_[0]);
+        ({}, { installation_id => $i->{id} + 0, full_name => "$i->{login}/api" }) },
+    'DELETE /api/orgs/:orgSlug/projects/:projectSlug/repository' => sub { ({}) },
 );
 
 # A finished run of the fixture's project (its artifact exists, its event
@@ -277,6 +291,16 @@ sub run_of {
     my $fx = shift;
     $fx->{run} //= run_fixture($fx->{org}, $fx->{proj}, status => 'succeeded');
     return ({ runId => $fx->{run} });
+}
+
+# The fixture's installation of the App: one repository, and the permission
+# to create more.
+sub vcs_fixture {
+    my $fx = shift;
+    $fx->{vcs} //= vcs_record_installation($fx->{org}, vcs_installation(
+        repos => ['api'],
+        permissions => { contents => 'read', metadata => 'read', administration => 'write' }));
+    return $fx->{vcs};
 }
 
 # Rows whose allowed call changes who may call it next (the owner is an

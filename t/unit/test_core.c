@@ -1489,6 +1489,16 @@ SVC_TEST(router_create_refuses_bad_tables)
         SVC_CHECK_INT(svc_router_create(&rt, t, p), APR_SUCCESS);
     }
     {
+        /* A raw body is the handler's to read: a schema on it would never apply. */
+        static const svc_field_t schema[] = { SVC_FIELD_END };
+        svc_route_t t[2] = { ROW("POST", "/webhooks/vcs", SVC_AUTH_WEBHOOK, SVC_SCOPE_NONE),
+                             ROW_END };
+        t[0].flags = SVC_RF_RAW_BODY;
+        SVC_CHECK_INT(svc_router_create(&rt, t, p), APR_SUCCESS);
+        t[0].body = schema;
+        SVC_CHECK_INT(svc_router_create(&rt, t, p), APR_EINVAL);
+    }
+    {
         svc_route_t t[4] = {
             ROW("GET", "/api/x/:id", SVC_AUTH_USER, SVC_SCOPE_READ),
             ROW("DELETE", "/api/x/:id", SVC_AUTH_USER, SVC_SCOPE_WRITE),
@@ -1697,6 +1707,15 @@ SVC_TEST(route_helpers)
     r.path = "/api/orgs";
     SVC_CHECK(!svc_route_is_tenant(&r));
     r.path = "/api/me";
+    SVC_CHECK(!svc_route_is_tenant(&r));
+    /* The web UI's paths of an org that the service answers itself. */
+    r.path = "/orgs/:orgSlug/vcs/install";
+    SVC_CHECK(svc_route_is_tenant(&r));
+    r.path = "/orgs/:orgSlugs/vcs/install";
+    SVC_CHECK(!svc_route_is_tenant(&r));
+    r.path = "/xapi/orgs/:orgSlug";
+    SVC_CHECK(!svc_route_is_tenant(&r));
+    r.path = "/admin/vcs-app/setup";
     SVC_CHECK(!svc_route_is_tenant(&r));
     SVC_CHECK(svc_method_is_unsafe("POST"));
     SVC_CHECK(svc_method_is_unsafe("PUT"));
@@ -1936,6 +1955,12 @@ SVC_TEST(openapi_covers_the_route_table)
             }
             SVC_CHECK_INT(json_array_size(req), nreq);
             SVC_CHECK_INT(json_object_size(props), nfields);
+        }
+        else if (r->flags & SVC_RF_RAW_BODY) {
+            /* The handler reads it: documented as a JSON object, unconstrained. */
+            SVC_CHECK_STR(json_string_value(json_object_get(json_object_get(json_object_get(
+                json_object_get(json_object_get(op, "requestBody"), "content"),
+                "application/json"), "schema"), "type")), "object");
         }
         else {
             SVC_CHECK(json_object_get(op, "requestBody") == NULL);

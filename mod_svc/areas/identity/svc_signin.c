@@ -6,7 +6,6 @@
 #include "svc_github.h"
 #include "svc_sessions.h"
 
-#include <apr_env.h>
 #include <string.h>
 
 /*
@@ -98,44 +97,6 @@ const svc_qparam_t svc_q_signin_callback[] = {
 /* ------------------------------------------------------------------------ */
 /* Configuration                                                            */
 
-static int is_ref(const char *s)
-{
-    return strncmp(s, "env:", 4) == 0 || strncmp(s, "file:", 5) == 0
-        || strncmp(s, "exec:", 5) == 0;
-}
-
-/* A setting's value: *pv NULL when absent (no directive, or env: unset or empty). */
-static apr_status_t resolve(const char **pv, const char *ref, const char *what,
-                            apr_pool_t *p, const char **pabsent, const char **perr)
-{
-    apr_size_t n;
-    apr_status_t rv;
-
-    *pv = NULL;
-    if (!ref) {
-        *pabsent = apr_pstrcat(p, what, " is not set", NULL);
-        return APR_SUCCESS;
-    }
-    if (strncmp(ref, "env:", 4) == 0) {
-        char *v = NULL;
-        /* Unset is how an operator leaves an optional feature off. */
-        if (apr_env_get(&v, ref + 4, p) != APR_SUCCESS || !v || !*v) {
-            *pabsent = apr_pstrcat(p, "environment variable ", ref + 4, " (", what,
-                                   ") is not set", NULL);
-            return APR_SUCCESS;
-        }
-    }
-    if (!is_ref(ref)) {
-        *pv = ref;
-        return APR_SUCCESS;
-    }
-    rv = svc_secret_read(pv, &n, ref, p, perr);
-    if (rv != APR_SUCCESS) {
-        *perr = apr_pstrcat(p, what, ": ", *perr, NULL);
-    }
-    return rv;
-}
-
 const char *svc_signin_check_base_url(apr_pool_t *p, const char *url, const char **pnorm)
 {
     return svc_http_check_base_url(p, url, pnorm);
@@ -165,18 +126,18 @@ apr_status_t svc_signin_configure(svc_config_t *conf, const svc_signin_refs_t *r
     apr_status_t rv;
 
     *perr = NULL;
-    if (refs->client_secret && !is_ref(refs->client_secret)) {
+    if (refs->client_secret && !svc_secret_is_ref(refs->client_secret)) {
         *perr = "SvcOAuthClientSecret must be a reference (env:NAME, file:/path or "
                 "exec:/program), never the secret itself";
         return APR_EINVAL;
     }
-    if ((rv = resolve(&id, refs->client_id, "SvcOAuthClientId", p, &off_id, perr))
+    if ((rv = svc_setting_resolve(&id, refs->client_id, "SvcOAuthClientId", p, &off_id, perr))
         != APR_SUCCESS
-        || (rv = resolve(&secret, refs->client_secret, "SvcOAuthClientSecret", p,
-                         &off_secret, perr)) != APR_SUCCESS
-        || (rv = resolve(&web, refs->web_url, "SvcVcsWebURL", p, &ignored, perr))
+        || (rv = svc_setting_resolve(&secret, refs->client_secret, "SvcOAuthClientSecret",
+                                     p, &off_secret, perr)) != APR_SUCCESS
+        || (rv = svc_setting_resolve(&web, refs->web_url, "SvcVcsWebURL", p, &ignored, perr))
            != APR_SUCCESS
-        || (rv = resolve(&api, refs->api_url, "SvcVcsApiURL", p, &ignored, perr))
+        || (rv = svc_setting_resolve(&api, refs->api_url, "SvcVcsApiURL", p, &ignored, perr))
            != APR_SUCCESS) {
         return rv;
     }
