@@ -38,6 +38,7 @@ static void *create_server_conf(apr_pool_t *p, server_rec *s)
     svc_server_conf *sc = apr_pcalloc(p, sizeof(*sc));
 
     svc_config_defaults(&sc->core, p);
+    svc_supervisor_defaults(&sc->sup);
     return sc;
 }
 
@@ -75,6 +76,9 @@ static void *merge_server_conf(apr_pool_t *p, void *basev, void *addv)
     }
     if (!(add->set & SVC_SET_ALLOW_PRIVATE)) {
         sc->core.provider_allow_private = base->core.provider_allow_private;
+    }
+    if (!(add->set & SVC_SET_RUN_TIMEOUT)) {
+        sc->core.run_timeout = base->core.run_timeout;
     }
     if (!(add->set & SVC_SET_PUBLIC_URL)) {
         sc->core.public_url = base->core.public_url;
@@ -540,6 +544,36 @@ static const command_rec svc_cmds[] = {
     AP_INIT_TAKE1("SvcVcsAppCredentials", set_vcs_app, VCS_APP_KEY(VCS_APP_CREDENTIALS), RSRC_CONF,
                   "The file (mode 0600) where the setup wizard writes the App's keys, and "
                   "whose entries stand in for unset VCS_APP_* variables"),
+    AP_INIT_FLAG("SvcRunSupervisor", svc_cmd_run_supervisor, NULL, RSRC_CONF,
+                 "On (default): this httpd carries out queued runs; Off: it only serves "
+                 "the API, and other nodes run them"),
+    AP_INIT_TAKE_ARGV("SvcRunner", svc_cmd_runner, NULL, RSRC_CONF,
+                      "The program (and arguments) that runs the factory in its sandbox "
+                      "instead of bubblewrap, with {workspace}, {factory} and {run} "
+                      "placeholders (docs/operations.md)"),
+    AP_INIT_TAKE1("SvcRunConcurrency", svc_cmd_run_number, (void *)SVC_RUN_CONCURRENCY,
+                  RSRC_CONF, "Runs this httpd carries out at once (default 2)"),
+    AP_INIT_TAKE1("SvcRunTimeout", svc_cmd_run_number, (void *)SVC_RUN_TIMEOUT, RSRC_CONF,
+                  "Seconds a run started through this server may take before it fails with "
+                  "timeout (default 1800)"),
+    AP_INIT_TAKE1("SvcRunMemory", svc_cmd_run_number, (void *)SVC_RUN_MEMORY, RSRC_CONF,
+                  "Address space of each process of a run's sandbox, bytes, K, M or G "
+                  "(default 2G; 0: no limit)"),
+    AP_INIT_TAKE1("SvcRunProcesses", svc_cmd_run_number, (void *)SVC_RUN_PROCESSES, RSRC_CONF,
+                  "Processes a run's sandbox may start beyond what httpd's user already has "
+                  "(default 256)"),
+    AP_INIT_TAKE1("SvcRunFileSize", svc_cmd_run_number, (void *)SVC_RUN_FILE_SIZE, RSRC_CONF,
+                  "Largest file a run may write, bytes, K, M or G (default 64M)"),
+    AP_INIT_TAKE1("SvcRunLogLimit", svc_cmd_run_number, (void *)SVC_RUN_LOG_LIMIT, RSRC_CONF,
+                  "Bytes of log kept per run; the rest is dropped (default 16M)"),
+    AP_INIT_TAKE1("SvcRunLease", svc_cmd_run_number, (void *)SVC_RUN_LEASE, RSRC_CONF,
+                  "Seconds a node's claim on a run lasts without renewal before another node "
+                  "fails the run as lost (default 30)"),
+    AP_INIT_TAKE1("SvcRunWorkDir", svc_cmd_run_path, (void *)SVC_RUN_WORK_DIR, RSRC_CONF,
+                  "Where runs' workspaces are made, one directory per run, removed after it "
+                  "(default /var/lib/mod_svc/runs)"),
+    AP_INIT_TAKE1("SvcRunFactory", svc_cmd_run_path, (void *)SVC_RUN_FACTORY, RSRC_CONF,
+                  "The factory program (default " SVC_FACTORY_DEFAULT ")"),
     { NULL }
 };
 
@@ -786,6 +820,7 @@ static int svc_post_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptem
         }
     }
     quiet_dbd(pconf, s);
+    svc_supervisor_start(pconf, s);
     /* "mod_svc/x.y.z" in the Server header only where ServerTokens Full lets
      * components show (httpd locks the banner otherwise); always in the
      * server description of the error log's start line. */

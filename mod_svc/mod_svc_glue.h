@@ -16,6 +16,7 @@
 #include "svc_kernel.h"
 #include "svc_areas.h"
 #include "svc_identity.h"
+#include "svc_runs.h"
 #include "svc_vcs.h"
 
 extern module AP_MODULE_DECLARE_DATA svc_module;
@@ -46,6 +47,13 @@ typedef struct {
      * open their own with it.
      */
     const char *db_conninfo;
+    /*
+     * The run supervisor's settings (SvcRun*; the main server's count, as
+     * there is one supervisor per httpd) and whether it runs here at all
+     * (SvcRunSupervisor, default on).
+     */
+    svc_supervisor_conf_t sup;
+    int sup_off;
 } svc_server_conf;
 
 #define SVC_SET_BODY_LIMIT   0x01
@@ -59,6 +67,7 @@ typedef struct {
 #define SVC_SET_MODEL_TIMEOUT 0x0800
 #define SVC_SET_DOC_LIMIT    0x1000
 #define SVC_SET_ALLOW_PRIVATE 0x2000
+#define SVC_SET_RUN_TIMEOUT  0x4000
 
 /* The API handler ("svc") and the benchmark's no-op handler ("svc-noop"). */
 int svc_handler(request_rec *r);
@@ -93,5 +102,29 @@ void svc_sse_stopping(void);
 
 /* Called at start-up to resolve mod_dbd's optional functions. */
 int svc_glue_dbd_init(void);
+
+/*
+ * Starts the run supervisor process (mod_svc_supervisor.c) from httpd's
+ * parent, after the configuration is read (not on the first, pre-config
+ * pass), and keeps it running until httpd stops or restarts.
+ */
+void svc_supervisor_start(apr_pool_t *pconf, server_rec *s);
+
+/* The SvcRun* directives (mod_svc_supervisor.c), listed in svc_cmds. */
+const char *svc_cmd_run_supervisor(cmd_parms *cmd, void *dummy, int on);
+const char *svc_cmd_runner(cmd_parms *cmd, void *dummy, int argc, char *const argv[]);
+const char *svc_cmd_run_number(cmd_parms *cmd, void *dummy, const char *arg);
+const char *svc_cmd_run_path(cmd_parms *cmd, void *dummy, const char *arg);
+
+/* Which setting svc_cmd_run_number and svc_cmd_run_path set (cmd->info). */
+#define SVC_RUN_CONCURRENCY   1
+#define SVC_RUN_TIMEOUT       2
+#define SVC_RUN_MEMORY        3
+#define SVC_RUN_PROCESSES     4
+#define SVC_RUN_FILE_SIZE     5
+#define SVC_RUN_LOG_LIMIT     6
+#define SVC_RUN_LEASE         7
+#define SVC_RUN_WORK_DIR      8
+#define SVC_RUN_FACTORY       9
 
 #endif /* SVC_MOD_SVC_GLUE_H */

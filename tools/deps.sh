@@ -29,7 +29,9 @@ DEB_RUN=(
     apache2                # /usr/sbin/apache2 and the event MPM module
     libaprutil1-dbd-pgsql  # apr_dbd's PostgreSQL driver, used by mod_dbd
     postgresql             # server (initdb, pg_ctl) + psql for `make run`
-    git                    # build/svc-factory, the factory of runs, commits with it
+    bubblewrap             # the runs' sandbox (bwrap)
+    git                    # build/svc-factory, the factory of runs, commits with it;
+                           # the artifact is a git bundle
 )
 DEB_TEST=(
     libapache2-mod-perl2   # Debian ships Apache::Test in this package
@@ -64,7 +66,7 @@ RPM_RUN=(
     httpd
     apr-util-pgsql
     postgresql-server postgresql
-    git
+    bubblewrap git
 )
 RPM_TEST=(
     perl-Apache-Test perl-libwww-perl perl-HTTP-Daemon perl-JSON-PP perl-IO-Socket-SSL openssl

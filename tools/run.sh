@@ -304,6 +304,9 @@ SvcVcsApiURL         env:VCS_API_URL
 # default (Off) is what a shared server wants.
 SvcProviderAllowPrivate On
 
+# Runs: the factory this tree builds, workspaces under var/.
+SvcRunFactory $TOP/build/svc-factory
+SvcRunWorkDir $VAR/runs
 # The code-hosting App: on when the six VCS_APP_* variables are set in the
 # environment of \`make run\`, or once the setup wizard wrote them to
 # var/vcs-app.env (then restart).

@@ -22,6 +22,8 @@ set -euo pipefail
 
 TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 SANITIZE=${SANITIZE:-0}
+# httpd reads it too (t/conf/extra.conf.in: the runs' sandbox under sanitizers).
+export SANITIZE
 TEST_USER=${SVC_TEST_USER:-svctest}
 
 say() { printf '\n=== %s\n' "$*"; }

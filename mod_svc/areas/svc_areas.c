@@ -9,6 +9,7 @@
 #include "svc_events.h"
 #include "svc_identity.h"
 #include "svc_providers.h"
+#include "svc_runs.h"
 #include "svc_share.h"
 #include "svc_tenancy.h"
 #include "svc_vcs.h"
@@ -22,6 +23,7 @@ const svc_area_t *const svc_areas[] = {
     &svc_providers_area,
     &svc_documents_area,
     &svc_share_area,
+    &svc_runs_area,
     &svc_vcs_area,
     NULL
 };

@@ -122,6 +122,11 @@ apr_status_t svc_db_connect(svc_db_t **pdb, const char *conninfo, apr_pool_t *p,
     return svc_db_wrap(pdb, conn, p, 0, p);
 }
 
+void svc_db_set_statement_timeout(svc_db_t *db, int ms)
+{
+    db->statement_timeout_ms = ms;
+}
+
 PGconn *svc_db_conn(svc_db_t *db)
 {
     return db->conn;

@@ -61,6 +61,10 @@ apr_status_t svc_db_wrap(svc_db_t **pdb, PGconn *conn, apr_pool_t *conn_pool,
 apr_status_t svc_db_connect(svc_db_t **pdb, const char *conninfo,
                             apr_pool_t *p, const char **perr);
 
+/* The statement timeout of a connection of our own (svc_db_connect sets
+ * none); call it before the first statement. */
+void svc_db_set_statement_timeout(svc_db_t *db, int ms);
+
 PGconn *svc_db_conn(svc_db_t *db);
 
 /*

@@ -18,6 +18,7 @@ void svc_config_defaults(svc_config_t *conf, apr_pool_t *p)
     conf->invite_lifetime = 14 * 24 * 3600;
     conf->model_timeout_ms = 120 * 1000;
     conf->document_limit = 1024 * 1024;
+    conf->run_timeout = 30 * 60;
     conf->rate_classes = apr_array_make(p, 4, sizeof(svc_rate_class_t));
     conf->internal_allow = apr_array_make(p, 2, sizeof(apr_ipsubnet_t *));
     conf->trusted_origins = apr_array_make(p, 2, sizeof(const char *));
@@ -48,6 +49,8 @@ void svc_config_default_rates(svc_config_t *conf, apr_pool_t *p)
         /* Calls to an organization's model, per user: each costs the
          * organization money and holds a worker for up to SvcModelTimeout. */
         { "models", 60, 60 },
+        /* Starting runs, per user: each one may cost model calls. */
+        { "runs", 60, 60 },
         { NULL, 0, 0 }
     };
     const svc_rate_class_t *d;

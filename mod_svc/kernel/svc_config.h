@@ -38,6 +38,7 @@ struct svc_config_t {
     int model_timeout_ms;           /* longest a call to a tenant's model may take */
     apr_size_t document_limit;      /* largest planning document body, in bytes */
     int provider_allow_private;     /* tenant provider URLs may reach private addresses */
+    int run_timeout;                /* seconds a run created here may take (SvcRunTimeout) */
 
     apr_array_header_t *rate_classes;     /* of svc_rate_class_t */
     apr_array_header_t *internal_allow;   /* of apr_ipsubnet_t * */

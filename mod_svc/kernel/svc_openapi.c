@@ -97,6 +97,14 @@ static json_t *operation(apr_pool_t *p, const svc_route_t *r, json_t *params)
                                       "Server-sent events (docs/api/events.md).", "content",
                                       "text/event-stream", "schema", "type", "string"));
     }
+    else if (r->flags & (SVC_RF_TEXT | SVC_RF_BINARY)) {
+        int text = (r->flags & SVC_RF_TEXT) != 0;
+        json_object_set_new(responses, code,
+                            json_pack("{s:s,s:{s:{s:{s:s,s:s}}}}", "description", "Success.",
+                                      "content", text ? "text/plain" : "application/octet-stream",
+                                      "schema", "type", "string", "format",
+                                      text ? "text" : "binary"));
+    }
     else if (r->flags & SVC_RF_MARKDOWN) {
         json_object_set_new(responses, code,
                             json_pack("{s:s,s:{s:{s:{s:s}}}}", "description", "Markdown.",

@@ -35,6 +35,10 @@ typedef apr_status_t (*svc_handler_fn)(svc_ctx_t *ctx);
  * escaped as \u00XX), plus room for the other fields, and at least
  * SvcBodyLimit. */
 #define SVC_RF_DOCUMENT_BODY 0x0800
+/* Answers plain text (text/plain; charset=utf-8), or bytes
+ * (application/octet-stream), instead of JSON: for OpenAPI. */
+#define SVC_RF_TEXT     0x1000
+#define SVC_RF_BINARY   0x2000
 /* A success answers text/markdown, not JSON (for the OpenAPI document). */
 #define SVC_RF_MARKDOWN     0x4000
 /*

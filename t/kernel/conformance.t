@@ -71,6 +71,10 @@ my %id_of = (productId => $product->{id}, docId => $doc->{id},
              versionId => $doc->{current_version}{id}, patchId => $patch->{id},
              shareId => $share->{id});
 
+# A run of the victim project that succeeded (so its artifact exists and
+# its event stream ends).
+my $run_id = run_fixture($org, $proj, status => 'succeeded');
+
 # Real ids of the victim org for each path parameter; unknown ones get a
 # random id of the right shape.
 sub path_for {
@@ -78,6 +82,7 @@ sub path_for {
     $path =~ s{:orgSlug}{$org}g;
     $path =~ s{:projectSlug}{$proj}g;
     $path =~ s{:userId}{$member_id}g;
+    $path =~ s{:runId}{$run_id}g;
     $path =~ s{:(productId|docId|versionId|patchId|shareId)\b}{$id_of{$1}}g;
     if ($path =~ m{/team/invites/:id\b}) { $path =~ s{:id}{$prj_inv->{id}} }
     elsif ($path =~ m{/invites/:id\b})    { $path =~ s{:id}{$org_inv->{id}} }

@@ -562,6 +562,7 @@ sub csrf_ok { return (headers => { 'X-Requested-With' => 'mod_svc-tests' }) }
 my %touched = (api_tokens => [qw(last_used_at last_used_ip)],
                sessions   => [qw(last_seen_at ip)]);
 sub db_digest {
+    runs_settle();
     my @tables = map { $_->[0] } psql(
         "SELECT tablename FROM pg_tables WHERE schemaname = 'public' "
         . "AND tablename NOT IN ('audit_log', 'rate_limits') ORDER BY tablename");
@@ -902,7 +903,55 @@ sub share_url_token {
     return $t;
 }
 
-1;
+# ===========================================================================
+# Runs (issue 10): runs in a given state without the supervisor, and a
+# database the supervisor has stopped changing.
+# ===========================================================================
+
+push @EXPORT, qw(run_fixture runs_settle);
+
+# run_fixture($org_slug, $project_slug, status => 'succeeded' | 'running')
+#   → the id of a run inserted as the supervisor would have left it:
+#   succeeded, with a result, an artifact (a few bytes) and its run.status
+#   events; or running under a lease no supervisor holds, which lasts a day
+#   (nobody reaps it, nobody works on it: a cancellation is only asked for).
+sub run_fixture {
+    my ($org, $project, %opt) = @_;
+    my $status = $opt{status} // 'succeeded';
+    my $id = 'run_' . join '', map { ('a'..'z', 'A'..'Z', 0..9)[rand 62] } 1 .. 22;
+    my $org_id = org_id_of($org);
+    my $q = sub { sql_quote($_[0]) };
+    my $prj = "(SELECT id FROM projects WHERE org_id = @{[ $q->($org_id) ]} AND slug = "
+            . $q->($project) . ')';
+    my @sql = ("INSERT INTO runs (id, org_id, project_id, status, instructions, timeout_seconds, "
+               . 'started_at, finished_at, result, artifact_bytes, lease_owner, lease_expires_at) '
+               . "VALUES (@{[ $q->($id) ]}, @{[ $q->($org_id) ]}, $prj, @{[ $q->($status) ]}, "
+               . "'A fixture', 60, now(), "
+               . ($status eq 'succeeded'
+                  ? "now(), '{\"summary\": \"fixture\", \"commit\": \"" . ('a' x 40)
+                    . "\", \"files\": []}', 6, NULL, NULL)"
+                  : "NULL, NULL, NULL, 'fixture/0/none', now() + interval '1 day')"));
+    push @sql, "INSERT INTO run_artifacts (run_id, part, data) VALUES (@{[ $q->($id) ]}, 0, "
+               . "'bundle'::bytea)" if $status eq 'succeeded';
+    for my $st ('queued', 'running', $status eq 'succeeded' ? ('succeeded') : ()) {
+        push @sql, "INSERT INTO events (org_id, project_id, run_id, kind, data) VALUES "
+                 . "(@{[ $q->($org_id) ]}, $prj, @{[ $q->($id) ]}, 'run.status', "
+                 . $q->($JSON->encode({ run_id => $id, status => $st, error => undef }))
+                 . '::jsonb)';
+    }
+    psql('BEGIN; ' . join('; ', @sql) . '; COMMIT');
+    return $id;
+}
+
+# runs_settle(): waits until the supervisor has nothing queued or running
+# (but fixtures), so a database digest taken next does not change under the
+# test's feet.
+sub runs_settle {
+    wait_for(sub {
+        !psql_value("SELECT count(*) FROM runs WHERE status = 'queued' OR "
+                    . "(status = 'running' AND lease_owner NOT LIKE 'fixture/%')")
+    }, timeout => 60, interval => 0.05);
+}
 
 # ===========================================================================
 # The code-hosting App (issue 12): the fake's App side, signed webhooks,
@@ -990,3 +1039,5 @@ sub vcs_base {
     my $vhost = shift;
     return 'http://127.0.0.1:' . Apache::Test::vars("${vhost}_port");
 }
+
+1;

@@ -212,6 +212,15 @@ my %call = (
     'GET /api/orgs/:orgSlug/audit'               => sub { ({}) },
     'GET /api/orgs/:orgSlug/audit/verify'        => sub { ({}) },
     'GET /api/orgs/:orgSlug/events'              => sub { ({}) },
+    'GET /api/orgs/:orgSlug/projects/:projectSlug/runs' => sub { ({}) },
+    'POST /api/orgs/:orgSlug/projects/:projectSlug/runs' => sub {
+        ({}, { instructions => 'A matrix run' }) },
+    'GET /api/orgs/:orgSlug/projects/:projectSlug/runs/:runId' => sub { run_of($_[0]) },
+    'POST /api/orgs/:orgSlug/projects/:projectSlug/runs/:runId/cancel' => sub {
+        ({ runId => run_fixture($_[0]{org}, $_[0]{proj}, status => 'running') }) },
+    'GET /api/orgs/:orgSlug/projects/:projectSlug/runs/:runId/events' => sub { run_of($_[0]) },
+    'GET /api/orgs/:orgSlug/runs/:runId/logs'    => sub { run_of($_[0]) },
+    'GET /api/orgs/:orgSlug/runs/:runId/artifact' => sub { run_of($_[0]) },
 
     'GET /api/orgs/:orgSlug/providers'           => sub { provider($_[0]); ({}) },
     'POST /api/orgs/:orgSlug/providers'          => sub {
@@ -275,6 +284,14 @@ my %call = (
         ({}, { installation_id => $i->{id} + 0, full_name => "$i->{login}/api" }) },
     'DELETE /api/orgs/:orgSlug/projects/:projectSlug/repository' => sub { ({}) },
 );
+
+# A finished run of the fixture's project (its artifact exists, its event
+# stream ends), made once per fixture.
+sub run_of {
+    my $fx = shift;
+    $fx->{run} //= run_fixture($fx->{org}, $fx->{proj}, status => 'succeeded');
+    return ({ runId => $fx->{run} });
+}
 
 # The fixture's installation of the App: one repository, and the permission
 # to create more.

@@ -1,0 +1,393 @@
+/*
+ * svc_run_api.c: starting, listing, reading and cancelling the runs of a
+ * project, and the run's event stream (docs/api/runs.md). The supervisor
+ * does the rest (svc_supervisor.c): it is woken by the NOTIFY that queuing
+ * and cancelling send (sql/007_runs.sql).
+ */
+#include "svc_run_api.h"
+#include "svc_run_store.h"
+
+#include <string.h>
+
+#define RUN_FROM " FROM runs r JOIN projects p ON p.id = r.project_id"
+
+static const svc_stmt_t st_runs_list = {
+    "svc_runs_list",
+    "SELECT " SVC_RUN_DOC_SQL ", r.seq" RUN_FROM
+    " WHERE r.project_id = $1 AND ($2::text IS NULL OR r.status = $2)"
+    " AND r.seq < $3::bigint ORDER BY r.seq DESC LIMIT $4::int",
+    4, SVC_STMT_READ
+};
+
+static const svc_stmt_t st_runs_get = {
+    "svc_runs_get",
+    "SELECT " SVC_RUN_DOC_SQL RUN_FROM " WHERE r.id = $1 AND r.project_id = $2",
+    2, SVC_STMT_READ
+};
+
+static const svc_stmt_t st_runs_exists = {
+    "svc_runs_exists",
+    "SELECT 1 FROM runs WHERE id = $1 AND project_id = $2",
+    2, SVC_STMT_READ
+};
+
+static const svc_stmt_t st_runs_insert = {
+    "svc_runs_insert",
+    "INSERT INTO runs (id, org_id, project_id, instructions, request_id, task_id,"
+    " created_by, timeout_seconds) VALUES ($1, $2, $3, $4, $5, $6, $7, $8::int)",
+    8, 0
+};
+
+/* Claims the key for this run, unless it is taken and younger than 24 hours. */
+static const svc_stmt_t st_key_claim = {
+    "svc_runs_key_claim",
+    "INSERT INTO run_idempotency AS k (org_id, key, fingerprint, run_id)"
+    " VALUES ($1, $2, $3::bytea, $4)"
+    " ON CONFLICT (org_id, key) DO UPDATE SET fingerprint = EXCLUDED.fingerprint,"
+    " run_id = EXCLUDED.run_id, created_at = now()"
+    " WHERE k.created_at < now() - interval '24 hours' RETURNING k.run_id",
+    4, 0
+};
+
+static const svc_stmt_t st_key_get = {
+    "svc_runs_key_get",
+    "SELECT run_id, fingerprint = $3::bytea FROM run_idempotency"
+    " WHERE org_id = $1 AND key = $2",
+    3, SVC_STMT_READ
+};
+
+static const svc_stmt_t st_runs_get_in_org = {
+    "svc_runs_get_in_org",
+    "SELECT " SVC_RUN_DOC_SQL RUN_FROM " WHERE r.id = $1 AND r.org_id = $2",
+    2, SVC_STMT_READ
+};
+
+static const svc_stmt_t st_runs_lock = {
+    "svc_runs_lock",
+    "SELECT status, cancel_requested FROM runs WHERE id = $1 AND project_id = $2 FOR UPDATE",
+    2, 0
+};
+
+static const svc_stmt_t st_runs_cancel_queued = {
+    "svc_runs_cancel_queued",
+    "UPDATE runs SET status = 'cancelled', finished_at = now(), cancel_requested = true"
+    " WHERE id = $1 AND status = 'queued'",
+    1, 0
+};
+
+/* The supervisor holding the run hears of it (NOTIFY, sql/007_runs.sql). */
+static const svc_stmt_t st_runs_cancel_running = {
+    "svc_runs_cancel_running",
+    "UPDATE runs SET cancel_requested = true WHERE id = $1 AND status = 'running'",
+    1, 0
+};
+
+static const char *const run_statuses[] = {
+    SVC_RUN_QUEUED, SVC_RUN_RUNNING, SVC_RUN_SUCCEEDED, SVC_RUN_FAILED, SVC_RUN_CANCELLED,
+    NULL
+};
+
+const svc_field_t svc_body_run_create[] = {
+    { "instructions", SVC_FT_TEXT, 1, 0, 1, 65536, NULL,
+      "What to build or change, in Markdown: 1 to 65536 characters." },
+    { "request_id", SVC_FT_STRING, 0, 0, 1, 64, NULL,
+      "The pipeline request the run belongs to (set by the pipeline)." },
+    { "task_id", SVC_FT_STRING, 0, 0, 1, 64, NULL,
+      "The build task the run carries out (set by the pipeline)." },
+    { "repository", SVC_FT_STRING, 0, 0, 1, 200, NULL,
+      "An existing repository to work on (owner/name). Runs on a linked repository are not "
+      "carried out yet: 409 repository_not_linked. Omitted: a fresh repository." },
+    SVC_FIELD_END
+};
+
+const svc_qparam_t svc_query_runs_list[] = {
+    { "status", "string", "Only runs with this status: queued, running, succeeded, failed "
+      "or cancelled." },
+    { NULL, NULL, NULL }
+};
+
+const svc_qparam_t svc_query_runs_events[] = {
+    { "last_event_id", "integer", "Resume after this event id (for clients that cannot send "
+      "the Last-Event-ID header). Without either, the stream starts at the run's first "
+      "event." },
+    { NULL, NULL, NULL }
+};
+
+static const char *run_param(svc_ctx_t *ctx)
+{
+    return apr_table_get(ctx->params, "runId");
+}
+
+static apr_status_t no_run(svc_ctx_t *ctx, const char *id)
+{
+    return svc_fail(ctx, 404, "not_found", "No run %s in project %s.", id,
+                    ctx->project->slug);
+}
+
+static apr_status_t reply_run(svc_ctx_t *ctx, svc_db_t *db, const char *id, int status)
+{
+    svc_dbres_t *res;
+    apr_status_t rv = svc_db_execv(db, &st_runs_get, ctx->pool, &res, id, ctx->project->id);
+
+    if (rv != APR_SUCCESS) {
+        return rv;
+    }
+    if (svc_dbres_rows(res) == 0) {
+        return no_run(ctx, id);
+    }
+    return svc_reply_text(ctx, status, svc_dbres_str(res, 0, 0));
+}
+
+/*
+ * The audit entry of a change to a run, in its transaction; `data` (taken)
+ * says more. The caller's membership is held first: the audit chain's lock
+ * comes last (svc_member_hold).
+ */
+static apr_status_t audit(svc_ctx_t *ctx, svc_db_t *db, const char *action, const char *run_id,
+                          json_t *data)
+{
+    svc_actor_t actor;
+    apr_status_t rv = svc_member_hold(db, ctx->pool, ctx->org->id, ctx->who->user_id);
+
+    svc_json_pool(ctx->pool, data);
+    if (rv == SVC_ENOTFOUND) {
+        return svc_fail(ctx, 404, "not_found", "No organization %s.", ctx->org->slug);
+    }
+    if (rv != APR_SUCCESS) {
+        return rv;
+    }
+    svc_actor_from_ctx(ctx, &actor);
+    return svc_audit_write(db, ctx->pool, &actor, ctx->org->id, action, "run", run_id, data);
+}
+
+apr_status_t svc_h_runs_list(svc_ctx_t *ctx)
+{
+    const char *status = apr_table_get(ctx->query, "status");
+    const char *const *s;
+
+    if (status) {
+        for (s = run_statuses; *s && strcmp(*s, status) != 0; s++) {
+        }
+        if (!*s) {
+            svc_fail_field(ctx, "status", "invalid_value", "status must be one of: queued, "
+                           "running, succeeded, failed, cancelled.");
+            return SVC_EPROBLEM;
+        }
+    }
+    return svc_reply_list(ctx, &st_runs_list, ctx->project->id, status, SVC_PAGE_BEFORE,
+                          SVC_PAGE_FETCH);
+}
+
+apr_status_t svc_h_runs_get(svc_ctx_t *ctx)
+{
+    svc_db_t *db;
+    apr_status_t rv;
+
+    if ((rv = svc_ctx_db(ctx, &db)) != APR_SUCCESS) {
+        return rv;
+    }
+    return reply_run(ctx, db, run_param(ctx), 200);
+}
+
+/* Idempotency keys: printable ASCII, as Stripe takes them. */
+static int key_valid(const char *key)
+{
+    apr_size_t n = strlen(key);
+    const char *c;
+
+    if (n < 1 || n > 255) {
+        return 0;
+    }
+    for (c = key; *c; c++) {
+        if (*c < 0x20 || *c > 0x7e) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/*
+ * What makes two requests "the same" for an idempotency key: the caller,
+ * the project and the body (its members in a canonical order), as a
+ * bytea parameter.
+ */
+static const char *fingerprint(svc_ctx_t *ctx)
+{
+    char *body = json_dumps(ctx->body, JSON_COMPACT | JSON_SORT_KEYS);
+    const char *text = apr_pstrcat(ctx->pool, ctx->who->user_id, "\n", ctx->project->id, "\n",
+                                   body ? body : "", NULL);
+    unsigned char digest[32];
+
+    free(body);
+    svc_sha256(digest, (const unsigned char *)text, strlen(text));
+    return svc_bytea_param(ctx->pool, digest, sizeof(digest));
+}
+
+/* The key was used before: the same request gets its run again (200), a
+ * different one a 409. */
+static apr_status_t replay(svc_ctx_t *ctx, svc_db_t *db, const char *key, const char *fp)
+{
+    svc_dbres_t *res;
+    apr_status_t rv;
+
+    rv = svc_db_execv(db, &st_key_get, ctx->pool, &res, ctx->org->id, key, fp);
+    if (rv != APR_SUCCESS) {
+        return rv;
+    }
+    if (svc_dbres_rows(res) == 0) {
+        /* Its run was deleted with its project since: the key is free again,
+         * but this attempt raced with that; the client may simply retry. */
+        return svc_fail(ctx, 409, "conflict", "The Idempotency-Key was released while this "
+                        "request was made; send it again.");
+    }
+    if (svc_dbres_bool(res, 0, 1) != 1) {
+        return svc_fail(ctx, 409, "idempotency_conflict", "The Idempotency-Key %s was used "
+                        "in the last 24 hours for a different request (another body, "
+                        "project or caller).", svc_printable(ctx->pool, key, 64));
+    }
+    rv = svc_db_execv(db, &st_runs_get_in_org, ctx->pool, &res, svc_dbres_str(res, 0, 0),
+                      ctx->org->id);
+    if (rv != APR_SUCCESS) {
+        return rv;
+    }
+    if (svc_dbres_rows(res) == 0) {
+        return SVC_ENOTFOUND;
+    }
+    apr_table_setn(ctx->headers_out, "Idempotent-Replayed", "true");
+    return svc_reply_text(ctx, 200, svc_dbres_str(res, 0, 0));
+}
+
+apr_status_t svc_h_runs_create(svc_ctx_t *ctx)
+{
+    const char *key = apr_table_get(ctx->headers_in, "Idempotency-Key");
+    const char *id = svc_id_new(ctx->pool, "run_");
+    const char *fp = NULL;
+    svc_dbres_t *res;
+    svc_db_t *db;
+    apr_status_t rv;
+
+    if (key && !key_valid(key)) {
+        svc_fail_field(ctx, "Idempotency-Key", "invalid_value", "Idempotency-Key must be 1 to "
+                       "255 printable ASCII characters.");
+        return SVC_EPROBLEM;
+    }
+    if (json_object_get(ctx->body, "repository")) {
+        return svc_fail(ctx, 409, "repository_not_linked", "Runs on a linked repository "
+                        "are not carried out yet. Leave out \"repository\" to build on a "
+                        "fresh one.");
+    }
+    if (ctx->project->archived) {
+        return svc_fail(ctx, 409, "project_archived", "Project %s is archived; restore it "
+                        "to start runs.", ctx->project->slug);
+    }
+    if (key) {
+        fp = fingerprint(ctx);
+    }
+    if ((rv = svc_ctx_db_begin(ctx, &db)) != APR_SUCCESS) {
+        return rv;
+    }
+    rv = svc_db_execv(db, &st_runs_insert, ctx->pool, NULL, id, ctx->org->id,
+                      ctx->project->id, svc_json_str(ctx->body, "instructions"),
+                      svc_json_str(ctx->body, "request_id"), svc_json_str(ctx->body, "task_id"),
+                      ctx->who->user_id, apr_itoa(ctx->pool, ctx->conf->run_timeout));
+    if (rv != APR_SUCCESS) {
+        goto cleanup;
+    }
+    if (key) {
+        rv = svc_db_execv(db, &st_key_claim, ctx->pool, &res, ctx->org->id, key, fp, id);
+        if (rv != APR_SUCCESS) {
+            goto cleanup;
+        }
+        if (svc_dbres_rows(res) == 0) {
+            svc_db_rollback(db, ctx->pool);
+            return replay(ctx, db, key, fp);
+        }
+    }
+    rv = audit(ctx, db, "run.created", id, json_pack("{s:s}", "project", ctx->project->slug));
+    if (rv == APR_SUCCESS) {
+        rv = svc_run_emit_status(db, ctx->pool, ctx->org->id, ctx->project->id, id,
+                                 SVC_RUN_QUEUED, NULL, NULL);
+    }
+    if (rv == APR_SUCCESS) {
+        rv = svc_db_commit(db, ctx->pool);
+    }
+cleanup:
+    if (rv != APR_SUCCESS) {
+        svc_db_rollback(db, ctx->pool);
+        return rv;
+    }
+    return reply_run(ctx, db, id, 201);
+}
+
+apr_status_t svc_h_runs_cancel(svc_ctx_t *ctx)
+{
+    const char *id = run_param(ctx);
+    const char *status;
+    svc_dbres_t *res;
+    svc_db_t *db;
+    apr_status_t rv;
+    int queued;
+
+    if ((rv = svc_ctx_db_begin(ctx, &db)) != APR_SUCCESS) {
+        return rv;
+    }
+    rv = svc_db_execv(db, &st_runs_lock, ctx->pool, &res, id, ctx->project->id);
+    if (rv != APR_SUCCESS) {
+        goto cleanup;
+    }
+    if (svc_dbres_rows(res) == 0) {
+        rv = no_run(ctx, id);
+        goto cleanup;
+    }
+    status = apr_pstrdup(ctx->pool, svc_dbres_str(res, 0, 0));
+    queued = strcmp(status, SVC_RUN_QUEUED) == 0;
+    if (!queued && strcmp(status, SVC_RUN_RUNNING) != 0) {
+        rv = svc_fail(ctx, 409, "invalid_status", "Run %s has finished (%s); only a queued "
+                      "or running run can be cancelled.", id, status);
+        goto cleanup;
+    }
+    if (!queued && svc_dbres_bool(res, 0, 1) == 1) {
+        /* Asked for already: nothing changes, and no second audit entry. */
+        goto cleanup;
+    }
+    rv = svc_db_execv(db, queued ? &st_runs_cancel_queued : &st_runs_cancel_running, ctx->pool,
+                      NULL, id);
+    if (rv == APR_SUCCESS) {
+        rv = audit(ctx, db, "run.cancelled", id, json_pack("{s:s}", "status_before", status));
+    }
+    /* A running run's status changes when its supervisor has stopped it. */
+    if (rv == APR_SUCCESS && queued) {
+        rv = svc_run_emit_status(db, ctx->pool, ctx->org->id, ctx->project->id, id,
+                                 SVC_RUN_CANCELLED, NULL, NULL);
+    }
+cleanup:
+    if (rv == APR_SUCCESS) {
+        rv = svc_db_commit(db, ctx->pool);
+    }
+    if (rv != APR_SUCCESS) {
+        svc_db_rollback(db, ctx->pool);
+        return rv;
+    }
+    return reply_run(ctx, db, id, 200);
+}
+
+apr_status_t svc_h_runs_events(svc_ctx_t *ctx)
+{
+    const char *id = run_param(ctx);
+    apr_int64_t after;
+    svc_dbres_t *res;
+    svc_db_t *db;
+    apr_status_t rv;
+
+    if ((rv = svc_stream_resume_point(ctx, &after)) != APR_SUCCESS
+        || (rv = svc_ctx_db(ctx, &db)) != APR_SUCCESS
+        || (rv = svc_db_execv(db, &st_runs_exists, ctx->pool, &res, id, ctx->project->id))
+           != APR_SUCCESS) {
+        return rv;
+    }
+    if (svc_dbres_rows(res) == 0) {
+        return no_run(ctx, id);
+    }
+    /* Without a resume point, the whole run from its first event. */
+    return svc_reply_stream(ctx, ctx->org->id, id, after < 0 ? 0 : after, 1);
+}

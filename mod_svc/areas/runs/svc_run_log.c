@@ -1,0 +1,293 @@
+/*
+ * svc_run_log.c: cleaning, redacting, capping and flushing a run's log
+ * (svc_run_log.h).
+ */
+#include "svc_run_log.h"
+
+#include <stdarg.h>
+#include <string.h>
+
+#define FLUSH_CHUNK (256 * 1024)
+#define MAX_SECRETS 8
+
+struct svc_run_log_t {
+    apr_pool_t *pool;
+    apr_int64_t stored;         /* bytes in the database */
+    apr_int64_t limit;
+    int dropped;                /* the limit was reached; the line says so */
+    int dropped_stored;         /* ...and that line is in the database */
+    char *buf;                  /* whole lines waiting */
+    apr_size_t len;
+    apr_size_t cap;
+    const char *secrets[MAX_SECRETS];
+    int nsecrets;
+};
+
+svc_run_log_t *svc_run_log_create(apr_pool_t *p, apr_int64_t stored, int dropped,
+                                  apr_int64_t limit)
+{
+    svc_run_log_t *log = apr_pcalloc(p, sizeof(*log));
+
+    log->pool = p;
+    log->stored = stored;
+    log->limit = limit;
+    log->dropped = log->dropped_stored = dropped;
+    return log;
+}
+
+void svc_run_log_secret(svc_run_log_t *log, const char *secret)
+{
+    if (secret && strlen(secret) >= 8 && log->nsecrets < MAX_SECRETS) {
+        log->secrets[log->nsecrets++] = apr_pstrdup(log->pool, secret);
+    }
+}
+
+/* Length of the valid UTF-8 sequence at s (n bytes left), 0 if invalid. */
+static apr_size_t utf8_len(const unsigned char *s, apr_size_t n)
+{
+    unsigned cp;
+    apr_size_t len, i;
+
+    if (s[0] < 0x80) {
+        return 1;
+    }
+    if (s[0] >= 0xc2 && s[0] <= 0xdf) {
+        len = 2;
+        cp = s[0] & 0x1f;
+    }
+    else if (s[0] >= 0xe0 && s[0] <= 0xef) {
+        len = 3;
+        cp = s[0] & 0x0f;
+    }
+    else if (s[0] >= 0xf0 && s[0] <= 0xf4) {
+        len = 4;
+        cp = s[0] & 0x07;
+    }
+    else {
+        return 0;
+    }
+    if (n < len) {
+        return 0;
+    }
+    for (i = 1; i < len; i++) {
+        if ((s[i] & 0xc0) != 0x80) {
+            return 0;
+        }
+        cp = (cp << 6) | (s[i] & 0x3f);
+    }
+    /* Overlong forms, surrogates, beyond U+10FFFF. */
+    if ((len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10ffff))
+        || (cp >= 0xd800 && cp <= 0xdfff)) {
+        return 0;
+    }
+    return len;
+}
+
+/* At most SVC_RUN_LOG_LINE_MAX bytes of valid UTF-8 with no control
+ * character but tab: invalid bytes become U+FFFD, controls a space. */
+static char *clean(apr_pool_t *p, const char *line, apr_size_t len, apr_size_t *pout)
+{
+    static const char cut[] = " [...]";
+    char *out = apr_palloc(p, SVC_RUN_LOG_LINE_MAX + 1);
+    const unsigned char *s = (const unsigned char *)line;
+    apr_size_t i = 0, o = 0, room = SVC_RUN_LOG_LINE_MAX - (sizeof(cut) - 1);
+
+    while (len > 0 && (line[len - 1] == '\r' || line[len - 1] == '\n')) {
+        len--;
+    }
+    while (i < len) {
+        apr_size_t n = utf8_len(s + i, len - i);
+
+        if (n == 0) {
+            if (o + 3 > room) {
+                break;
+            }
+            memcpy(out + o, "\xef\xbf\xbd", 3);
+            o += 3;
+            i++;
+            continue;
+        }
+        if (o + n > room) {
+            break;
+        }
+        if (n == 1 && (s[i] < 0x20 || s[i] == 0x7f) && s[i] != '\t') {
+            out[o++] = ' ';
+        }
+        else {
+            memcpy(out + o, s + i, n);
+            o += n;
+        }
+        i += n;
+    }
+    if (i < len) {
+        memcpy(out + o, cut, sizeof(cut) - 1);
+        o += sizeof(cut) - 1;
+    }
+    out[o] = '\0';
+    *pout = o;
+    return out;
+}
+
+/* s with every occurrence of the known secrets replaced. */
+static const char *hide_secrets(svc_run_log_t *log, apr_pool_t *p, const char *s)
+{
+    int i;
+
+    for (i = 0; i < log->nsecrets; i++) {
+        const char *hit;
+        apr_size_t n = strlen(log->secrets[i]);
+
+        while ((hit = strstr(s, log->secrets[i])) != NULL) {
+            s = apr_pstrcat(p, apr_pstrmemdup(p, s, (apr_size_t)(hit - s)), "[REDACTED]",
+                            hit + n, NULL);
+        }
+    }
+    return s;
+}
+
+static void append(svc_run_log_t *log, const char *s, apr_size_t n)
+{
+    if (log->len + n + 1 > log->cap) {
+        apr_size_t cap = log->cap ? log->cap * 2 : 8192;
+        char *buf;
+
+        while (cap < log->len + n + 1) {
+            cap *= 2;
+        }
+        /* The old buffer stays in the pool until the run ends: bounded by
+         * the log limit, twice over at most. */
+        buf = apr_palloc(log->pool, cap);
+        if (log->len) {
+            memcpy(buf, log->buf, log->len);
+        }
+        log->buf = buf;
+        log->cap = cap;
+    }
+    memcpy(log->buf + log->len, s, n);
+    log->len += n;
+}
+
+void svc_run_log_line(svc_run_log_t *log, const char *line, apr_size_t len)
+{
+    apr_pool_t *sp;
+    const char *text;
+    apr_size_t n;
+
+    if (log->dropped) {
+        return;
+    }
+    apr_pool_create(&sp, log->pool);
+    text = clean(sp, line, len, &n);
+    text = hide_secrets(log, sp, svc_redact(sp, text));
+    n = strlen(text);
+    if (log->stored + (apr_int64_t)(log->len + n + 1) > log->limit) {
+        text = apr_psprintf(sp, "[mod_svc] the log reached its limit of %" APR_INT64_T_FMT
+                            " bytes (SvcRunLogLimit); the rest of it was dropped", log->limit);
+        n = strlen(text);
+        log->dropped = 1;
+    }
+    append(log, text, n);
+    append(log, "\n", 1);
+    apr_pool_destroy(sp);
+}
+
+void svc_run_log_note(svc_run_log_t *log, const char *fmt, ...)
+{
+    apr_pool_t *sp;
+    const char *text;
+    va_list ap;
+
+    apr_pool_create(&sp, log->pool);
+    va_start(ap, fmt);
+    text = apr_pvsprintf(sp, fmt, ap);
+    va_end(ap);
+    svc_run_log_line(log, text, strlen(text));
+    apr_pool_destroy(sp);
+}
+
+void svc_run_log_bytes(svc_run_log_t *log, svc_run_log_partial_t *partial, const char *data,
+                       apr_size_t len, int eof)
+{
+    while (len > 0) {
+        const char *nl = memchr(data, '\n', len);
+        apr_size_t n = nl ? (apr_size_t)(nl - data) : len;
+        apr_size_t room = sizeof(partial->buf) - partial->len;
+
+        if (n > room) {
+            /* A line longer than a line may be: what fits now, the rest as
+             * lines of their own. */
+            memcpy(partial->buf + partial->len, data, room);
+            svc_run_log_line(log, partial->buf, sizeof(partial->buf));
+            partial->len = 0;
+            data += room;
+            len -= room;
+            continue;
+        }
+        memcpy(partial->buf + partial->len, data, n);
+        partial->len += n;
+        if (!nl) {
+            break;
+        }
+        svc_run_log_line(log, partial->buf, partial->len);
+        partial->len = 0;
+        data += n + 1;
+        len -= n + 1;
+    }
+    if (eof && partial->len > 0) {
+        svc_run_log_line(log, partial->buf, partial->len);
+        partial->len = 0;
+    }
+}
+
+apr_size_t svc_run_log_pending(const svc_run_log_t *log)
+{
+    return log->len;
+}
+
+const char *svc_run_log_waiting(const svc_run_log_t *log, apr_size_t *plen)
+{
+    *plen = log->len;
+    return log->buf ? log->buf : "";
+}
+
+apr_status_t svc_run_log_flush(svc_run_log_t *log, svc_db_t *db, const svc_run_job_t *job,
+                               const char *node)
+{
+    apr_status_t rv = APR_SUCCESS;
+    apr_size_t done = 0;
+
+    while (done < log->len) {
+        apr_size_t n = log->len - done;
+        apr_pool_t *sp;
+        int last;
+
+        if (n > FLUSH_CHUNK) {
+            /* Whole lines only: end the chunk at a newline. */
+            const char *nl = log->buf + done + FLUSH_CHUNK;
+            while (nl > log->buf + done && nl[-1] != '\n') {
+                nl--;
+            }
+            if (nl > log->buf + done) {
+                n = (apr_size_t)(nl - (log->buf + done));
+            }
+        }
+        last = done + n == log->len;
+        apr_pool_create(&sp, log->pool);
+        rv = svc_run_log_append(db, sp, job, node, log->stored, log->buf + done, n,
+                                last && log->dropped && !log->dropped_stored);
+        apr_pool_destroy(sp);
+        if (rv != APR_SUCCESS) {
+            break;
+        }
+        log->stored += (apr_int64_t)n;
+        done += n;
+        if (last && log->dropped) {
+            log->dropped_stored = 1;
+        }
+    }
+    if (done > 0) {
+        memmove(log->buf, log->buf + done, log->len - done);
+        log->len -= done;
+    }
+    return rv;
+}

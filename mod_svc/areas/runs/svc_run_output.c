@@ -1,0 +1,146 @@
+/*
+ * svc_run_output.c: what a run leaves behind, read back: its log (plain
+ * text, from any byte offset) and its artifact (a git bundle). Both are
+ * addressed through the org (/api/orgs/:orgSlug/runs/:runId/...), so a run
+ * of another org is simply not found.
+ */
+#include "svc_run_api.h"
+#include "svc_run_store.h"
+
+#include <string.h>
+
+/* The run (status, log length) and the log's chunks that end after $3. */
+static const svc_stmt_t st_log_read = {
+    "svc_runs_log_read",
+    "SELECT r.status, r.log_bytes, l.byte_offset, l.data FROM runs r"
+    " LEFT JOIN run_logs l ON l.run_id = r.id"
+    " AND l.byte_offset + octet_length(l.data) > $3::bigint"
+    " WHERE r.id = $1 AND r.org_id = $2 ORDER BY l.byte_offset",
+    3, SVC_STMT_READ
+};
+
+static const svc_stmt_t st_artifact_of = {
+    "svc_runs_artifact_of",
+    "SELECT status, artifact_bytes FROM runs WHERE id = $1 AND org_id = $2",
+    2, SVC_STMT_READ
+};
+
+static const svc_stmt_t st_artifact_parts = {
+    "svc_runs_artifact_parts",
+    "SELECT data FROM run_artifacts WHERE run_id = $1 ORDER BY part",
+    1, SVC_STMT_READ | SVC_STMT_BINARY
+};
+
+const svc_qparam_t svc_query_runs_logs[] = {
+    { "offset", "integer", "Start at this byte of the log (default 0): the X-Next-Offset of "
+      "an earlier answer, to read only what came since." },
+    { NULL, NULL, NULL }
+};
+
+static apr_status_t no_run(svc_ctx_t *ctx, const char *id)
+{
+    return svc_fail(ctx, 404, "not_found", "No run %s in %s.", id, ctx->org->slug);
+}
+
+apr_status_t svc_h_runs_logs(svc_ctx_t *ctx)
+{
+    const char *id = apr_table_get(ctx->params, "runId");
+    const char *q = apr_table_get(ctx->query, "offset");
+    apr_int64_t from = 0, total, at;
+    long long v;
+    svc_dbres_t *res;
+    svc_db_t *db;
+    apr_status_t rv;
+    char *out;
+    apr_size_t len = 0;
+    int i, n;
+
+    if (q) {
+        if (svc_parse_int(q, 0, APR_INT64_MAX, &v) != APR_SUCCESS) {
+            svc_fail_field(ctx, "offset", "invalid_value",
+                           "offset must be a byte offset: an integer from 0.");
+            return SVC_EPROBLEM;
+        }
+        from = v;
+    }
+    if ((rv = svc_ctx_db(ctx, &db)) != APR_SUCCESS
+        || (rv = svc_db_execv(db, &st_log_read, ctx->pool, &res, id, ctx->org->id,
+                              apr_psprintf(ctx->pool, "%" APR_INT64_T_FMT, from)))
+           != APR_SUCCESS) {
+        return rv;
+    }
+    n = svc_dbres_rows(res);
+    if (n == 0) {
+        return no_run(ctx, id);
+    }
+    if (svc_dbres_int64(res, 0, 1, &total) != APR_SUCCESS) {
+        return SVC_EDB;
+    }
+    out = apr_palloc(ctx->pool, (apr_size_t)(total > from ? total - from : 0) + 1);
+    for (i = 0; i < n && !svc_dbres_isnull(res, i, 2); i++) {
+        const char *data = svc_dbres_str(res, i, 3);
+        apr_size_t dlen = svc_dbres_len(res, i, 3);
+        apr_size_t skip;
+
+        if (svc_dbres_int64(res, i, 2, &at) != APR_SUCCESS || at + (apr_int64_t)dlen > total
+            || at + (apr_int64_t)dlen <= from || (apr_int64_t)len != (at > from ? at - from : 0)) {
+            /* Chunks are contiguous and within log_bytes by construction. */
+            return SVC_EDB;
+        }
+        skip = at < from ? (apr_size_t)(from - at) : 0;
+        memcpy(out + len, data + skip, dlen - skip);
+        len += dlen - skip;
+    }
+    out[len] = '\0';
+    apr_table_setn(ctx->headers_out, "X-Next-Offset",
+                   apr_psprintf(ctx->pool, "%" APR_INT64_T_FMT, from > total ? from : total));
+    apr_table_setn(ctx->headers_out, "X-Run-Status",
+                   apr_pstrdup(ctx->pool, svc_dbres_str(res, 0, 0)));
+    return svc_reply_body(ctx, 200, "text/plain; charset=utf-8", out, len);
+}
+
+apr_status_t svc_h_runs_artifact(svc_ctx_t *ctx)
+{
+    const char *id = apr_table_get(ctx->params, "runId");
+    apr_int64_t size;
+    svc_dbres_t *res;
+    svc_db_t *db;
+    apr_status_t rv;
+    apr_size_t len = 0;
+    char *out;
+    int i, n;
+
+    if ((rv = svc_ctx_db(ctx, &db)) != APR_SUCCESS
+        || (rv = svc_db_execv(db, &st_artifact_of, ctx->pool, &res, id, ctx->org->id))
+           != APR_SUCCESS) {
+        return rv;
+    }
+    if (svc_dbres_rows(res) == 0) {
+        return no_run(ctx, id);
+    }
+    if (strcmp(svc_dbres_str(res, 0, 0), SVC_RUN_SUCCEEDED) != 0
+        || svc_dbres_int64(res, 0, 1, &size) != APR_SUCCESS) {
+        return svc_fail(ctx, 404, "not_found", "Run %s has no artifact: it has status %s; "
+                        "a run has one once it succeeded.", id, svc_dbres_str(res, 0, 0));
+    }
+    if ((rv = svc_db_execv(db, &st_artifact_parts, ctx->pool, &res, id)) != APR_SUCCESS) {
+        return rv;
+    }
+    out = apr_palloc(ctx->pool, (apr_size_t)size + 1);
+    n = svc_dbres_rows(res);
+    for (i = 0; i < n; i++) {
+        apr_size_t plen = svc_dbres_len(res, i, 0);
+
+        if ((apr_int64_t)(len + plen) > size) {
+            return SVC_EDB;
+        }
+        memcpy(out + len, svc_dbres_str(res, i, 0), plen);
+        len += plen;
+    }
+    if ((apr_int64_t)len != size) {
+        return SVC_EDB;
+    }
+    apr_table_setn(ctx->headers_out, "Content-Disposition",
+                   apr_psprintf(ctx->pool, "attachment; filename=\"%s.bundle\"", id));
+    return svc_reply_body(ctx, 200, "application/octet-stream", out, len);
+}

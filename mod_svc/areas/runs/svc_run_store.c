@@ -1,0 +1,496 @@
+/*
+ * svc_run_store.c: the runs table and what hangs off it (svc_run_store.h).
+ */
+#include "svc_run_store.h"
+
+#include <string.h>
+
+/* Parts of an artifact as stored: no single value is large. */
+#define ARTIFACT_PART (1024 * 1024)
+
+static const svc_stmt_t st_claim = {
+    "svc_runs_claim",
+    "WITH c AS (SELECT id FROM runs WHERE status = 'queued' ORDER BY seq LIMIT 1"
+    " FOR UPDATE SKIP LOCKED)"
+    " UPDATE runs r SET status = 'running', started_at = now(), lease_owner = $1,"
+    " lease_expires_at = now() + make_interval(secs => $2::int), attempts = r.attempts + 1"
+    " FROM c WHERE r.id = c.id"
+    " RETURNING r.id, r.org_id, r.project_id, r.instructions, r.created_by,"
+    " (SELECT u.name FROM users u WHERE u.id = r.created_by),"
+    " (SELECT u.email FROM users u WHERE u.id = r.created_by),"
+    " r.timeout_seconds, r.log_bytes, r.log_dropped",
+    2, 0
+};
+
+static const svc_stmt_t st_renew = {
+    "svc_runs_renew",
+    "UPDATE runs SET lease_expires_at = now() + make_interval(secs => $2::int)"
+    " WHERE lease_owner = $1 AND status = 'running' RETURNING id, cancel_requested",
+    2, SVC_STMT_RETRY
+};
+
+static const svc_stmt_t st_expired = {
+    "svc_runs_expired",
+    "SELECT id, org_id, project_id FROM runs WHERE status = 'running'"
+    " AND lease_expires_at < now() ORDER BY lease_expires_at LIMIT 1 FOR UPDATE SKIP LOCKED",
+    0, 0
+};
+
+static const svc_stmt_t st_reap = {
+    "svc_runs_reap",
+    "UPDATE runs SET status = 'failed', error_code = 'lost', error_message = $2,"
+    " finished_at = now(), lease_owner = NULL, lease_expires_at = NULL WHERE id = $1",
+    2, 0
+};
+
+/* Every final status: succeeded sets the result and the artifact's size,
+ * failed the error; the constraints check that the pair fits. */
+static const svc_stmt_t st_end = {
+    "svc_runs_end",
+    "UPDATE runs SET status = $3, result = $4::jsonb, artifact_bytes = $5::bigint,"
+    " error_code = $6, error_message = $7, finished_at = now(),"
+    " lease_owner = NULL, lease_expires_at = NULL"
+    " WHERE id = $1 AND lease_owner = $2 AND status = 'running'"
+    " RETURNING org_id, project_id",
+    7, 0
+};
+
+static const svc_stmt_t st_artifact_part = {
+    "svc_runs_artifact_part",
+    "INSERT INTO run_artifacts (run_id, part, data) VALUES ($1, $2::int, $3::bytea)",
+    3, 0
+};
+
+/* An interrupted run goes back to the queue, unless its cancellation was
+ * asked for meanwhile: then that is what happens. */
+static const svc_stmt_t st_requeue = {
+    "svc_runs_requeue",
+    "UPDATE runs SET status = CASE WHEN cancel_requested THEN 'cancelled' ELSE 'queued' END,"
+    " started_at = CASE WHEN cancel_requested THEN started_at END,"
+    " finished_at = CASE WHEN cancel_requested THEN now() END,"
+    " lease_owner = NULL, lease_expires_at = NULL"
+    " WHERE id = $1 AND lease_owner = $2 AND status = 'running'"
+    " RETURNING org_id, project_id, status",
+    2, 0
+};
+
+static const svc_stmt_t st_status_of = {
+    "svc_runs_status_of",
+    "SELECT status, lease_owner = $2, log_bytes, error_code FROM runs WHERE id = $1",
+    2, SVC_STMT_READ
+};
+
+static const svc_stmt_t st_log_grow = {
+    "svc_runs_log_grow",
+    "UPDATE runs SET log_bytes = $3::bigint + $4::bigint,"
+    " log_dropped = log_dropped OR $5::boolean"
+    " WHERE id = $1 AND lease_owner = $2 AND status = 'running' AND log_bytes = $3::bigint"
+    " RETURNING org_id, project_id",
+    5, 0
+};
+
+/* A line the service itself adds to a log it does not hold a lease on. */
+static const svc_stmt_t st_log_note = {
+    "svc_runs_log_note",
+    "UPDATE runs SET log_bytes = log_bytes + $2::bigint WHERE id = $1"
+    " RETURNING log_bytes - $2::bigint",
+    2, 0
+};
+
+static const svc_stmt_t st_log_insert = {
+    "svc_runs_log_insert",
+    "INSERT INTO run_logs (run_id, byte_offset, data) VALUES ($1, $2::bigint, $3)",
+    3, 0
+};
+
+static const svc_stmt_t st_sweep_keys = {
+    "svc_runs_sweep_keys",
+    "DELETE FROM run_idempotency WHERE created_at < now() - interval '24 hours'",
+    0, SVC_STMT_RETRY
+};
+
+static const char *i64(apr_pool_t *p, apr_int64_t v)
+{
+    return apr_psprintf(p, "%" APR_INT64_T_FMT, v);
+}
+
+apr_status_t svc_run_emit_status(svc_db_t *db, apr_pool_t *p, const char *org_id,
+                                 const char *project_id, const char *run_id,
+                                 const char *status, const char *err_code,
+                                 const char *err_message)
+{
+    json_t *err = err_code ? json_pack("{s:s,s:s}", "code", err_code, "message",
+                                       err_message ? err_message : "")
+                           : json_null();
+    json_t *data = svc_json_pool(p, json_pack("{s:s,s:s,s:o}", "run_id", run_id, "status",
+                                              status, "error", err));
+
+    if (!data) {
+        return APR_ENOMEM;
+    }
+    return svc_event_emit(db, p, org_id, project_id, run_id, "run.status", data);
+}
+
+/*
+ * The end of a transaction that changed a run's status: its event, then the
+ * commit. `rv` is how the transaction went so far; anything but
+ * APR_SUCCESS (then or now) rolls it back.
+ */
+static apr_status_t status_commit(svc_db_t *db, apr_pool_t *p, apr_status_t rv,
+                                  const char *org_id, const char *project_id,
+                                  const char *run_id, const char *status,
+                                  const char *err_code, const char *err_message)
+{
+    if (rv == APR_SUCCESS) {
+        rv = svc_run_emit_status(db, p, org_id, project_id, run_id, status, err_code,
+                                 err_message);
+    }
+    if (rv == APR_SUCCESS) {
+        rv = svc_db_commit(db, p);
+    }
+    if (rv != APR_SUCCESS) {
+        svc_db_rollback(db, p);
+    }
+    return rv;
+}
+
+/* One run.log event per line of text (whole lines, each ending in '\n'),
+ * the first starting at byte `offset` of the log. */
+static apr_status_t emit_lines(svc_db_t *db, apr_pool_t *p, const char *org_id,
+                               const char *project_id, const char *run_id,
+                               apr_int64_t offset, const char *text, apr_size_t len)
+{
+    apr_size_t at = 0;
+    apr_status_t rv;
+
+    while (at < len) {
+        const char *nl = memchr(text + at, '\n', len - at);
+        apr_size_t n = nl ? (apr_size_t)(nl - (text + at)) : len - at;
+        json_t *data = json_pack("{s:s,s:I,s:s%}", "run_id", run_id, "offset",
+                                 (json_int_t)(offset + (apr_int64_t)at), "line", text + at, n);
+
+        if (!data) {
+            /* Text that is not UTF-8 never gets here (svc_run_log.c cleans
+             * it); should it, the line is in the log, if not in a stream. */
+            at += n + 1;
+            continue;
+        }
+        rv = svc_event_emit(db, p, org_id, project_id, run_id, "run.log",
+                            svc_json_pool(p, data));
+        if (rv != APR_SUCCESS) {
+            return rv;
+        }
+        at += n + 1;
+    }
+    return APR_SUCCESS;
+}
+
+/* Copies what a result row says into pool memory (trap 4 concerns
+ * mod_dbd's rows; ours live until p is cleared, but the job outlives the
+ * statement's pool). */
+static const char *col_dup(apr_pool_t *p, const svc_dbres_t *res, int col)
+{
+    const char *s = svc_dbres_str(res, 0, col);
+
+    return s ? apr_pstrdup(p, s) : NULL;
+}
+
+apr_status_t svc_run_claim(svc_db_t *db, apr_pool_t *p, const char *node, int lease_s,
+                           svc_run_job_t **pjob)
+{
+    svc_run_job_t *job;
+    svc_dbres_t *res;
+    apr_int64_t v;
+    apr_status_t rv;
+
+    *pjob = NULL;
+    if ((rv = svc_db_begin(db, p)) != APR_SUCCESS) {
+        return rv;
+    }
+    rv = svc_db_execv(db, &st_claim, p, &res, node, apr_itoa(p, lease_s));
+    if (rv != APR_SUCCESS || svc_dbres_rows(res) == 0) {
+        goto cleanup;
+    }
+    job = apr_pcalloc(p, sizeof(*job));
+    job->id = col_dup(p, res, 0);
+    job->org_id = col_dup(p, res, 1);
+    job->project_id = col_dup(p, res, 2);
+    job->instructions = col_dup(p, res, 3);
+    job->created_by = col_dup(p, res, 4);
+    job->author_name = col_dup(p, res, 5);
+    job->author_email = col_dup(p, res, 6);
+    if (svc_dbres_int64(res, 0, 7, &v) != APR_SUCCESS
+        || svc_dbres_int64(res, 0, 8, &job->log_bytes) != APR_SUCCESS) {
+        rv = SVC_EDB;
+        goto cleanup;
+    }
+    job->timeout_seconds = (int)v;
+    job->log_dropped = svc_dbres_bool(res, 0, 9) == 1;
+    if (!job->author_name || !*job->author_name) {
+        job->author_name = job->author_email ? job->author_email : "mod_svc";
+    }
+    if (!job->author_email) {
+        job->author_email = "runs@mod-svc.invalid";
+    }
+    rv = status_commit(db, p, APR_SUCCESS, job->org_id, job->project_id, job->id,
+                       SVC_RUN_RUNNING, NULL, NULL);
+    if (rv == APR_SUCCESS) {
+        *pjob = job;
+    }
+    return rv;
+cleanup:
+    svc_db_rollback(db, p);
+    return rv;
+}
+
+apr_status_t svc_run_renew(svc_db_t *db, apr_pool_t *p, const char *node, int lease_s,
+                           apr_array_header_t **pleases)
+{
+    svc_dbres_t *res;
+    apr_status_t rv;
+    int i, n;
+
+    rv = svc_db_execv(db, &st_renew, p, &res, node, apr_itoa(p, lease_s));
+    if (rv != APR_SUCCESS) {
+        return rv;
+    }
+    n = svc_dbres_rows(res);
+    *pleases = apr_array_make(p, n ? n : 1, sizeof(svc_run_lease_t));
+    for (i = 0; i < n; i++) {
+        svc_run_lease_t *l = apr_array_push(*pleases);
+        l->id = apr_pstrdup(p, svc_dbres_str(res, i, 0));
+        l->cancel_requested = svc_dbres_bool(res, i, 1) == 1;
+    }
+    return APR_SUCCESS;
+}
+
+/* Appends one line the service writes (not the runner) to a run's log, in
+ * the caller's transaction, with its event. */
+static apr_status_t log_note(svc_db_t *db, apr_pool_t *p, const char *org_id,
+                             const char *project_id, const char *run_id, const char *line)
+{
+    const char *text = apr_pstrcat(p, line, "\n", NULL);
+    apr_size_t len = strlen(text);
+    svc_dbres_t *res;
+    apr_int64_t offset;
+    apr_status_t rv;
+
+    rv = svc_db_execv(db, &st_log_note, p, &res, run_id, i64(p, (apr_int64_t)len));
+    if (rv != APR_SUCCESS) {
+        return rv;
+    }
+    if (svc_dbres_int64(res, 0, 0, &offset) != APR_SUCCESS) {
+        return SVC_EDB;
+    }
+    rv = svc_db_execv(db, &st_log_insert, p, NULL, run_id, i64(p, offset), text);
+    if (rv == APR_SUCCESS) {
+        rv = emit_lines(db, p, org_id, project_id, run_id, offset, text, len);
+    }
+    return rv;
+}
+
+apr_status_t svc_run_reap(svc_db_t *db, apr_pool_t *p, int *pcount)
+{
+    static const char msg[] = "The node running it stopped renewing its lease (it stopped, "
+                              "or lost the database); the run was abandoned.";
+    apr_status_t rv = APR_SUCCESS;
+    int count = 0;
+
+    for (;;) {
+        const char *id, *org, *project;
+        svc_dbres_t *res;
+
+        if ((rv = svc_db_begin(db, p)) != APR_SUCCESS) {
+            break;
+        }
+        rv = svc_db_execv(db, &st_expired, p, &res);
+        if (rv != APR_SUCCESS || svc_dbres_rows(res) == 0) {
+            svc_db_rollback(db, p);
+            break;
+        }
+        id = col_dup(p, res, 0);
+        org = col_dup(p, res, 1);
+        project = col_dup(p, res, 2);
+        rv = svc_db_execv(db, &st_reap, p, NULL, id, msg);
+        if (rv == APR_SUCCESS) {
+            rv = log_note(db, p, org, project, id, apr_pstrcat(p, "[mod_svc] lost: ", msg,
+                                                               NULL));
+        }
+        if ((rv = status_commit(db, p, rv, org, project, id, SVC_RUN_FAILED, "lost", msg))
+            != APR_SUCCESS) {
+            break;
+        }
+        count++;
+    }
+    if (pcount) {
+        *pcount = count;
+    }
+    return rv;
+}
+
+/*
+ * After an update fenced by the lease changed nothing: whether the run is
+ * already where the caller wanted it (an earlier attempt committed but its
+ * answer was lost), or the node no longer holds it. The error code tells
+ * our own failure from the reaper's ("lost"), which we never write.
+ */
+static apr_status_t settled(svc_db_t *db, apr_pool_t *p, const char *run_id, const char *node,
+                            const char *want_status, const char *want_code)
+{
+    svc_dbres_t *res;
+    apr_status_t rv = svc_db_execv(db, &st_status_of, p, &res, run_id, node);
+    const char *status, *code;
+
+    if (rv != APR_SUCCESS) {
+        return rv;
+    }
+    status = svc_dbres_str(res, 0, 0);
+    code = svc_dbres_str(res, 0, 3);
+    return status && strcmp(status, want_status) == 0
+           && (code ? want_code && strcmp(code, want_code) == 0 : !want_code)
+           ? APR_SUCCESS : SVC_ENOTFOUND;
+}
+
+/* Ends a run the node holds, in one transaction: its final status, the
+ * artifact in parts when there is one, the event. */
+static apr_status_t end_run(svc_db_t *db, apr_pool_t *p, const char *run_id, const char *node,
+                            const char *status, const char *result_json,
+                            const unsigned char *bundle, apr_size_t bundle_len,
+                            const char *err_code, const char *err_message)
+{
+    svc_dbres_t *res;
+    apr_size_t at;
+    apr_status_t rv;
+    int part = 0;
+
+    if ((rv = svc_db_begin(db, p)) != APR_SUCCESS) {
+        return rv;
+    }
+    rv = svc_db_execv(db, &st_end, p, &res, run_id, node, status, result_json,
+                      bundle ? i64(p, (apr_int64_t)bundle_len) : NULL, err_code, err_message);
+    if (rv != APR_SUCCESS) {
+        goto cleanup;
+    }
+    if (svc_dbres_rows(res) == 0) {
+        svc_db_rollback(db, p);
+        return settled(db, p, run_id, node, status, err_code);
+    }
+    for (at = 0; bundle && at < bundle_len && rv == APR_SUCCESS; at += ARTIFACT_PART, part++) {
+        apr_size_t n = bundle_len - at < ARTIFACT_PART ? bundle_len - at : ARTIFACT_PART;
+        apr_pool_t *sp;
+
+        /* Each part's hex text is twice its size: let it go at once. */
+        apr_pool_create(&sp, p);
+        rv = svc_db_execv(db, &st_artifact_part, sp, NULL, run_id, apr_itoa(sp, part),
+                          svc_bytea_param(sp, bundle + at, n));
+        apr_pool_destroy(sp);
+    }
+    return status_commit(db, p, rv, svc_dbres_str(res, 0, 0), svc_dbres_str(res, 0, 1), run_id,
+                         status, err_code, err_message);
+cleanup:
+    svc_db_rollback(db, p);
+    return rv;
+}
+
+apr_status_t svc_run_finish(svc_db_t *db, apr_pool_t *p, const char *run_id,
+                            const char *node, const char *status, const char *err_code,
+                            const char *err_message)
+{
+    return end_run(db, p, run_id, node, status, NULL, NULL, 0, err_code, err_message);
+}
+
+apr_status_t svc_run_succeed(svc_db_t *db, apr_pool_t *p, const char *run_id,
+                             const char *node, const char *result_json,
+                             const unsigned char *bundle, apr_size_t bundle_len)
+{
+    return end_run(db, p, run_id, node, SVC_RUN_SUCCEEDED, result_json,
+                   bundle ? bundle : (const unsigned char *)"", bundle_len, NULL, NULL);
+}
+
+apr_status_t svc_run_requeue(svc_db_t *db, apr_pool_t *p, const char *run_id,
+                             const char *node)
+{
+    const char *org, *project, *status;
+    svc_dbres_t *res;
+    apr_status_t rv;
+
+    if ((rv = svc_db_begin(db, p)) != APR_SUCCESS) {
+        return rv;
+    }
+    rv = svc_db_execv(db, &st_requeue, p, &res, run_id, node);
+    if (rv != APR_SUCCESS) {
+        goto cleanup;
+    }
+    if (svc_dbres_rows(res) == 0) {
+        rv = SVC_ENOTFOUND;
+        goto cleanup;
+    }
+    org = col_dup(p, res, 0);
+    project = col_dup(p, res, 1);
+    status = col_dup(p, res, 2);
+    rv = log_note(db, p, org, project, run_id,
+                  strcmp(status, SVC_RUN_QUEUED) == 0
+                  ? "[mod_svc] interrupted: the supervisor stopped; the run is queued again "
+                    "and starts over"
+                  : "[mod_svc] interrupted: the supervisor stopped; the run was cancelled");
+    return status_commit(db, p, rv, org, project, run_id, status, NULL, NULL);
+cleanup:
+    svc_db_rollback(db, p);
+    return rv;
+}
+
+apr_status_t svc_run_log_append(svc_db_t *db, apr_pool_t *p, const svc_run_job_t *job,
+                                const char *node, apr_int64_t offset, const char *text,
+                                apr_size_t len, int dropped)
+{
+    svc_dbres_t *res;
+    apr_status_t rv;
+
+    if ((rv = svc_db_begin(db, p)) != APR_SUCCESS) {
+        return rv;
+    }
+    rv = svc_db_execv(db, &st_log_grow, p, &res, job->id, node, i64(p, offset),
+                      i64(p, (apr_int64_t)len), dropped ? "true" : "false");
+    if (rv != APR_SUCCESS) {
+        goto cleanup;
+    }
+    if (svc_dbres_rows(res) == 0) {
+        apr_int64_t now_len;
+
+        svc_db_rollback(db, p);
+        rv = svc_db_execv(db, &st_status_of, p, &res, job->id, node);
+        if (rv != APR_SUCCESS) {
+            return rv;
+        }
+        if (svc_dbres_bool(res, 0, 1) != 1) {
+            return SVC_ENOTFOUND;
+        }
+        /* Still ours: an earlier attempt did commit, or the log moved
+         * under us, which only a bug could do. */
+        if (svc_dbres_int64(res, 0, 2, &now_len) == APR_SUCCESS
+            && now_len == offset + (apr_int64_t)len) {
+            return APR_SUCCESS;
+        }
+        return SVC_EDB;
+    }
+    if (len > 0) {
+        rv = svc_db_execv(db, &st_log_insert, p, NULL, job->id, i64(p, offset),
+                          apr_pstrmemdup(p, text, len));
+    }
+    if (rv == APR_SUCCESS) {
+        rv = emit_lines(db, p, job->org_id, job->project_id, job->id, offset, text, len);
+    }
+    if (rv == APR_SUCCESS) {
+        rv = svc_db_commit(db, p);
+    }
+cleanup:
+    if (rv != APR_SUCCESS) {
+        svc_db_rollback(db, p);
+    }
+    return rv;
+}
+
+apr_status_t svc_run_sweep_keys(svc_db_t *db, apr_pool_t *p)
+{
+    return svc_db_execv(db, &st_sweep_keys, p, NULL);
+}

@@ -1,0 +1,69 @@
+/*
+ * svc_runs.h: the runs area: factory runs, their supervisor, sandbox, logs and artifacts.
+ * May call base/, the kernel and the providers area's public header; the glue calls it here.
+ *
+ * The API (svc_run_api.c, svc_run_output.c) queues runs and reads them; the
+ * supervisor (svc_supervisor.c), a process of its own that the glue starts
+ * with httpd (mod_svc_supervisor.c), claims them from PostgreSQL and carries
+ * each out in a sandbox (svc_sandbox.c). Nothing here needs httpd.
+ */
+#ifndef SVC_RUNS_H
+#define SVC_RUNS_H
+
+#include "svc_kernel.h"
+
+#include <signal.h>
+
+/* The area's routes (svc_runs_routes.c). */
+extern const svc_area_t svc_runs_area;
+
+/* Log levels of the supervisor's own messages (syslog's numbers, as httpd's). */
+#define SVC_SUP_ERR     3
+#define SVC_SUP_WARNING 4
+#define SVC_SUP_NOTICE  5
+#define SVC_SUP_INFO    6
+#define SVC_SUP_DEBUG   7
+
+/* The supervisor's settings (the SvcRun* directives of the main server). */
+typedef struct {
+    const char *conninfo;       /* libpq conninfo (DBDParams) */
+    int statement_timeout_ms;
+    const char *work_dir;       /* SvcRunWorkDir: one directory per run below it */
+    const char *factory;        /* SvcRunFactory: the factory program */
+    /*
+     * SvcRunner: NULL for bubblewrap, else the program and its arguments,
+     * NULL-ended, with the placeholders {workspace}, {factory} and {run}
+     * (svc_sandbox.h).
+     */
+    const char *const *runner;
+    int concurrency;            /* SvcRunConcurrency: runs at once on this node */
+    apr_int64_t memory;         /* SvcRunMemory: address space, bytes */
+    int processes;              /* SvcRunProcesses */
+    apr_int64_t file_size;      /* SvcRunFileSize: largest file, bytes */
+    apr_int64_t log_limit;      /* SvcRunLogLimit: bytes of log per run */
+    int lease_seconds;          /* SvcRunLease */
+    /* For the providers' keys at rest (box_key) and outbound limits. */
+    const svc_config_t *conf;
+    /* Where the supervisor's own messages go (the glue: httpd's error log). */
+    void (*log)(void *baton, int level, const char *msg);
+    void *log_baton;
+} svc_supervisor_conf_t;
+
+#define SVC_FACTORY_DEFAULT  "/usr/libexec/mod_svc/svc-factory"
+#define SVC_WORK_DIR_DEFAULT "/var/lib/mod_svc/runs"
+
+/* Fills in the defaults (before the directives are applied). */
+void svc_supervisor_defaults(svc_supervisor_conf_t *sc);
+
+/*
+ * The supervisor: claims queued runs and carries them out until *stop is
+ * set (by a signal handler), then puts the runs it holds back in the queue
+ * and returns. Runs in the calling process, which it expects to have to
+ * itself (threads, child processes, signals: SIGCHLD must not be ignored).
+ * Returns non-zero only when it cannot start at all (the work directory is
+ * unusable): the reason was logged.
+ */
+int svc_supervisor_run(const svc_supervisor_conf_t *sc, volatile sig_atomic_t *stop,
+                       apr_pool_t *p);
+
+#endif /* SVC_RUNS_H */
