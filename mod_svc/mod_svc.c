@@ -13,6 +13,26 @@
 
 
 
+/* The code-hosting App's directives: cmd->info of each, in svc_vcs_refs_t's
+ * order; the secrets come after VCS_APP_CLIENT_SECRET. */
+enum {
+    VCS_APP_ID, VCS_APP_SLUG, VCS_APP_CLIENT_ID, VCS_APP_CLIENT_SECRET,
+    VCS_APP_WEBHOOK_SECRET, VCS_APP_PRIVATE_KEY, VCS_APP_CREDENTIALS, VCS_APP_DIRECTIVES
+};
+
+static const char **vcs_ref(svc_vcs_refs_t *refs, int which)
+{
+    switch (which) {
+    case VCS_APP_ID: return &refs->app_id;
+    case VCS_APP_SLUG: return &refs->slug;
+    case VCS_APP_CLIENT_ID: return &refs->client_id;
+    case VCS_APP_CLIENT_SECRET: return &refs->client_secret;
+    case VCS_APP_WEBHOOK_SECRET: return &refs->webhook_secret;
+    case VCS_APP_PRIVATE_KEY: return &refs->private_key;
+    default: return &refs->credentials;
+    }
+}
+
 static void *create_server_conf(apr_pool_t *p, server_rec *s)
 {
     svc_server_conf *sc = apr_pcalloc(p, sizeof(*sc));
@@ -68,6 +88,7 @@ static void *merge_server_conf(apr_pool_t *p, void *basev, void *addv)
     }
     if (!(add->set & SVC_SET_PUBLIC_URL)) {
         sc->core.public_url = base->core.public_url;
+        sc->core.public_origin = base->core.public_origin;
     }
     if (!add->signin_refs.client_id) {
         sc->signin_refs.client_id = base->signin_refs.client_id;
@@ -80,6 +101,11 @@ static void *merge_server_conf(apr_pool_t *p, void *basev, void *addv)
     }
     if (!add->signin_refs.api_url) {
         sc->signin_refs.api_url = base->signin_refs.api_url;
+    }
+    /* The App's keys, each inherited on its own. */
+    for (i = 0; i < VCS_APP_DIRECTIVES; i++) {
+        const char **slot = vcs_ref(&sc->vcs_refs, i);
+        *slot = *slot ? *slot : *vcs_ref(&base->vcs_refs, i);
     }
     if (!(add->set & SVC_SET_UI_URL)) {
         sc->core.ui_url = base->core.ui_url;
@@ -342,14 +368,32 @@ static const char *add_trusted_origin(cmd_parms *cmd, void *dummy, const char *a
     return NULL;
 }
 
+/*
+ * The public URL, and its origin as browsers write it in Origin headers
+ * (lowercase scheme and host, no default port), for the CSRF check.
+ */
 static const char *set_public_url(cmd_parms *cmd, void *dummy, const char *arg)
 {
     svc_server_conf *sc = server_conf(cmd);
+    const char *norm, *host, *why = svc_signin_check_base_url(cmd->pool, arg, &norm);
+    char *origin;
+    apr_size_t n;
 
-    if (strncmp(arg, "https://", 8) && strncmp(arg, "http://", 7)) {
-        return "SvcPublicURL must be an http(s) URL";
+    if (why) {
+        return apr_pstrcat(cmd->pool, "SvcPublicURL ", why, NULL);
     }
-    sc->core.public_url = arg;
+    host = strstr(norm, "://") + 3;
+    origin = apr_pstrmemdup(cmd->pool, norm, (apr_size_t)(host - norm) + strcspn(host, "/"));
+    ap_str_tolower(origin);
+    n = strlen(origin);
+    if (strncmp(origin, "https://", 8) == 0 && n > 4 && strcmp(origin + n - 4, ":443") == 0) {
+        origin[n - 4] = '\0';
+    }
+    else if (strncmp(origin, "http://", 7) == 0 && n > 3 && strcmp(origin + n - 3, ":80") == 0) {
+        origin[n - 3] = '\0';
+    }
+    sc->core.public_url = norm;
+    sc->core.public_origin = origin;
     sc->set |= SVC_SET_PUBLIC_URL;
     return NULL;
 }
@@ -396,6 +440,34 @@ static const char *set_signin(cmd_parms *cmd, void *dummy, const char *arg)
         }
         break;
     }
+    return NULL;
+}
+
+/* The code-hosting App's keys and where the setup wizard writes them.
+ * Resolved at start (svc_vcs_configure), so an unset env: variable leaves
+ * the App off instead of failing start-up. */
+#define VCS_APP_KEY(which) ((void *)(long)(which))
+
+static const char *set_vcs_app(cmd_parms *cmd, void *dummy, const char *arg)
+{
+    svc_server_conf *sc = server_conf(cmd);
+    const char *err = ap_check_cmd_context(cmd, NOT_IN_DIR_LOC_FILE);
+    int which = (int)(long)cmd->info;
+    const char **slot = vcs_ref(&sc->vcs_refs, which);
+
+    if (err) {
+        return err;
+    }
+    if (which == VCS_APP_CREDENTIALS) {
+        *slot = ap_server_root_relative(cmd->pool, arg);
+        return *slot ? NULL : "SvcVcsAppCredentials: not a usable path";
+    }
+    if (which >= VCS_APP_CLIENT_SECRET && !svc_secret_is_ref(arg)) {
+        return apr_pstrcat(cmd->pool, cmd->directive->directive, " takes a reference "
+                           "(env:NAME, file:/path or exec:/program), never the secret itself",
+                           NULL);
+    }
+    *slot = arg;
     return NULL;
 }
 
@@ -469,9 +541,9 @@ static const command_rec svc_cmds[] = {
                   "Largest JSON request body accepted, in bytes (default 1048576); routes "
                   "may accept less"),
     AP_INIT_TAKE3("SvcRateLimit", set_rate, NULL, RSRC_CONF,
-                  "CLASS COUNT SECONDS: at most COUNT events of CLASS per SECONDS per user, "
-                  "shared by every process and node (default: tokens 20 60); COUNT 0 lifts "
-                  "the limit"),
+                  "CLASS COUNT SECONDS: at most COUNT events of CLASS per SECONDS, shared "
+                  "by every process and node (defaults: tokens 20 60, signin 60 60, "
+                  "token_revoke 100 60); COUNT 0 lifts the limit"),
     AP_INIT_ITERATE("SvcInternalAllow", add_internal_allow, NULL, RSRC_CONF,
                     "Addresses or CIDR networks allowed to call /internal/ (default: "
                     "127.0.0.1 and ::1)"),
@@ -505,8 +577,10 @@ static const command_rec svc_cmds[] = {
                     "Origins (scheme://host[:port]) besides the server's own from which "
                     "cookie-authenticated requests may change state"),
     AP_INIT_TAKE1("SvcPublicURL", set_public_url, NULL, RSRC_CONF,
-                  "The service's public base URL, as clients reach it (for the OpenAPI "
-                  "document)"),
+                  "The service's public base URL, as clients reach it: the OpenAPI "
+                  "servers list, the sign-in callback, and the origin trusted for "
+                  "cookie-authenticated changes; required where sign-in is on, unless "
+                  "ServerName with UseCanonicalName On says it"),
     AP_INIT_TAKE1("SvcOAuthClientId", set_signin, (void *)SIGNIN_CLIENT_ID, RSRC_CONF,
                   "Client id of the code-hosting provider's OAuth app for sign-in: the value, "
                   "or env:NAME, file:/path or exec:/program; unset env: turns sign-in off"),
@@ -527,7 +601,28 @@ static const command_rec svc_cmds[] = {
                   "provider besides the system's (GitHub Enterprise Server behind a private "
                   "CA)"),
     AP_INIT_TAKE1("SvcVcsTimeout", set_vcs_timeout, NULL, RSRC_CONF,
-                  "Seconds all provider calls of one sign-in may take together (default 10)"),
+                  "Seconds all provider calls of one sign-in (or one App request) may take "
+                  "together (default 10)"),
+    AP_INIT_TAKE1("SvcVcsAppId", set_vcs_app, VCS_APP_KEY(VCS_APP_ID), RSRC_CONF,
+                  "The code-hosting App's id: the value, or env:NAME, file:/path or "
+                  "exec:/program (default env:VCS_APP_ID)"),
+    AP_INIT_TAKE1("SvcVcsAppSlug", set_vcs_app, VCS_APP_KEY(VCS_APP_SLUG), RSRC_CONF,
+                  "The App's slug: the value or a reference (default env:VCS_APP_SLUG)"),
+    AP_INIT_TAKE1("SvcVcsAppClientId", set_vcs_app, VCS_APP_KEY(VCS_APP_CLIENT_ID), RSRC_CONF,
+                  "The App's client id: the value or a reference (default "
+                  "env:VCS_APP_CLIENT_ID)"),
+    AP_INIT_TAKE1("SvcVcsAppClientSecret", set_vcs_app, VCS_APP_KEY(VCS_APP_CLIENT_SECRET), RSRC_CONF,
+                  "The App's client secret, by reference only (default "
+                  "env:VCS_APP_CLIENT_SECRET)"),
+    AP_INIT_TAKE1("SvcVcsAppWebhookSecret", set_vcs_app, VCS_APP_KEY(VCS_APP_WEBHOOK_SECRET),
+                  RSRC_CONF, "The App's webhook secret, by reference only (default "
+                  "env:VCS_APP_WEBHOOK_SECRET)"),
+    AP_INIT_TAKE1("SvcVcsAppPrivateKey", set_vcs_app, VCS_APP_KEY(VCS_APP_PRIVATE_KEY), RSRC_CONF,
+                  "The App's private key (PEM), by reference only (default "
+                  "env:VCS_APP_PRIVATE_KEY_PEM)"),
+    AP_INIT_TAKE1("SvcVcsAppCredentials", set_vcs_app, VCS_APP_KEY(VCS_APP_CREDENTIALS), RSRC_CONF,
+                  "The file (mode 0600) where the setup wizard writes the App's keys, and "
+                  "whose entries stand in for unset VCS_APP_* variables"),
     AP_INIT_FLAG("SvcRunSupervisor", svc_cmd_run_supervisor, NULL, RSRC_CONF,
                  "On (default): this httpd carries out queued runs; Off: it only serves "
                  "the API, and other nodes run them"),
@@ -542,7 +637,7 @@ static const command_rec svc_cmds[] = {
                   "timeout (default 1800)"),
     AP_INIT_TAKE1("SvcRunMemory", svc_cmd_run_number, (void *)SVC_RUN_MEMORY, RSRC_CONF,
                   "Address space of each process of a run's sandbox, bytes, K, M or G "
-                  "(default 2G)"),
+                  "(default 2G; 0: no limit)"),
     AP_INIT_TAKE1("SvcRunProcesses", svc_cmd_run_number, (void *)SVC_RUN_PROCESSES, RSRC_CONF,
                   "Processes a run's sandbox may start beyond what httpd's user already has "
                   "(default 256)"),
@@ -611,6 +706,53 @@ static apr_status_t signin_setup(svc_server_conf *sc, server_rec *vs, server_rec
 }
 
 /*
+ * Where sign-in is on, the sign-in callback URL and the origin trusted for
+ * cookie-authenticated changes must not come from the Host header, which
+ * the client writes (and a proxy may pass through): they come from
+ * SvcPublicURL, or from ServerName when UseCanonicalName On makes httpd
+ * build its own URLs from it.
+ */
+static int public_url_known(const svc_server_conf *sc, server_rec *vs)
+{
+    core_dir_config *d = ap_get_core_module_config(vs->lookup_defaults);
+
+    return sc->core.public_url || (d && d->use_canonical_name == USE_CANONICAL_NAME_ON);
+}
+
+/*
+ * Resolves the code-hosting App's keys of one server, sharing the main
+ * server's result where a virtual host inherited them all (so the key is
+ * parsed and the "off" line logged once); nothing is logged on the pass
+ * httpd makes over the configuration before the real start.
+ */
+static apr_status_t vcs_setup(svc_server_conf *sc, server_rec *vs, server_rec *s,
+                              apr_pool_t *pconf)
+{
+    svc_server_conf *main_sc = ap_get_module_config(s->module_config, &svc_module);
+    const char *err = NULL;
+    apr_status_t rv;
+
+    if (vs != s && memcmp(&sc->vcs_refs, &main_sc->vcs_refs, sizeof(sc->vcs_refs)) == 0) {
+        sc->core.vcs_app = main_sc->core.vcs_app;
+        sc->core.vcs_app_off = main_sc->core.vcs_app_off;
+        sc->core.vcs_app_credentials = main_sc->core.vcs_app_credentials;
+        return APR_SUCCESS;
+    }
+    rv = svc_vcs_configure(&sc->core, &sc->vcs_refs, pconf, &err);
+    if (rv != APR_SUCCESS) {
+        ap_log_error(APLOG_MARK, APLOG_CRIT, rv, vs, "SVC0041: code-hosting App: %s", err);
+        return rv;
+    }
+    if (sc->core.vcs_app_off && ap_state_query(AP_SQ_MAIN_STATE) != AP_SQ_MS_CREATE_PRE_CONFIG) {
+        ap_log_error(APLOG_MARK, APLOG_WARNING, 0, vs, "SVC0040: vcs_app_not_configured: the "
+                     "code-hosting App is off: %s. Its routes answer 503 "
+                     "vcs_app_not_configured; sign-in and runs without a repository work as "
+                     "usual (docs/api/vcs.md).", sc->core.vcs_app_off);
+    }
+    return APR_SUCCESS;
+}
+
+/*
  * mod_dbd reports every failed connection attempt and every request that
  * found no connection (AH00629, AH02655): two error lines per request for
  * as long as the database is down, which under load fills the disk. For the
@@ -660,7 +802,12 @@ static int svc_translate_name(request_rec *r)
 
 static int svc_map_to_storage(request_rec *r)
 {
-    /* OK ends the phase: core's directory and file walks do not run. */
+    /*
+     * OK ends the phase: core's directory and file walks do not run, and
+     * neither does httpd's TRACE handler (http_core hooks it here, after
+     * us), which would echo the request, credentials included, wherever
+     * TraceEnable is On; the service refuses TRACE itself, with a 405.
+     */
     return apr_table_get(r->notes, SVC_NOTE_OWN) ? OK : DECLINED;
 }
 
@@ -705,7 +852,20 @@ static int svc_post_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptem
         if (sc->core.internal_allow->nelts == 0) {
             add_default_internal(sc, pconf);
         }
-        if (signin_setup(sc, vs, s, pconf) != APR_SUCCESS) {
+        if (signin_setup(sc, vs, s, pconf) != APR_SUCCESS
+            || vcs_setup(sc, vs, s, pconf) != APR_SUCCESS) {
+            return HTTP_INTERNAL_SERVER_ERROR;
+        }
+        if (!sc->core.signin_off && !public_url_known(sc, vs)) {
+            ap_log_error(APLOG_MARK, APLOG_CRIT, 0, vs, "SVC0023: sign-in is configured for "
+                         "%s:%u, but not the server's public URL, so the sign-in callback "
+                         "and the origin trusted for cookie-authenticated changes would be "
+                         "taken from each request's Host header. Set SvcPublicURL to the "
+                         "URL browsers use (e.g. SvcPublicURL https://svc.example.com), or "
+                         "ServerName https://svc.example.com with UseCanonicalName On; or "
+                         "leave SvcOAuthClientId and SvcOAuthClientSecret unset.",
+                         vs->server_hostname ? vs->server_hostname : "(no name)",
+                         (unsigned)vs->port);
             return HTTP_INTERNAL_SERVER_ERROR;
         }
         if (!sc->secret_ref) {
@@ -721,6 +881,7 @@ static int svc_post_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptem
             memcpy(sc->core.box_key, main_sc->core.box_key, sizeof(sc->core.box_key));
             memcpy(sc->core.signin_key, main_sc->core.signin_key, sizeof(sc->core.signin_key));
             memcpy(sc->core.share_key, main_sc->core.share_key, sizeof(sc->core.share_key));
+            memcpy(sc->core.cursor_key, main_sc->core.cursor_key, sizeof(sc->core.cursor_key));
             sc->core.have_secret = main_sc->core.have_secret;
             continue;
         }
@@ -758,6 +919,11 @@ static void svc_child_init(apr_pool_t *pchild, server_rec *s)
         /* Not fatal: every request then authenticates with its own round trip. */
         ap_log_error(APLOG_MARK, APLOG_WARNING, rv, s, "SVC0007: cannot create the "
                      "authentication cache; continuing without it");
+    }
+    if ((rv = svc_vcs_cache_init(pchild)) != APR_SUCCESS) {
+        /* Not fatal either: installation tokens are then minted for each use. */
+        ap_log_error(APLOG_MARK, APLOG_WARNING, rv, s, "SVC0042: cannot create the "
+                     "installation token cache; continuing without it");
     }
 }
 

@@ -131,35 +131,45 @@ static apr_status_t db_acquire(svc_ctx_t *ctx)
     return rv;
 }
 
-static void parse_query(svc_ctx_t *ctx, request_rec *r)
+apr_status_t svc_glue_parse_query(svc_ctx_t *ctx, request_rec *r)
 {
     char *args, *pair, *state = NULL;
     int n = 0;
 
     if (!r->args || !*r->args) {
-        return;
+        return APR_SUCCESS;
     }
     args = apr_pstrdup(r->pool, r->args);
-    for (pair = apr_strtok(args, "&", &state); pair && n < SVC_MAX_QUERY_PARAMS;
-         pair = apr_strtok(NULL, "&", &state), n++) {
+    for (pair = apr_strtok(args, "&", &state); pair; pair = apr_strtok(NULL, "&", &state)) {
         char *eq = strchr(pair, '=');
         char *val = eq ? eq + 1 : pair + strlen(pair);
 
+        if (++n > SVC_MAX_QUERY_PARAMS) {
+            return svc_fail(ctx, 400, "invalid_query",
+                            "The query string has more than %d parameters.",
+                            SVC_MAX_QUERY_PARAMS);
+        }
         if (eq) {
             *eq = '\0';
         }
         /* Form decoding ('+' is a space); %2F is an ordinary character in a
-         * query (encodeURIComponent("/x") is "%2Fx"), while %00 and bad
-         * escapes are refused. */
+         * query (encodeURIComponent("/x") is "%2Fx"); bad escapes and %00
+         * are refused. */
         if (ap_unescape_urlencoded(pair) != OK || ap_unescape_urlencoded(val) != OK) {
-            continue;
+            return svc_fail(ctx, 400, "invalid_query",
+                            "The query string has a parameter that is not valid "
+                            "percent-encoding, or that encodes a NUL character.");
         }
-        /* The first occurrence wins: a repeated parameter cannot override. */
-        if (!apr_table_get(ctx->query, pair)) {
-            apr_table_setn(ctx->query, pair, val);
+        if (apr_table_get(ctx->query, pair)) {
+            return svc_fail(ctx, 400, "invalid_query",
+                            "The query string gives the parameter %s more than once.",
+                            svc_printable(r->pool, pair, 64));
         }
+        apr_table_setn(ctx->query, pair, val);
     }
+    return APR_SUCCESS;
 }
+
 
 /*
  * The origin clients use to reach us, as httpd builds self-referential URLs:
@@ -195,9 +205,11 @@ svc_ctx_t *svc_glue_ctx(request_rec *r, apr_pool_t *p)
     ctx->client_sa = r->useragent_addr;
     ctx->user_agent = apr_table_get(r->headers_in, "User-Agent");
     ctx->request_id = svc_id_new(p, "req_");
-    ctx->self_origin = self_origin(r);
-    ctx->is_tls = strcmp(ap_http_scheme(r), "https") == 0;
-    parse_query(ctx, r);
+    /* Our own origin, for the CSRF check: the public URL's when it is
+     * configured, not one the request's Host header made up. */
+    ctx->self_origin = sc->core.public_origin ? sc->core.public_origin : self_origin(r);
+    ctx->is_tls = strcmp(ap_http_scheme(r), "https") == 0
+                  || (sc->core.public_origin && strncmp(sc->core.public_origin, "https:", 6) == 0);
 
     lease = apr_pcalloc(p, sizeof(*lease));
     lease->r = r;

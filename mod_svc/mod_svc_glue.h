@@ -17,6 +17,7 @@
 #include "svc_areas.h"
 #include "svc_identity.h"
 #include "svc_runs.h"
+#include "svc_vcs.h"
 
 extern module AP_MODULE_DECLARE_DATA svc_module;
 
@@ -27,6 +28,8 @@ typedef struct {
     const char *secret_ref;
     /* The sign-in directives as written; resolved into core at start. */
     svc_signin_refs_t signin_refs;
+    /* The code-hosting App's directives as written; resolved at start. */
+    svc_vcs_refs_t vcs_refs;
     const svc_router_t *router;
     /* Which scalar directives were set here, so a vhost inherits the rest. */
     unsigned set;
@@ -77,6 +80,15 @@ int svc_handler(request_rec *r);
  */
 svc_ctx_t *svc_glue_ctx(request_rec *r, apr_pool_t *p);
 void svc_glue_ctx_release(svc_ctx_t *ctx);
+
+/*
+ * Decodes r's query string into ctx->query, all of it or nothing: a
+ * parameter that cannot be decoded (a bad escape, an encoded NUL), more
+ * than 64 parameters, or a name given twice is a 400 invalid_query.
+ * Dropping what cannot be read would answer a wider question than the one
+ * asked: a filter that vanished returns more than the client wanted.
+ */
+apr_status_t svc_glue_parse_query(svc_ctx_t *ctx, request_rec *r);
 
 /*
  * Event streams (mod_svc_sse.c): svc_sse_begin answers a request whose

@@ -33,8 +33,10 @@ APLOG_USE_MODULE(svc);
 
 /* Exit status of a supervisor that cannot work at all (bad work directory):
  * not started again until httpd restarts. Never 3 or 15, which mean
- * something to the MPM (APEXIT_CHILDSICK, APEXIT_CHILDFATAL). */
-#define SUP_EXIT_SETUP 2
+ * something to the MPM (APEXIT_CHILDSICK, APEXIT_CHILDFATAL), and above
+ * the signal numbers, since the MPM reports an exit status and a signal in
+ * the same int (EX_CONFIG). */
+#define SUP_EXIT_SETUP 78
 
 #define SUP_PIDFILE "svc-supervisor.pid"
 
@@ -145,7 +147,12 @@ const char *svc_cmd_run_number(cmd_parms *cmd, void *dummy, const char *arg)
         }
         break;
     case SVC_RUN_MEMORY:
-        if (!(err = parse_size(cmd, arg, 64 * 1024 * 1024, APR_INT64_C(1) << 40, &v))) {
+        /* 0: no limit on the address space (what a sanitizer build of the
+         * factory needs: its shadow memory is reserved up front). */
+        if (strcmp(arg, "0") == 0) {
+            sc->sup.memory = 0;
+        }
+        else if (!(err = parse_size(cmd, arg, 64 * 1024 * 1024, APR_INT64_C(1) << 40, &v))) {
             sc->sup.memory = v;
         }
         break;
@@ -216,17 +223,17 @@ static int make_work_dir(const char *dir, server_rec *s, apr_pool_t *p)
     struct stat st;
 
     if (rv != APR_SUCCESS) {
-        ap_log_error(APLOG_MARK, APLOG_CRIT, rv, s, "SVC0030: run supervisor: cannot create "
+        ap_log_error(APLOG_MARK, APLOG_CRIT, rv, s, "SVC0060: run supervisor: cannot create "
                      "SvcRunWorkDir %s", dir);
         return -1;
     }
     if (geteuid() == 0 && chown(dir, ap_unixd_config.user_id, ap_unixd_config.group_id) < 0) {
-        ap_log_error(APLOG_MARK, APLOG_CRIT, errno, s, "SVC0030: run supervisor: cannot hand "
+        ap_log_error(APLOG_MARK, APLOG_CRIT, errno, s, "SVC0060: run supervisor: cannot hand "
                      "SvcRunWorkDir %s to httpd's user", dir);
         return -1;
     }
     if (lstat(dir, &st) < 0 || !S_ISDIR(st.st_mode)) {
-        ap_log_error(APLOG_MARK, APLOG_CRIT, errno, s, "SVC0030: run supervisor: SvcRunWorkDir "
+        ap_log_error(APLOG_MARK, APLOG_CRIT, errno, s, "SVC0060: run supervisor: SvcRunWorkDir "
                      "%s is not a directory", dir);
         return -1;
     }
@@ -271,7 +278,7 @@ static void supervisor_main(server_rec *s, apr_pool_t *pconf, int backoff)
     }
     write_pidfile(p);
     if (ap_run_drop_privileges(p, s) != 0) {
-        ap_log_error(APLOG_MARK, APLOG_CRIT, 0, s, "SVC0031: run supervisor: cannot switch "
+        ap_log_error(APLOG_MARK, APLOG_CRIT, 0, s, "SVC0061: run supervisor: cannot switch "
                      "to httpd's user");
         exit(SUP_EXIT_SETUP);
     }
@@ -302,18 +309,18 @@ static void maint(int reason, void *data, apr_wait_t status)
             || state == AP_MPMQ_STOPPING) {
             break;
         }
-        if (WIFEXITED(status) && WEXITSTATUS(status) == SUP_EXIT_SETUP) {
-            ap_log_error(APLOG_MARK, APLOG_CRIT, 0, sup_server, "SVC0032: the run supervisor "
+        if (status == SUP_EXIT_SETUP) {
+            ap_log_error(APLOG_MARK, APLOG_CRIT, 0, sup_server, "SVC0062: the run supervisor "
                          "could not start (see above); runs stay queued until httpd "
                          "restarts");
             break;
         }
         sup_quick_deaths = apr_time_now() - sup_started < apr_time_from_sec(30)
                            ? sup_quick_deaths + 1 : 0;
-        ap_log_error(APLOG_MARK, APLOG_WARNING, 0, sup_server, "SVC0033: the run supervisor "
-                     "(pid %ld) ended (%s %d); starting it again", (long)proc->pid,
-                     WIFSIGNALED(status) ? "signal" : "exit status",
-                     WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
+        /* The MPM passes the exit status, or the signal's number. */
+        ap_log_error(APLOG_MARK, APLOG_WARNING, 0, sup_server, "SVC0063: the run supervisor "
+                     "(pid %ld) ended (exit status or signal %d); starting it again",
+                     (long)proc->pid, (int)status);
         spawn(proc);
         break;
     case APR_OC_REASON_LOST:
@@ -342,7 +349,7 @@ static void spawn(apr_proc_t *proc)
     sup_started = apr_time_now();
     pid = fork();
     if (pid < 0) {
-        ap_log_error(APLOG_MARK, APLOG_ERR, errno, sup_server, "SVC0034: cannot fork the run "
+        ap_log_error(APLOG_MARK, APLOG_ERR, errno, sup_server, "SVC0064: cannot fork the run "
                      "supervisor; runs stay queued until httpd restarts");
         return;
     }
@@ -353,7 +360,7 @@ static void spawn(apr_proc_t *proc)
     proc->in = proc->out = proc->err = NULL;
     apr_pool_note_subprocess(sup_pconf, proc, APR_KILL_AFTER_TIMEOUT);
     apr_proc_other_child_register(proc, maint, proc, NULL, sup_pconf);
-    ap_log_error(APLOG_MARK, APLOG_INFO, 0, sup_server, "SVC0035: run supervisor started "
+    ap_log_error(APLOG_MARK, APLOG_INFO, 0, sup_server, "SVC0065: run supervisor started "
                  "(pid %ld)", (long)pid);
 }
 
@@ -366,12 +373,12 @@ void svc_supervisor_start(apr_pool_t *pconf, server_rec *s)
         return;
     }
     if (sc->sup_off) {
-        ap_log_error(APLOG_MARK, APLOG_INFO, 0, s, "SVC0036: SvcRunSupervisor Off: this "
+        ap_log_error(APLOG_MARK, APLOG_INFO, 0, s, "SVC0066: SvcRunSupervisor Off: this "
                      "server starts no runs; other nodes carry out the queued ones");
         return;
     }
     if (!sc->db_conninfo) {
-        ap_log_error(APLOG_MARK, APLOG_WARNING, 0, s, "SVC0037: no DBDParams in the main "
+        ap_log_error(APLOG_MARK, APLOG_WARNING, 0, s, "SVC0067: no DBDParams in the main "
                      "server: the run supervisor does not start");
         return;
     }

@@ -20,6 +20,7 @@
 #include "svc_auditlog.h"
 #include "svc_identity.h"
 #include "svc_tenancy.h"
+#include "svc_vcs.h"
 
 #define EXIT_FAILED 1
 #define EXIT_USAGE 2
@@ -29,16 +30,25 @@ static const char usage_text[] =
     "\n"
     "  migrate                             apply the schema migrations that are missing\n"
     "  schema-version                      print the database's and this build's versions\n"
-    "  user add EMAIL [--name NAME] [--founder]\n"
+    "  user add EMAIL [--name NAME] [--founder] [--allow-email-link]\n"
+    "                                      --allow-email-link: the first sign-in with this\n"
+    "                                      verified address may claim the account\n"
+    "  user allow-email-link EMAIL         the same for an account that exists\n"
     "  org create SLUG --owner EMAIL [--name NAME]\n"
     "  org list [--json]                   every organization, its owner and sizes\n"
     "  org add-member SLUG EMAIL --role admin|member|viewer\n"
     "                                      add a user directly, without an invite\n"
     "  token create EMAIL --scope read|write|admin [--org SLUG] [--days N] [--name NAME]\n"
     "                                      print a new personal access token (only the secret)\n"
+    "  token list EMAIL [--json]           the user's tokens: metadata, never a secret\n"
+    "  token revoke ID                     revoke a token (tok_...) of any user, now\n"
     "  session create EMAIL                print a service_session cookie value\n"
     "  audit verify                        check every audit chain; exit 1 if one is broken\n"
     "  routes [--json]                     the route table\n"
+    "  vcs-app check [--credentials FILE]  sign an App JWT with the code-hosting App's key and\n"
+    "                                      ask the provider who it is (after a key rotation);\n"
+    "                                      the keys as the module reads them: VCS_APP_*, then\n"
+    "                                      FILE; VCS_API_URL (default https://api.github.com)"
     "\n"
     "  --db CONNINFO   libpq connection string (default: $SVC_DB)\n"
     "  --secret REF    server secret as file:/path, env:NAME or exec:/program\n"
@@ -236,7 +246,7 @@ static int cmd_schema_version(cli_t *cli)
 static int cmd_user_add(cli_t *cli)
 {
     static const char *const with_value[] = { "--name", NULL };
-    static const char *const flags[] = { "--founder", NULL };
+    static const char *const flags[] = { "--founder", "--allow-email-link", NULL };
     const char *email, *name, *id, *err;
     svc_actor_t actor;
     apr_status_t rv;
@@ -260,12 +270,40 @@ static int cmd_user_add(cli_t *cli)
         return rc;
     }
     operator_actor(&actor);
-    rv = svc_user_add(cli->db, cli->pool, email, name, has_flag(cli, "--founder"), &actor, &id);
+    rv = svc_user_add(cli->db, cli->pool, email, name, has_flag(cli, "--founder"),
+                      has_flag(cli, "--allow-email-link"), &actor, &id);
     if (rv != APR_SUCCESS) {
         return fail(email, rv == SVC_ECONFLICT ? "a user with this email already exists"
                                                : explain(cli, rv));
     }
     printf("%s\n", id);
+    return 0;
+}
+
+/* For an account made before the flag existed, or without it. */
+static int cmd_user_allow_email_link(cli_t *cli)
+{
+    const char *email, *user_id;
+    svc_actor_t actor;
+    apr_status_t rv;
+    int rc;
+
+    if (cli->argc != 1 || cli->argv[0][0] == '-') {
+        return usage("user allow-email-link needs exactly one EMAIL");
+    }
+    email = cli->argv[0];
+    if ((rc = connect_db(cli)) != 0 || (rc = need_user(cli, email, &user_id)) != 0) {
+        return rc;
+    }
+    operator_actor(&actor);
+    rv = svc_user_allow_email_link(cli->db, cli->pool, user_id, &actor);
+    if (rv == SVC_ECONFLICT) {
+        return fail(email, "a provider identity has claimed this account already");
+    }
+    if (rv != APR_SUCCESS) {
+        return fail("user allow-email-link", explain(cli, rv));
+    }
+    printf("%s may now be claimed by its first sign-in\n", email);
     return 0;
 }
 
@@ -300,7 +338,8 @@ static int cmd_org_create(cli_t *cli)
         return rc;
     }
     operator_actor(&actor);
-    rv = svc_org_create(cli->db, cli->pool, slug, name ? name : slug, owner_id, &actor, &id);
+    rv = svc_org_create(cli->db, cli->pool, slug, name ? name : slug, owner_id, &actor, &id,
+                        NULL);
     if (rv != APR_SUCCESS) {
         return fail(slug, rv == SVC_ECONFLICT ? "this slug is taken" : explain(cli, rv));
     }
@@ -501,6 +540,90 @@ static int cmd_token_create(cli_t *cli)
     return 0;
 }
 
+/* The value of a JSON string member, or "-" when it is null. */
+static const char *member(json_t *o, const char *key)
+{
+    const char *v = json_string_value(json_object_get(o, key));
+
+    return v ? v : "-";
+}
+
+/*
+ * What the API shows the user themselves (GET /api/me/tokens), for the
+ * operator who must find the token to revoke: never a secret.
+ */
+static int cmd_token_list(cli_t *cli)
+{
+    const char *email, *user_id, *text;
+    json_t *all, *t;
+    size_t i;
+    apr_status_t rv;
+    int rc;
+
+    if (cli->argc < 1 || cli->argv[0][0] == '-' || cli->argc > 2
+        || (cli->argc == 2 && strcmp(cli->argv[1], "--json") != 0)) {
+        return usage("token list needs an EMAIL, and takes only --json");
+    }
+    email = cli->argv[0];
+    if ((rc = connect_db(cli)) != 0 || (rc = need_user(cli, email, &user_id)) != 0) {
+        return rc;
+    }
+    rv = svc_tokens_of(cli->db, cli->pool, user_id, &text);
+    if (rv != APR_SUCCESS) {
+        return fail("token list", explain(cli, rv));
+    }
+    if (cli->argc == 2) {
+        printf("%s\n", text);
+        return 0;
+    }
+    all = svc_json_pool(cli->pool, json_loads(text, 0, NULL));
+    printf("%-26s %-8s %-7s %-6s %-20s %-20s %-20s %s\n", "ID", "STATUS", "SCOPE", "ORG",
+           "CREATED", "EXPIRES", "LAST USED", "NAME");
+    json_array_foreach(all, i, t) {
+        json_t *org = json_object_get(t, "org");
+        printf("%-26s %-8s %-7s %-6s %-20s %-20s %-20s %s\n", member(t, "id"),
+               member(t, "status"), member(t, "scope"),
+               json_is_object(org) ? member(org, "slug") : "-", member(t, "created_at"),
+               member(t, "expires_at"), member(t, "last_used_at"), member(t, "name"));
+    }
+    return 0;
+}
+
+/* Revocation by an operator: of whoever's token, audit-logged as theirs. */
+static int cmd_token_revoke(cli_t *cli)
+{
+    const char *id;
+    svc_actor_t actor;
+    apr_status_t rv;
+    apr_size_t n;
+    int rc, revoked;
+
+    if (cli->argc != 1 || cli->argv[0][0] == '-') {
+        return usage("token revoke needs exactly one token ID (tok_...)");
+    }
+    id = cli->argv[0];
+    n = strlen(id);
+    if (n < 5 || n > 64 || strncmp(id, "tok_", 4) != 0
+        || strspn(id + 4, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")
+           != n - 4) {
+        return usage("ID must be a token id (tok_ and letters and digits), as `token list` "
+                     "shows it");
+    }
+    if ((rc = connect_db(cli)) != 0) {
+        return rc;
+    }
+    operator_actor(&actor);
+    rv = svc_token_revoke(cli->db, cli->pool, &actor, id, NULL, NULL, &revoked);
+    if (rv == SVC_ENOTFOUND) {
+        return fail(id, "no such token");
+    }
+    if (rv != APR_SUCCESS) {
+        return fail("token revoke", explain(cli, rv));
+    }
+    printf("%s %s\n", id, revoked ? "revoked" : "was revoked already");
+    return 0;
+}
+
 static int cmd_session_create(cli_t *cli)
 {
     const char *email, *user_id, *cookie, *sid;
@@ -553,6 +676,38 @@ static const char *field_type_name(svc_ftype_e t)
     return "?";
 }
 
+static int cmd_vcs_app_check(cli_t *cli)
+{
+    svc_vcs_refs_t refs;
+    const char *err = NULL, *report = NULL, *api = getenv("VCS_API_URL");
+    apr_status_t rv;
+
+    memset(&refs, 0, sizeof(refs));
+    if (cli->argc == 2 && strcmp(cli->argv[0], "--credentials") == 0) {
+        refs.credentials = cli->argv[1];
+    }
+    else if (cli->argc != 0) {
+        return usage("vcs-app check takes only --credentials FILE");
+    }
+    if (api && *api && (err = svc_signin_check_base_url(cli->pool, api,
+                                                         &cli->conf.vcs_api_url)) != NULL) {
+        return fail("VCS_API_URL", err);
+    }
+    if (svc_http_global_init() != APR_SUCCESS) {
+        return fail("vcs-app check", "libcurl failed to initialise");
+    }
+    rv = svc_vcs_configure(&cli->conf, &refs, cli->pool, &err);
+    if (rv == APR_SUCCESS) {
+        rv = svc_vcs_check(cli->pool, &cli->conf, &report);
+    }
+    svc_http_global_cleanup();
+    if (rv != APR_SUCCESS) {
+        return fail("vcs-app check", err ? err : report);
+    }
+    printf("%s\n", report);
+    return 0;
+}
+
 static int cmd_routes(cli_t *cli)
 {
     const svc_route_t *table = svc_route_table(cli->pool, svc_areas), *r;
@@ -589,7 +744,7 @@ static int cmd_routes(cli_t *cli)
                                                     "max", (json_int_t)f->max));
         }
         json_array_append_new(
-            all, json_pack("{s:s,s:s,s:s,s:s,s:s,s:b,s:b,s:s,s:o,s:s?,s:b,s:b,s:b,s:b,s:i,s:s}",
+            all, json_pack("{s:s,s:s,s:s,s:s,s:s,s:b,s:b,s:s,s:o,s:s?,s:b,s:b,s:b,s:b,s:b,s:i,s:s}",
                            "method", r->method, "path", r->path, "auth", auth_name(r->auth),
                            "scope", svc_scope_name(r->scope), "role", svc_role_name(r->role),
                            "tenant", svc_route_is_tenant(r),
@@ -599,6 +754,7 @@ static int cmd_routes(cli_t *cli)
                            "hidden", (r->flags & SVC_RF_HIDDEN) != 0,
                            "founder", (r->flags & SVC_RF_FOUNDER) != 0,
                            "paged", (r->flags & SVC_RF_PAGED) != 0,
+                           "session_only", (r->flags & SVC_RF_SESSION) != 0,
                            "stream", (r->flags & SVC_RF_STREAM) != 0,
                            "success", r->success, "op_id", r->op_id));
         if (!r->body) {
@@ -671,6 +827,10 @@ int main(int argc, const char *const *argv)
         ARGS(2);
         rc = cmd_user_add(&cli);
     }
+    else if (IS(0, "user") && IS(1, "allow-email-link")) {
+        ARGS(2);
+        rc = cmd_user_allow_email_link(&cli);
+    }
     else if (IS(0, "org") && IS(1, "create")) {
         ARGS(2);
         rc = cmd_org_create(&cli);
@@ -691,9 +851,21 @@ int main(int argc, const char *const *argv)
         ARGS(2);
         rc = cmd_token_create(&cli);
     }
+    else if (IS(0, "token") && IS(1, "list")) {
+        ARGS(2);
+        rc = cmd_token_list(&cli);
+    }
+    else if (IS(0, "token") && IS(1, "revoke")) {
+        ARGS(2);
+        rc = cmd_token_revoke(&cli);
+    }
     else if (IS(0, "session") && IS(1, "create")) {
         ARGS(2);
         rc = cmd_session_create(&cli);
+    }
+    else if (IS(0, "vcs-app") && IS(1, "check")) {
+        ARGS(2);
+        rc = cmd_vcs_app_check(&cli);
     }
     else if (IS(0, "routes")) {
         ARGS(1);

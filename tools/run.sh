@@ -211,7 +211,8 @@ HTTPD_PID=
 write_httpd_conf() {
     local errorlog=$1 libexec
     libexec=$(apxs -q LIBEXECDIR)
-    HTTPD_BIN=$(apxs -q SBINDIR)/$(apxs -q TARGET)
+    # SVC_HTTPD may name another binary or a wrapper (the tests' sanitizer one).
+    HTTPD_BIN=${SVC_HTTPD:-$(apxs -q SBINDIR)/$(apxs -q TARGET)}
     HTTPD_CONF=$VAR/httpd.conf
     {
         cat <<EOF
@@ -225,6 +226,7 @@ Listen            127.0.0.1:$PORT
 
 LoadModule mpm_event_module  $libexec/mod_mpm_event.so
 LoadModule authz_core_module $libexec/mod_authz_core.so
+LoadModule reqtimeout_module $libexec/mod_reqtimeout.so
 LoadModule dbd_module        $libexec/mod_dbd.so
 LoadModule svc_module        $TOP/build/mod_svc.so
 EOF
@@ -258,6 +260,16 @@ KeepAlive On
 # ThreadsPerChild + AsyncRequestWorkerFactor x idle threads. 2,000 streams
 # over 4 children need room for 500 each (docs/operations.md).
 AsyncRequestWorkerFactor 64
+# A client that trickles its headers or body in holds a worker until it is
+# done; 300 such clients left no worker for anyone else. mod_reqtimeout cuts
+# them off (408): headers within 20 s, extended by 1 s per 500 bytes to at
+# most 40 s; a body started within 20 s and then at 500 bytes a second. These
+# are Debian's defaults (its reqtimeout.conf, enabled by default); no TLS
+# handshake limit, as nothing here speaks TLS.
+RequestReadTimeout handshake=0 header=20-40,MinRate=500 body=20,MinRate=500
+# TRACE echoes a request, Authorization and cookies included. The service
+# refuses it on its own paths anyway; this refuses it everywhere else.
+TraceEnable Off
 
 <Directory />
     # No .htaccess lookups on every request; the API is not files.
@@ -276,6 +288,9 @@ DBDExptime 60
 
 SvcSecret        $SVC_SECRET
 SvcInternalAllow 127.0.0.1 ::1
+# Where browsers reach us: the sign-in callback and our own origin for the
+# CSRF check come from here, never from a request's Host header.
+SvcPublicURL     http://127.0.0.1:$PORT
 
 # Sign-in: on when VCS_OAUTH_CLIENT_ID and VCS_OAUTH_CLIENT_SECRET are set in
 # the environment of \`make run\`; VCS_WEB_URL and VCS_API_URL default to GitHub.
@@ -292,6 +307,16 @@ SvcProviderAllowPrivate On
 # Runs: the factory this tree builds, workspaces under var/.
 SvcRunFactory $TOP/build/svc-factory
 SvcRunWorkDir $VAR/runs
+# The code-hosting App: on when the six VCS_APP_* variables are set in the
+# environment of \`make run\`, or once the setup wizard wrote them to
+# var/vcs-app.env (then restart).
+SvcVcsAppCredentials $VAR/vcs-app.env
+SvcVcsAppId            env:VCS_APP_ID
+SvcVcsAppSlug          env:VCS_APP_SLUG
+SvcVcsAppClientId      env:VCS_APP_CLIENT_ID
+SvcVcsAppClientSecret  env:VCS_APP_CLIENT_SECRET
+SvcVcsAppWebhookSecret env:VCS_APP_WEBHOOK_SECRET
+SvcVcsAppPrivateKey    env:VCS_APP_PRIVATE_KEY_PEM
 
 <Location /api/>
     Require all granted
@@ -309,6 +334,14 @@ SvcRunWorkDir $VAR/runs
     Require all granted
     SetHandler svc
 </Location>
+<Location /admin/vcs-app/>
+    Require all granted
+    SetHandler svc
+</Location>
+<LocationMatch "^/orgs/[^/]+/vcs/install\$">
+    Require all granted
+    SetHandler svc
+</LocationMatch>
 <Location /noop>
     Require all granted
     SetHandler svc-noop
@@ -432,6 +465,13 @@ mod_svc is running on http://127.0.0.1:$PORT/  (Ctrl-C stops httpd and PostgreSQ
   sign-in: http://127.0.0.1:$PORT/auth/login when VCS_OAUTH_CLIENT_ID and
            VCS_OAUTH_CLIENT_SECRET are set (OAuth app callback URL:
            http://127.0.0.1:$PORT/auth/callback; see docs/api/signin.md)
+  code-hosting App: on when the six VCS_APP_* variables are set, or after the
+           setup wizard http://127.0.0.1:$PORT/admin/vcs-app/setup (founder,
+           signed in) wrote var/vcs-app.env and httpd restarted. At the
+           provider: webhook URL http://127.0.0.1:$PORT/webhooks/vcs,
+           callback and setup URL http://127.0.0.1:$PORT/auth/vcs-app/callback
+           (a provider must reach them: use SvcPublicURL behind a tunnel;
+           see docs/api/vcs.md)
   logs: var/log/error_log (also shown below), var/log/access_log (the previous
         run's: *.1), var/log/postgresql.log
 

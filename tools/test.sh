@@ -22,6 +22,8 @@ set -euo pipefail
 
 TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 SANITIZE=${SANITIZE:-0}
+# httpd reads it too (t/conf/extra.conf.in: the runs' sandbox under sanitizers).
+export SANITIZE
 TEST_USER=${SVC_TEST_USER:-svctest}
 
 say() { printf '\n=== %s\n' "$*"; }
@@ -282,6 +284,35 @@ VCS_OAUTH_CLIENT_SECRET=$(od -An -tx1 -N20 /dev/urandom | tr -d ' \n')
 (umask 077; echo "$VCS_OAUTH_CLIENT_SECRET" >"$VCS_SECRET_FILE")
 export VCS_OAUTH_CLIENT_ID VCS_OAUTH_CLIENT_SECRET
 
+# The code-hosting App: its private key (a real RSA key; the fake checks the
+# App JWTs' signatures with its public half), webhook secret and client
+# secret, and a key file that does not parse (t/vcs/config.t). Never printed;
+# every secret line is in a file the log check hunts for.
+SVC_TEST_VAR=$PGTMP/var
+mkdir -p "$SVC_TEST_VAR"
+VCS_APP_KEY_FILE=$PGTMP/vcs-app.pem
+VCS_APP_BADKEY_FILE=$PGTMP/vcs-app-bad.pem
+VCS_APP_SECRETS=$PGTMP/vcs-app-secrets
+(umask 077
+ openssl genrsa -out "$VCS_APP_KEY_FILE" 2048 2>/dev/null ||
+     die "cannot make the App's key"
+ echo "-----BEGIN PRIVATE KEY-----" >"$VCS_APP_BADKEY_FILE"
+ echo "this is not a key" >>"$VCS_APP_BADKEY_FILE"
+ echo "-----END PRIVATE KEY-----" >>"$VCS_APP_BADKEY_FILE")
+VCS_APP_ID=$((100000 + RANDOM))
+VCS_APP_SLUG=mod-svc-test-$VCS_APP_ID
+VCS_APP_CLIENT_ID=Iv23li$(od -An -tx1 -N7 /dev/urandom | tr -d ' \n')
+VCS_APP_CLIENT_SECRET=$(od -An -tx1 -N20 /dev/urandom | tr -d ' \n')
+VCS_APP_WEBHOOK_SECRET=$(od -An -tx1 -N24 /dev/urandom | tr -d ' \n')
+(umask 077
+ { echo "$VCS_APP_CLIENT_SECRET"; echo "$VCS_APP_WEBHOOK_SECRET";
+   grep -v -- '-----' "$VCS_APP_KEY_FILE"; } >"$VCS_APP_SECRETS")
+# GitHub's published webhook test vector (docs.github.com, "Validating webhook
+# deliveries"): a public value, not a secret.
+VCS_TEST_VECTOR_SECRET="It's a Secret to Everybody"
+export VCS_TEST_VECTOR_SECRET SVC_TEST_VAR VCS_APP_KEY_FILE VCS_APP_BADKEY_FILE VCS_APP_ID VCS_APP_SLUG \
+    VCS_APP_CLIENT_ID VCS_APP_CLIENT_SECRET VCS_APP_WEBHOOK_SECRET
+
 # start_fake NAME [ARGS...]: starts t/lib/FakeVcs.pm, waits for its port.
 start_fake() {
     local name=$1
@@ -375,7 +406,7 @@ if [ -n "$cores" ]; then
     fail "core dumps"
 fi
 if tools/check-logs.pl --logs "$LOGS" --pg-log "$LOGS/postgresql.log" \
-        --secrets "$SECRET_FILE" --secrets "$VCS_SECRET_FILE"; then
+        --secrets "$SECRET_FILE" --secrets "$VCS_SECRET_FILE" --secrets "$VCS_APP_SECRETS"; then
     pass "logs"
 else
     fail "logs"

@@ -14,6 +14,7 @@
 #include "svc_runs.h"
 #include "svc_share.h"
 #include "svc_tenancy.h"
+#include "svc_vcs.h"
 
 const svc_area_t *const svc_areas[] = {
     &svc_kernel_area,
@@ -27,6 +28,7 @@ const svc_area_t *const svc_areas[] = {
     &svc_runs_area,
     &svc_pipeline_area,
     &svc_attachments_area,
+    &svc_vcs_area,
     NULL
 };
 

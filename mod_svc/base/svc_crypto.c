@@ -14,6 +14,15 @@ apr_status_t svc_crypto_init(void)
     return sodium_init() < 0 ? APR_EGENERAL : APR_SUCCESS;
 }
 
+/* The box layout of svc_crypto.h, fixed at compile time. */
+typedef char svc_box_overhead_check[(SVC_BOX_OVERHEAD == crypto_secretbox_NONCEBYTES
+                                     + crypto_secretbox_MACBYTES) ? 1 : -1];
+
+void svc_random_bytes(void *buf, apr_size_t n)
+{
+    randombytes_buf(buf, n);
+}
+
 char *svc_random_base62(apr_pool_t *p, apr_size_t n)
 {
     unsigned char buf[64];
@@ -216,14 +225,30 @@ int svc_ct_equal(const void *a, const void *b, apr_size_t len)
 _Static_assert(SVC_BOX_OVERHEAD == crypto_secretbox_NONCEBYTES + crypto_secretbox_MACBYTES,
                "SVC_BOX_OVERHEAD is libsodium's secretbox nonce and MAC");
 
+void svc_box_seal_into(unsigned char *out, const unsigned char key[32],
+                       const unsigned char *msg, apr_size_t len)
+{
+    randombytes_buf(out, crypto_secretbox_NONCEBYTES);
+    crypto_secretbox_easy(out + crypto_secretbox_NONCEBYTES, msg, len, out, key);
+}
+
+apr_status_t svc_box_open_into(unsigned char *out, const unsigned char key[32],
+                               const unsigned char *box, apr_size_t boxlen)
+{
+    if (boxlen < SVC_BOX_OVERHEAD) {
+        return APR_EINVAL;
+    }
+    return crypto_secretbox_open_easy(out, box + crypto_secretbox_NONCEBYTES,
+                                      boxlen - crypto_secretbox_NONCEBYTES, box, key) == 0
+           ? APR_SUCCESS : APR_EINVAL;
+}
+
 void svc_box_seal(apr_pool_t *p, const unsigned char key[32], const char *plain,
                   apr_size_t len, unsigned char **pbox, apr_size_t *pboxlen)
 {
     unsigned char *box = apr_palloc(p, len + SVC_BOX_OVERHEAD);
 
-    randombytes_buf(box, crypto_secretbox_NONCEBYTES);
-    crypto_secretbox_easy(box + crypto_secretbox_NONCEBYTES, (const unsigned char *)plain,
-                          len, box, key);
+    svc_box_seal_into(box, key, (const unsigned char *)plain, len);
     *pbox = box;
     *pboxlen = len + SVC_BOX_OVERHEAD;
 }
@@ -255,8 +280,7 @@ apr_status_t svc_box_open(apr_pool_t *p, const unsigned char key[32],
     w = apr_palloc(p, sizeof(*w));
     w->buf = apr_palloc(p, len + 1);
     w->len = len + 1;
-    if (crypto_secretbox_open_easy((unsigned char *)w->buf, box + crypto_secretbox_NONCEBYTES,
-                                   boxlen - crypto_secretbox_NONCEBYTES, box, key) != 0) {
+    if (svc_box_open_into((unsigned char *)w->buf, key, box, boxlen) != APR_SUCCESS) {
         return APR_EINVAL;
     }
     w->buf[len] = '\0';

@@ -11,6 +11,9 @@
 /* Once per process, before threads start. */
 apr_status_t svc_crypto_init(void);
 
+/* n random bytes from the system's generator. */
+void svc_random_bytes(void *buf, apr_size_t n);
+
 /* n characters drawn uniformly from [0-9A-Za-z]. */
 char *svc_random_base62(apr_pool_t *p, apr_size_t n);
 
@@ -66,9 +69,20 @@ int svc_ct_equal(const void *a, const void *b, apr_size_t len);
  * Secrets at rest: libsodium's secretbox (XSalsa20-Poly1305) under a 32-byte
  * key, with a fresh random nonce per sealing. The sealed form is
  * nonce || MAC || ciphertext, SVC_BOX_OVERHEAD bytes longer than the
- * plaintext, allocated from p.
+ * plaintext.
+ *
+ * svc_box_seal_into writes len + SVC_BOX_OVERHEAD bytes to out;
+ * svc_box_open_into writes boxlen - SVC_BOX_OVERHEAD bytes to out and fails
+ * (APR_EINVAL) on a box that is too short, forged, or sealed under another
+ * key, writing nothing usable then. For fixed buffers (a cache's slots).
  */
 #define SVC_BOX_OVERHEAD (24 + 16)
+void svc_box_seal_into(unsigned char *out, const unsigned char key[32],
+                       const unsigned char *msg, apr_size_t len);
+apr_status_t svc_box_open_into(unsigned char *out, const unsigned char key[32],
+                               const unsigned char *box, apr_size_t boxlen);
+
+/* The same with the box allocated from p. */
 void svc_box_seal(apr_pool_t *p, const unsigned char key[32], const char *plain,
                   apr_size_t len, unsigned char **pbox, apr_size_t *pboxlen);
 

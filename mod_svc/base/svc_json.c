@@ -90,6 +90,18 @@ int svc_slug_valid(const char *s)
     return 1;
 }
 
+int svc_word_valid(const char *s, apr_size_t max)
+{
+    apr_size_t n = 0;
+
+    for (; s && *s; s++, n++) {
+        if ((unsigned char)*s <= 0x20 || (unsigned char)*s >= 0x7f || n == max) {
+            return 0;
+        }
+    }
+    return n > 0;
+}
+
 int svc_email_valid(const char *s)
 {
     const char *at = strchr(s, '@');
@@ -393,6 +405,59 @@ json_t *svc_json_schema_of(const svc_field_t *schema)
     return out;
 }
 
+/* The longest a string of n characters (or n UTF-8 bytes) can be written. */
+#define ESCAPED_CHARS(n) (2 + 12 * (apr_size_t)(n))
+#define ESCAPED_BYTES(n) (2 + 6 * (apr_size_t)(n))
+
+apr_size_t svc_json_body_max(const svc_field_t *schema)
+{
+    /* Braces, and room for an encoder's indentation and newlines. */
+    apr_size_t total = 1024;
+    const svc_field_t *f;
+
+    for (f = schema; f && f->name; f++) {
+        apr_size_t value = 0;
+        const char *const *e;
+
+        switch (f->type) {
+        case SVC_FT_STRING:
+        case SVC_FT_TEXT:
+            /* max counts characters: 12 bytes each as a surrogate pair. */
+            value = ESCAPED_CHARS(f->max > 0 ? f->max : 0);
+            break;
+        case SVC_FT_INT:
+            value = 21;
+            break;
+        case SVC_FT_BOOL:
+            value = 5;
+            break;
+        case SVC_FT_ENUM:
+            for (e = f->values; e && *e; e++) {
+                if (ESCAPED_BYTES(strlen(*e)) > value) {
+                    value = ESCAPED_BYTES(strlen(*e));
+                }
+            }
+            break;
+        case SVC_FT_SLUG:
+            value = ESCAPED_BYTES(63);
+            break;
+        case SVC_FT_EMAIL:
+            /* 254 bytes; no UTF-8 byte takes more than 6 escaped. */
+            value = ESCAPED_BYTES(254);
+            break;
+        case SVC_FT_ID:
+            value = ESCAPED_BYTES(64);
+            break;
+        default:
+            /* A free-form object has no size the schema can tell. */
+            return 0;
+        }
+        /* The key (escaped too), colon, comma and some whitespace. */
+        total += ESCAPED_BYTES(strlen(f->name)) + 2 + 32 + value;
+    }
+    return total;
+}
+
 const char *svc_json_str(const json_t *obj, const char *key)
 {
     return json_string_value(json_object_get(obj, key));
@@ -463,10 +528,16 @@ static apr_int64_t days_from_civil(int y, int m, int d)
     return era * 146097 + doe - 719468;
 }
 
-apr_status_t svc_parse_rfc3339(const char *s, apr_int64_t *pepoch)
+/*
+ * The one RFC 3339 reader: the instant in UTC as whole seconds since 1970
+ * (floored) and the microseconds within that second (digits of the
+ * fraction beyond the sixth are dropped).
+ */
+static apr_status_t parse_rfc3339(const char *s, apr_int64_t *psecs, apr_int64_t *pusec)
 {
     static const int mdays[] = { 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31 };
     int y, mo, d, h, mi, sec, off = 0, leap, dim;
+    apr_int64_t usec = 0;
     const char *p;
 
     if (!s || strlen(s) < 20 || strlen(s) > 40) {
@@ -492,10 +563,16 @@ apr_status_t svc_parse_rfc3339(const char *s, apr_int64_t *pepoch)
     if (*p == '.') {
         int n = 0;
         for (p++; *p >= '0' && *p <= '9'; p++) {
+            if (n < 6) {
+                usec = usec * 10 + (*p - '0');
+            }
             n++;
         }
         if (n < 1 || n > 9) {
             return APR_EINVAL;
+        }
+        for (; n < 6; n++) {
+            usec *= 10;
         }
     }
     if (*p == 'Z' || *p == 'z') {
@@ -503,7 +580,11 @@ apr_status_t svc_parse_rfc3339(const char *s, apr_int64_t *pepoch)
     }
     else if (*p == '+' || *p == '-') {
         int oh = digits(p + 1, 2), om;
-        /* Each check guards the next read: nothing past the NUL is looked at. */
+        /*
+         * Each check guards the next read: nothing past the NUL is looked
+         * at. RFC 3339 allows any offset of hours 00-23 (PostgreSQL only
+         * up to 15:59, which is why the offset is applied here).
+         */
         if (oh < 0 || oh > 23 || p[3] != ':' || (om = digits(p + 4, 2)) < 0 || om > 59) {
             return APR_EINVAL;
         }
@@ -516,10 +597,31 @@ apr_status_t svc_parse_rfc3339(const char *s, apr_int64_t *pepoch)
     if (*p) {
         return APR_EINVAL;
     }
-    if (pepoch) {
-        *pepoch = days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + sec - off;
-    }
+    *psecs = days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + sec - off;
+    *pusec = usec;
     return APR_SUCCESS;
+}
+
+apr_status_t svc_parse_rfc3339(const char *s, apr_int64_t *pepoch)
+{
+    apr_int64_t secs, usec;
+    apr_status_t rv = parse_rfc3339(s, &secs, &usec);
+
+    if (rv == APR_SUCCESS && pepoch) {
+        *pepoch = secs;
+    }
+    return rv;
+}
+
+apr_status_t svc_parse_rfc3339_usec(const char *s, apr_time_t *pt)
+{
+    apr_int64_t secs, usec;
+    apr_status_t rv = parse_rfc3339(s, &secs, &usec);
+
+    if (rv == APR_SUCCESS && pt) {
+        *pt = secs * APR_USEC_PER_SEC + usec;
+    }
+    return rv;
 }
 
 /* Howard Hinnant's civil_from_days: proleptic Gregorian, day 0 = 1970-01-01. */
@@ -558,6 +660,23 @@ apr_status_t svc_format_rfc3339(char *buf, apr_time_t t)
     civil_from_days(days, &y, &m, &d);
     apr_snprintf(buf, SVC_RFC3339_LEN + 1, "%04d-%02d-%02dT%02d:%02d:%02dZ", y, m, d,
                  rem / 3600, rem / 60 % 60, rem % 60);
+    return APR_SUCCESS;
+}
+
+apr_status_t svc_format_rfc3339_usec(char *buf, apr_time_t t)
+{
+    char secs[SVC_RFC3339_LEN + 1];
+    apr_int64_t usec;
+
+    if (svc_format_rfc3339(secs, t) != APR_SUCCESS) {
+        return APR_EINVAL;
+    }
+    /* The microseconds within the (floored) second, 0 to 999999. */
+    usec = t % APR_USEC_PER_SEC;
+    if (usec < 0) {
+        usec += APR_USEC_PER_SEC;
+    }
+    apr_snprintf(buf, SVC_RFC3339_USEC_LEN + 1, "%.19s.%06" APR_INT64_T_FMT "Z", secs, usec);
     return APR_SUCCESS;
 }
 

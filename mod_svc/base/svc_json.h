@@ -9,7 +9,7 @@
 
 /* Field types a body schema knows. */
 typedef enum {
-    SVC_FT_STRING = 1,  /* min/max: length in characters */
+    SVC_FT_STRING = 1,  /* min/max: length in characters (code points, decoded) */
     SVC_FT_INT,         /* min/max: value */
     SVC_FT_BOOL,
     SVC_FT_ENUM,        /* one of `values` */
@@ -51,6 +51,16 @@ apr_status_t svc_json_parse_body(json_t **pobj, const char *buf, apr_size_t len,
 apr_status_t svc_json_check(const json_t *obj, const svc_field_t *schema,
                             apr_pool_t *p, json_t **perrors);
 
+/*
+ * The size in bytes of the largest body a schema accepts, written the
+ * longest way a JSON encoder may write it (every character of a string as
+ * a \uXXXX escape, a surrogate pair beyond the BMP: 12 bytes a character),
+ * with room for indentation. Limits in a schema count characters after
+ * decoding, so a body cap below this would refuse valid text for the way
+ * it was encoded. 0 when a field has no bound (a free-form object).
+ */
+apr_size_t svc_json_body_max(const svc_field_t *schema);
+
 /* The JSON Schema (draft 2020-12, as OpenAPI 3.1 uses) of a body schema. */
 json_t *svc_json_schema_of(const svc_field_t *schema);
 
@@ -64,16 +74,27 @@ char *svc_json_dump(apr_pool_t *p, const json_t *v);
 /* Slug rule of DESIGN.md: lowercase [a-z0-9-], 1-63, no dash at either end. */
 int svc_slug_valid(const char *s);
 
+/* 1 to max characters of printable ASCII without spaces (a token, a login,
+ * a header word); 0 for NULL. */
+int svc_word_valid(const char *s, apr_size_t max);
+
 /* A plausible email address: one @, no spaces or controls, at most 254 bytes. */
 int svc_email_valid(const char *s);
 
 /*
  * An RFC 3339 date-time ("2026-11-25T21:54:14Z", "...14.250+01:00"), with
- * every field range-checked (days per month and leap years included) and
- * years 1 to 9999, so that PostgreSQL accepts whatever passes. *pepoch gets
- * the whole seconds since 1970 (may be NULL). APR_EINVAL otherwise.
+ * every field range-checked (days per month and leap years included),
+ * years 1 to 9999 as written, and any offset RFC 3339 allows (-23:59 to
+ * +23:59). *pepoch gets the whole seconds since 1970 in UTC, floored (may
+ * be NULL). APR_EINVAL otherwise. Hand PostgreSQL the normalised form
+ * (svc_format_rfc3339_usec), never the text: it refuses offsets beyond
+ * 15:59, and the offset can move the instant out of years 1 to 9999.
  */
 apr_status_t svc_parse_rfc3339(const char *s, apr_int64_t *pepoch);
+
+/* The same as microseconds since 1970 in UTC (*pt, may be NULL), the
+ * fraction kept to the microsecond (further digits dropped). */
+apr_status_t svc_parse_rfc3339_usec(const char *s, apr_time_t *pt);
 
 /*
  * The reverse: apr_time_t (microseconds since 1970) as "YYYY-MM-DDTHH:MM:SSZ",
@@ -82,6 +103,11 @@ apr_status_t svc_parse_rfc3339(const char *s, apr_int64_t *pepoch);
  */
 #define SVC_RFC3339_LEN 20
 apr_status_t svc_format_rfc3339(char *buf, apr_time_t t);
+
+/* The same to the microsecond, "YYYY-MM-DDTHH:MM:SS.ffffffZ", into buf (at
+ * least SVC_RFC3339_USEC_LEN + 1 bytes); APR_EINVAL outside years 1 to 9999. */
+#define SVC_RFC3339_USEC_LEN 27
+apr_status_t svc_format_rfc3339_usec(char *buf, apr_time_t t);
 
 /*
  * JSON text written straight into pool memory, for documents built from

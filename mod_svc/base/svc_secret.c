@@ -151,3 +151,40 @@ apr_status_t svc_secret_read(const char **pvalue, apr_size_t *plen, const char *
     *plen = n;
     return APR_SUCCESS;
 }
+
+int svc_secret_is_ref(const char *s)
+{
+    return strncmp(s, "env:", 4) == 0 || strncmp(s, "file:", 5) == 0
+        || strncmp(s, "exec:", 5) == 0;
+}
+
+apr_status_t svc_setting_resolve(const char **pv, const char *ref, const char *what,
+                                 apr_pool_t *p, const char **pabsent, const char **perr)
+{
+    apr_size_t n;
+    apr_status_t rv;
+
+    *pv = NULL;
+    if (!ref) {
+        *pabsent = apr_pstrcat(p, what, " is not set", NULL);
+        return APR_SUCCESS;
+    }
+    if (strncmp(ref, "env:", 4) == 0) {
+        char *v = NULL;
+        /* Unset is how an operator leaves an optional feature off. */
+        if (apr_env_get(&v, ref + 4, p) != APR_SUCCESS || !v || !*v) {
+            *pabsent = apr_pstrcat(p, "environment variable ", ref + 4, " (", what,
+                                   ") is not set", NULL);
+            return APR_SUCCESS;
+        }
+    }
+    if (!svc_secret_is_ref(ref)) {
+        *pv = ref;
+        return APR_SUCCESS;
+    }
+    rv = svc_secret_read(pv, &n, ref, p, perr);
+    if (rv != APR_SUCCESS) {
+        *perr = apr_pstrcat(p, what, ": ", *perr, NULL);
+    }
+    return rv;
+}

@@ -235,6 +235,11 @@ apr_status_t svc_auth_check(svc_ctx_t *ctx)
                         "This token's scope is %s; this endpoint needs %s.",
                         svc_scope_name(ctx->who->scope), svc_scope_name(route->scope));
     }
+    if ((route->flags & SVC_RF_SESSION) && ctx->who->via != SVC_VIA_SESSION) {
+        return svc_fail(ctx, 403, "session_required",
+                        "This page is for a signed-in browser session; personal access tokens "
+                        "cannot use it.");
+    }
     if (ctx->who->via == SVC_VIA_SESSION && svc_method_is_unsafe(ctx->method)) {
         if ((rv = check_csrf(ctx)) != APR_SUCCESS) {
             return rv;

@@ -29,13 +29,18 @@ void svc_config_defaults(svc_config_t *conf, apr_pool_t *p)
     conf->ui_url = "/";
     conf->vcs_timeout_ms = 10000;
     conf->vcs_connect_timeout_ms = 3000;
+    conf->vcs_app_off = "the code-hosting App is not configured";
 }
 
 void svc_config_default_rates(svc_config_t *conf, apr_pool_t *p)
 {
-    /* Token creation and revocation: SPEC says rate-limited; 20 a minute per user. */
     static const svc_rate_class_t defaults[] = {
+        /* Token creation: SPEC says rate-limited; 20 a minute per user. */
         { "tokens", 20, 60 },
+        /* Token revocation, per token (SVC_RF_RATE_PER_TOKEN): a budget of
+         * its own, so a stolen token spending "tokens" cannot block the
+         * owner's revocations; sessions are not counted at all. */
+        { "token_revoke", 100, 60 },
         /* Sign-in starts and callbacks, per client address: each writes a
          * row and the callback calls the provider. */
         { "signin", 60, 60 },
@@ -121,6 +126,7 @@ apr_status_t svc_config_load_secret(svc_config_t *conf, const char *ref, apr_poo
     crypto_kdf_derive_from_key(conf->box_key, SVC_KEY_BYTES, 3, "svc_box_", master);
     crypto_kdf_derive_from_key(conf->signin_key, SVC_KEY_BYTES, 4, "svc_sign", master);
     crypto_kdf_derive_from_key(conf->share_key, SVC_KEY_BYTES, 5, "svc_shr_", master);
+    crypto_kdf_derive_from_key(conf->cursor_key, SVC_KEY_BYTES, 6, "svc_curs", master);
     sodium_memzero(master, sizeof(master));
     sodium_memzero((void *)v, n);
     conf->have_secret = 1;

@@ -37,6 +37,7 @@ struct svc_config_t {
     unsigned char box_key[SVC_KEY_BYTES];      /* secrets at rest */
     unsigned char signin_key[SVC_KEY_BYTES];   /* OAuth state hashes, PKCE verifiers */
     unsigned char share_key[SVC_KEY_BYTES];    /* keyed hash of share-link tokens */
+    unsigned char cursor_key[SVC_KEY_BYTES];   /* MACs of pagination cursors */
     int have_secret;
 
     apr_size_t body_limit;          /* default JSON body cap in bytes */
@@ -62,7 +63,10 @@ struct svc_config_t {
      * also put here by the area registry. */
     const svc_area_t *const *areas;
 
-    const char *public_url;         /* base URL for the OpenAPI servers list */
+    const char *public_url;         /* SvcPublicURL: the OpenAPI servers list, the
+                                     * sign-in callback's base */
+    const char *public_origin;      /* its scheme://host[:port]: our own origin for
+                                     * the CSRF check when set */
     const char *openapi_json;       /* the OpenAPI document, rendered once at start */
 
     /* Sign-in through the code-hosting provider's OAuth app (svc_signin.c),
@@ -76,6 +80,12 @@ struct svc_config_t {
     int vcs_timeout_ms;             /* budget of all provider calls of one sign-in */
     const char *vcs_ca_file;        /* extra CA bundle for the provider (SvcVcsCAFile) */
     int vcs_connect_timeout_ms;
+
+    /* The code-hosting App (areas/vcs), resolved at start by svc_vcs_configure;
+     * the kernel carries it without looking inside. */
+    const char *vcs_app_off;        /* why the App is off (the missing keys), or NULL */
+    const struct svc_vcs_app_t *vcs_app;    /* the App's keys while it is on */
+    const char *vcs_app_credentials;        /* SvcVcsAppCredentials: the wizard's file */
 };
 
 /* Defaults that give a working local instance. */

@@ -193,15 +193,6 @@ apr_status_t svc_reply_json(svc_ctx_t *ctx, int status, json_t *body)
     return APR_SUCCESS;
 }
 
-apr_status_t svc_reply_text(svc_ctx_t *ctx, int status, const char *json_text)
-{
-    ctx->status = status;
-    ctx->content_type = "application/json; charset=utf-8";
-    ctx->resp_body = json_text;
-    ctx->resp_len = strlen(json_text);
-    return APR_SUCCESS;
-}
-
 apr_status_t svc_reply_body(svc_ctx_t *ctx, int status, const char *content_type,
                             const char *body, apr_size_t len)
 {
@@ -225,6 +216,12 @@ apr_status_t svc_reply_produced(svc_ctx_t *ctx, int status, const char *content_
     return APR_SUCCESS;
 }
 
+apr_status_t svc_reply_text(svc_ctx_t *ctx, int status, const char *json_text)
+{
+    return svc_reply_body(ctx, status, "application/json; charset=utf-8", json_text,
+                          strlen(json_text));
+}
+
 void svc_reply_add(svc_ctx_t *ctx, const char *key, const char *json_value)
 {
     apr_size_t n = ctx->resp_len;
@@ -236,6 +233,11 @@ void svc_reply_add(svc_ctx_t *ctx, const char *key, const char *json_value)
     ctx->resp_body = apr_pstrcat(ctx->pool, apr_pstrmemdup(ctx->pool, ctx->resp_body, n - 1),
                                  n > 2 ? "," : "", "\"", key, "\":", json_value, "}", NULL);
     ctx->resp_len = strlen(ctx->resp_body);
+}
+
+apr_status_t svc_reply_html(svc_ctx_t *ctx, int status, const char *html)
+{
+    return svc_reply_body(ctx, status, "text/html; charset=utf-8", html, strlen(html));
 }
 
 apr_status_t svc_reply_empty(svc_ctx_t *ctx)

@@ -226,6 +226,10 @@ apr_status_t svc_reply_produced(svc_ctx_t *ctx, int status, const char *content_
  */
 void svc_reply_add(svc_ctx_t *ctx, const char *key, const char *json_value);
 
+/* An HTML page (text/html; charset=utf-8): the caller escaped every value
+ * in it and sets the Content-Security-Policy that fits the page. */
+apr_status_t svc_reply_html(svc_ctx_t *ctx, int status, const char *html);
+
 /* 204, no body. */
 apr_status_t svc_reply_empty(svc_ctx_t *ctx);
 

@@ -11,13 +11,59 @@
 
 #include <string.h>
 
+/* The longest id a path may carry (ours are a prefix and 22 characters). */
+#define SVC_ID_MAX 64
+
+/* An id as a path names one: ASCII letters, digits, '_' and '-'. */
+static int id_valid(const char *s)
+{
+    apr_size_t n = strlen(s);
+
+    return n >= 1 && n <= SVC_ID_MAX
+        && strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-") == n;
+}
+
+static int param_valid(void *baton, const char *name, const char *value)
+{
+    apr_size_t n = strlen(name);
+
+    (void)baton;
+    if (n > 4 && strcmp(name + n - 4, "Slug") == 0) {
+        return svc_slug_valid(value);
+    }
+    return id_valid(value);
+}
+
 apr_status_t svc_dispatch_route(svc_ctx_t *ctx, const svc_router_t *rt)
 {
     const char *allow = NULL;
 
     ctx->route = svc_router_match(rt, ctx->method, ctx->path, ctx->pool, ctx->params, &allow);
     if (ctx->route) {
+        /*
+         * Every path parameter has a format: a slug for :orgSlug and
+         * :projectSlug, an id for the others. A value of another shape
+         * names nothing, so it is a 404 before any handler or query sees
+         * it (bytes that are not UTF-8 would make PostgreSQL refuse the
+         * statement: a 500 for what is only a wrong URL).
+         */
+        if (!apr_table_do(param_valid, NULL, ctx->params, NULL)) {
+            return svc_fail(ctx, 404, "not_found", "There is nothing at this path.");
+        }
         return APR_SUCCESS;
+    }
+    /*
+     * No route takes TRACE (svc_router_create refuses one): it echoes the
+     * request, Authorization and cookies included. It is refused wherever
+     * it is sent, even where there is no route, whatever httpd's
+     * TraceEnable says (the glue keeps httpd's own TRACE handler away
+     * from the service's URLs).
+     */
+    if (strcmp(ctx->method, "TRACE") == 0) {
+        apr_table_setn(ctx->headers_out, "Allow", allow ? allow : "");
+        return svc_fail(ctx, 405, "method_not_allowed",
+                        "TRACE is not served: it would echo the request, credentials "
+                        "included.");
     }
     if (!allow) {
         return svc_fail(ctx, 404, "not_found", "There is no endpoint at this path.");
@@ -32,19 +78,32 @@ apr_status_t svc_dispatch_route(svc_ctx_t *ctx, const svc_router_t *rt)
 
 apr_size_t svc_dispatch_body_limit(const svc_ctx_t *ctx)
 {
-    apr_size_t doc;
+    apr_size_t cap, need;
 
     if (ctx->route && (ctx->route->flags & SVC_RF_STREAM_BODY)) {
         return ctx->conf->upload_limit;
     }
-    if (!ctx->route || !ctx->route->body) {
+    if (!ctx->route || (!ctx->route->body && !(ctx->route->flags & SVC_RF_RAW_BODY))) {
         return 0;
     }
     if (ctx->route->flags & SVC_RF_DOCUMENT_BODY) {
-        doc = ctx->conf->document_limit * 6 + 64 * 1024;
-        return doc > ctx->conf->body_limit ? doc : ctx->conf->body_limit;
+        /* A document of SvcDocumentLimit bytes with every byte escaped. */
+        cap = ctx->conf->document_limit * 6 + 64 * 1024;
+        if (cap < ctx->conf->body_limit) {
+            cap = ctx->conf->body_limit;
+        }
     }
-    return ctx->route->body_limit ? ctx->route->body_limit : ctx->conf->body_limit;
+    else {
+        cap = ctx->route->body_limit ? ctx->route->body_limit : ctx->conf->body_limit;
+    }
+    /*
+     * Never below the largest valid body in its longest encoding: a field
+     * of 2,000 characters is 24 KB as \u escapes (what most encoders
+     * write beyond ASCII), and valid text must not be a 413 for its
+     * encoding.
+     */
+    need = svc_json_body_max(ctx->route->body);
+    return need > cap ? need : cap;
 }
 
 apr_status_t svc_fail_too_large(svc_ctx_t *ctx, apr_size_t limit)
@@ -120,6 +179,10 @@ static apr_status_t read_body(svc_ctx_t *ctx)
         /* The handler's to read, whatever its type (svc_body_read). */
         return APR_SUCCESS;
     }
+    if (route->flags & SVC_RF_RAW_BODY) {
+        /* The handler's to check and parse (the webhook's signature first). */
+        return APR_SUCCESS;
+    }
     if (!route->body) {
         if (ctx->raw_len > 0) {
             return svc_fail(ctx, 400, "body_not_allowed",
@@ -149,6 +212,15 @@ static apr_status_t read_body(svc_ctx_t *ctx)
     return APR_SUCCESS;
 }
 
+/* Who a rate-limited request is counted against, or NULL: not counted. */
+static const char *rate_subject(const svc_ctx_t *ctx)
+{
+    if (ctx->route->flags & SVC_RF_RATE_PER_TOKEN) {
+        return ctx->who && ctx->who->via == SVC_VIA_PAT ? ctx->who->token_id : NULL;
+    }
+    return ctx->who ? ctx->who->user_id : ctx->client_ip;
+}
+
 static apr_status_t run_once(svc_ctx_t *ctx)
 {
     const svc_route_t *route = ctx->route;
@@ -165,9 +237,8 @@ static apr_status_t run_once(svc_ctx_t *ctx)
      * changes nothing, not even a counter, and a typo does not cost a
      * client its budget.
      */
-    if (route->rate_class) {
-        const char *subject = ctx->who ? ctx->who->user_id : ctx->client_ip;
-        if ((rv = svc_rate_hit(ctx, route->rate_class, subject)) != APR_SUCCESS) {
+    if (route->rate_class && rate_subject(ctx)) {
+        if ((rv = svc_rate_hit(ctx, route->rate_class, rate_subject(ctx))) != APR_SUCCESS) {
             return rv;
         }
     }

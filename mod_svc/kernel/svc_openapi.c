@@ -58,7 +58,9 @@ static json_t *operation(apr_pool_t *p, const svc_route_t *r, json_t *params)
                                                 "minimum", 1, "maximum", 200, "default", 50));
         json_array_append_new(params, json_pack("{s:s,s:s,s:s,s:{s:s}}", "name", "cursor",
                                                 "in", "query", "description",
-                                                "The next_cursor of the previous page.",
+                                                "The next_cursor of the previous page, "
+                                                "with the same filters (signed: another "
+                                                "list's or an altered cursor is a 400).",
                                                 "schema", "type", "string"));
     }
     for (q = r->query; q && q->name; q++) {
@@ -83,8 +85,19 @@ static json_t *operation(apr_pool_t *p, const svc_route_t *r, json_t *params)
                                       "content", "*/*", "schema", "type", "string", "format",
                                       "binary"));
     }
+    else if (r->flags & SVC_RF_RAW_BODY) {
+        json_object_set_new(op, "requestBody",
+                            json_pack("{s:b,s:{s:{s:{s:s}}}}", "required", 1, "content",
+                                      "application/json", "schema", "type", "object"));
+    }
     if (strcmp(code, "204") == 0) {
         json_object_set_new(responses, code, json_pack("{s:s}", "description", "Done."));
+    }
+    else if (r->flags & SVC_RF_HTML) {
+        json_object_set_new(responses, code,
+                            json_pack("{s:s,s:{s:{s:{s:s}}}}", "description",
+                                      "A page for the browser.", "content", "text/html",
+                                      "schema", "type", "string"));
     }
     else if (r->flags & SVC_RF_STREAM) {
         json_object_set_new(responses, code,
@@ -112,7 +125,7 @@ static json_t *operation(apr_pool_t *p, const svc_route_t *r, json_t *params)
                                       "content", "application/json", "schema", "type",
                                       "object"));
     }
-    if (r->body) {
+    if (r->body || (r->flags & SVC_RF_RAW_BODY)) {
         json_object_set_new(responses, "400", problem_ref("Invalid body or parameters."));
         json_object_set_new(responses, "413", problem_ref("Body too large."));
         json_object_set_new(responses, "415", problem_ref("Body is not JSON."));
@@ -126,8 +139,10 @@ static json_t *operation(apr_pool_t *p, const svc_route_t *r, json_t *params)
         json_object_set_new(responses, "403",
                             problem_ref("Scope, role or CSRF check refused the request."));
         json_object_set_new(op, "security",
-                            json_pack("[{s:[s]},{s:[]}]", "pat", svc_scope_name(r->scope),
-                                      "session"));
+                            (r->flags & SVC_RF_SESSION)
+                            ? json_pack("[{s:[]}]", "session")
+                            : json_pack("[{s:[s]},{s:[]}]", "pat", svc_scope_name(r->scope),
+                                        "session"));
     }
     else {
         json_object_set_new(op, "security", json_array());

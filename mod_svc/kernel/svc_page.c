@@ -3,17 +3,113 @@
  */
 #include "svc_page.h"
 #include "svc_ctx.h"
+#include "svc_route.h"
 #include "svc_crypto.h"
 #include "svc_json.h"
 
 #include <stdarg.h>
 #include <string.h>
 
-char *svc_cursor_encode(apr_pool_t *p, apr_int64_t seq)
-{
-    const char *raw = apr_psprintf(p, "v1:%" APR_INT64_T_FMT, seq);
+#define CURSOR_VERSION 2
+#define CURSOR_MAC_BYTES 16
+#define CURSOR_BYTES (1 + 8 + CURSOR_MAC_BYTES)
 
-    return svc_b64url_encode(p, (const unsigned char *)raw, strlen(raw));
+/* One part of what a cursor's MAC covers, length-prefixed so that no two
+ * sequences of parts read alike; NULL (an absent filter) is its own mark. */
+static void mac_part(svc_jbuf_t *b, const char *s)
+{
+    char len[24];
+
+    if (!s) {
+        svc_jbuf_raw(b, "-;", 2);
+        return;
+    }
+    svc_jbuf_raw(b, len, (apr_size_t)apr_snprintf(len, sizeof(len), "%" APR_SIZE_T_FMT ":",
+                                                  strlen(s)));
+    svc_jbuf_raw(b, s, strlen(s));
+}
+
+/*
+ * The MAC of a position in ctx's list: the list is the route (its
+ * operation and its path parameters, in the template's order), who asks
+ * (the user and their token's org binding, which narrows some lists), and
+ * the value of each filter the route documents.
+ */
+static void cursor_mac(unsigned char mac[CURSOR_MAC_BYTES], const svc_ctx_t *ctx,
+                       const unsigned char seq_be[8])
+{
+    const svc_route_t *route = ctx->route;
+    const char *tmpl = route ? route->path : "", *msg;
+    unsigned char full[32];
+    svc_jbuf_t b;
+    apr_size_t n;
+
+    svc_jbuf_init(&b, ctx->pool, 256);
+    svc_jbuf_raw(&b, "svc-cursor-v2;", 14);
+    mac_part(&b, route ? route->op_id : NULL);
+    while ((tmpl = strchr(tmpl, ':')) != NULL) {
+        const char *name = apr_pstrmemdup(ctx->pool, tmpl + 1, strcspn(tmpl + 1, "/"));
+        mac_part(&b, name);
+        mac_part(&b, apr_table_get(ctx->params, name));
+        tmpl++;
+    }
+    mac_part(&b, ctx->who ? ctx->who->user_id : NULL);
+    mac_part(&b, ctx->who && ctx->who->via == SVC_VIA_PAT ? ctx->who->token_org_id : NULL);
+    if (route && route->query) {
+        const svc_qparam_t *q;
+        for (q = route->query; q->name; q++) {
+            mac_part(&b, q->name);
+            mac_part(&b, apr_table_get(ctx->query, q->name));
+        }
+    }
+    svc_jbuf_raw(&b, (const char *)seq_be, 8);
+    msg = svc_jbuf_text(&b, &n);
+    svc_hmac_sha256(full, ctx->conf->cursor_key, sizeof(ctx->conf->cursor_key),
+                    (const unsigned char *)msg, n);
+    memcpy(mac, full, CURSOR_MAC_BYTES);
+    svc_wipe(full, sizeof(full));
+}
+
+char *svc_cursor_encode(const svc_ctx_t *ctx, apr_int64_t seq)
+{
+    unsigned char raw[CURSOR_BYTES];
+    int i;
+
+    raw[0] = CURSOR_VERSION;
+    for (i = 0; i < 8; i++) {
+        raw[1 + i] = (unsigned char)((apr_uint64_t)seq >> (56 - 8 * i));
+    }
+    cursor_mac(raw + 9, ctx, raw + 1);
+    return svc_b64url_encode(ctx->pool, raw, sizeof(raw));
+}
+
+/* The ordering key a cursor of ctx's list stands for; APR_EINVAL for
+ * anything this list did not issue. */
+static apr_status_t cursor_decode(const svc_ctx_t *ctx, const char *cursor, apr_int64_t *pseq)
+{
+    unsigned char mac[CURSOR_MAC_BYTES], *raw;
+    apr_uint64_t seq = 0;
+    apr_size_t n;
+    int i;
+
+    if (strlen(cursor) > 64
+        || svc_b64url_decode(ctx->pool, cursor, strlen(cursor), &raw, &n) != APR_SUCCESS
+        || n != CURSOR_BYTES || raw[0] != CURSOR_VERSION) {
+        return APR_EINVAL;
+    }
+    cursor_mac(mac, ctx, raw + 1);
+    if (!svc_ct_equal(mac, raw + 9, CURSOR_MAC_BYTES)) {
+        return APR_EINVAL;
+    }
+    for (i = 0; i < 8; i++) {
+        seq = (seq << 8) | raw[1 + i];
+    }
+    /* We only ever issue positive keys; anything else was not ours. */
+    if (seq < 1 || seq > (apr_uint64_t)APR_INT64_MAX) {
+        return APR_EINVAL;
+    }
+    *pseq = (apr_int64_t)seq;
+    return APR_SUCCESS;
 }
 
 apr_status_t svc_page_parse(svc_ctx_t *ctx, svc_page_t *pg)
@@ -33,18 +129,15 @@ apr_status_t svc_page_parse(svc_ctx_t *ctx, svc_page_t *pg)
         pg->limit = (int)v;
     }
     if (cursor) {
-        unsigned char *raw;
-        apr_size_t n;
+        apr_int64_t seq;
 
-        if (strlen(cursor) > 64
-            || svc_b64url_decode(ctx->pool, cursor, strlen(cursor), &raw, &n) != APR_SUCCESS
-            || n < 4 || memcmp(raw, "v1:", 3) != 0
-            || svc_parse_int((const char *)raw + 3, 1, APR_INT64_MAX, &v) != APR_SUCCESS) {
+        if (cursor_decode(ctx, cursor, &seq) != APR_SUCCESS) {
             svc_fail_field(ctx, "cursor", "invalid_cursor",
-                           "cursor must be a value returned as next_cursor by this list.");
+                           "cursor must be a value returned as next_cursor by this list, "
+                           "with the same filters.");
             return SVC_EPROBLEM;
         }
-        pg->before = apr_psprintf(ctx->pool, "%" APR_INT64_T_FMT, (apr_int64_t)v);
+        pg->before = apr_psprintf(ctx->pool, "%" APR_INT64_T_FMT, seq);
     }
     pg->fetch = apr_psprintf(ctx->pool, "%d", pg->limit + 1);
     return APR_SUCCESS;
@@ -75,7 +168,7 @@ static apr_status_t reply_page(svc_ctx_t *ctx, const svc_dbres_t *res, int seq_c
         if (svc_dbres_int64(res, n - 1, seq_col, &seq) != APR_SUCCESS) {
             return SVC_EDB;
         }
-        next = apr_pstrcat(ctx->pool, "\"", svc_cursor_encode(ctx->pool, seq), "\"", NULL);
+        next = apr_pstrcat(ctx->pool, "\"", svc_cursor_encode(ctx, seq), "\"", NULL);
     }
     svc_jbuf_init(&b, ctx->pool, item_size * (apr_size_t)n + 64);
     svc_jbuf_raw(&b, "{\"data\":[", 9);

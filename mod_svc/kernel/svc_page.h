@@ -2,10 +2,17 @@
  * svc_page.h: list responses with keyset pagination.
  *
  * Lists answer {"data":[...],"next_cursor":"..."|null}. ?limit= defaults to
- * 50 and may be 1 to 200; ?cursor= is opaque to clients (a base64url
- * "v1:<seq>", where seq is the row's bigint ordering key). A query asks
- * for limit+1 rows "WHERE seq < $before ORDER BY seq DESC", so a full extra
- * row tells that there is a next page. Never OFFSET.
+ * 50 and may be 1 to 200; ?cursor= is opaque to clients. A query asks for
+ * limit+1 rows "WHERE seq < $before ORDER BY seq DESC", so a full extra row
+ * tells that there is a next page. Never OFFSET.
+ *
+ * A cursor is base64url of a version byte, the row's bigint ordering key
+ * and a MAC (HMAC-SHA256 under a key derived from the server secret,
+ * truncated to 128 bits) over that key and the list it belongs to: the
+ * route, its path parameters, the caller and their token's org binding,
+ * and the values of the route's documented filters. So a cursor is only
+ * good for the list (and filters) that issued it: a forged one, or one of
+ * another list or filter, is a 400, not a page of something else.
  */
 #ifndef SVC_PAGE_H
 #define SVC_PAGE_H
@@ -26,7 +33,9 @@ typedef struct {
 /* Reads ?limit= and ?cursor=; a 400 problem on anything out of shape. */
 apr_status_t svc_page_parse(svc_ctx_t *ctx, svc_page_t *pg);
 
-char *svc_cursor_encode(apr_pool_t *p, apr_int64_t seq);
+/* The cursor that continues ctx's list after the row with ordering key seq
+ * (from ctx->pool). */
+char *svc_cursor_encode(const svc_ctx_t *ctx, apr_int64_t seq);
 
 /*
  * Answers 200 with the page: each row's column json_col is one item's JSON

@@ -5,25 +5,37 @@
 #include "svc_ctx.h"
 #include "svc_db.h"
 
+/* Expired windows deleted by each request that opens a new one. */
+#define SVC_RATE_SWEEP_BATCH "100"
+
 /*
  * The window is computed from the database clock so every node agrees.
  * Returns the count in the window and the seconds until it ends.
  */
 static const svc_stmt_t st_rate_hit = {
     "svc_rate_hit",
-    "INSERT INTO rate_limits AS r (key, window_start, count)"
-    " VALUES ($1, (floor(extract(epoch FROM now()) / $2::int) * $2::int)::bigint, 1)"
+    "INSERT INTO rate_limits AS r (key, window_start, window_end, count)"
+    " SELECT $1, w.start, w.start + $2::int, 1"
+    " FROM (SELECT (floor(extract(epoch FROM now()) / $2::int) * $2::int)::bigint AS start) w"
     " ON CONFLICT (key, window_start) DO UPDATE SET count = r.count + 1"
-    " RETURNING count, window_start + $2::int - floor(extract(epoch FROM now()))::bigint",
+    " RETURNING count, window_end - floor(extract(epoch FROM now()))::bigint",
     2, SVC_STMT_RETRY
 };
 
-/* Old windows are swept by whoever opens a new one, so the table stays small. */
+/*
+ * Expired windows of any key, a bounded batch, oldest first. Whoever opens
+ * a window deletes up to a batch of expired ones, so rows are deleted at
+ * least as fast as they are made and the table stays as small as the
+ * windows alive: one-off subjects (a stream of client addresses, IPv6 has
+ * plenty) never come back to delete their own. SKIP LOCKED: concurrent
+ * sweepers share the work instead of waiting on each other.
+ */
 static const svc_stmt_t st_rate_sweep = {
     "svc_rate_sweep",
-    "DELETE FROM rate_limits WHERE key = $1"
-    " AND window_start < extract(epoch FROM now())::bigint - $2::int",
-    2, SVC_STMT_RETRY
+    "DELETE FROM rate_limits WHERE ctid = ANY (ARRAY("
+    " SELECT ctid FROM rate_limits WHERE window_end <= floor(extract(epoch FROM now()))::bigint"
+    " ORDER BY window_end LIMIT $1::int FOR UPDATE SKIP LOCKED))",
+    1, SVC_STMT_RETRY
 };
 
 apr_status_t svc_rate_hit(svc_ctx_t *ctx, const char *class_name, const char *subject)
@@ -52,7 +64,7 @@ apr_status_t svc_rate_hit(svc_ctx_t *ctx, const char *class_name, const char *su
         return SVC_EDB;
     }
     if (count == 1) {
-        rv = svc_db_execv(db, &st_rate_sweep, ctx->pool, NULL, key, period);
+        rv = svc_db_execv(db, &st_rate_sweep, ctx->pool, NULL, SVC_RATE_SWEEP_BATCH);
         if (rv != APR_SUCCESS) {
             return rv;
         }

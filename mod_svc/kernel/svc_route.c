@@ -66,8 +66,9 @@ int svc_method_is_unsafe(const char *method)
 
 int svc_route_is_tenant(const svc_route_t *route)
 {
-    return strncmp(route->path, "/api/orgs/:orgSlug", 18) == 0
-        && (route->path[18] == '\0' || route->path[18] == '/');
+    const char *s = strncmp(route->path, "/api/", 5) == 0 ? route->path + 4 : route->path;
+
+    return strncmp(s, "/orgs/:orgSlug", 14) == 0 && (s[14] == '\0' || s[14] == '/');
 }
 
 int svc_route_is_project(const svc_route_t *route)
@@ -119,13 +120,19 @@ apr_status_t svc_router_create(svc_router_t **prt, const svc_route_t *table, apr
         compiled_t *c = &rt->routes[rt->n];
         split_t sp;
 
-        if (!split_path(r->path, &sp) || !r->handler) {
+        /* TRACE echoes credentials; CONNECT is a proxy's: never a route. */
+        if (!split_path(r->path, &sp) || !r->handler || strcmp(r->method, "TRACE") == 0
+            || strcmp(r->method, "CONNECT") == 0) {
             return APR_EINVAL;
         }
         /* A state-changing user route that a read token could call would
          * break the scope model; refuse to start rather than serve it. */
         if (r->auth == SVC_AUTH_USER && svc_method_is_unsafe(r->method)
             && r->scope < SVC_SCOPE_WRITE) {
+            return APR_EINVAL;
+        }
+        /* A raw body is the handler's to read; a schema would never be applied. */
+        if ((r->flags & SVC_RF_RAW_BODY) && r->body) {
             return APR_EINVAL;
         }
         /* A project route that names no least project role would let every

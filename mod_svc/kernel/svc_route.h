@@ -42,14 +42,33 @@ typedef apr_status_t (*svc_handler_fn)(svc_ctx_t *ctx);
 /* A success answers text/markdown, not JSON (for the OpenAPI document). */
 #define SVC_RF_MARKDOWN     0x4000
 /*
+ * The rate class counts what personal access tokens do, per token:
+ * through a session (the account's human owner) nothing is counted, and a
+ * token cannot spend another's budget. For revocation, which a stolen
+ * token must never be able to block.
+ */
+#define SVC_RF_RATE_PER_TOKEN 0x8000
+/*
+ * The body is kept as received (ctx->raw_body, up to body_limit or the
+ * configured default) and is not parsed: the handler checks it, then
+ * parses it, because something about the exact bytes must be checked first
+ * (a webhook's signature). body stays NULL on such rows.
+ */
+#define SVC_RF_RAW_BODY 0x10000
+/* Only a signed-in session may call it (pages for a browser whose state is
+ * bound to the session): a personal access token gets 403 session_required. */
+#define SVC_RF_SESSION  0x20000
+/* Answers an HTML page for a browser (text/html), not JSON; its errors are
+ * problem documents all the same. */
+#define SVC_RF_HTML     0x40000
+/*
  * The body is the handler's to read as it arrives (uploads), in pieces,
  * with svc_body_read: the glue reads nothing first, the kernel neither
  * parses it nor checks its type, and the cap is SvcAttachmentLimit
  * (413 the moment it is passed, or up front from Content-Length). body
- * stays NULL on such rows. (A high bit, clear of the flags other branches
- * add.)
+ * stays NULL on such rows.
  */
-#define SVC_RF_STREAM_BODY  0x01000000
+#define SVC_RF_STREAM_BODY  0x80000
 
 /* A query parameter a route documents and accepts. */
 typedef struct {
@@ -108,7 +127,9 @@ const svc_route_t *svc_router_match(const svc_router_t *rt, const char *method,
                                     const char *path, apr_pool_t *p,
                                     apr_table_t *params, const char **pallow);
 
-/* True when the route addresses one organization (/api/orgs/:orgSlug/...). */
+/* True when the route addresses one organization: /api/orgs/:orgSlug/...,
+ * or a page of the web UI's under /orgs/:orgSlug/... that the service
+ * answers itself. */
 int svc_route_is_tenant(const svc_route_t *route);
 
 /* True when the route addresses one project of that org

@@ -164,6 +164,41 @@ is_deeply($p->{data}, [], '?until= in the past: nothing');
 is(scalar @{ $p->{data} }, scalar @{ $all->{data} }, '?since= and ?until= around everything');
 ($s, $p) = audit('since=1970-01-01t00:00:00.5z&limit=200');
 is($s, 200, 'lowercase t and z and a fraction are RFC 3339 too');
+
+# Offsets are applied before PostgreSQL sees the time (issue 14, item 5):
+# it refuses those beyond 15:59 (SQLSTATE 22009, a 500), RFC 3339 allows up
+# to 23:59. The newest entry's second, written with a +16:30 offset, is the
+# same instant: since= finds it, until= does not.
+{
+    my $newest = $all->{data}[0]{created_at};
+    my ($y, $mo, $d, $h, $mi, $sec) = $newest =~ /^(\d+)-(\d+)-(\d+)T(\d+):(\d+):(\d+)Z$/;
+    require Time::Local;
+    my $t = Time::Local::timegm($sec, $mi, $h, $d, $mo - 1, $y) + 16 * 3600 + 30 * 60;
+    my @g = gmtime $t;
+    my $shifted = sprintf '%04d-%02d-%02dT%02d:%02d:%02d%%2B16:30', $g[5] + 1900, $g[4] + 1,
+                          @g[3, 2, 1, 0];
+    my ($s1, $p1) = audit("since=$shifted&limit=200");
+    is($s1, 200, "?since= with a +16:30 offset: 200") or diag(explain($p1));
+    ok((grep { $_->{id} eq $all->{data}[0]{id} } @{ $p1->{data} // [] }),
+       '... and it names the same instant (the newest entry is in)');
+    ok(!(grep { $_->{created_at} lt $newest } @{ $p1->{data} // [] }), '... nothing older');
+    my ($s2, $p2) = audit("until=$shifted&limit=200");
+    is($s2, 200, '?until= with a +16:30 offset: 200');
+    ok(!(grep { $_->{created_at} ge $newest } @{ $p2->{data} // [] }),
+       '... and the newest second is out');
+    ($s1, $p1) = audit('since=2026-01-01T00:00:00-23:59&until=2026-01-01T00:00:00%2B23:59');
+    is($s1, 200, 'the largest offsets RFC 3339 allows: 200');
+    ($s1, $p1) = audit('since=2026-01-01T00:00:00%2B24:00');
+    is($s1, 400, 'an offset of 24 hours: 400');
+    is($p1->{code}, 'validation_failed', '... validation_failed');
+    is($p1->{errors}[0]{field}, 'since', '... naming since');
+    ($s1, $p1) = audit('until=0001-01-01T00:00:00%2B01:00');
+    is($s1, 400, 'an offset that moves the time before year 1: 400');
+    is($p1->{errors}[0]{code}, 'out_of_range', '... out_of_range');
+    is($p1->{errors}[0]{field}, 'until', '... naming until');
+    ($s1) = audit('since=9999-12-31T23:59:59-01:00');
+    is($s1, 400, 'an offset that moves the time past year 9999: 400');
+}
 for my $bad ([ since => '2026-02-30T00:00:00Z' ], [ since => 'yesterday' ],
              [ until => '2026-01-01' ], [ until => '2026-01-01T25:00:00Z' ],
              [ actor => 'bob' ], [ actor => 'usr_' ], [ action => 'DROP TABLE' ],

@@ -100,6 +100,18 @@ sub revocations {
     is($p && $p->{code}, 'csrf_failed', '... csrf_failed');
     ok(live($B), '... and nothing was revoked');
 
+    # Our own origin is SvcPublicURL's, never one the Host header makes up
+    # (issue 14, a decision): a page of the attacker's site, reaching this
+    # server under the attacker's name (DNS rebinding, a proxy passing Host
+    # through), is not "this server".
+    my ($port) = $BASE =~ /:(\d+)$/;
+    ($s, $p) = api(DELETE => "/api/me/sessions/$sid{$B}", cookie => $A,
+                   headers => { Host => "evil.example:$port",
+                                Origin => "http://evil.example:$port" });
+    is($s, 403, 'an Origin that matches only the Host header: 403');
+    is($p && $p->{code}, 'csrf_failed', '... csrf_failed');
+    ok(live($B), '... and nothing was revoked');
+
     my $res;
     ($s, $p, $res) = api(DELETE => "/api/me/sessions/$sid{$B}", cookie => $A, headers => \%SAME);
     is($s, 204, 'revoke one: 204');

@@ -163,9 +163,9 @@ sub audit_actions {
     is($third && $third->{name}, 'Bob Renamed', 'returning user without a name: name kept');
 }
 
-# --- an account made by svcctl is linked on its first sign-in -----------------
+# --- an account made by svcctl is linked on its first sign-in, if allowed ------
 {
-    my $email = new_user('carol', name => 'Carol Ops');
+    my $email = new_user('carol', name => 'Carol Ops', allow_email_link => 1);
     my $local = psql_value("SELECT id FROM users WHERE email = '$email'");
     my $u = new_vcs_user('carol', email => uc $email, name => 'Carol GitHub');
     my $me = me(sign_in(browser())->{session});
@@ -173,8 +173,43 @@ sub audit_actions {
     is($me && $me->{name}, 'Carol Ops', 'link: the name set by the operator is kept');
     is(psql_value("SELECT vcs_user_id FROM users WHERE id = '$local'"), $u->{id},
        'link: the provider id is recorded');
+    is(psql_value("SELECT link_by_email FROM users WHERE id = '$local'"), 'f',
+       'link: the permission is used up');
     is(audit_actions($local), 'user.created/operator user.linked/provider user.signed_in/user',
        'link: audit user.linked by the provider');
+}
+
+# --- ... and never without the operator's permission (issue 14, a decision) ------
+# A provider account with the verified address of an account an operator
+# made used to take that account over. Now it is refused unless the
+# operator allowed the link, and the account stays as it was.
+{
+    my $email = new_user('heidi', name => 'Heidi Ops');
+    my $local = user_id_of($email);
+    my $before = psql_value("SELECT count(*) FROM sessions WHERE user_id = '$local'");
+    my $u = new_vcs_user('heidi', email => $email);
+    my $si = sign_in(browser());
+    refused($si->{callback}, 409, 'account_exists', 'an existing account, link not allowed');
+    like($si->{callback} && $si->{callback}->content, qr/svcctl user allow-email-link/,
+         '... saying how an operator allows it');
+    is(psql_value("SELECT vcs_user_id IS NULL FROM users WHERE id = '$local'"), 't',
+       '... the account is not linked');
+    is(psql_value("SELECT count(*) FROM sessions WHERE user_id = '$local'"), $before,
+       '... no session was opened for it');
+    is(psql_value("SELECT count(*) FROM users WHERE lower(email) = lower('$email')"), 1,
+       '... and no second account was made');
+
+    # The operator allows it: the next sign-in claims the account.
+    like(svcctl('user', 'allow-email-link', $email), qr/may now be claimed/,
+         'svcctl user allow-email-link');
+    my $me = me(sign_in(browser())->{session});
+    is($me && $me->{id}, $local, '... then the sign-in links the account');
+    is(audit_actions($local),
+       'user.created/operator user.email_link_allowed/operator user.linked/provider '
+       . 'user.signed_in/user', '... all of it audited');
+    my ($rc, undef, $err) = SvcTest::run([ $ENV{SVCCTL}, 'user', 'allow-email-link', $email ]);
+    is($rc >> 8, 1, 'allowing it again once claimed: exit 1');
+    like($err, qr/claimed/, '... saying why');
 }
 
 # --- invites to the signed-in address become visible -----------------------------
@@ -512,12 +547,22 @@ for my $bad ('//evil.example/', 'https://evil.example/', '/\\evil.example', 'evi
 
 # --- no secret of the flow in the logs ------------------------------------------------
 {
+    # A mistyped callback URL still carries a live code and state: every
+    # path under /auth/ is masked in the access log, matched or not.
+    my $code = 'unmatched' . join '', map { ('a'..'z')[rand 26] } 1 .. 24;
+    my $state = 'unmatchedstate' . join '', map { ('a'..'z')[rand 26] } 1 .. 24;
+    record_secret($code, $state);
+    my $r = browser()->get("$BASE/auth/calback?code=$code&state=$state");
+    is($r->code, 404, 'an unmatched /auth/ path: 404');
     vcs_state();    # every code and token the fake issued is now recorded
     sleep 0.5;
     my $access = do { local (@ARGV, $/) = (catfile_logs('access_log')); <> } // '';
     like($access, qr{GET /auth/callback\?code=\[REDACTED\]&state=\[REDACTED\] HTTP},
          'access log: the callback\'s code and state are redacted');
     unlike($access, qr{/auth/callback\?[^ ]*code=(?!\[REDACTED\])}, 'access log: no code at all');
+    like($access, qr{GET /auth/calback\?code=\[REDACTED\]&state=\[REDACTED\] HTTP},
+         'access log: an unmatched /auth/ path is redacted too');
+    unlike($access, qr{\Q$code\E|\Q$state\E}, '... its code and state nowhere');
     # tools/check-logs.pl fails the run if any recorded secret (client secret,
     # codes, access tokens, states, nonces, cookies) is in any log.
 }

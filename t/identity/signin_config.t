@@ -127,6 +127,12 @@ sub start {
     ($rc, $out) = config_test("SvcVcsTimeout 0");
     isnt($rc, 0, 'SvcVcsTimeout 0: refused');
 
+    ($rc, $out) = config_test("SvcPublicURL ftp://svc.example.test");
+    isnt($rc, 0, 'an SvcPublicURL that is not http(s): refused');
+    ($rc, $out) = config_test("SvcPublicURL https://svc.example.test/?x=1");
+    isnt($rc, 0, 'an SvcPublicURL with a query: refused');
+    like($out, qr/SvcPublicURL must not have a query/, '... with the reason');
+
     ($rc, $out) = config_test("SvcOAuthClientId env:X\nSvcOAuthClientSecret env:Y\n"
                               . "SvcVcsWebURL https://ghe.example.com\nSvcUIURL https://ui.example.com/#/\n"
                               . "SvcVcsTimeout 5");
@@ -144,9 +150,30 @@ sub start {
     like($warn[0] // '', qr/SVC_T_CLIENT_ID.*SVC_T_CLIENT_SECRET/, '... naming both variables');
     like($log, qr/\[svc:warn\][^\n]*SVC0020/, '... at warning level');
 
+    # Sign-in on needs the public URL (issue 14, a decision): otherwise the
+    # callback URL and the origin trusted for cookie-authenticated changes
+    # would come from each request's Host header.
     ($status, $log) = start($refs, SVC_T_CLIENT_ID => 'Iv1.x', SVC_T_CLIENT_SECRET => 's3cret');
-    is($status, 'running', 'variables set: httpd starts');
-    unlike($log, qr/SVC0020/, '... with sign-in on');
+    isnt($status, 'running', 'variables set, no public URL: httpd does not start');
+    like($log, qr/\[svc:crit\][^\n]*SVC0023: sign-in is configured/, '... and says so (crit)');
+    like($log, qr/SVC0023:[^\n]*Set SvcPublicURL[^\n]*UseCanonicalName On/,
+         '... naming what to set');
+
+    ($status, $log) = start("$refs\nSvcPublicURL https://svc.example.test/",
+                            SVC_T_CLIENT_ID => 'Iv1.x', SVC_T_CLIENT_SECRET => 's3cret');
+    is($status, 'running', 'variables set, SvcPublicURL: httpd starts');
+    unlike($log, qr/SVC0020|SVC0023/, '... with sign-in on');
+
+    ($status, $log) = start("$refs\nServerName https://svc.example.test\nUseCanonicalName On",
+                            SVC_T_CLIENT_ID => 'Iv1.x', SVC_T_CLIENT_SECRET => 's3cret');
+    is($status, 'running', 'variables set, ServerName with UseCanonicalName On: httpd starts');
+    unlike($log, qr/SVC0023/, '... with sign-in on');
+
+    ($status, $log) = start("$refs\nUseCanonicalName On\n<VirtualHost 127.0.0.2:80>\n"
+                            . "UseCanonicalName Off\n</VirtualHost>",
+                            SVC_T_CLIENT_ID => 'Iv1.x', SVC_T_CLIENT_SECRET => 's3cret');
+    isnt($status, 'running', 'a virtual host with sign-in but no public URL: httpd does not start');
+    like($log, qr/SVC0023/, '... and says so');
 
     ($status, $log) = start($refs, SVC_T_CLIENT_ID => 'Iv1.x', SVC_T_CLIENT_SECRET => 's3cret',
                             SVC_T_WEB_URL => 'not a url');

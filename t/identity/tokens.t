@@ -337,11 +337,54 @@ reset_rate_limits($alice);
     is(scalar(grep { $_ == 429 } @codes), 2, 'the rest are rate limited');
     problem_ok(@$limited, 429, 'rate_limited', 'over the limit');
     like($limited->[2]->header('Retry-After') // '', qr/\A[1-9]\d*\z/, '... with Retry-After');
-    problem_ok(api(DELETE => '/api/me/tokens/tok_doesnotexist00000000', token => $ctok), 429,
-               'rate_limited', 'revocation shares the budget');
     my ($s) = api(GET => '/api/me/tokens', token => $ctok);
     is($s, 200, 'reading is not limited');
     my ($s2) = create($admin, { name => 'others', scope => 'read' });
     is($s2, 201, "another user's budget is separate");
+}
+
+# --- a stolen token cannot block its own revocation (issue 14, item 1) ------------------------
+# Creation and revocation shared one budget of 20 a minute per user: whoever
+# held any admin token could spend it at each minute boundary, and the
+# owner's revocations, by session too, got 429. Revocation now has a class of
+# its own (token_revoke, 100 a minute), counted per token, and a session (the
+# account's human owner) is never counted.
+{
+    my $dave = new_user('dave');
+    my $owner_tok = new_token($dave, scope => 'admin');
+    my $stolen = new_token($dave, scope => 'admin');
+    my $session = new_session($dave);
+    my (undef, $me) = api(GET => '/api/me', token => $stolen);
+    my $stolen_id = $me->{auth}{token}{id};
+    my @codes;
+    for my $attempt (1 .. 2) {
+        my $w0 = psql_value("SELECT floor(extract(epoch FROM now()) / 60)");
+        @codes = ();
+        # The thief spends the creation budget and its own revocation budget.
+        push @codes, (create($stolen, { name => "thief$_", scope => 'read' }))[0] for 1 .. 21;
+        push @codes, (api(DELETE => '/api/me/tokens/tok_doesnotexist00000000',
+                          token => $stolen))[0] for 1 .. 101;
+        my $w1 = psql_value("SELECT floor(extract(epoch FROM now()) / 60)");
+        last if $w0 eq $w1;
+        reset_rate_limits($dave);
+        psql("DELETE FROM rate_limits WHERE key = 'token_revoke:$stolen_id'");
+    }
+    is(scalar(grep { $_ == 429 } @codes[0 .. 20]), 1, 'the thief spent the creation budget');
+    is(scalar(grep { $_ == 404 } @codes[21 .. 121]), 100,
+       '... and made 100 revocations (of nothing) in a minute');
+    is($codes[-1], 429, '... the 101st of them is rate limited');
+    my @r = api(DELETE => "/api/me/tokens/tok_doesnotexist00000000", token => $owner_tok);
+    is($r[0], 404, "the owner's other token still may revoke (its budget is its own)");
+    like($r[2]->header('RateLimit-Limit') // '', qr/\A100\z/, '... counted in token_revoke');
+    # Through the session nothing is counted, however many.
+    my @sess = map { (api(DELETE => '/api/me/tokens/tok_doesnotexist00000000',
+                          cookie => $session, csrf_ok()))[0] } 1 .. 110;
+    is(scalar(grep { $_ == 404 } @sess), 110, 'through a session: 110 revocations, none limited');
+    my ($st, undef, $res) = api(DELETE => "/api/me/tokens/$stolen_id", cookie => $session,
+                                csrf_ok());
+    is($st, 204, 'the owner revokes the stolen token through the session');
+    ok(!defined $res->header('RateLimit-Limit'), '... uncounted (no RateLimit headers)');
+    ($st) = api(GET => '/api/me', token => $stolen);
+    is($st, 401, 'the stolen token is dead');
 }
 done_testing();

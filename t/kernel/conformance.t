@@ -53,9 +53,6 @@ my ($s2, $prj_inv) = api(POST => "/api/orgs/$org/projects/$proj/team", token => 
                                    role => 'maintainer' });
 is($s2, 201, 'pending project invite');
 
-# A run of the victim project that succeeded (so its artifact exists and
-# its event stream ends).
-my $run_id = run_fixture($org, $proj, status => 'succeeded');
 # A provider (on a fake model), a product with a document, a patch and a
 # share link: one of everything the documents, providers and share routes
 # address.
@@ -83,6 +80,10 @@ is($s6, 201, 'victim attachment');
 my %id_of = (productId => $product->{id}, docId => $doc->{id}, requestId => $request->{id},
              versionId => $doc->{current_version}{id}, patchId => $patch->{id},
              shareId => $share->{id});
+
+# A run of the victim project that succeeded (so its artifact exists and
+# its event stream ends).
+my $run_id = run_fixture($org, $proj, status => 'succeeded');
 
 # Real ids of the victim org for each path parameter; unknown ones get a
 # random id of the right shape.
@@ -214,9 +215,19 @@ for my $r (@tenant) {
 }
 
 # The same calls by the owner with the right credentials do reach the
-# handlers, so the 404s above were about the caller, not the paths.
+# handlers, so the 404s above were about the caller, not the paths. (An
+# event stream never ends by itself: only its head is read.)
 for my $r (grep { !unsafe($_) } @tenant) {
-    my ($status) = call_route($r, $r->{method} => path_for($r->{path}), token => $owner_tok);
+    if ($r->{stream}) {
+        # An event stream never ends by itself: its head is the answer.
+        my $s = sse_open(path_for($r->{path}), token => $owner_tok);
+        is($s->{status}, $r->{success}, "owner: $r->{method} $r->{path} is $r->{success}");
+        like($s->{headers}{'content-type'} // '', qr{^text/event-stream},
+             '... an event stream');
+        sse_close($s);
+        next;
+    }
+    my ($status) = api($r->{method} => path_for($r->{path}), token => $owner_tok);
     is($status, $r->{success}, "owner: $r->{method} $r->{path} is $r->{success}");
 }
 

@@ -192,6 +192,44 @@ my $ten_mb = '{"name":"' . ('a' x (10 * 1024 * 1024)) . '","scope":"read"}';
     $before = count_tokens();
 }
 
+# --- limits on text count characters, whatever the encoding (issue 14, item 11) ------------
+# A project description may be 2,000 characters. 2,000 emoji written as \u
+# escapes (a surrogate pair each, what most JSON encoders emit) are 24 KB,
+# which the 16 KiB cap of the route refused with 413, while the same text
+# as raw UTF-8 (8 KB) passed. Caps now fit the largest valid body in its
+# escaped form; past the limit in characters it is a 400, in either form.
+{
+    my $org = new_org($user, prefix => 'emoji');
+    my $escaped = sub { '\\uD83D\\uDE00' x shift };
+    my $raw = sub { "\xF0\x9F\x98\x80" x shift };
+    my $body = sub {
+        my ($desc) = @_;
+        return '{"slug":"' . uniq('e') . '","name":"Emoji","description":"' . $desc . '"}';
+    };
+    for my $c ([ 'as \\u escapes', $escaped ], [ 'as raw UTF-8', $raw ]) {
+        my ($how, $make) = @$c;
+        my ($st, $p) = api(POST => "/api/orgs/$org/projects", token => $tok,
+                           raw => $body->($make->(2000)),
+                           headers => { 'Content-Type' => 'application/json' });
+        is($st, 201, "2,000 emoji $how: 201") or diag(explain($p));
+        is(length($p->{description} // ''), 2000, '... 2,000 characters stored')
+            if $st == 201;
+        ($st, $p) = api(POST => "/api/orgs/$org/projects", token => $tok,
+                        raw => $body->($make->(2001)),
+                        headers => { 'Content-Type' => 'application/json' });
+        is($st, 400, "2,001 emoji $how: 400, not 413") or diag(explain($p));
+        is($p && $p->{code}, 'validation_failed', '... validation_failed');
+        is($p && $p->{errors}[0]{field}, 'description', '... naming description');
+        is($p && $p->{errors}[0]{code}, 'invalid_length', '... invalid_length');
+    }
+    # The cap still holds for what no valid body could be.
+    my ($st, $p) = api(POST => "/api/orgs/$org/projects", token => $tok,
+                       raw => $body->($escaped->(20000)),
+                       headers => { 'Content-Type' => 'application/json' });
+    is($st, 413, 'ten times the largest valid description: 413');
+    is($p && $p->{code}, 'payload_too_large', '... payload_too_large');
+}
+
 # --- bodies where none is taken, absurd query parameters ------------------------------------
 {
     my ($st, $p) = api(GET => '/api/me/tokens', token => $tok, raw => '{"a":1}',

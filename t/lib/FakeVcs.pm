@@ -30,6 +30,38 @@ package FakeVcs;
 # (incorrect_client_credentials); token_500; token_garbage (not JSON);
 # token_timeout, emails_timeout (never answer); user_500.
 #
+# The code-hosting App (GitHub App) side, for t/vcs/: tools/test.sh exports
+# VCS_APP_ID and VCS_APP_KEY_FILE (the App's private key, whose public half
+# checks the App JWTs) before starting the fake.
+#
+#   POST /settings/apps/new?state=S                  the manifest flow: the
+#   POST /organizations/{org}/settings/apps/new?state=S   form's manifest is
+#                                   kept and the browser sent on to its
+#                                   redirect_url with a code and the state
+#   POST /api/v3/app-manifests/{code}/conversions   the new App's keys (a
+#                                   fresh RSA key), once per code
+#   GET  /api/v3/app                                (App JWT) the App itself
+#   GET  /api/v3/app/installations/{id}             (App JWT)
+#   POST /api/v3/app/installations/{id}/access_tokens   (App JWT) checks the
+#                                   repositories and permissions asked for
+#   GET  /api/v3/installation/repositories          (installation token)
+#                                   paged with Link headers, per_page <= 100
+#   GET  /api/v3/repos/{owner}/{name}               (installation token)
+#   POST /api/v3/orgs/{org}/repos, /api/v3/user/repos   (installation token
+#                                   with administration: write, else 403)
+# An App JWT is checked as GitHub does: RS256 over header.claims verified
+# with the App's public key (openssl), iss the app id, iat not in the
+# future, exp in the future and at most 10 minutes ahead; 401 with
+# GitHub's message otherwise.
+#
+#   POST /_control/installation {id, account:{login,type},
+#        repository_selection, repos:[{name, private, default_branch}],
+#        permissions:{...}, suspended}     creates or replaces one
+#   POST /_control {"mode": "app_500" | "app_timeout"}   the App's API
+#                                   answers 500, or never
+#   GET  /_control  also has "app": {last: what the App calls carried,
+#                   mints: tokens minted per installation}
+#
 # One request per connection (Connection: close), handled in this process,
 # so a test's keep-alive client can never block httpd's calls; a "never
 # answer" holds its connection in a forked child instead.
@@ -37,10 +69,11 @@ use strict;
 use warnings;
 
 use Digest::SHA qw(sha256);
+use File::Temp ();
 use HTTP::Daemon ();
 use HTTP::Response ();
 use JSON::PP ();
-use MIME::Base64 qw(encode_base64);
+use MIME::Base64 qw(encode_base64 decode_base64url);
 use POSIX ();
 use URI ();
 
@@ -61,6 +94,11 @@ sub reset_state {
     %state = (mode => 'ok', user => default_user(), issued => [], codes => {},
               tokens => {}, last => {}, hang_seconds => 30);
 }
+
+# The App's side outlives /_control/reset (sign-in tests reset the fake; the
+# App's tests make installations of their own, with ids of their own).
+my %app = (installations => {}, tokens => {}, manifests => {}, last => {}, mints => {},
+           next_repo_id => 5_000_000, next_app_id => 900_000);
 
 sub b64url { my $s = encode_base64(shift, ''); $s =~ tr{+/}{-_}; $s =~ s/=+\z//; $s }
 
@@ -208,9 +246,268 @@ sub api {
     return json_res(200, $user->{emails});
 }
 
+# --- the App -----------------------------------------------------------------
+
+sub iso_time {
+    my @t = gmtime(shift);
+    return sprintf('%04d-%02d-%02dT%02d:%02d:%02dZ', $t[5] + 1900, $t[4] + 1, @t[3, 2, 1, 0]);
+}
+
+sub gh_error {
+    my ($code, $message) = @_;
+    return json_res($code, { message => $message,
+                             documentation_url => 'https://docs.github.com/rest' });
+}
+
+my $tmpdir;
+sub app_pubkey {
+    $tmpdir //= File::Temp::tempdir(CLEANUP => 1);
+    my $pub = "$tmpdir/app-pub.pem";
+    return $pub if -s $pub;
+    my $key = $ENV{VCS_APP_KEY_FILE} or return;
+    # (main ignores SIGCHLD, which would make system() fail to reap.)
+    local $SIG{CHLD} = 'DEFAULT';
+    system('openssl', 'pkey', '-in', $key, '-pubout', '-out', $pub) == 0 or return;
+    return $pub;
+}
+
+# (1, claims) when the request carries a valid App JWT; (0, message) if not.
+sub app_jwt {
+    my ($req) = @_;
+    my ($jwt) = ($req->header('Authorization') // '') =~ /^Bearer (\S+)$/;
+    my $bad = 'A JSON web token could not be decoded';
+    return (0, $bad) unless $jwt && $jwt =~ /^([\w-]+)\.([\w-]+)\.([\w-]+)$/;
+    my ($h64, $c64, $s64) = ($1, $2, $3);
+    my $header = eval { $JSON->decode(decode_base64url($h64)) };
+    my $claims = eval { $JSON->decode(decode_base64url($c64)) };
+    return (0, $bad) unless ref $header eq 'HASH' && ref $claims eq 'HASH';
+    return (0, $bad) unless ($header->{alg} // '') eq 'RS256';
+    my $now = time;
+    for my $c (qw(iat exp)) {
+        return (0, "'$c' claim must be an Integer")
+            unless defined $claims->{$c} && $claims->{$c} =~ /^\d+$/;
+    }
+    return (0, "'Issued at' claim ('iat') must be an Integer representing a time in the past")
+        if $claims->{iat} > $now + 1;
+    return (0, "'Expiration time' claim ('exp') must be a numeric value representing the "
+               . "future time at which the assertion expires") if $claims->{exp} <= $now;
+    return (0, "'Expiration time' claim ('exp') is too far in the future")
+        if $claims->{exp} > $now + 600;
+    return (0, "'Issuer' claim ('iss') must be an Integer or String")
+        unless defined $claims->{iss} && "$claims->{iss}" eq ($ENV{VCS_APP_ID} // '');
+    my $pub = app_pubkey() or return (0, 'no public key to check with');
+    $tmpdir //= File::Temp::tempdir(CLEANUP => 1);
+    my ($data, $sig) = ("$tmpdir/jwt.data", "$tmpdir/jwt.sig");
+    open my $d, '>', $data or die "$data: $!";
+    print $d "$h64.$c64";
+    close $d;
+    open my $s, '>:raw', $sig or die "$sig: $!";
+    print $s decode_base64url($s64);
+    close $s;
+    local $SIG{CHLD} = 'DEFAULT';
+    my $out = `openssl dgst -sha256 -verify '$pub' -signature '$sig' '$data' 2>&1`;
+    return (0, $bad) unless $out =~ /Verified OK/;
+    return (1, $claims);
+}
+
+sub gh_repo {
+    my ($inst, $r) = @_;
+    my $login = $inst->{account}{login};
+    return { id => $r->{id} + 0, name => $r->{name}, full_name => "$login/$r->{name}",
+             private => $r->{private} ? JSON::PP::true : JSON::PP::false,
+             default_branch => $r->{default_branch} // 'main',
+             owner => { login => $login, type => $inst->{account}{type} } };
+}
+
+sub set_installation {
+    my ($d) = @_;
+    my $id = $d->{id} + 0;
+    my @repos = map { ref $_ ? { %$_ } : { name => $_ } } @{ $d->{repos} // [] };
+    $_->{id} //= $app{next_repo_id}++ for @repos;
+    $app{installations}{$id} = {
+        id => $id, account => $d->{account} // { login => 'octo-org', type => 'Organization' },
+        repository_selection => $d->{repository_selection} // 'selected',
+        repos => \@repos,
+        permissions => $d->{permissions} // { contents => 'read', metadata => 'read' },
+        suspended => $d->{suspended} ? 1 : 0,
+    };
+    return json_res(200, $app{installations}{$id});
+}
+
+# The installation behind an installation token, and what the token reaches.
+sub token_of {
+    my ($req) = @_;
+    my ($tok) = ($req->header('Authorization') // '') =~ /^(?:Bearer|token) (\S+)$/;
+    my $t = $tok ? $app{tokens}{$tok} : undef;
+    return unless $t && $t->{expires} > time;
+    my $inst = $app{installations}{ $t->{installation} } or return;
+    my @repos = grep { !$t->{repos} || $t->{repos}{ $_->{name} } } @{ $inst->{repos} };
+    return ($t, $inst, \@repos);
+}
+
+sub app_api {
+    my ($req, $c, $path) = @_;
+    my $m = $req->method;
+    return hang($c) if $state{mode} eq 'app_timeout';
+    return gh_error(500, 'Server Error') if $state{mode} eq 'app_500';
+
+    if ($m eq 'POST' && $path =~ m{^/app-manifests/([\w-]+)/conversions\z}) {
+        my $made = delete $app{manifests}{$1} or return gh_error(404, 'Not Found');
+        $tmpdir //= File::Temp::tempdir(CLEANUP => 1);
+        local $SIG{CHLD} = 'DEFAULT';
+        my $pem = `openssl genrsa 2048 2>/dev/null`;
+        my $id = $app{next_app_id}++;
+        (my $slug = lc($made->{manifest}{name} // 'app')) =~ s/[^a-z0-9]+/-/g;
+        my %keys = (client_secret => rand_str(40), webhook_secret => rand_str(32));
+        push @{ $state{issued} }, values %keys, grep { !/-----/ } split /\n/, $pem;
+        $app{last}{conversion} = { id => $id };
+        return json_res(201, { id => $id, slug => "$slug-$id", node_id => "A_$id",
+                               name => $made->{manifest}{name}, client_id => "Iv23li$id",
+                               owner => { login => $made->{owner}, type => $made->{owner_type} },
+                               %keys, pem => $pem,
+                               permissions => $made->{manifest}{default_permissions},
+                               events => $made->{manifest}{default_events} });
+    }
+    if ($m eq 'GET' && $path eq '/app') {
+        my ($ok, $claims) = app_jwt($req);
+        $app{last}{jwt} = { ok => $ok, error => $ok ? undef : $claims, path => $path };
+        return gh_error(401, $claims) unless $ok;
+        return json_res(200, { id => $ENV{VCS_APP_ID} + 0, slug => $ENV{VCS_APP_SLUG},
+                               name => 'mod_svc test App',
+                               owner => { login => 'octo-org', type => 'Organization' } });
+    }
+    if ($path =~ m{^/app/installations/(\d+)(/access_tokens)?\z}) {
+        my ($id, $tokens) = ($1, $2);
+        my ($ok, $claims) = app_jwt($req);
+        $app{last}{jwt} = { ok => $ok, error => $ok ? undef : $claims, path => $path };
+        return gh_error(401, $claims) unless $ok;
+        my $inst = $app{installations}{$id} or return gh_error(404, 'Not Found');
+        if (!$tokens && $m eq 'GET') {
+            return json_res(200, {
+                id => $id + 0, app_id => $ENV{VCS_APP_ID} + 0, account => $inst->{account},
+                repository_selection => $inst->{repository_selection},
+                permissions => $inst->{permissions},
+                events => [ 'installation', 'installation_repositories' ],
+                suspended_at => $inst->{suspended} ? iso_time(time) : undef,
+                target_type => $inst->{account}{type},
+                created_at => iso_time(time - 60), updated_at => iso_time(time - 60) });
+        }
+        return gh_error(404, 'Not Found') unless $tokens && $m eq 'POST';
+        return gh_error(403, 'This installation has been suspended') if $inst->{suspended};
+        my $body = eval { $JSON->decode($req->content || '{}') } // {};
+        $app{last}{token_request} = $body;
+        my %rank = (read => 1, write => 2);
+        for my $p (sort keys %{ $body->{permissions} // {} }) {
+            my $want = $rank{ $body->{permissions}{$p} } // 9;
+            my $have = $rank{ $inst->{permissions}{$p} // '' } // 0;
+            return gh_error(422, 'The permissions requested are not granted to this installation.')
+                if $want > $have;
+        }
+        my $repos;
+        if ($body->{repositories}) {
+            # Names are matched as GitHub does, whatever their case.
+            my %have = map { lc $_->{name} => $_->{name} } @{ $inst->{repos} };
+            for my $r (@{ $body->{repositories} }) {
+                return gh_error(422, 'There is at least one repository that does not exist or '
+                                     . 'is not accessible to the parent installation.')
+                    unless $have{ lc $r };
+            }
+            $repos = { map { $have{ lc $_ } => 1 } @{ $body->{repositories} } };
+        }
+        my $token = 'ghs_' . rand_str(36);
+        push @{ $state{issued} }, $token;
+        my $exp = time + 3600;
+        $app{tokens}{$token} = { installation => $id, repos => $repos,
+                                 permissions => $body->{permissions} // $inst->{permissions},
+                                 expires => $exp };
+        my $key = $id . ':' . join(',', sort keys %{ $repos // {} });
+        $app{mints}{$key}++;
+        return json_res(201, { token => $token, expires_at => iso_time($exp),
+                               permissions => $body->{permissions} // $inst->{permissions},
+                               repository_selection => $repos ? 'selected'
+                                                               : $inst->{repository_selection} });
+    }
+    if ($m eq 'GET' && $path eq '/installation/repositories') {
+        my ($t, $inst, $repos) = token_of($req);
+        $app{last}{list} = { authorized => $t ? 1 : 0 };
+        return gh_error(401, 'Bad credentials') unless $t;
+        my %q = URI->new($req->uri)->query_form;
+        my $per = $q{per_page} // 30;
+        $per = 100 if $per > 100;
+        my $page = $q{page} // 1;
+        my @all = @$repos;
+        my $last = @all ? int((@all + $per - 1) / $per) : 1;
+        my @slice = grep { defined } @all[ ($page - 1) * $per .. $page * $per - 1 ];
+        my $res = json_res(200, { total_count => scalar @all,
+                                  repository_selection => $inst->{repository_selection},
+                                  repositories => [ map { gh_repo($inst, $_) } @slice ] });
+        my $base = 'http://' . ($req->header('Host') // '') . '/api/v3/installation/repositories';
+        my @link;
+        push @link, "<$base?per_page=$per&page=" . ($page + 1) . '>; rel="next"' if $page < $last;
+        push @link, "<$base?per_page=$per&page=$last>; rel=\"last\"" if $page < $last;
+        $res->header(Link => join(', ', @link)) if @link;
+        return $res;
+    }
+    if ($m eq 'GET' && $path =~ m{^/repos/([^/]+)/([^/]+)\z}) {
+        my ($owner, $name) = ($1, $2);
+        my ($t, $inst, $repos) = token_of($req);
+        return gh_error(401, 'Bad credentials') unless $t;
+        my ($r) = grep { lc $_->{name} eq lc $name } @$repos;
+        return gh_error(404, 'Not Found') unless $r && lc $owner eq lc $inst->{account}{login};
+        return json_res(200, gh_repo($inst, $r));
+    }
+    if ($m eq 'POST' && $path =~ m{^/(?:orgs/([^/]+)|user)/repos\z}) {
+        my $org = $1;
+        my ($t, $inst) = token_of($req);
+        return gh_error(401, 'Bad credentials') unless $t;
+        return gh_error(403, 'Resource not accessible by integration')
+            unless ($t->{permissions}{administration} // '') eq 'write'
+                && (!defined $org || lc $org eq lc $inst->{account}{login});
+        my $body = eval { $JSON->decode($req->content) } // {};
+        $app{last}{create_repo} = $body;
+        return json_res(422, { message => 'Repository creation failed.',
+                               errors => [ { resource => 'Repository', code => 'custom',
+                                             field => 'name',
+                                             message => 'name already exists on this account' } ] })
+            if grep { lc $_->{name} eq lc($body->{name} // '') } @{ $inst->{repos} };
+        my $r = { id => $app{next_repo_id}++, name => $body->{name},
+                  private => $body->{private} ? 1 : 0, default_branch => 'main' };
+        push @{ $inst->{repos} }, $r;
+        return json_res(201, gh_repo($inst, $r));
+    }
+    return gh_error(404, 'Not Found');
+}
+
+# The provider's page that creates an App from a manifest: the user would
+# confirm there; the fake confirms at once.
+sub new_app {
+    my ($req, $org) = @_;
+    my %q = URI->new($req->uri)->query_form;
+    my %f = form_params($req);
+    my $manifest = eval { $JSON->decode($f{manifest} // '') };
+    $app{last}{manifest} = { manifest => $manifest, org => $org, state => $q{state},
+                             content_type => $req->header('Content-Type') };
+    return HTTP::Response->new(400, 'Bad Request', undef, 'no manifest')
+        unless ref $manifest eq 'HASH' && $manifest->{redirect_url};
+    my $code = rand_str(20);
+    push @{ $state{issued} }, $code;
+    $app{manifests}{$code} = { manifest => $manifest, owner => $org // 'octo',
+                               owner_type => $org ? 'Organization' : 'User' };
+    my $to = URI->new($manifest->{redirect_url});
+    $to->query_form(code => $code, state => $q{state});
+    my $res = HTTP::Response->new(302);
+    $res->header(Location => $to->as_string);
+    return $res;
+}
+
 sub control {
     my ($req) = @_;
     my $path = $req->uri->path;
+    if ($path eq '/_control/installation') {
+        my $d = eval { $JSON->decode($req->content) };
+        return json_res(400, { error => "bad JSON: $@" }) unless ref $d eq 'HASH' && $d->{id};
+        return set_installation($d);
+    }
     if ($path eq '/_control/reset') {
         reset_state();
     }
@@ -222,14 +519,21 @@ sub control {
         $state{hang_seconds} = $d->{hang_seconds} if defined $d->{hang_seconds};
     }
     return json_res(200, { mode => $state{mode}, user => $state{user},
-                           issued => $state{issued}, last => $state{last} });
+                           issued => $state{issued}, last => $state{last},
+                           app => { last => $app{last}, mints => $app{mints},
+                                    installations => $app{installations} } });
 }
 
 sub handle {
     my ($c, $req) = @_;
     my $path = $req->uri->path;
     my $m = $req->method;
-    return control($req) if $path =~ m{^/_control(?:/reset)?\z};
+    return control($req) if $path =~ m{^/_control(?:/reset|/installation)?\z};
+    return new_app($req, undef) if $m eq 'POST' && $path eq '/settings/apps/new';
+    return new_app($req, $1)
+        if $m eq 'POST' && $path =~ m{^/organizations/([^/]+)/settings/apps/new\z};
+    return app_api($req, $c, $1) if $path =~ m{^/api/v3(/(?:app|app-manifests|installation|repos|orgs|user/repos)\b.*)\z}
+                                    && $path ne '/api/v3/user' && $path ne '/api/v3/user/emails';
     return authorize($req) if $m eq 'GET' && $path eq '/login/oauth/authorize';
     return access_token($req, $c) if $m eq 'POST' && $path eq '/login/oauth/access_token';
     return api($req, $c, 'user') if $m eq 'GET' && $path eq '/api/v3/user';

@@ -179,12 +179,14 @@ sub pg_restart {
 
 # --- users, orgs, tokens -------------------------------------------------
 
-# new_user('alice', founder => 1, name => 'Alice') → unique e-mail address
+# new_user('alice', founder => 1, name => 'Alice', allow_email_link => 1)
+#   → unique e-mail address
 sub new_user {
     my ($prefix, %opt) = @_;
     my $email = uniq($prefix // 'user') . '@example.test';
     my @args = ('user', 'add', $email, '--name', $opt{name} // ($prefix // 'user'));
     push @args, '--founder' if $opt{founder};
+    push @args, '--allow-email-link' if $opt{allow_email_link};
     svcctl(@args);
     return $email;
 }
@@ -540,7 +542,7 @@ sub org_id_of {
 
 # route_table() → the rows of `svcctl routes --json` (method, path, auth,
 # scope, role, tenant, project, prole, body [{name, required, type, values,
-# min, max}], hidden, founder, paged, stream, success, op_id, ...).
+# min, max}], hidden, founder, paged, success, op_id, ...).
 my $routes;
 sub route_table {
     $routes //= $JSON->decode(svcctl('routes', '--json'));
@@ -679,81 +681,6 @@ sub tampered_orgs {
     open my $fh, '<', $file or return ();
     my %seen;
     return grep { !$seen{$_}++ } map { chomp; $_ } <$fh>;
-}
-
-# ===========================================================================
-# Providers, documents and shares (issue 9): fake model providers
-# (t/lib/FakeLLM.pm) and the objects the tests build on.
-# ===========================================================================
-
-push @EXPORT, qw(new_llm new_provider new_product new_document share_url_token
-                 secret_token_like);
-
-# secret_token_like('svc_shr_') → a well-formed token (prefix, 43 base62,
-# its CRC-32 checksum in six base62 digits) that nobody issued.
-sub secret_token_like {
-    my $prefix = shift;
-    require Compress::Zlib;
-    my @b62 = (0 .. 9, 'A' .. 'Z', 'a' .. 'z');
-    my $body = $prefix . join '', map { $b62[rand 62] } 1 .. 43;
-    my $v = Compress::Zlib::crc32($body);
-    my $sum = '';
-    for (1 .. 6) { $sum = $b62[$v % 62] . $sum; $v = int($v / 62) }
-    return $body . $sum;
-}
-
-# new_llm(flavor => 'openai'|'anthropic', ...) → a started FakeLLM whose key
-# is recorded as a secret (no log may ever show it).
-sub new_llm {
-    my %opt = @_;
-    require FakeLLM;
-    my $llm = FakeLLM->start(%opt);
-    record_secret($llm->key);
-    return $llm;
-}
-
-# new_provider($org, $token, $llm, name => ..., model => ..., base => $url)
-#   → the provider document (201 or die)
-sub new_provider {
-    my ($org, $token, $llm, %opt) = @_;
-    my ($st, $p) = api(POST => "/api/orgs/$org/providers", token => $token,
-                       $opt{base} ? (base => $opt{base}) : (),
-                       json => { name => $opt{name} // uniq('llm'), kind => $llm->flavor,
-                                 base_url => $llm->url,
-                                 model => $opt{model} // ($llm->flavor eq 'anthropic'
-                                     ? 'claude-sonnet-4-20250514' : 'gpt-4o-mini'),
-                                 api_key => $llm->key });
-    die "new_provider: $st " . $JSON->encode($p // {}) . "\n" unless $st == 201;
-    return $p;
-}
-
-# new_product($org, $project, $token, name => ...) → the product document
-sub new_product {
-    my ($org, $project, $token, %opt) = @_;
-    my ($st, $p) = api(POST => "/api/orgs/$org/projects/$project/products", token => $token,
-                       json => { name => $opt{name} // 'Product ' . uniq('p') });
-    die "new_product: $st " . $JSON->encode($p // {}) . "\n" unless $st == 201;
-    return $p;
-}
-
-# new_document($org, $product_id, $token, kind => 'toc'|'section', title => ...,
-#              body => ...) → the document (with current_version)
-sub new_document {
-    my ($org, $product, $token, %opt) = @_;
-    my ($st, $d) = api(POST => "/api/orgs/$org/products/$product/documents", token => $token,
-                       json => { kind => $opt{kind} // 'section',
-                                 title => $opt{title} // 'Section ' . uniq('s'),
-                                 body => $opt{body} // "# Section\n\nSome text.\n" });
-    die "new_document: $st " . $JSON->encode($d // {}) . "\n" unless $st == 201;
-    return $d;
-}
-
-# share_url_token($share) → the token of a share's url (recorded)
-sub share_url_token {
-    my $share = shift;
-    my ($t) = ($share->{url} // '') =~ m{/share/([^/?#]+)$};
-    record_secret($t);
-    return $t;
 }
 
 # ===========================================================================
@@ -902,11 +829,86 @@ sub sse_close {
 }
 
 # ===========================================================================
+# Providers, documents and shares (issue 9): fake model providers
+# (t/lib/FakeLLM.pm) and the objects the tests build on.
+# ===========================================================================
+
+push @EXPORT, qw(new_llm new_provider new_product new_document share_url_token
+                 secret_token_like);
+
+# secret_token_like('svc_shr_') → a well-formed token (prefix, 43 base62,
+# its CRC-32 checksum in six base62 digits) that nobody issued.
+sub secret_token_like {
+    my $prefix = shift;
+    require Compress::Zlib;
+    my @b62 = (0 .. 9, 'A' .. 'Z', 'a' .. 'z');
+    my $body = $prefix . join '', map { $b62[rand 62] } 1 .. 43;
+    my $v = Compress::Zlib::crc32($body);
+    my $sum = '';
+    for (1 .. 6) { $sum = $b62[$v % 62] . $sum; $v = int($v / 62) }
+    return $body . $sum;
+}
+
+# new_llm(flavor => 'openai'|'anthropic', ...) → a started FakeLLM whose key
+# is recorded as a secret (no log may ever show it).
+sub new_llm {
+    my %opt = @_;
+    require FakeLLM;
+    my $llm = FakeLLM->start(%opt);
+    record_secret($llm->key);
+    return $llm;
+}
+
+# new_provider($org, $token, $llm, name => ..., model => ..., base => $url)
+#   → the provider document (201 or die)
+sub new_provider {
+    my ($org, $token, $llm, %opt) = @_;
+    my ($st, $p) = api(POST => "/api/orgs/$org/providers", token => $token,
+                       $opt{base} ? (base => $opt{base}) : (),
+                       json => { name => $opt{name} // uniq('llm'), kind => $llm->flavor,
+                                 base_url => $llm->url,
+                                 model => $opt{model} // ($llm->flavor eq 'anthropic'
+                                     ? 'claude-sonnet-4-20250514' : 'gpt-4o-mini'),
+                                 api_key => $llm->key });
+    die "new_provider: $st " . $JSON->encode($p // {}) . "\n" unless $st == 201;
+    return $p;
+}
+
+# new_product($org, $project, $token, name => ...) → the product document
+sub new_product {
+    my ($org, $project, $token, %opt) = @_;
+    my ($st, $p) = api(POST => "/api/orgs/$org/projects/$project/products", token => $token,
+                       json => { name => $opt{name} // 'Product ' . uniq('p') });
+    die "new_product: $st " . $JSON->encode($p // {}) . "\n" unless $st == 201;
+    return $p;
+}
+
+# new_document($org, $product_id, $token, kind => 'toc'|'section', title => ...,
+#              body => ...) → the document (with current_version)
+sub new_document {
+    my ($org, $product, $token, %opt) = @_;
+    my ($st, $d) = api(POST => "/api/orgs/$org/products/$product/documents", token => $token,
+                       json => { kind => $opt{kind} // 'section',
+                                 title => $opt{title} // 'Section ' . uniq('s'),
+                                 body => $opt{body} // "# Section\n\nSome text.\n" });
+    die "new_document: $st " . $JSON->encode($d // {}) . "\n" unless $st == 201;
+    return $d;
+}
+
+# share_url_token($share) → the token of a share's url (recorded)
+sub share_url_token {
+    my $share = shift;
+    my ($t) = ($share->{url} // '') =~ m{/share/([^/?#]+)$};
+    record_secret($t);
+    return $t;
+}
+
+# ===========================================================================
 # Runs (issue 10): runs in a given state without the supervisor, and a
 # database the supervisor has stopped changing.
 # ===========================================================================
 
-push @EXPORT, qw(run_fixture runs_settle call_route);
+push @EXPORT, qw(run_fixture runs_settle);
 
 # run_fixture($org_slug, $project_slug, status => 'succeeded' | 'running')
 #   → the id of a run inserted as the supervisor would have left it:
@@ -951,17 +953,91 @@ sub runs_settle {
     }, timeout => 60, interval => 0.05);
 }
 
-# call_route($route, $method, $path, %api_options) → ($status, $json, $res):
-# api(), but a route that streams (svcctl routes: stream) is only opened and
-# closed again: its answer is the status of its head.
-sub call_route {
-    my ($route, $method, $path, %opt) = @_;
-    return api($method => $path, %opt) unless $route->{stream};
-    my $s = sse_open($path, map { defined $opt{$_} ? ($_ => $opt{$_}) : () } qw(token cookie));
-    my $status = $s->{status};
-    my $problem = $s->{problem};
-    sse_close($s);
-    return ($status, $problem, undef);
+# ===========================================================================
+# The code-hosting App (issue 12): the fake's App side, signed webhooks,
+# installations.
+#
+#   my $i = vcs_installation(repos => ['api', 'web'], type => 'Organization',
+#                            permissions => {...}, selection => 'selected');
+#       # {id, login, type, repos}: an installation the fake knows
+#   vcs_record_installation($org_slug, $i);   # the org's record, as if linked
+#   my ($st, $json, $res) = vcs_webhook('installation', {action => 'deleted',
+#       installation => {id => 1}}, delivery => $uuid, secret => ..., headers => {...});
+#   vcs_app_state()   # the fake's App side: {last, mints, installations}
+# ===========================================================================
+require Digest::SHA;
+
+push @EXPORT, qw(vcs_installation vcs_record_installation vcs_webhook vcs_sign
+                 vcs_app_state vcs_uuid vcs_base);
+
+sub vcs_app_state { return vcs_state()->{app} }
+
+# vcs_installation(...) → {id, login, type, repos => [names]}
+sub vcs_installation {
+    my (%opt) = @_;
+    my $id = $opt{id} // (10_000_000 + int(rand(1e9)));
+    my $login = $opt{login} // uniq('acct');
+    my $data = {
+        id => $id, account => { login => $login, type => $opt{type} // 'Organization' },
+        repository_selection => $opt{selection} // 'selected',
+        repos => $opt{repos} // [ 'api', 'web' ],
+        permissions => $opt{permissions} // { contents => 'read', metadata => 'read' },
+        suspended => $opt{suspended} ? JSON::PP::true() : JSON::PP::false(),
+    };
+    _vcs_call(POST => '/_control/installation', $data);
+    return { id => $id, login => $login, type => $data->{account}{type},
+             repos => [ map { ref $_ ? $_->{name} : $_ } @{ $data->{repos} } ] };
+}
+
+# vcs_record_installation($org, $inst, status => 'active'): the org's record,
+# written straight to the database (for tests about what comes after linking).
+sub vcs_record_installation {
+    my ($org, $i, %opt) = @_;
+    my $oid = org_id_of($org) // die "vcs_record_installation: no org $org\n";
+    psql('INSERT INTO vcs_installations (installation_id, org_id, account_login, account_type,'
+         . ' repository_selection, status) VALUES (' . ($i->{id} + 0) . ', ' . sql_quote($oid)
+         . ', ' . sql_quote($i->{login}) . ', ' . sql_quote($i->{type}) . ", 'selected', "
+         . sql_quote($opt{status} // 'active') . ')');
+    return $i;
+}
+
+sub vcs_uuid {
+    return join '-', map { join '', map { sprintf '%x', int rand 16 } 1 .. $_ } 8, 4, 4, 4, 12;
+}
+
+# "sha256=" + hex HMAC-SHA256 of the body, as GitHub signs.
+sub vcs_sign {
+    my ($secret, $body) = @_;
+    return 'sha256=' . Digest::SHA::hmac_sha256_hex($body, $secret);
+}
+
+# vcs_webhook($event, $payload, delivery => id, secret => s, signature => sig,
+#             raw => bytes, base => url, headers => {...})
+#   → ($status, $json, $res, $delivery_id)
+sub vcs_webhook {
+    my ($event, $payload, %opt) = @_;
+    my $body = defined $opt{raw} ? $opt{raw} : $JSON->encode($payload);
+    my $delivery = exists $opt{delivery} ? $opt{delivery} : vcs_uuid();
+    my $secret = $opt{secret} // $ENV{VCS_APP_WEBHOOK_SECRET};
+    my %h = ('Content-Type' => 'application/json', 'User-Agent' => 'GitHub-Hookshot/test');
+    $h{'X-GitHub-Event'} = $event if defined $event;
+    $h{'X-GitHub-Delivery'} = $delivery if defined $delivery;
+    $h{'X-GitHub-Hook-ID'} = '1';
+    my $sig = exists $opt{signature} ? $opt{signature} : vcs_sign($secret, $body);
+    $h{'X-Hub-Signature-256'} = $sig if defined $sig;
+    %h = (%h, %{ $opt{headers} // {} });
+    my $req = HTTP::Request->new(POST => ($opt{base} // base_url()) . '/webhooks/vcs');
+    $req->header($_ => $h{$_}) for sort keys %h;
+    $req->content($body);
+    my $res = LWP::UserAgent->new(timeout => 60, keep_alive => 0)->request($req);
+    my $data = eval { $JSON->decode($res->content) };
+    return ($res->code, $data, $res, $delivery);
+}
+
+# The base URL of a virtual host of the test server (t/conf/extra.conf.in).
+sub vcs_base {
+    my $vhost = shift;
+    return 'http://127.0.0.1:' . Apache::Test::vars("${vhost}_port");
 }
 
 # ===========================================================================

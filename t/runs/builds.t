@@ -118,6 +118,25 @@ like($log, qr/committed [0-9a-f]{40} on svc\/run-/, '... the commit');
 unlike($log, qr/\Q@{[ $llm->key ]}\E/, '... and never the key');
 ok(!-e "$work/$run->{id}", 'the workspace is gone');
 
+# --- secrets in what the runner writes are redacted in the log --------------------------
+{
+    my $pat = 'svc_pat_' . join('', map { ('a'..'z', 'A'..'Z', 0..9)[rand 62] } 1 .. 43) . 'Zz0000';
+    record_secret($pat);
+    $llm->control(replies => [ $text_json->encode({
+        summary => "Deploy with $pat and password=hunter2hunter2",
+        files => [ { path => 'deploy.txt', content => "token\n" } ] }) ]);
+    my $r = start_run('Write the deploy notes');
+    my $d = finished($r->{id});
+    is($d->{status}, 'succeeded', 'a run whose model put a secret in its summary');
+    my $l = run_log($r->{id});
+    like($l, qr/reply: 1 files, \d+ bytes: Deploy with \[REDACTED\] and password=\[REDACTED\]/,
+         '... its log shows the line with the secrets redacted');
+    unlike($l, qr/\Q$pat\E|hunter2hunter2/, '... and nowhere in clear');
+    my $ev = join "\n", map { $_->[0] } psql("SELECT data::text FROM events WHERE run_id = '"
+                                             . $r->{id} . "' AND kind = 'run.log'");
+    unlike($ev, qr/\Q$pat\E|hunter2hunter2/, '... nor in its run.log events');
+}
+
 # --- a reply that is not the JSON asked for ------------------------------------------
 $llm->control(replies => [ "Sure! Here is your code:\n\nprint('hi')" ]);
 $run = start_run('Anything');

@@ -265,6 +265,70 @@ my $team = "/api/orgs/$org/projects/$proj/team";
     is($p->{errors}[0]{field}, 'user_id', '... naming user_id');
 }
 
+# --- only admins admit members, project invites included (issue 14) --------------
+# A plain member could create a project, invite an outsider as its
+# maintainer, and so make them an org member who reads every project and
+# every member's email. Now a project invite admits a non-member only with
+# an admin's approval: on creation, and again on acceptance.
+{
+    my $mem = new_user('inv-maint');
+    svcctl('org', 'add-member', $org, $mem, '--role', 'member');
+    my $t_mem = new_token($mem, scope => 'admin');
+    my $own = uniq('own');
+    ($st) = api(POST => "/api/orgs/$org/projects", token => $t_mem,
+                json => { slug => $own, name => 'Mine' });
+    is($st, 201, 'a member creates a project (and maintains it)');
+    my $own_team = "/api/orgs/$org/projects/$own/team";
+    my $outsider = new_user('inv-outsider');
+    my $before = db_digest();
+    ($st, $p) = api(POST => $own_team, token => $t_mem,
+                    json => { email => $outsider, role => 'maintainer' });
+    is($st, 403, 'the member invites an outsider to it: 403');
+    is($p->{code}, 'forbidden', '... forbidden');
+    like($p->{detail}, qr/only an org admin/, '... saying who can');
+    is_deeply(db_digest(), $before, '... and nothing was written');
+    ($st, $p) = api(POST => $own_team, token => $t_mem,
+                    json => { email => uniq('nobody') . '@example.test', role => 'viewer' });
+    is($st, 403, '... nor an address nobody has yet');
+    my $colleague = new_user('inv-colleague');
+    svcctl('org', 'add-member', $org, $colleague, '--role', 'member');
+    ($st, my $ci) = api(POST => $own_team, token => $t_mem,
+                        json => { email => $colleague, role => 'developer' });
+    is($st, 201, 'the member invites an org member by email: 201');
+    ($st) = api(POST => $own_team, token => $t_mem,
+                json => { user_id => user_id_of(new_user('inv-stranger')), role => 'viewer' });
+    is($st, 400, '... and cannot add a stranger by id either');
+
+    # Checked again on acceptance: whoever is not an org member then joins
+    # only if an admin made the invite (and still is one).
+    ($st, my $ai) = api(POST => $team, token => $t_admin,
+                        json => { email => $outsider, role => 'developer' });
+    is($st, 201, 'an org admin invites the outsider to a team');
+    ($st) = api(PATCH => "/api/orgs/$org/members/" . user_id_of($admin), token => $t_owner,
+                json => { role => 'member' });
+    is($st, 200, '... and is made a plain member before it is accepted');
+    my $t_out = new_token($outsider, scope => 'write');
+    $before = db_digest();
+    ($st, $p) = api(POST => "/api/me/invites/$ai->{id}/accept", token => $t_out);
+    is($st, 409, 'the outsider accepts: 409');
+    is($p->{code}, 'org_invite_required', '... org_invite_required');
+    is_deeply(db_digest(), $before, '... and joins nothing');
+    ($st) = api(PATCH => "/api/orgs/$org/members/" . user_id_of($admin), token => $t_owner,
+                json => { role => 'admin' });
+    ($st, $p) = api(POST => "/api/me/invites/$ai->{id}/accept", token => $t_out);
+    is($st, 200, 'made an admin again, the same invite admits them');
+    is($p->{org}{role}, 'member', '... into the org');
+
+    # The colleague leaves the org before accepting the member's invite.
+    ($st) = api(DELETE => "/api/orgs/$org/members/" . user_id_of($colleague),
+                token => new_token($colleague, scope => 'admin'));
+    is($st, 204, 'the invited colleague leaves the org');
+    ($st, $p) = api(POST => "/api/me/invites/$ci->{id}/accept",
+                    token => new_token($colleague, scope => 'write'));
+    is($st, 409, '... and the member\'s team invite no longer admits them: 409');
+    is($p->{code}, 'org_invite_required', '... org_invite_required');
+}
+
 # --- every invite lasts SvcInviteLifetime (default 14 days) ---------------------
 is(psql_value("SELECT bool_and(expires_at - created_at = interval '14 days') FROM invites "
               . "WHERE org_id = '$org_id' AND lapsed_at IS NULL"), 't',

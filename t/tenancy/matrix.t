@@ -95,6 +95,13 @@ sub fresh_member {
     return user_id_of($e);
 }
 
+sub fresh_member_email {
+    my $fx = shift;
+    my $e = new_user('mx-target');
+    svcctl('org', 'add-member', $fx->{org}, $e, '--role', 'member');
+    return $e;
+}
+
 sub fresh_team_member {
     my $fx = shift;
     my $id = fresh_member($fx);
@@ -187,8 +194,12 @@ my %call = (
     'PATCH /api/orgs/:orgSlug/projects/:projectSlug' => sub {
         ({}, { description => uniq('described') }) },
     'GET /api/orgs/:orgSlug/projects/:projectSlug/team' => sub { ({}) },
-    'POST /api/orgs/:orgSlug/projects/:projectSlug/team' => sub {
+    'POST /api/orgs/:orgSlug/projects/:projectSlug/team (an org member)' => sub {
         ({}, { user_id => fresh_member($_[0]), role => 'developer' }) },
+    'POST /api/orgs/:orgSlug/projects/:projectSlug/team (invite an org member by email)' => sub {
+        ({}, { email => fresh_member_email($_[0]), role => 'developer' }) },
+    'POST /api/orgs/:orgSlug/projects/:projectSlug/team (invite an outsider by email)' => sub {
+        ({}, { email => uniq('mx-outsider') . '@example.test', role => 'developer' }) },
     'PATCH /api/orgs/:orgSlug/projects/:projectSlug/team/:userId' => sub {
         ({ userId => fresh_team_member($_[0]) }, { role => 'maintainer' }) },
     'DELETE /api/orgs/:orgSlug/projects/:projectSlug/team/:userId (another member)' => sub {
@@ -303,6 +314,21 @@ my %call = (
         ({ id => fresh_attachment($_[0], 'owner') }) },
     'DELETE /api/orgs/:orgSlug/attachments/:id (yours)' => sub {
         ({ id => fresh_attachment($_[0], $_[1]) }) },
+
+    # The code-hosting App, against the fake provider (t/lib/FakeVcs.pm).
+    'POST /api/orgs/:orgSlug/vcs/install'        => sub { ({}) },
+    'GET /orgs/:orgSlug/vcs/install'             => sub { ({}) },
+    'GET /api/orgs/:orgSlug/vcs/installations'   => sub { ({}) },
+    'DELETE /api/orgs/:orgSlug/vcs/installations/:id' => sub {
+        ({ id => vcs_record_installation($_[0]{org}, vcs_installation())->{id} }) },
+    'GET /api/orgs/:orgSlug/vcs/repositories'    => sub { ({}) },
+    'POST /api/orgs/:orgSlug/vcs/repositories'   => sub {
+        ({}, { name => uniq('mx'), installation_id => vcs_fixture($_[0])->{id} + 0 }) },
+    'GET /api/orgs/:orgSlug/projects/:projectSlug/repository' => sub { ({}) },
+    'PUT /api/orgs/:orgSlug/projects/:projectSlug/repository' => sub {
+        my $i = vcs_fixture($_[0]);
+        ({}, { installation_id => $i->{id} + 0, full_name => "$i->{login}/api" }) },
+    'DELETE /api/orgs/:orgSlug/projects/:projectSlug/repository' => sub { ({}) },
 );
 
 # A request of the fixture's project, made by the owner and brought to
@@ -369,6 +395,16 @@ sub run_of {
     return ({ runId => $fx->{run} });
 }
 
+# The fixture's installation of the App: one repository, and the permission
+# to create more.
+sub vcs_fixture {
+    my $fx = shift;
+    $fx->{vcs} //= vcs_record_installation($fx->{org}, vcs_installation(
+        repos => ['api'],
+        permissions => { contents => 'read', metadata => 'read', administration => 'write' }));
+    return $fx->{vcs};
+}
+
 # Rows whose allowed call changes who may call it next (the owner is an
 # admin after a transfer; whoever left is gone): one fixture per call.
 my %once = map { $_ => 1 } ('POST /api/orgs/:orgSlug/transfer-ownership',
@@ -395,6 +431,12 @@ sub prepare {
 sub send_call {
     my ($row, $req, @auth) = @_;
     my ($path, $body) = @$req;
+    if ($route{"$row->{method} $row->{path}"}{stream}) {
+        # An event stream never ends by itself: its head is the answer.
+        my $s = sse_open($path, @auth);
+        sse_close($s);
+        return ($s->{status}, $s->{problem});
+    }
     my %opt = @auth;
     my %headers;
     # A raw body ({-raw, -type}) goes as it is, with its own type.
@@ -407,7 +449,7 @@ sub send_call {
     }
     %headers = (%headers, %{ { csrf_ok() }->{headers} }) if exists $opt{cookie};
     $opt{headers} = \%headers if %headers;
-    return call_route($route{"$row->{method} $row->{path}"}, $row->{method} => $path, %opt);
+    return api($row->{method} => $path, %opt);
 }
 
 # --- every cell --------------------------------------------------------------

@@ -31,6 +31,11 @@ my @usage = (
     [['token', 'create', 'a@b.example', '--scope', 'read', '--days', '366'], 'too many days'],
     [['token', 'create', 'a@b.example', '--scope', 'read', '--days', '1x'], 'days not a number'],
     [['session', 'create'], 'session create without an email'],
+    [['token', 'list'], 'token list without an email'],
+    [['token', 'list', 'a@b.example', '--yaml'], 'token list with an unknown option'],
+    [['token', 'revoke'], 'token revoke without an id'],
+    [['token', 'revoke', 'usr_abc'], 'token revoke with something else than a token id'],
+    [['token', 'revoke', 'tok_a', 'tok_b'], 'token revoke with two ids'],
     [['routes', '--yaml'], 'routes with an unknown option'],
     [['migrate', 'now'], 'migrate with an argument'],
 );
@@ -99,6 +104,49 @@ for my $c (@usage) {
     ($rc, $out) = ctl('migrate');
     is($rc, 0, 'migrate again: exit 0');
     like($out, qr/0 migrations applied/, '... nothing to do');
+}
+
+# token list and token revoke: the operator's way to find and kill a token
+# (issue 14, item 1), whoever's it is, audited as the operator.
+{
+    my $u = new_user('listed');
+    my $slug = new_org($u);
+    my $bound = new_token($u, scope => 'read', org => $slug, days => 3, name => 'ci');
+    my $loose = new_token($u, scope => 'admin');
+    my ($rc, $out, $err) = ctl('token', 'list', $u, '--json');
+    is($rc, 0, 'token list --json: exit 0');
+    my $list = json()->decode($out);
+    is(scalar @$list, 2, '... both tokens');
+    is_deeply([ map { $_->{name} } @$list ], ['svcctl', 'ci'], '... newest first');
+    is($list->[1]{org}{slug}, $slug, '... with the binding');
+    is($list->[1]{status}, 'active', '... and the status');
+    unlike($out, qr/svc_pat_\w{20}/, '... and no secret (only the display prefix)');
+    ok(index($out, $bound) < 0 && index($out, $loose) < 0, '... not even in part');
+    ($rc, $out) = ctl('token', 'list', $u);
+    is($rc, 0, 'token list: exit 0');
+    like($out, qr/^ID\s+STATUS\s+SCOPE/m, '... a table');
+    like($out, qr/^\Q$list->[1]{id}\E\s+active\s+read\s+\Q$slug\E/m, '... a row per token');
+
+    my $id = $list->[0]{id};
+    my ($st) = api(GET => '/api/me', token => $loose);
+    is($st, 200, 'the token works');
+    ($rc, $out) = ctl('token', 'revoke', $id);
+    is($rc, 0, 'token revoke: exit 0');
+    is($out, "$id revoked\n", '... says so');
+    ($st) = api(GET => '/api/me', token => $loose);
+    is($st, 401, '... and the token is refused from the next request on');
+    is(psql_value("SELECT actor_kind FROM audit_log WHERE action = 'token.revoked' "
+                  . "AND target_id = '$id'"), 'operator', '... audited as the operator\'s doing');
+    ($rc, $out) = ctl('token', 'revoke', $id);
+    is($rc, 0, 'revoking again: exit 0');
+    like($out, qr/revoked already/, '... saying so');
+    is(psql_value("SELECT count(*) FROM audit_log WHERE action = 'token.revoked' "
+                  . "AND target_id = '$id'"), 1, '... audited once');
+    ($rc, undef, $err) = ctl('token', 'revoke', 'tok_doesnotexist00000000');
+    is($rc, 1, 'an unknown token id: exit 1');
+    like($err, qr/no such token/, '... says so');
+    ($rc, undef, $err) = ctl('token', 'list', 'nobody@nowhere.example');
+    is($rc, 1, 'token list of an unknown user: exit 1');
 }
 
 done_testing();

@@ -62,6 +62,19 @@ static char *repeat(apr_pool_t *p, char c, apr_size_t n)
     return s;
 }
 
+/* s, n times over. */
+static char *repeat_str(apr_pool_t *p, const char *s, apr_size_t n)
+{
+    apr_size_t len = strlen(s), i;
+    char *out = apr_palloc(p, len * n + 1);
+
+    for (i = 0; i < n; i++) {
+        memcpy(out + i * len, s, len);
+    }
+    out[len * n] = '\0';
+    return out;
+}
+
 static int contains(const char *hay, const char *needle)
 {
     return hay && needle && strstr(hay, needle) != NULL;
@@ -352,6 +365,50 @@ SVC_TEST(json_check_valid_bodies)
                "");
     CHECK_ERRS(apr_pstrcat(p, "{\"name\":\"abc\",\"slug\":\"", repeat(p, 'a', 63), "\"}", NULL),
                "");
+}
+
+/*
+ * The largest valid body of a schema, in its longest encoding: a body
+ * built that way (every character a surrogate pair of \u escapes, every
+ * field at its maximum, pretty-printed) fits, and it is valid.
+ */
+SVC_TEST(json_body_max_fits_the_longest_encoding)
+{
+    static const char *const roles[] = { "viewer", "maintainer", NULL };
+    static const svc_field_t schema[] = {
+        { "name", SVC_FT_STRING, 1, 0, 1, 200, NULL, NULL },
+        { "description", SVC_FT_TEXT, 0, 0, 0, 2000, NULL, NULL },
+        { "role", SVC_FT_ENUM, 0, 0, 0, 0, roles, NULL },
+        { "slug", SVC_FT_SLUG, 0, 0, 0, 0, NULL, NULL },
+        { "days", SVC_FT_INT, 0, 1, 1, 365, NULL, NULL },
+        SVC_FIELD_END
+    };
+    static const svc_field_t with_object[] = {
+        { "name", SVC_FT_STRING, 1, 0, 1, 10, NULL, NULL },
+        { "meta", SVC_FT_OBJECT, 0, 0, 0, 0, NULL, NULL },
+        SVC_FIELD_END
+    };
+    const char *pair = "\\uD83D\\uDE00", *body, *desc, *name;
+    json_t *obj, *errors;
+    const char *err;
+
+    desc = repeat_str(p, pair, 2000);
+    name = repeat_str(p, pair, 200);
+    body = apr_pstrcat(p, "{\n    \"name\": \"", name, "\",\n    \"description\": \"", desc,
+                       "\",\n    \"role\": \"maintainer\",\n    \"slug\": \"",
+                       repeat(p, 'a', 63), "\",\n    \"days\": 365\n}\n", NULL);
+    SVC_CHECK(strlen(body) > 24000);
+    SVC_CHECK(strlen(body) <= svc_json_body_max(schema));
+    SVC_CHECK(svc_json_parse_body(&obj, body, strlen(body), p, &err) == APR_SUCCESS);
+    SVC_CHECK(svc_json_check(obj, schema, p, &errors) == APR_SUCCESS);
+    /* One more character is a validation error, not a size one. */
+    body = apr_pstrcat(p, "{\"name\":\"x\",\"description\":\"", desc, pair, "\"}", NULL);
+    SVC_CHECK(strlen(body) <= svc_json_body_max(schema));
+    SVC_CHECK(svc_json_parse_body(&obj, body, strlen(body), p, &err) == APR_SUCCESS);
+    SVC_CHECK(svc_json_check(obj, schema, p, &errors) == APR_EINVAL);
+    /* A free-form object has no bound the schema can tell. */
+    SVC_CHECK_INT(svc_json_body_max(with_object), 0);
+    SVC_CHECK(svc_json_body_max(NULL) > 0);
 }
 
 SVC_TEST(json_check_unknown_and_missing)
@@ -1415,6 +1472,13 @@ SVC_TEST(router_create_refuses_bad_tables)
         SVC_CHECK_INT(svc_router_create(&rt, ok2, p), APR_SUCCESS);
     }
     {
+        /* TRACE would echo credentials and CONNECT is a proxy's: never routes. */
+        svc_route_t t[2] = { ROW("TRACE", "/api/x", SVC_AUTH_NONE, SVC_SCOPE_NONE), ROW_END };
+        svc_route_t t2[2] = { ROW("CONNECT", "/api/x", SVC_AUTH_NONE, SVC_SCOPE_NONE), ROW_END };
+        SVC_CHECK_INT(svc_router_create(&rt, t, p), APR_EINVAL);
+        SVC_CHECK_INT(svc_router_create(&rt, t2, p), APR_EINVAL);
+    }
+    {
         /* Safe methods may be read-scoped; unauthenticated routes have no scope. */
         svc_route_t t[4] = {
             ROW("GET", "/api/x", SVC_AUTH_USER, SVC_SCOPE_READ),
@@ -1423,6 +1487,16 @@ SVC_TEST(router_create_refuses_bad_tables)
             ROW_END
         };
         SVC_CHECK_INT(svc_router_create(&rt, t, p), APR_SUCCESS);
+    }
+    {
+        /* A raw body is the handler's to read: a schema on it would never apply. */
+        static const svc_field_t schema[] = { SVC_FIELD_END };
+        svc_route_t t[2] = { ROW("POST", "/webhooks/vcs", SVC_AUTH_WEBHOOK, SVC_SCOPE_NONE),
+                             ROW_END };
+        t[0].flags = SVC_RF_RAW_BODY;
+        SVC_CHECK_INT(svc_router_create(&rt, t, p), APR_SUCCESS);
+        t[0].body = schema;
+        SVC_CHECK_INT(svc_router_create(&rt, t, p), APR_EINVAL);
     }
     {
         svc_route_t t[4] = {
@@ -1633,6 +1707,15 @@ SVC_TEST(route_helpers)
     r.path = "/api/orgs";
     SVC_CHECK(!svc_route_is_tenant(&r));
     r.path = "/api/me";
+    SVC_CHECK(!svc_route_is_tenant(&r));
+    /* The web UI's paths of an org that the service answers itself. */
+    r.path = "/orgs/:orgSlug/vcs/install";
+    SVC_CHECK(svc_route_is_tenant(&r));
+    r.path = "/orgs/:orgSlugs/vcs/install";
+    SVC_CHECK(!svc_route_is_tenant(&r));
+    r.path = "/xapi/orgs/:orgSlug";
+    SVC_CHECK(!svc_route_is_tenant(&r));
+    r.path = "/admin/vcs-app/setup";
     SVC_CHECK(!svc_route_is_tenant(&r));
     SVC_CHECK(svc_method_is_unsafe("POST"));
     SVC_CHECK(svc_method_is_unsafe("PUT"));
@@ -1877,6 +1960,12 @@ SVC_TEST(openapi_covers_the_route_table)
             /* A streamed body is the file itself, whatever its type. */
             SVC_CHECK(json_object_get(json_object_get(json_object_get(op, "requestBody"),
                                                       "content"), "*/*") != NULL);
+        }
+        else if (r->flags & SVC_RF_RAW_BODY) {
+            /* The handler reads it: documented as a JSON object, unconstrained. */
+            SVC_CHECK_STR(json_string_value(json_object_get(json_object_get(json_object_get(
+                json_object_get(json_object_get(op, "requestBody"), "content"),
+                "application/json"), "schema"), "type")), "object");
         }
         else {
             SVC_CHECK(json_object_get(op, "requestBody") == NULL);
@@ -2170,61 +2259,117 @@ SVC_TEST(page_limits)
     }
 }
 
+/* A list route for cursor tests: an org's projects, filtered by archived. */
+static const svc_qparam_t cursor_query[] = {
+    { "archived", "boolean", NULL },
+    { NULL, NULL, NULL }
+};
+static const svc_route_t cursor_route = {
+    "GET", "/api/orgs/:orgSlug/projects", NULL, SVC_AUTH_USER, SVC_SCOPE_READ, SVC_ROLE_VIEWER,
+    NULL, 0, NULL, SVC_RF_PAGED, 200, "listProjects", NULL, NULL, cursor_query, SVC_PROLE_NONE
+};
+static const svc_route_t cursor_other_route = {
+    "GET", "/api/orgs/:orgSlug/members", NULL, SVC_AUTH_USER, SVC_SCOPE_READ, SVC_ROLE_VIEWER,
+    NULL, 0, NULL, SVC_RF_PAGED, 200, "listMembers", NULL, NULL, NULL, SVC_PROLE_NONE
+};
+
+/* A context on that list: org `org`, caller `user`, archived filter (or NULL). */
+static svc_ctx_t *list_ctx(apr_pool_t *p, const svc_route_t *route, const char *org,
+                           const char *user, const char *archived)
+{
+    svc_ctx_t *ctx = new_ctx(p);
+    svc_principal_t *who = apr_pcalloc(p, sizeof(*who));
+    svc_config_t *conf = (svc_config_t *)ctx->conf;
+
+    memset(conf->cursor_key, 0x5c, sizeof(conf->cursor_key));
+    ctx->route = route;
+    apr_table_setn(ctx->params, "orgSlug", org);
+    who->via = SVC_VIA_SESSION;
+    who->user_id = user;
+    ctx->who = who;
+    if (archived) {
+        apr_table_setn(ctx->query, "archived", archived);
+    }
+    return ctx;
+}
+
+/* Does `cursor` (issued elsewhere) parse on ctx? */
+static int cursor_accepted(svc_ctx_t *ctx, const char *cursor)
+{
+    svc_page_t pg;
+
+    apr_table_setn(ctx->query, "cursor", cursor);
+    return svc_page_parse(ctx, &pg) == APR_SUCCESS;
+}
+
 SVC_TEST(page_cursors)
 {
-    /* Cursors encoded by hand (base64url of "v1:<seq>", from Python). */
-    static const char *const known[][2] = {
-        { "djE6MTIzNDU", "12345" },
-        { "djE6MQ", "1" },
-        { "djE6MjE0NzQ4MzY0OA", "2147483648" },
-        { "djE6OTAwNzE5OTI1NDc0MDk5Mw", "9007199254740993" },
-        { "djE6OTIyMzM3MjAzNjg1NDc3NTgwNw", "9223372036854775807" }
-    };
-    static const char *const tampered[] = {
-        "djE6MTIzNDV",                      /* last character changed: stray bits */
-        "djE6MTIzNDU=",                     /* padding */
-        "djE6MTIzND",                       /* truncated */
-        "djE6MTIzNDUxx",                    /* extended to an impossible length */
-        "djI6MTIzNDU",                      /* "v2:12345" */
-        "eDE6NQ",                           /* "x1:5" */
-        "djE6MA",                           /* "v1:0" */
-        "djE6LTU",                          /* "v1:-5" */
-        "djE6MTJh",                         /* "v1:12a" */
-        "djE6",                             /* "v1:" */
-        "djE6IDU",                          /* "v1: 5" */
-        "djE6NSA",                          /* "v1:5 " */
-        "djE6KzU",                          /* "v1:+5" */
-        "djE6OTk5OTk5OTk5OTk5OTk5OTk5OTk",  /* "v1:99999999999999999999" */
+    static const char *const garbage[] = {
+        "djE6MTIzNDU",                      /* a version 1 cursor: "v1:12345", forgeable */
+        "djE6OTk5OTk5",                     /* "v1:999999", the forgery of the report */
+        "djE6MTIzNDU=", "djI6MTIzNDU", "eDE6NQ", "djE6MA", "djE6LTU",
         "djE6MTIz+DU", "djE6MTIz/DU", "djE6 MTIzNDU", "", "!!!!", "12345", "v1:12345",
     };
     const apr_int64_t seqs[] = { 1, 2, 12345, 2147483648LL, 9007199254740993LL, INT64_MAX };
-    svc_page_t pg;
     svc_ctx_t *ctx;
-    size_t i;
+    svc_page_t pg;
+    const char *c;
+    unsigned char *raw;
+    apr_size_t n, i, bit;
 
-    SVC_CHECK_STR(svc_cursor_encode(p, 12345), "djE6MTIzNDU");
-    for (i = 0; i < sizeof(known) / sizeof(known[0]); i++) {
-        ctx = new_ctx(p);
-        apr_table_setn(ctx->query, "cursor", known[i][0]);
-        SVC_CHECK_INT(svc_page_parse(ctx, &pg), APR_SUCCESS);
-        SVC_CHECK_STR(pg.before, known[i][1]);
-    }
+    /* Round trips, with the limit free to change between pages. */
     for (i = 0; i < sizeof(seqs) / sizeof(seqs[0]); i++) {
-        ctx = new_ctx(p);
-        apr_table_setn(ctx->query, "cursor", svc_cursor_encode(p, seqs[i]));
+        c = svc_cursor_encode(list_ctx(p, &cursor_route, "acme", "usr_A", "true"), seqs[i]);
+        ctx = list_ctx(p, &cursor_route, "acme", "usr_A", "true");
+        apr_table_setn(ctx->query, "cursor", c);
         apr_table_setn(ctx->query, "limit", "10");
         SVC_CHECK_INT(svc_page_parse(ctx, &pg), APR_SUCCESS);
         SVC_CHECK_STR(pg.before, apr_psprintf(p, "%" APR_INT64_T_FMT, seqs[i]));
         SVC_CHECK_INT(pg.limit, 10);
         SVC_CHECK_STR(pg.fetch, "11");
+        SVC_CHECK(strlen(c) <= 64);
     }
-    for (i = 0; i < sizeof(tampered) / sizeof(tampered[0]); i++) {
-        ctx = new_ctx(p);
-        apr_table_setn(ctx->query, "cursor", tampered[i]);
+    /* Bound to the list: another route, org, filter value, caller or key. */
+    c = svc_cursor_encode(list_ctx(p, &cursor_route, "acme", "usr_A", "true"), 12345);
+    SVC_CHECK(cursor_accepted(list_ctx(p, &cursor_route, "acme", "usr_A", "true"), c));
+    SVC_CHECK(!cursor_accepted(list_ctx(p, &cursor_other_route, "acme", "usr_A", "true"), c));
+    SVC_CHECK(!cursor_accepted(list_ctx(p, &cursor_route, "other", "usr_A", "true"), c));
+    SVC_CHECK(!cursor_accepted(list_ctx(p, &cursor_route, "acme", "usr_A", "false"), c));
+    SVC_CHECK(!cursor_accepted(list_ctx(p, &cursor_route, "acme", "usr_A", NULL), c));
+    SVC_CHECK(!cursor_accepted(list_ctx(p, &cursor_route, "acme", "usr_B", "true"), c));
+    ctx = list_ctx(p, &cursor_route, "acme", "usr_A", "true");
+    ctx->who->via = SVC_VIA_PAT;
+    ctx->who->token_org_id = "org_X";
+    SVC_CHECK(!cursor_accepted(ctx, c));
+    ctx = list_ctx(p, &cursor_route, "acme", "usr_A", "true");
+    ((svc_config_t *)ctx->conf)->cursor_key[0] ^= 1;
+    SVC_CHECK(!cursor_accepted(ctx, c));
+    /* An absent filter and an empty one are different lists. */
+    c = svc_cursor_encode(list_ctx(p, &cursor_route, "acme", "usr_A", NULL), 7);
+    SVC_CHECK(cursor_accepted(list_ctx(p, &cursor_route, "acme", "usr_A", NULL), c));
+    SVC_CHECK(!cursor_accepted(list_ctx(p, &cursor_route, "acme", "usr_A", ""), c));
+    /* Every single bit flipped is refused, and the refusal is the page problem. */
+    SVC_CHECK(svc_b64url_decode(p, c, strlen(c), &raw, &n) == APR_SUCCESS);
+    for (bit = 0; bit < n * 8; bit++) {
+        unsigned char *copy = apr_pmemdup(p, raw, n);
+        copy[bit / 8] ^= (unsigned char)(1 << (bit % 8));
+        ctx = list_ctx(p, &cursor_route, "acme", "usr_A", NULL);
+        apr_table_setn(ctx->query, "cursor", svc_b64url_encode(p, copy, n));
         SVC_CHECK_INT(svc_page_parse(ctx, &pg), SVC_EPROBLEM);
-        check_page_problem(p, ctx, "cursor", tampered[i]);
+        check_page_problem(p, ctx, "cursor", "a flipped bit");
     }
-    ctx = new_ctx(p);
+    /* Keys we never issue, even with a valid MAC. */
+    c = svc_cursor_encode(list_ctx(p, &cursor_route, "acme", "usr_A", NULL), 0);
+    SVC_CHECK(!cursor_accepted(list_ctx(p, &cursor_route, "acme", "usr_A", NULL), c));
+    c = svc_cursor_encode(list_ctx(p, &cursor_route, "acme", "usr_A", NULL), -5);
+    SVC_CHECK(!cursor_accepted(list_ctx(p, &cursor_route, "acme", "usr_A", NULL), c));
+    for (i = 0; i < sizeof(garbage) / sizeof(garbage[0]); i++) {
+        ctx = list_ctx(p, &cursor_route, "acme", "usr_A", NULL);
+        apr_table_setn(ctx->query, "cursor", garbage[i]);
+        SVC_CHECK_INT(svc_page_parse(ctx, &pg), SVC_EPROBLEM);
+        check_page_problem(p, ctx, "cursor", garbage[i]);
+    }
+    ctx = list_ctx(p, &cursor_route, "acme", "usr_A", NULL);
     apr_table_setn(ctx->query, "cursor", repeat(p, 'A', 100));
     SVC_CHECK_INT(svc_page_parse(ctx, &pg), SVC_EPROBLEM);
     check_page_problem(p, ctx, "cursor", "long");

@@ -76,10 +76,10 @@ SVC_TEST(tokens_and_costs)
 {
     svc_price_t pr = { "gpt-4o-mini", 0.15, 0.60, "t" };
 
-    SVC_CHECK_INT(svc_tokens_of(0), 0);
-    SVC_CHECK_INT(svc_tokens_of(1), 1);
-    SVC_CHECK_INT(svc_tokens_of(4), 1);
-    SVC_CHECK_INT(svc_tokens_of(5), 2);
+    SVC_CHECK_INT(svc_estimate_tokens(0), 0);
+    SVC_CHECK_INT(svc_estimate_tokens(1), 1);
+    SVC_CHECK_INT(svc_estimate_tokens(4), 1);
+    SVC_CHECK_INT(svc_estimate_tokens(5), 2);
     SVC_CHECK_INT(svc_estimate_input(400), 100 + SVC_ESTIMATE_PROMPT_TOKENS);
     SVC_CHECK_INT(svc_estimate_output(10), SVC_ESTIMATE_OUTPUT_MIN);
     SVC_CHECK_INT(svc_estimate_output(4000), 3000);

@@ -57,6 +57,47 @@ SVC_TEST(rfc3339_refuses)
     SVC_CHECK(svc_parse_rfc3339(NULL, NULL) == APR_EINVAL);
 }
 
+/*
+ * Offsets are applied in C (PostgreSQL refuses those beyond 15:59, RFC 3339
+ * allows up to 23:59), the fraction is kept to the microsecond, and the
+ * normalised form is what SQL gets: a time in UTC between years 1 and 9999.
+ */
+SVC_TEST(rfc3339_normalised_to_utc)
+{
+    static const struct {
+        const char *in;
+        const char *utc;
+    } vec[] = {
+        { "2026-01-01T00:00:00+16:00", "2025-12-31T08:00:00.000000Z" },
+        { "2026-01-01T00:00:00-23:59", "2026-01-01T23:59:00.000000Z" },
+        { "2026-01-01T00:00:00+23:59", "2025-12-31T00:01:00.000000Z" },
+        { "2026-11-25t21:54:14.5z", "2026-11-25T21:54:14.500000Z" },
+        { "2026-11-25T21:54:14.123456789Z", "2026-11-25T21:54:14.123456Z" },
+        { "1970-01-01T00:00:00.000001+00:01", "1969-12-31T23:59:00.000001Z" },
+        { "0001-01-01T00:00:00-01:00", "0001-01-01T01:00:00.000000Z" },
+        { "9999-12-31T23:59:59.999999+01:00", "9999-12-31T22:59:59.999999Z" },
+    };
+    char buf[SVC_RFC3339_USEC_LEN + 1];
+    apr_time_t t;
+    size_t i;
+
+    for (i = 0; i < sizeof(vec) / sizeof(vec[0]); i++) {
+        SVC_CHECK(svc_parse_rfc3339_usec(vec[i].in, &t) == APR_SUCCESS);
+        SVC_CHECK(svc_format_rfc3339_usec(buf, t) == APR_SUCCESS);
+        SVC_CHECK_STR(buf, vec[i].utc);
+    }
+    /* Valid RFC 3339, but the offset takes it out of years 1 to 9999. */
+    SVC_CHECK(svc_parse_rfc3339_usec("0001-01-01T00:00:00+00:01", &t) == APR_SUCCESS);
+    SVC_CHECK(svc_format_rfc3339_usec(buf, t) == APR_EINVAL);
+    SVC_CHECK(svc_parse_rfc3339_usec("9999-12-31T23:59:59-00:01", &t) == APR_SUCCESS);
+    SVC_CHECK(svc_format_rfc3339_usec(buf, t) == APR_EINVAL);
+    SVC_CHECK(svc_parse_rfc3339_usec("2026-01-01T00:00:00+24:00", &t) == APR_EINVAL);
+    SVC_CHECK(svc_parse_rfc3339_usec("2026-01-01T00:00:00+16:60", &t) == APR_EINVAL);
+    /* The seconds reader agrees, flooring. */
+    SVC_CHECK(svc_parse_rfc3339_usec("1969-12-31T23:59:59.5Z", &t) == APR_SUCCESS);
+    SVC_CHECK_INT(t, -500000);
+}
+
 /* Every route under /projects/:projectSlug names its least project role,
  * and no other route names one (svc_router_create refuses either slip). */
 SVC_TEST(project_routes_name_a_project_role)

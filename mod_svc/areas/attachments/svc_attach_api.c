@@ -19,7 +19,7 @@
 #include <sodium.h>
 #include <string.h>
 
-/* One stored chunk; the largest value a chunk row holds (sql/009). */
+/* One stored chunk; the largest value a chunk row holds (sql/011). */
 #define CHUNK (256 * 1024)
 /* What is read from the client at a time. */
 #define READ_PIECE (64 * 1024)

@@ -29,19 +29,21 @@ static const svc_stmt_t st_audit_list = {
     7, SVC_STMT_READ
 };
 
+/*
+ * Both walk their chains once, linearly (sql/008_hardening.sql: each entry compared with
+ * the previous one of its chain, each digest computed once).
+ */
 static const svc_stmt_t st_audit_verify = {
     "svc_audit_verify",
-    "SELECT svc_audit_verify($1)::text,"
-    " (SELECT count(*) FROM audit_log WHERE org_id IS NOT DISTINCT FROM $1)",
+    "SELECT c.first_broken_id::text, c.entries FROM svc_audit_check($1) c",
     1, SVC_STMT_READ
 };
 
 static const svc_stmt_t st_audit_verify_all = {
     "svc_audit_verify_all",
     "SELECT coalesce(json_agg(json_build_object('org_id', c.org_id,"
-    " 'first_broken_id', c.broken::text) ORDER BY c.org_id NULLS FIRST), '[]'::json)"
-    " FROM (SELECT d.org_id, svc_audit_verify(d.org_id) AS broken"
-    "       FROM (SELECT DISTINCT org_id FROM audit_log) d) c WHERE c.broken IS NOT NULL",
+    " 'first_broken_id', c.first_broken_id::text) ORDER BY c.org_id NULLS FIRST), '[]'::json)"
+    " FROM svc_audit_check_all() c WHERE c.first_broken_id IS NOT NULL",
     0, SVC_STMT_READ
 };
 
@@ -118,30 +120,43 @@ static int user_id_valid(const char *s)
     return 1;
 }
 
-/* RFC 3339 allows a lowercase 't' and 'z'; PostgreSQL wants them upper. */
-static const char *rfc3339_upper(apr_pool_t *p, const char *s)
+/*
+ * A time filter (since or until) as PostgreSQL is given it: the instant in
+ * UTC to the microsecond. The offset is applied here because PostgreSQL
+ * refuses offsets beyond 15:59 that RFC 3339 allows, and an offset can move
+ * a time out of the years PostgreSQL and we write (1 to 9999). NULL when
+ * absent; a field error when unusable.
+ */
+static const char *time_filter(svc_ctx_t *ctx, const char *name)
 {
-    char *u, *c;
+    const char *v = apr_table_get(ctx->query, name);
+    char *utc;
+    apr_time_t t;
 
-    if (!s) {
+    if (!v) {
         return NULL;
     }
-    u = apr_pstrdup(p, s);
-    for (c = u; *c; c++) {
-        if (*c == 't' || *c == 'z') {
-            *c = (char)(*c - 'a' + 'A');
-        }
+    if (svc_parse_rfc3339_usec(v, &t) != APR_SUCCESS) {
+        svc_fail_field(ctx, name, "invalid_time",
+                       "%s must be an RFC 3339 date-time such as 2026-01-31T12:00:00Z "
+                       "(offsets from -23:59 to +23:59).", name);
+        return NULL;
     }
-    return u;
+    utc = apr_palloc(ctx->pool, SVC_RFC3339_USEC_LEN + 1);
+    if (svc_format_rfc3339_usec(utc, t) != APR_SUCCESS) {
+        svc_fail_field(ctx, name, "out_of_range",
+                       "%s must fall between 0001-01-01T00:00:00Z and "
+                       "9999-12-31T23:59:59Z once its offset is applied.", name);
+        return NULL;
+    }
+    return utc;
 }
 
 static apr_status_t audit_list(svc_ctx_t *ctx)
 {
     const char *action = apr_table_get(ctx->query, "action");
     const char *actor = apr_table_get(ctx->query, "actor");
-    const char *since = apr_table_get(ctx->query, "since");
-    const char *until = apr_table_get(ctx->query, "until");
-    const char *params[7];
+    const char *since, *until, *params[7];
     svc_page_t pg;
     svc_dbres_t *res;
     svc_db_t *db;
@@ -155,14 +170,8 @@ static apr_status_t audit_list(svc_ctx_t *ctx)
     if (actor && !user_id_valid(actor)) {
         svc_fail_field(ctx, "actor", "invalid_id", "actor must be a user id (usr_...).");
     }
-    if (since && svc_parse_rfc3339(since, NULL) != APR_SUCCESS) {
-        svc_fail_field(ctx, "since", "invalid_time",
-                       "since must be an RFC 3339 date-time such as 2026-01-31T12:00:00Z.");
-    }
-    if (until && svc_parse_rfc3339(until, NULL) != APR_SUCCESS) {
-        svc_fail_field(ctx, "until", "invalid_time",
-                       "until must be an RFC 3339 date-time such as 2026-01-31T12:00:00Z.");
-    }
+    since = time_filter(ctx, "since");
+    until = time_filter(ctx, "until");
     if (ctx->problem) {
         return SVC_EPROBLEM;
     }
@@ -174,8 +183,8 @@ static apr_status_t audit_list(svc_ctx_t *ctx)
     params[1] = pg.before;
     params[2] = action;
     params[3] = actor;
-    params[4] = rfc3339_upper(ctx->pool, since);
-    params[5] = rfc3339_upper(ctx->pool, until);
+    params[4] = since;
+    params[5] = until;
     params[6] = pg.fetch;
     rv = svc_db_exec(db, &st_audit_list, ctx->pool, &res, params);
     if (rv != APR_SUCCESS) {

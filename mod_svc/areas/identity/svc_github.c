@@ -31,19 +31,6 @@ static json_t *github_json(apr_pool_t *p, const char *body, apr_size_t len)
     return doc ? svc_json_pool(p, doc) : NULL;
 }
 
-/* Printable ASCII without spaces: what a token or login may contain. */
-static int github_word(const char *s, apr_size_t max)
-{
-    apr_size_t n = 0;
-
-    for (; *s; s++, n++) {
-        if ((unsigned char)*s <= 0x20 || (unsigned char)*s >= 0x7f || n == max) {
-            return 0;
-        }
-    }
-    return n > 0;
-}
-
 /*
  * A display name as the schema keeps it: at most `max` characters (UTF-8
  * code points, cut on a boundary) with control characters made spaces.
@@ -85,7 +72,7 @@ apr_status_t svc_github_parse_token(apr_pool_t *p, const char *body, apr_size_t 
         return APR_EACCES;
     }
     token = svc_json_str(doc, "access_token");
-    if (!token || !github_word(token, 1024)) {
+    if (!token || !svc_word_valid(token, 1024)) {
         *perr = "the token answer has no usable access_token";
         return APR_EINVAL;
     }
@@ -116,7 +103,7 @@ apr_status_t svc_github_parse_user(apr_pool_t *p, const char *body, apr_size_t l
         return APR_EINVAL;
     }
     login = svc_json_str(doc, "login");
-    if (!login || !github_word(login, 100)) {
+    if (!login || !svc_word_valid(login, 100)) {
         *perr = "GET /user has no usable login";
         return APR_EINVAL;
     }

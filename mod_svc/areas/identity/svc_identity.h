@@ -38,6 +38,22 @@ apr_status_t svc_token_create(svc_db_t *db, apr_pool_t *p, const svc_config_t *c
                               const svc_token_spec_t *spec, const svc_actor_t *actor,
                               const char **psecret, json_t **pmeta);
 
+/*
+ * Revokes token `id`, audit-logged (token.revoked) by `actor`, in a
+ * transaction of its own. user_id and org_id narrow which token may be
+ * meant (NULL: any user's, any binding: the operator's svcctl). *prevoked
+ * is 1 when this call revoked it, 0 when it was revoked already (nothing
+ * written). SVC_ENOTFOUND when there is no such token within the narrowing.
+ */
+apr_status_t svc_token_revoke(svc_db_t *db, apr_pool_t *p, const svc_actor_t *actor,
+                              const char *id, const char *user_id, const char *org_id,
+                              int *prevoked);
+
+/* Every token of a user, newest first, as a JSON array text of their
+ * metadata (as GET /api/me/tokens shows it; never a secret). */
+apr_status_t svc_tokens_of(svc_db_t *db, apr_pool_t *p, const char *user_id,
+                           const char **pjson);
+
 /* The sign-in directives as written: references (env:, file:, exec:) or,
  * where allowed, literal values; NULL when the directive is absent. */
 typedef struct {
@@ -75,9 +91,21 @@ apr_status_t svc_session_create(svc_db_t *db, apr_pool_t *p, const svc_config_t 
                                 const char *user_id, const char *ip, const char *user_agent,
                                 const char **pcookie, const char **psid);
 
-/* Creates a user, audit-logged. SVC_ECONFLICT when the email is taken. */
+/*
+ * Creates a user, audit-logged. allow_email_link: the first sign-in of a
+ * provider identity with this (verified) address may claim the account;
+ * otherwise sign-in refuses to link it (docs/authorization.md).
+ * SVC_ECONFLICT when the email is taken.
+ */
 apr_status_t svc_user_add(svc_db_t *db, apr_pool_t *p, const char *email, const char *name,
-                          int founder, const svc_actor_t *actor, const char **pid);
+                          int founder, int allow_email_link, const svc_actor_t *actor,
+                          const char **pid);
+
+/* Allows the next sign-in with the user's verified address to claim the
+ * account, audit-logged. SVC_ECONFLICT when a provider identity has claimed
+ * it already. */
+apr_status_t svc_user_allow_email_link(svc_db_t *db, apr_pool_t *p, const char *user_id,
+                                       const svc_actor_t *actor);
 
 /* The user id for an email (case-insensitive); SVC_ENOTFOUND if none. */
 apr_status_t svc_user_by_email(svc_db_t *db, apr_pool_t *p, const char *email,

@@ -21,7 +21,7 @@ static const svc_route_t routes[] = {
       "Create a personal access token; the secret is returned this once", "Tokens",
       NULL, SVC_PROLE_NONE },
     { "DELETE", "/api/me/tokens/:id", svc_h_tokens_revoke, SVC_AUTH_USER, SVC_SCOPE_ADMIN,
-      SVC_ROLE_NONE, NULL, 0, "tokens", 0, 204, "revokeToken",
+      SVC_ROLE_NONE, NULL, 0, "token_revoke", SVC_RF_RATE_PER_TOKEN, 204, "revokeToken",
       "Revoke a personal access token, effective immediately", "Tokens", NULL, SVC_PROLE_NONE },
 
     /* Sign-in and sessions */

@@ -6,7 +6,6 @@
 #include "svc_github.h"
 #include "svc_sessions.h"
 
-#include <apr_env.h>
 #include <string.h>
 
 /*
@@ -43,7 +42,8 @@ static const svc_stmt_t st_signin_by_vcs = {
 
 static const svc_stmt_t st_signin_by_email = {
     "svc_signin_by_email",
-    "SELECT id, vcs_user_id FROM users WHERE lower(email) = lower($1) FOR UPDATE",
+    "SELECT id, vcs_user_id, link_by_email FROM users WHERE lower(email) = lower($1)"
+    " FOR UPDATE",
     1, 0
 };
 
@@ -63,11 +63,13 @@ static const svc_stmt_t st_signin_refresh = {
     4, 0
 };
 
+/* The permission to link is used up by the link. */
 static const svc_stmt_t st_signin_link = {
     "svc_signin_link",
     "UPDATE users SET vcs_user_id = $2::bigint, vcs_login = $3,"
-    " name = CASE WHEN name = '' THEN $4 ELSE name END, updated_at = now()"
-    " WHERE id = $1 AND vcs_user_id IS NULL",
+    " name = CASE WHEN name = '' THEN $4 ELSE name END, link_by_email = false,"
+    " updated_at = now()"
+    " WHERE id = $1 AND vcs_user_id IS NULL AND link_by_email",
     4, 0
 };
 
@@ -94,44 +96,6 @@ const svc_qparam_t svc_q_signin_callback[] = {
 
 /* ------------------------------------------------------------------------ */
 /* Configuration                                                            */
-
-static int is_ref(const char *s)
-{
-    return strncmp(s, "env:", 4) == 0 || strncmp(s, "file:", 5) == 0
-        || strncmp(s, "exec:", 5) == 0;
-}
-
-/* A setting's value: *pv NULL when absent (no directive, or env: unset or empty). */
-static apr_status_t resolve(const char **pv, const char *ref, const char *what,
-                            apr_pool_t *p, const char **pabsent, const char **perr)
-{
-    apr_size_t n;
-    apr_status_t rv;
-
-    *pv = NULL;
-    if (!ref) {
-        *pabsent = apr_pstrcat(p, what, " is not set", NULL);
-        return APR_SUCCESS;
-    }
-    if (strncmp(ref, "env:", 4) == 0) {
-        char *v = NULL;
-        /* Unset is how an operator leaves an optional feature off. */
-        if (apr_env_get(&v, ref + 4, p) != APR_SUCCESS || !v || !*v) {
-            *pabsent = apr_pstrcat(p, "environment variable ", ref + 4, " (", what,
-                                   ") is not set", NULL);
-            return APR_SUCCESS;
-        }
-    }
-    if (!is_ref(ref)) {
-        *pv = ref;
-        return APR_SUCCESS;
-    }
-    rv = svc_secret_read(pv, &n, ref, p, perr);
-    if (rv != APR_SUCCESS) {
-        *perr = apr_pstrcat(p, what, ": ", *perr, NULL);
-    }
-    return rv;
-}
 
 const char *svc_signin_check_base_url(apr_pool_t *p, const char *url, const char **pnorm)
 {
@@ -162,18 +126,18 @@ apr_status_t svc_signin_configure(svc_config_t *conf, const svc_signin_refs_t *r
     apr_status_t rv;
 
     *perr = NULL;
-    if (refs->client_secret && !is_ref(refs->client_secret)) {
+    if (refs->client_secret && !svc_secret_is_ref(refs->client_secret)) {
         *perr = "SvcOAuthClientSecret must be a reference (env:NAME, file:/path or "
                 "exec:/program), never the secret itself";
         return APR_EINVAL;
     }
-    if ((rv = resolve(&id, refs->client_id, "SvcOAuthClientId", p, &off_id, perr))
+    if ((rv = svc_setting_resolve(&id, refs->client_id, "SvcOAuthClientId", p, &off_id, perr))
         != APR_SUCCESS
-        || (rv = resolve(&secret, refs->client_secret, "SvcOAuthClientSecret", p,
-                         &off_secret, perr)) != APR_SUCCESS
-        || (rv = resolve(&web, refs->web_url, "SvcVcsWebURL", p, &ignored, perr))
+        || (rv = svc_setting_resolve(&secret, refs->client_secret, "SvcOAuthClientSecret",
+                                     p, &off_secret, perr)) != APR_SUCCESS
+        || (rv = svc_setting_resolve(&web, refs->web_url, "SvcVcsWebURL", p, &ignored, perr))
            != APR_SUCCESS
-        || (rv = resolve(&api, refs->api_url, "SvcVcsApiURL", p, &ignored, perr))
+        || (rv = svc_setting_resolve(&api, refs->api_url, "SvcVcsApiURL", p, &ignored, perr))
            != APR_SUCCESS) {
         return rv;
     }
@@ -395,15 +359,25 @@ static apr_status_t signin_account(svc_ctx_t *ctx, svc_db_t *db, const svc_githu
     }
     if (svc_dbres_rows(res) == 1) {
         /*
-         * An account with this address but no provider identity (made by
-         * svcctl, or invited by address): the provider has verified that
-         * the address is this user's primary one, so it is theirs to link.
-         * One already linked to another provider identity is not.
+         * An account with this address: one linked to another provider
+         * identity is never taken over. One made by an operator is linked
+         * only if the operator allowed it (svcctl user add
+         * --allow-email-link): a verified address at the provider proves
+         * control of the mailbox today, not that this is the person the
+         * operator made the account for (a reassigned address, a provider
+         * account made to match).
          */
         if (!svc_dbres_isnull(res, 0, 1)) {
             return svc_fail(ctx, 409, "email_in_use",
                             "Another account already uses the email address %s. Ask an "
                             "operator to sort the two accounts out.", u->email);
+        }
+        if (svc_dbres_bool(res, 0, 2) != 1) {
+            return svc_fail(ctx, 409, "account_exists",
+                            "An account with the email address %s exists already and may "
+                            "not be claimed by signing in. Ask an operator to allow it "
+                            "(svcctl user allow-email-link %s), then sign in again.",
+                            u->email, u->email);
         }
         *puid = svc_dbres_str(res, 0, 0);
         rv = svc_db_execv(db, &st_signin_link, p, NULL, *puid, vid, u->login, name);

@@ -111,19 +111,29 @@ static const svc_stmt_t st_tok_list = {
     4, SVC_STMT_READ | SVC_STMT_BINARY
 };
 
+/* Every token of a user, for the operator (svcctl token list). */
+static const svc_stmt_t st_tok_of_user = {
+    "svc_tokens_of_user",
+    "SELECT " TOKEN_COLS("o.slug")
+    " FROM api_tokens t LEFT JOIN orgs o ON o.id = t.org_id"
+    " WHERE t.user_id = $1 ORDER BY t.seq DESC",
+    1, SVC_STMT_READ | SVC_STMT_BINARY
+};
+
+/* A NULL user ($2) or binding ($3) narrows nothing: the operator's revocation. */
 static const svc_stmt_t st_tok_revoke = {
     "svc_tokens_revoke",
     "UPDATE api_tokens SET revoked_at = now()"
-    " WHERE id = $1 AND user_id = $2 AND ($3::text IS NULL OR org_id = $3)"
+    " WHERE id = $1 AND ($2::text IS NULL OR user_id = $2) AND ($3::text IS NULL OR org_id = $3)"
     " AND revoked_at IS NULL"
-    " RETURNING org_id, scope, name",
+    " RETURNING org_id, scope, name, user_id",
     3, 0
 };
 
 static const svc_stmt_t st_tok_visible = {
     "svc_tokens_visible",
     "SELECT 1 FROM api_tokens"
-    " WHERE id = $1 AND user_id = $2 AND ($3::text IS NULL OR org_id = $3)",
+    " WHERE id = $1 AND ($2::text IS NULL OR user_id = $2) AND ($3::text IS NULL OR org_id = $3)",
     3, SVC_STMT_READ
 };
 
@@ -628,45 +638,93 @@ apr_status_t svc_h_tokens_create(svc_ctx_t *ctx)
     return svc_reply_json(ctx, 201, json_incref(meta));
 }
 
-apr_status_t svc_h_tokens_revoke(svc_ctx_t *ctx)
+apr_status_t svc_token_revoke(svc_db_t *db, apr_pool_t *p, const svc_actor_t *actor,
+                              const char *id, const char *user_id, const char *org_id,
+                              int *prevoked)
 {
-    const char *id = apr_table_get(ctx->params, "id");
-    svc_actor_t actor;
     svc_dbres_t *res;
-    svc_db_t *db;
     apr_status_t rv;
 
-    if ((rv = svc_ctx_db_begin(ctx, &db)) != APR_SUCCESS) {
+    *prevoked = 0;
+    if ((rv = svc_db_begin(db, p)) != APR_SUCCESS) {
         return rv;
     }
-    rv = svc_db_execv(db, &st_tok_revoke, ctx->pool, &res, id, ctx->who->user_id,
-                      svc_auth_binding(ctx));
+    rv = svc_db_execv(db, &st_tok_revoke, p, &res, id, user_id, org_id);
     if (rv != APR_SUCCESS) {
         goto cleanup;
     }
     if (svc_dbres_rows(res) == 0) {
-        /* Already revoked is fine (DELETE is idempotent); someone else's is not found. */
+        /* Revoked already, or not there (or not visible) at all. */
         svc_dbres_t *vis;
-        rv = svc_db_execv(db, &st_tok_visible, ctx->pool, &vis, id, ctx->who->user_id,
-                          svc_auth_binding(ctx));
+        rv = svc_db_execv(db, &st_tok_visible, p, &vis, id, user_id, org_id);
         if (rv == APR_SUCCESS && svc_dbres_rows(vis) == 0) {
-            rv = svc_fail(ctx, 404, "not_found", "You have no token with this id.");
+            rv = SVC_ENOTFOUND;
         }
         goto cleanup;
     }
-    svc_actor_from_ctx(ctx, &actor);
-    rv = svc_audit_write(db, ctx->pool, &actor, svc_dbres_str(res, 0, 0), "token.revoked",
-                         "token", id,
-                         svc_json_pool(ctx->pool,
-                                       json_pack("{s:s?,s:s?,s:s?}", "name",
-                                                 svc_dbres_str(res, 0, 2), "scope",
-                                                 svc_dbres_str(res, 0, 1), "org_id",
-                                                 svc_dbres_str(res, 0, 0))));
-    if (rv == APR_SUCCESS) {
-        rv = svc_db_commit(db, ctx->pool);
+    rv = svc_audit_write(db, p, actor, svc_dbres_str(res, 0, 0), "token.revoked", "token", id,
+                         svc_json_pool(p, json_pack("{s:s?,s:s?,s:s?,s:s?}", "name",
+                                                    svc_dbres_str(res, 0, 2), "scope",
+                                                    svc_dbres_str(res, 0, 1), "org_id",
+                                                    svc_dbres_str(res, 0, 0), "user_id",
+                                                    svc_dbres_str(res, 0, 3))));
+    if (rv == APR_SUCCESS && (rv = svc_db_commit(db, p)) == APR_SUCCESS) {
+        *prevoked = 1;
     }
 cleanup:
-    svc_db_rollback(db, ctx->pool);
+    svc_db_rollback(db, p);
+    return rv;
+}
+
+apr_status_t svc_tokens_of(svc_db_t *db, apr_pool_t *p, const char *user_id,
+                           const char **pjson)
+{
+    svc_dbres_t *res;
+    svc_jbuf_t b;
+    apr_status_t rv;
+    int i, n;
+
+    rv = svc_db_execv(db, &st_tok_of_user, p, &res, user_id);
+    if (rv != APR_SUCCESS) {
+        return rv;
+    }
+    n = svc_dbres_rows(res);
+    if (n > 0 && svc_shape_check(res, 0, token_item) != APR_SUCCESS) {
+        return SVC_EDB;
+    }
+    svc_jbuf_init(&b, p, 320 * (apr_size_t)n + 2);
+    svc_jbuf_raw(&b, "[", 1);
+    for (i = 0; i < n; i++) {
+        if (i) {
+            svc_jbuf_raw(&b, ",", 1);
+        }
+        if ((rv = svc_json_row(&b, res, i, 0, token_item)) != APR_SUCCESS) {
+            return rv;
+        }
+    }
+    svc_jbuf_raw(&b, "]", 1);
+    *pjson = svc_jbuf_text(&b, NULL);
+    return APR_SUCCESS;
+}
+
+apr_status_t svc_h_tokens_revoke(svc_ctx_t *ctx)
+{
+    svc_actor_t actor;
+    svc_db_t *db;
+    apr_status_t rv;
+    int revoked;
+
+    if ((rv = svc_ctx_db(ctx, &db)) != APR_SUCCESS) {
+        return rv;
+    }
+    svc_actor_from_ctx(ctx, &actor);
+    /* Revoking a revoked token is fine (DELETE is idempotent); someone
+     * else's is not found. */
+    rv = svc_token_revoke(db, ctx->pool, &actor, apr_table_get(ctx->params, "id"),
+                          ctx->who->user_id, svc_auth_binding(ctx), &revoked);
+    if (rv == SVC_ENOTFOUND) {
+        return svc_fail(ctx, 404, "not_found", "You have no token with this id.");
+    }
     if (rv != APR_SUCCESS) {
         return rv;
     }

@@ -5,8 +5,17 @@
 
 static const svc_stmt_t st_user_insert = {
     "svc_users_insert",
-    "INSERT INTO users (id, email, name, founder) VALUES ($1, $2, $3, $4::boolean)",
-    4, 0
+    "INSERT INTO users (id, email, name, founder, link_by_email)"
+    " VALUES ($1, $2, $3, $4::boolean, $5::boolean)",
+    5, 0
+};
+
+/* Only an account no provider identity has claimed yet may be claimed. */
+static const svc_stmt_t st_user_allow_link = {
+    "svc_users_allow_link",
+    "UPDATE users SET link_by_email = true, updated_at = now()"
+    " WHERE id = $1 AND vcs_user_id IS NULL RETURNING id",
+    1, 0
 };
 
 static const svc_stmt_t st_user_by_email = {
@@ -29,7 +38,8 @@ static const svc_stmt_t st_me = {
 };
 
 apr_status_t svc_user_add(svc_db_t *db, apr_pool_t *p, const char *email, const char *name,
-                          int founder, const svc_actor_t *actor, const char **pid)
+                          int founder, int allow_email_link, const svc_actor_t *actor,
+                          const char **pid)
 {
     const char *id = svc_id_new(p, "usr_");
     apr_status_t rv;
@@ -38,11 +48,13 @@ apr_status_t svc_user_add(svc_db_t *db, apr_pool_t *p, const char *email, const 
         return rv;
     }
     rv = svc_db_execv(db, &st_user_insert, p, NULL, id, email, name ? name : "",
-                      founder ? "true" : "false");
+                      founder ? "true" : "false", allow_email_link ? "true" : "false");
     if (rv == APR_SUCCESS) {
         rv = svc_audit_write(db, p, actor, NULL, "user.created", "user", id,
-                             svc_json_pool(p, json_pack("{s:s,s:b}", "email", email,
-                                                        "founder", founder)));
+                             svc_json_pool(p, json_pack("{s:s,s:b,s:b}", "email", email,
+                                                        "founder", founder,
+                                                        "email_link_allowed",
+                                                        allow_email_link)));
     }
     if (rv == APR_SUCCESS) {
         rv = svc_db_commit(db, p);
@@ -53,6 +65,30 @@ apr_status_t svc_user_add(svc_db_t *db, apr_pool_t *p, const char *email, const 
     }
     *pid = id;
     return APR_SUCCESS;
+}
+
+apr_status_t svc_user_allow_email_link(svc_db_t *db, apr_pool_t *p, const char *user_id,
+                                       const svc_actor_t *actor)
+{
+    svc_dbres_t *res;
+    apr_status_t rv;
+
+    if ((rv = svc_db_begin(db, p)) != APR_SUCCESS) {
+        return rv;
+    }
+    rv = svc_db_execv(db, &st_user_allow_link, p, &res, user_id);
+    if (rv == APR_SUCCESS && svc_dbres_rows(res) != 1) {
+        rv = SVC_ECONFLICT;
+    }
+    if (rv == APR_SUCCESS) {
+        rv = svc_audit_write(db, p, actor, NULL, "user.email_link_allowed", "user", user_id,
+                             NULL);
+    }
+    if (rv == APR_SUCCESS) {
+        rv = svc_db_commit(db, p);
+    }
+    svc_db_rollback(db, p);
+    return rv;
 }
 
 apr_status_t svc_user_by_email(svc_db_t *db, apr_pool_t *p, const char *email,

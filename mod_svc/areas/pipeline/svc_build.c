@@ -1,7 +1,7 @@
 /*
  * svc_build.c: build tasks: made when a request enters build, one per
  * approved section; carried out by runs (run-all); followed by the
- * trigger of sql/009 as their runs change status.
+ * trigger of sql/011 as their runs change status.
  */
 #include "svc_build.h"
 #include "svc_documents.h"

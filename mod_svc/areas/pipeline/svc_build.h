@@ -10,7 +10,7 @@
 #include "svc_pipeline.h"
 #include "svc_pl_store.h"
 
-/* The most a run's instructions may hold, in characters (sql/008). */
+/* The most a run's instructions may hold, in characters (sql/010). */
 #define SVC_RUN_INSTRUCTIONS_MAX 65536
 
 /* How far the documents must have come. */

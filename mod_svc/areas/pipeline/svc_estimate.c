@@ -90,19 +90,19 @@ int svc_price_of(const svc_config_t *conf, const char *model, svc_price_t *pp)
     return best != 0;
 }
 
-apr_int64_t svc_tokens_of(apr_size_t bytes)
+apr_int64_t svc_estimate_tokens(apr_size_t bytes)
 {
     return (apr_int64_t)((bytes + 3) / 4);
 }
 
 apr_int64_t svc_estimate_input(apr_size_t instruction_bytes)
 {
-    return svc_tokens_of(instruction_bytes) + SVC_ESTIMATE_PROMPT_TOKENS;
+    return svc_estimate_tokens(instruction_bytes) + SVC_ESTIMATE_PROMPT_TOKENS;
 }
 
 apr_int64_t svc_estimate_output(apr_size_t section_bytes)
 {
-    apr_int64_t out = 3 * svc_tokens_of(section_bytes);
+    apr_int64_t out = 3 * svc_estimate_tokens(section_bytes);
 
     return out < SVC_ESTIMATE_OUTPUT_MIN ? SVC_ESTIMATE_OUTPUT_MIN
            : out > SVC_ESTIMATE_OUTPUT_MAX ? SVC_ESTIMATE_OUTPUT_MAX : out;

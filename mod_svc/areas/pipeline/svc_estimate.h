@@ -34,7 +34,7 @@ typedef struct {
 int svc_price_of(const svc_config_t *conf, const char *model, svc_price_t *pprice);
 
 /* Tokens of text, reckoned: one per 4 bytes, rounded up. */
-apr_int64_t svc_tokens_of(apr_size_t bytes);
+apr_int64_t svc_estimate_tokens(apr_size_t bytes);
 
 /* A task's input: its instructions' tokens and the factory's prompt. */
 apr_int64_t svc_estimate_input(apr_size_t instruction_bytes);

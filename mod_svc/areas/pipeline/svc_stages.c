@@ -363,7 +363,7 @@ apr_status_t svc_h_requests_resume(svc_ctx_t *ctx)
 /*
  * Cancels the request (any stage but done), then its queued and running
  * runs, in a transaction of their own: a run that ends meanwhile takes
- * the request's lock (sql/009's trigger) while holding its own row, so
+ * the request's lock (sql/011's trigger) while holding its own row, so
  * holding the request's lock while waiting for runs' rows could deadlock.
  * A request already cancelled starts no run again, whatever happens
  * between the two.

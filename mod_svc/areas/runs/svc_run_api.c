@@ -95,8 +95,8 @@ const svc_field_t svc_body_run_create[] = {
     { "task_id", SVC_FT_STRING, 0, 0, 1, 64, NULL,
       "The build task the run carries out (set by the pipeline)." },
     { "repository", SVC_FT_STRING, 0, 0, 1, 200, NULL,
-      "An existing repository to work on (owner/name). Needs the code-hosting App; until "
-      "a repository is linked, 409 repository_not_linked. Omitted: a fresh repository." },
+      "An existing repository to work on (owner/name). Runs on a linked repository are not "
+      "carried out yet: 409 repository_not_linked. Omitted: a fresh repository." },
     SVC_FIELD_END
 };
 
@@ -272,9 +272,9 @@ apr_status_t svc_h_runs_create(svc_ctx_t *ctx)
         return SVC_EPROBLEM;
     }
     if (json_object_get(ctx->body, "repository")) {
-        return svc_fail(ctx, 409, "repository_not_linked", "No repository is linked to this "
-                        "organization (that needs the code-hosting App). Leave out "
-                        "\"repository\" to build on a fresh one.");
+        return svc_fail(ctx, 409, "repository_not_linked", "Runs on a linked repository "
+                        "are not carried out yet. Leave out \"repository\" to build on a "
+                        "fresh one.");
     }
     if (ctx->project->archived) {
         return svc_fail(ctx, 409, "project_archived", "Project %s is archived; restore it "

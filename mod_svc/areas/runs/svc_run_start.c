@@ -13,7 +13,7 @@ static const svc_stmt_t st_queue = {
 };
 
 /* A queued run is cancelled at once; a running one is asked to stop (the
- * NOTIFY of sql/008 tells its supervisor). */
+ * NOTIFY of sql/010 tells its supervisor). */
 static const svc_stmt_t st_cancel = {
     "svc_runs_cancel_for",
     "UPDATE runs SET cancel_requested = true,"

@@ -131,6 +131,29 @@ apr_status_t svc_run_emit_status(svc_db_t *db, apr_pool_t *p, const char *org_id
     return svc_event_emit(db, p, org_id, project_id, run_id, "run.status", data);
 }
 
+/*
+ * The end of a transaction that changed a run's status: its event, then the
+ * commit. `rv` is how the transaction went so far; anything but
+ * APR_SUCCESS (then or now) rolls it back.
+ */
+static apr_status_t status_commit(svc_db_t *db, apr_pool_t *p, apr_status_t rv,
+                                  const char *org_id, const char *project_id,
+                                  const char *run_id, const char *status,
+                                  const char *err_code, const char *err_message)
+{
+    if (rv == APR_SUCCESS) {
+        rv = svc_run_emit_status(db, p, org_id, project_id, run_id, status, err_code,
+                                 err_message);
+    }
+    if (rv == APR_SUCCESS) {
+        rv = svc_db_commit(db, p);
+    }
+    if (rv != APR_SUCCESS) {
+        svc_db_rollback(db, p);
+    }
+    return rv;
+}
+
 /* One run.log event per line of text (whole lines, each ending in '\n'),
  * the first starting at byte `offset` of the log. */
 static apr_status_t emit_lines(svc_db_t *db, apr_pool_t *p, const char *org_id,
@@ -209,15 +232,14 @@ apr_status_t svc_run_claim(svc_db_t *db, apr_pool_t *p, const char *node, int le
     if (!job->author_email) {
         job->author_email = "runs@mod-svc.invalid";
     }
-    rv = svc_run_emit_status(db, p, job->org_id, job->project_id, job->id, SVC_RUN_RUNNING,
-                             NULL, NULL);
-    if (rv == APR_SUCCESS && (rv = svc_db_commit(db, p)) == APR_SUCCESS) {
+    rv = status_commit(db, p, APR_SUCCESS, job->org_id, job->project_id, job->id,
+                       SVC_RUN_RUNNING, NULL, NULL);
+    if (rv == APR_SUCCESS) {
         *pjob = job;
     }
+    return rv;
 cleanup:
-    if (rv != APR_SUCCESS || !*pjob) {
-        svc_db_rollback(db, p);
-    }
+    svc_db_rollback(db, p);
     return rv;
 }
 
@@ -294,14 +316,8 @@ apr_status_t svc_run_reap(svc_db_t *db, apr_pool_t *p, int *pcount)
             rv = log_note(db, p, org, project, id, apr_pstrcat(p, "[mod_svc] lost: ", msg,
                                                                NULL));
         }
-        if (rv == APR_SUCCESS) {
-            rv = svc_run_emit_status(db, p, org, project, id, SVC_RUN_FAILED, "lost", msg);
-        }
-        if (rv == APR_SUCCESS) {
-            rv = svc_db_commit(db, p);
-        }
-        if (rv != APR_SUCCESS) {
-            svc_db_rollback(db, p);
+        if ((rv = status_commit(db, p, rv, org, project, id, SVC_RUN_FAILED, "lost", msg))
+            != APR_SUCCESS) {
             break;
         }
         count++;
@@ -369,17 +385,10 @@ static apr_status_t end_run(svc_db_t *db, apr_pool_t *p, const char *run_id, con
                           svc_bytea_param(sp, bundle + at, n));
         apr_pool_destroy(sp);
     }
-    if (rv == APR_SUCCESS) {
-        rv = svc_run_emit_status(db, p, svc_dbres_str(res, 0, 0), svc_dbres_str(res, 0, 1),
-                                 run_id, status, err_code, err_message);
-    }
-    if (rv == APR_SUCCESS) {
-        rv = svc_db_commit(db, p);
-    }
+    return status_commit(db, p, rv, svc_dbres_str(res, 0, 0), svc_dbres_str(res, 0, 1), run_id,
+                         status, err_code, err_message);
 cleanup:
-    if (rv != APR_SUCCESS) {
-        svc_db_rollback(db, p);
-    }
+    svc_db_rollback(db, p);
     return rv;
 }
 
@@ -424,16 +433,9 @@ apr_status_t svc_run_requeue(svc_db_t *db, apr_pool_t *p, const char *run_id,
                   ? "[mod_svc] interrupted: the supervisor stopped; the run is queued again "
                     "and starts over"
                   : "[mod_svc] interrupted: the supervisor stopped; the run was cancelled");
-    if (rv == APR_SUCCESS) {
-        rv = svc_run_emit_status(db, p, org, project, run_id, status, NULL, NULL);
-    }
-    if (rv == APR_SUCCESS) {
-        rv = svc_db_commit(db, p);
-    }
+    return status_commit(db, p, rv, org, project, run_id, status, NULL, NULL);
 cleanup:
-    if (rv != APR_SUCCESS) {
-        svc_db_rollback(db, p);
-    }
+    svc_db_rollback(db, p);
     return rv;
 }
 

@@ -161,7 +161,9 @@ static void queue_write(run_t *r, const char *line)
     apr_size_t waiting = r->wlen - r->woff;
     char *buf = apr_palloc(r->p, waiting + n + 1);
 
-    memcpy(buf, r->wbuf + r->woff, waiting);
+    if (waiting) {
+        memcpy(buf, r->wbuf + r->woff, waiting);
+    }
     memcpy(buf + waiting, line, n);
     buf[waiting + n] = '\n';
     r->wbuf = buf;
@@ -304,7 +306,9 @@ static void read_stdout(run_t *r)
                 protocol_error(r, "out of memory for a line");
                 return;
             }
-            memcpy(buf, r->obuf, r->olen);
+            if (r->olen) {
+                memcpy(buf, r->obuf, r->olen);
+            }
             free(r->obuf);
             r->obuf = buf;
             r->ocap = cap;
@@ -675,7 +679,7 @@ static void write_outcome(run_t *r, const unsigned char *bundle, apr_size_t bund
          * (a bug) is not tried forever. */
         if (rv != SVC_EDBDOWN && ++tries >= 5) {
             r->sc->log(r->sc->log_baton, SVC_SUP_ERR,
-                       apr_psprintf(r->p, "SVC0040: run %s: its final status (%s) could not "
+                       apr_psprintf(r->p, "SVC0070: run %s: its final status (%s) could not "
                                     "be written; it will be failed as lost", r->job->id,
                                     r->status));
             return;
@@ -754,7 +758,7 @@ static void run_main(run_t *r)
     apr_atomic_set32(&r->slot->settled, 1);
     if (r->workspace && svc_workspace_remove(r->workspace) != APR_SUCCESS) {
         r->sc->log(r->sc->log_baton, SVC_SUP_WARNING,
-                   apr_psprintf(r->p, "SVC0041: run %s: its workspace %s could not be removed "
+                   apr_psprintf(r->p, "SVC0071: run %s: its workspace %s could not be removed "
                                 "entirely", r->job->id, r->workspace));
     }
     if (r->model) {

@@ -97,14 +97,14 @@ static apr_status_t checked(sup_t *s, apr_status_t rv, const char *what)
 {
     if (rv == SVC_EDBDOWN) {
         if (s->db) {
-            say(s, SVC_SUP_WARNING, "SVC0043: run supervisor: the database connection was "
+            say(s, SVC_SUP_WARNING, "SVC0073: run supervisor: the database connection was "
                 "lost (%s): %s", what, svc_db_errmsg(s->db));
         }
         db_drop(s);
         s->next_connect = apr_time_now() + apr_time_from_msec(RECONNECT_MS);
     }
     else if (rv != APR_SUCCESS && rv != SVC_ENOTFOUND) {
-        say(s, SVC_SUP_ERR, "SVC0044: run supervisor: %s failed: %s %s", what,
+        say(s, SVC_SUP_ERR, "SVC0074: run supervisor: %s failed: %s %s", what,
             s->db ? svc_db_sqlstate(s->db) : "", s->db ? svc_db_errmsg(s->db) : "");
     }
     return rv;
@@ -188,7 +188,7 @@ static void renew(sup_t *s, svc_db_t *db)
             }
         }
         if (!held && !apr_atomic_read32(&slot->lost)) {
-            say(s, SVC_SUP_WARNING, "SVC0045: run %s: this node no longer holds it (its lease "
+            say(s, SVC_SUP_WARNING, "SVC0075: run %s: this node no longer holds it (its lease "
                 "ran out); stopping it", slot->job->id);
             svc_run_slot_raise(slot, &slot->lost);
         }
@@ -197,7 +197,7 @@ static void renew(sup_t *s, svc_db_t *db)
     for (j = 0; j < leases->nelts; j++) {
         svc_run_lease_t *l = &APR_ARRAY_IDX(leases, j, svc_run_lease_t);
         if (!slot_of(s, l->id)) {
-            say(s, SVC_SUP_NOTICE, "SVC0046: run %s: held by this node but not running here; "
+            say(s, SVC_SUP_NOTICE, "SVC0076: run %s: held by this node but not running here; "
                 "putting it back in the queue", l->id);
             checked(s, svc_run_requeue(db, sp, l->id, s->node), "requeueing");
         }
@@ -232,7 +232,7 @@ static void claim(sup_t *s, svc_db_t *db)
         slot->job = job;
         slot->pool = rp;
         if ((rv = svc_run_slot_start(slot)) != APR_SUCCESS) {
-            say(s, SVC_SUP_ERR, "SVC0047: run %s: cannot start its thread (%d); putting it "
+            say(s, SVC_SUP_ERR, "SVC0077: run %s: cannot start its thread (%d); putting it "
                 "back in the queue", job->id, rv);
             checked(s, svc_run_requeue(db, rp, job->id, s->node), "requeueing");
             slot->pool = NULL;
@@ -240,7 +240,7 @@ static void claim(sup_t *s, svc_db_t *db)
             return;
         }
         s->active++;
-        say(s, SVC_SUP_INFO, "SVC0048: run %s claimed (%d of %d)", job->id, s->active,
+        say(s, SVC_SUP_INFO, "SVC0078: run %s claimed (%d of %d)", job->id, s->active,
             s->sc->concurrency);
     }
 }
@@ -289,7 +289,7 @@ static void sweep_workspaces(sup_t *s, svc_db_t *db)
         }
         if (svc_workspace_remove(apr_pstrcat(sp, s->sc->work_dir, "/", name, NULL))
             != APR_SUCCESS) {
-            say(s, SVC_SUP_WARNING, "SVC0041: the workspace %s/%s could not be removed "
+            say(s, SVC_SUP_WARNING, "SVC0071: the workspace %s/%s could not be removed "
                 "entirely", s->sc->work_dir, name);
         }
     }
@@ -302,7 +302,7 @@ static int usable_work_dir(const sup_t *s)
 
     if (stat(s->sc->work_dir, &st) < 0 || !S_ISDIR(st.st_mode)
         || access(s->sc->work_dir, R_OK | W_OK | X_OK) < 0) {
-        say(s, SVC_SUP_ERR, "SVC0030: run supervisor: SvcRunWorkDir %s is not a directory "
+        say(s, SVC_SUP_ERR, "SVC0060: run supervisor: SvcRunWorkDir %s is not a directory "
             "this process can use (%s); no runs are carried out", s->sc->work_dir,
             strerror(errno));
         return 0;
@@ -332,12 +332,12 @@ int svc_supervisor_run(const svc_supervisor_conf_t *sc, volatile sig_atomic_t *s
         return 1;
     }
     if (!sc->runner && access(sc->factory, X_OK) < 0) {
-        say(&s, SVC_SUP_ERR, "SVC0042: run supervisor: SvcRunFactory %s cannot be run (%s); "
+        say(&s, SVC_SUP_ERR, "SVC0072: run supervisor: SvcRunFactory %s cannot be run (%s); "
             "runs will fail", sc->factory, strerror(errno));
     }
     s.slots = apr_pcalloc(p, sizeof(*s.slots) * (apr_size_t)sc->concurrency);
     s.claim_soon = 1;
-    say(&s, SVC_SUP_NOTICE, "SVC0049: run supervisor %s: up to %d runs at once, workspaces in "
+    say(&s, SVC_SUP_NOTICE, "SVC0079: run supervisor %s: up to %d runs at once, workspaces in "
         "%s, sandbox: %s", s.node, sc->concurrency, sc->work_dir,
         sc->runner ? sc->runner[0] : "bubblewrap");
 
@@ -358,7 +358,7 @@ int svc_supervisor_run(const svc_supervisor_conf_t *sc, volatile sig_atomic_t *s
             apr_pool_create(&sp, p);
             checked(&s, svc_run_reap(db, sp, &reaped), "reaping lost runs");
             if (reaped) {
-                say(&s, SVC_SUP_NOTICE, "SVC0050: %d run(s) of a node that stopped renewing "
+                say(&s, SVC_SUP_NOTICE, "SVC0080: %d run(s) of a node that stopped renewing "
                     "its leases failed as lost", reaped);
             }
             apr_pool_destroy(sp);
@@ -401,6 +401,6 @@ int svc_supervisor_run(const svc_supervisor_conf_t *sc, volatile sig_atomic_t *s
         join_done(&s, 1);
     }
     db_drop(&s);
-    say(&s, SVC_SUP_INFO, "SVC0051: run supervisor %s stopped", s.node);
+    say(&s, SVC_SUP_INFO, "SVC0081: run supervisor %s stopped", s.node);
     return 0;
 }

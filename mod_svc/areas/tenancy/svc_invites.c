@@ -101,7 +101,7 @@ static const svc_stmt_t st_inv_lock_mine = {
     "svc_invites_lock_mine",
     "SELECT i.org_id, i.project_id, i.role, i.accepted_at IS NOT NULL,"
     " i.declined_at IS NOT NULL, i.revoked_at IS NOT NULL,"
-    " i.lapsed_at IS NOT NULL OR i.expires_at <= now()"
+    " i.lapsed_at IS NOT NULL OR i.expires_at <= now(), i.invited_by"
     " FROM invites i"
     " WHERE i.id = $1 AND lower(i.email) = lower($2) AND ($3::text IS NULL OR i.org_id = $3)"
     " FOR UPDATE",
@@ -168,6 +168,26 @@ apr_status_t svc_invite_create(svc_ctx_t *ctx, svc_db_t *db, const char *project
     rv = svc_db_execv(db, &st_inv_standing, ctx->pool, &res, ctx->org->id, project_id, email);
     if (rv != APR_SUCCESS) {
         return rv;
+    }
+    if (svc_dbres_rows(res) == 0 && project_id) {
+        /*
+         * Whoever accepts a project invite and is no member of the org
+         * becomes one, and sees every project and member. Only admins
+         * decide who joins the org: a maintainer below them invites org
+         * members only. The role is read again under the org lock.
+         */
+        svc_role_e now;
+        if ((rv = svc_org_lock(db, ctx->pool, ctx->org->id, ctx->who->user_id, &now))
+            != APR_SUCCESS) {
+            return rv;
+        }
+        if (now < SVC_ROLE_ADMIN) {
+            return svc_fail(ctx, 403, "forbidden",
+                            "%s is not a member of %s, and only an org admin (or the owner) "
+                            "can invite someone into the organization: ask one to invite "
+                            "them to %s, then add them to the team.", email, ctx->org->slug,
+                            ctx->org->slug);
+        }
     }
     if (svc_dbres_rows(res) == 1) {
         if (!project_id) {
@@ -381,8 +401,9 @@ static apr_status_t lock_mine(svc_ctx_t *ctx, svc_db_t *db, const char *id, svc_
 apr_status_t svc_h_my_invite_accept(svc_ctx_t *ctx)
 {
     const char *id = apr_table_get(ctx->params, "id");
-    const char *org_id = NULL, *project_id = NULL, *role_s, *org_json;
-    json_t *out, *project = NULL;
+    const char *org_id = NULL, *project_id = NULL, *role_s, *org_json = NULL;
+    const char *project_json = NULL;
+    json_t *out;
     svc_role_e my_role;
     svc_actor_t actor;
     svc_dbres_t *res;
@@ -425,8 +446,28 @@ apr_status_t svc_h_my_invite_accept(svc_ctx_t *ctx)
     }
     else {
         svc_prole_e prole = svc_prole_parse(role_s);
-        if (my_role == SVC_ROLE_NONE) {
-            /* Joining a team means joining its org, read-only for a project viewer. */
+        const char *inviter = svc_dbres_str(res, 0, 7);
+        svc_role_e inviter_role = SVC_ROLE_NONE;
+        /*
+         * Joining a team means joining its org (read-only for a project
+         * viewer), which only an admin decides: the invite admits a
+         * non-member only if whoever made it is an org admin (or the
+         * owner) now. An invite made to a member who left since, or before
+         * this rule, does not.
+         */
+        if (my_role == SVC_ROLE_NONE && inviter
+            && (rv = svc_org_lock(db, ctx->pool, org_id, inviter, &inviter_role))
+               != APR_SUCCESS) {
+            goto cleanup;
+        }
+        if (my_role == SVC_ROLE_NONE && inviter_role < SVC_ROLE_ADMIN) {
+            rv = svc_fail(ctx, 409, "org_invite_required",
+                          "You are not a member of this project's organization, and this "
+                          "invite was not made by one of its admins, so it cannot admit you "
+                          "to it: ask an org admin to invite you to the organization (or "
+                          "decline this invite).");
+        }
+        else if (my_role == SVC_ROLE_NONE) {
             rv = svc_member_insert(db, ctx->pool, &actor, org_id, ctx->who->user_id,
                                    prole == SVC_PROLE_VIEWER ? SVC_ROLE_VIEWER
                                                              : SVC_ROLE_MEMBER,
@@ -460,6 +501,20 @@ apr_status_t svc_h_my_invite_accept(svc_ctx_t *ctx)
                                        json_pack("{s:s,s:s,s:s?}", "user_id",
                                                  ctx->who->user_id, "role", role_s,
                                                  "project_id", project_id)));
+    /*
+     * What was joined is read before COMMIT: once committed, a failed read
+     * would answer "try again" for an accepted invite (and a retry, 409).
+     */
+    if (rv == APR_SUCCESS) {
+        rv = svc_org_json(db, ctx->pool, org_id, ctx->who->user_id, &org_json);
+    }
+    if (rv == APR_SUCCESS && project_id) {
+        rv = svc_db_execv(db, &st_inv_joined_project, ctx->pool, &res, project_id,
+                          ctx->who->user_id);
+        if (rv == APR_SUCCESS && svc_dbres_rows(res) == 1) {
+            project_json = svc_dbres_str(res, 0, 0);
+        }
+    }
     if (rv == APR_SUCCESS) {
         rv = svc_db_commit(db, ctx->pool);
     }
@@ -468,20 +523,8 @@ cleanup:
         svc_db_rollback(db, ctx->pool);
         return rv;
     }
-    if ((rv = svc_org_json(db, ctx->pool, org_id, ctx->who->user_id, &org_json))
-        != APR_SUCCESS) {
-        return rv;
-    }
-    if (project_id) {
-        rv = svc_db_execv(db, &st_inv_joined_project, ctx->pool, &res, project_id,
-                          ctx->who->user_id);
-        if (rv != APR_SUCCESS) {
-            return rv;
-        }
-        project = json_loads(svc_dbres_str(res, 0, 0) ? svc_dbres_str(res, 0, 0) : "null",
-                             0, NULL);
-    }
-    out = json_pack("{s:o?,s:o?}", "org", json_loads(org_json, 0, NULL), "project", project);
+    out = json_pack("{s:o?,s:o?}", "org", json_loads(org_json, 0, NULL), "project",
+                    project_json ? json_loads(project_json, 0, NULL) : NULL);
     if (!out) {
         return SVC_EDB;
     }

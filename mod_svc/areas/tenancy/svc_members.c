@@ -146,7 +146,9 @@ static apr_status_t lock_as(svc_ctx_t *ctx, svc_db_t *db, svc_role_e least, int 
     return rv;
 }
 
-static apr_status_t reply_member(svc_ctx_t *ctx, svc_db_t *db, const char *user_id)
+/* One member's document (*pjson), read in the caller's transaction. */
+static apr_status_t member_json(svc_ctx_t *ctx, svc_db_t *db, const char *user_id,
+                                const char **pjson)
 {
     svc_dbres_t *res;
     apr_status_t rv;
@@ -155,7 +157,7 @@ static apr_status_t reply_member(svc_ctx_t *ctx, svc_db_t *db, const char *user_
     if (rv != APR_SUCCESS) {
         return rv;
     }
-    return svc_reply_row(ctx, 200, res, member_item);
+    return svc_json_row_text(ctx->pool, res, member_item, pjson);
 }
 
 /* Pending invites shown with the first page of members (GET .../invites pages them all). */
@@ -192,6 +194,7 @@ apr_status_t svc_h_members_update(svc_ctx_t *ctx)
 {
     const char *user_id = apr_table_get(ctx->params, "userId");
     const char *role_s = svc_json_str(ctx->body, "role");
+    const char *json = NULL;
     svc_role_e role = svc_role_parse(role_s), me, before;
     svc_actor_t actor;
     svc_dbres_t *res;
@@ -243,13 +246,16 @@ apr_status_t svc_h_members_update(svc_ctx_t *ctx)
             goto cleanup;
         }
     }
-    rv = svc_db_commit(db, ctx->pool);
+    /* The answer is read before COMMIT (see svc_h_orgs_update). */
+    if ((rv = member_json(ctx, db, user_id, &json)) == APR_SUCCESS) {
+        rv = svc_db_commit(db, ctx->pool);
+    }
 cleanup:
     if (rv != APR_SUCCESS) {
         svc_db_rollback(db, ctx->pool);
         return rv;
     }
-    return reply_member(ctx, db, user_id);
+    return svc_reply_text(ctx, 200, json);
 }
 
 apr_status_t svc_h_members_remove(svc_ctx_t *ctx)
@@ -376,16 +382,15 @@ apr_status_t svc_h_orgs_transfer(svc_ctx_t *ctx)
                                                  "before", "from_role", "owner", "to_role",
                                                  svc_role_name(was), "after", "from_role",
                                                  "admin", "to_role", "owner")));
-    if (rv == APR_SUCCESS) {
+    /* The answer is read before COMMIT (see svc_h_orgs_update). */
+    if (rv == APR_SUCCESS
+        && (rv = svc_org_json(db, ctx->pool, ctx->org->id, ctx->who->user_id, &json))
+           == APR_SUCCESS) {
         rv = svc_db_commit(db, ctx->pool);
     }
 cleanup:
     if (rv != APR_SUCCESS) {
         svc_db_rollback(db, ctx->pool);
-        return rv;
-    }
-    if ((rv = svc_org_json(db, ctx->pool, ctx->org->id, ctx->who->user_id, &json))
-        != APR_SUCCESS) {
         return rv;
     }
     return svc_reply_text(ctx, 200, json);

@@ -119,7 +119,7 @@ const svc_field_t svc_body_org_update[] = {
 
 apr_status_t svc_org_create(svc_db_t *db, apr_pool_t *p, const char *slug, const char *name,
                             const char *owner_user_id, const svc_actor_t *actor,
-                            const char **pid)
+                            const char **pid, const char **pjson)
 {
     const char *id = svc_id_new(p, "org_");
     apr_status_t rv;
@@ -136,6 +136,11 @@ apr_status_t svc_org_create(svc_db_t *db, apr_pool_t *p, const char *slug, const
                              svc_json_pool(p, json_pack("{s:s,s:s,s:s}", "slug", slug,
                                                         "name", name, "owner_id",
                                                         owner_user_id)));
+    }
+    /* The answer is read before COMMIT: once committed, a failed read
+     * would answer "try again" for an org that exists. */
+    if (rv == APR_SUCCESS && pjson) {
+        rv = svc_org_json(db, p, id, owner_user_id, pjson);
     }
     if (rv == APR_SUCCESS) {
         rv = svc_db_commit(db, p);
@@ -205,14 +210,13 @@ apr_status_t svc_h_orgs_create(svc_ctx_t *ctx)
         return rv;
     }
     svc_actor_from_ctx(ctx, &actor);
-    rv = svc_org_create(db, ctx->pool, slug, name, ctx->who->user_id, &actor, &id);
+    rv = svc_org_create(db, ctx->pool, slug, name, ctx->who->user_id, &actor, &id, &json);
     if (rv == SVC_ECONFLICT) {
         /* The unique index decides between simultaneous creations. */
         return svc_fail(ctx, 409, "conflict", "An organization with the slug %s already exists.",
                         slug);
     }
-    if (rv != APR_SUCCESS || (rv = svc_org_json(db, ctx->pool, id, ctx->who->user_id, &json))
-                             != APR_SUCCESS) {
+    if (rv != APR_SUCCESS) {
         return rv;
     }
     return svc_reply_text(ctx, 201, json);
@@ -271,14 +275,15 @@ apr_status_t svc_h_orgs_update(svc_ctx_t *ctx)
             goto cleanup;
         }
     }
-    rv = svc_db_commit(db, ctx->pool);
+    /* The answer is read before COMMIT, so a change that is saved is
+     * answered as saved (a failure after COMMIT would say "try again"). */
+    if ((rv = svc_org_json(db, ctx->pool, ctx->org->id, ctx->who->user_id, &json))
+        == APR_SUCCESS) {
+        rv = svc_db_commit(db, ctx->pool);
+    }
 cleanup:
     if (rv != APR_SUCCESS) {
         svc_db_rollback(db, ctx->pool);
-        return rv;
-    }
-    if ((rv = svc_org_json(db, ctx->pool, ctx->org->id, ctx->who->user_id, &json))
-        != APR_SUCCESS) {
         return rv;
     }
     return svc_reply_text(ctx, 200, json);

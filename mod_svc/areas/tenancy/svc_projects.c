@@ -96,8 +96,10 @@ const svc_qparam_t svc_query_projects_list[] = {
     { NULL, NULL, NULL }
 };
 
-/* The project's JSON as the caller sees it, read after a change. */
-static apr_status_t reply_project(svc_ctx_t *ctx, svc_db_t *db, const char *id, int status)
+/* The project's JSON as the caller sees it (*pjson); in a transaction that
+ * changed it, read before COMMIT. SVC_ENOTFOUND when there is none. */
+static apr_status_t project_json(svc_ctx_t *ctx, svc_db_t *db, const char *id,
+                                 const char **pjson)
 {
     svc_dbres_t *res;
     apr_status_t rv;
@@ -107,7 +109,10 @@ static apr_status_t reply_project(svc_ctx_t *ctx, svc_db_t *db, const char *id, 
     if (rv != APR_SUCCESS) {
         return rv;
     }
-    return svc_reply_row(ctx, status, res, project_item);
+    if (svc_dbres_rows(res) != 1) {
+        return SVC_ENOTFOUND;
+    }
+    return svc_json_row_text(ctx->pool, res, project_item, pjson);
 }
 
 apr_status_t svc_h_projects_list(svc_ctx_t *ctx)
@@ -129,6 +134,7 @@ apr_status_t svc_h_projects_create(svc_ctx_t *ctx)
     const char *slug = svc_json_str(ctx->body, "slug");
     const char *name = svc_json_str(ctx->body, "name");
     const char *desc = svc_json_str(ctx->body, "description");
+    const char *json = NULL;
     svc_actor_t actor;
     svc_db_t *db;
     apr_status_t rv;
@@ -173,7 +179,9 @@ apr_status_t svc_h_projects_create(svc_ctx_t *ctx)
     /* The creator maintains what they created (org admins would anyway). */
     rv = svc_team_insert(db, ctx->pool, &actor, ctx->org->id, id, ctx->who->user_id,
                          SVC_PROLE_MAINTAINER);
-    if (rv == APR_SUCCESS) {
+    /* The answer is read before COMMIT: once committed, a failed read would
+     * answer "try again" for a project that exists (and a retry, 409). */
+    if (rv == APR_SUCCESS && (rv = project_json(ctx, db, id, &json)) == APR_SUCCESS) {
         rv = svc_db_commit(db, ctx->pool);
     }
 cleanup:
@@ -181,18 +189,20 @@ cleanup:
         svc_db_rollback(db, ctx->pool);
         return rv;
     }
-    return reply_project(ctx, db, id, 201);
+    return svc_reply_text(ctx, 201, json);
 }
 
 apr_status_t svc_h_projects_get(svc_ctx_t *ctx)
 {
+    const char *json;
     svc_db_t *db;
     apr_status_t rv;
 
-    if ((rv = svc_ctx_db(ctx, &db)) != APR_SUCCESS) {
+    if ((rv = svc_ctx_db(ctx, &db)) != APR_SUCCESS
+        || (rv = project_json(ctx, db, ctx->project->id, &json)) != APR_SUCCESS) {
         return rv;
     }
-    return reply_project(ctx, db, ctx->project->id, 200);
+    return svc_reply_text(ctx, 200, json);
 }
 
 apr_status_t svc_h_projects_update(svc_ctx_t *ctx)
@@ -200,6 +210,7 @@ apr_status_t svc_h_projects_update(svc_ctx_t *ctx)
     const json_t *archived = json_object_get(ctx->body, "archived");
     const char *name = svc_json_str(ctx->body, "name");
     const char *desc = svc_json_str(ctx->body, "description");
+    const char *json = NULL;
     svc_dbres_t *before, *after;
     svc_actor_t actor;
     json_error_t jerr;
@@ -242,11 +253,14 @@ apr_status_t svc_h_projects_update(svc_ctx_t *ctx)
             goto cleanup;
         }
     }
-    rv = svc_db_commit(db, ctx->pool);
+    /* The answer is read before COMMIT (see svc_h_projects_create). */
+    if ((rv = project_json(ctx, db, ctx->project->id, &json)) == APR_SUCCESS) {
+        rv = svc_db_commit(db, ctx->pool);
+    }
 cleanup:
     if (rv != APR_SUCCESS) {
         svc_db_rollback(db, ctx->pool);
         return rv;
     }
-    return reply_project(ctx, db, ctx->project->id, 200);
+    return svc_reply_text(ctx, 200, json);
 }

@@ -83,7 +83,8 @@ const svc_field_t svc_body_team_add[] = {
       "A member of the org to put on the team (give this or email)." },
     { "email", SVC_FT_EMAIL, 0, 0, 0, 0, NULL,
       "An address to invite to the team (give this or user_id); whoever accepts joins the "
-      "org too if they are not a member (as viewer for the viewer role, else as member)." },
+      "org too if they are not a member (as viewer for the viewer role, else as member), "
+      "so inviting a non-member needs an org admin or the owner." },
     { "role", SVC_FT_ENUM, 1, 0, 0, 0, project_roles,
       "The project role. An org viewer can only be a project viewer." },
     SVC_FIELD_END
@@ -102,8 +103,11 @@ static apr_status_t viewer_limited(svc_ctx_t *ctx, const char *user_id)
                     "make them a member of the org first.", user_id, ctx->org->slug);
 }
 
-static apr_status_t reply_team_member(svc_ctx_t *ctx, svc_db_t *db, const char *user_id,
-                                      int status)
+/* One team member's document (*pjson), read in the caller's transaction
+ * before COMMIT: once committed, a failed read would answer "try again"
+ * for a change that is saved. */
+static apr_status_t team_member_json(svc_ctx_t *ctx, svc_db_t *db, const char *user_id,
+                                     const char **pjson)
 {
     svc_dbres_t *res;
     apr_status_t rv;
@@ -112,7 +116,7 @@ static apr_status_t reply_team_member(svc_ctx_t *ctx, svc_db_t *db, const char *
     if (rv != APR_SUCCESS) {
         return rv;
     }
-    return svc_reply_row(ctx, status, res, team_item);
+    return svc_json_row_text(ctx->pool, res, team_item, pjson);
 }
 
 apr_status_t svc_h_team_list(svc_ctx_t *ctx)
@@ -127,7 +131,7 @@ apr_status_t svc_h_team_add(svc_ctx_t *ctx)
     const char *email = svc_json_str(ctx->body, "email");
     const char *role_s = svc_json_str(ctx->body, "role");
     svc_prole_e role = svc_prole_parse(role_s);
-    const char *invite = NULL;
+    const char *json = NULL;
     svc_actor_t actor;
     svc_dbres_t *res;
     svc_db_t *db;
@@ -146,7 +150,7 @@ apr_status_t svc_h_team_add(svc_ctx_t *ctx)
         goto cleanup;
     }
     if (email) {
-        rv = svc_invite_create(ctx, db, ctx->project->id, email, role_s, &invite);
+        rv = svc_invite_create(ctx, db, ctx->project->id, email, role_s, &json);
         if (rv == APR_SUCCESS) {
             rv = svc_db_commit(db, ctx->pool);
         }
@@ -175,7 +179,7 @@ apr_status_t svc_h_team_add(svc_ctx_t *ctx)
                       user_id, ctx->project->slug);
         goto cleanup;
     }
-    if (rv == APR_SUCCESS) {
+    if (rv == APR_SUCCESS && (rv = team_member_json(ctx, db, user_id, &json)) == APR_SUCCESS) {
         rv = svc_db_commit(db, ctx->pool);
     }
 cleanup:
@@ -183,16 +187,14 @@ cleanup:
         svc_db_rollback(db, ctx->pool);
         return rv;
     }
-    if (invite) {
-        return svc_reply_text(ctx, 201, invite);
-    }
-    return reply_team_member(ctx, db, user_id, 201);
+    return svc_reply_text(ctx, 201, json);
 }
 
 apr_status_t svc_h_team_update(svc_ctx_t *ctx)
 {
     const char *user_id = apr_table_get(ctx->params, "userId");
     const char *role_s = svc_json_str(ctx->body, "role");
+    const char *json = NULL;
     svc_prole_e role = svc_prole_parse(role_s), before;
     svc_actor_t actor;
     svc_dbres_t *res;
@@ -237,13 +239,15 @@ apr_status_t svc_h_team_update(svc_ctx_t *ctx)
             goto cleanup;
         }
     }
-    rv = svc_db_commit(db, ctx->pool);
+    if ((rv = team_member_json(ctx, db, user_id, &json)) == APR_SUCCESS) {
+        rv = svc_db_commit(db, ctx->pool);
+    }
 cleanup:
     if (rv != APR_SUCCESS) {
         svc_db_rollback(db, ctx->pool);
         return rv;
     }
-    return reply_team_member(ctx, db, user_id, 200);
+    return svc_reply_text(ctx, 200, json);
 }
 
 apr_status_t svc_h_team_remove(svc_ctx_t *ctx)

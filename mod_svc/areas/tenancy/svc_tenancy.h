@@ -11,10 +11,11 @@
 extern const svc_area_t svc_tenancy_area;
 
 /* Creates an org owned by owner_user_id, audit-logged, in one transaction.
- * SVC_ECONFLICT when the slug is taken. */
+ * *pjson (when pjson is not NULL) is the org's document as the owner sees
+ * it, read inside that transaction. SVC_ECONFLICT when the slug is taken. */
 apr_status_t svc_org_create(svc_db_t *db, apr_pool_t *p, const char *slug, const char *name,
                             const char *owner_user_id, const svc_actor_t *actor,
-                            const char **pid);
+                            const char **pid, const char **pjson);
 
 /* Every org with its owner and counts, as a JSON array text (for svcctl). */
 apr_status_t svc_org_list_all(svc_db_t *db, apr_pool_t *p, const char **pjson);

@@ -1,4 +1,4 @@
--- 008_runs: factory runs, their queue and leases, logs, artifacts, and the
+-- 010_runs: factory runs, their queue and leases, logs, artifacts, and the
 -- idempotency keys of run creation (docs/api/runs.md).
 --
 -- A run is queued by the API and claimed by a run supervisor (one per httpd,

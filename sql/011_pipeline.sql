@@ -1,4 +1,4 @@
--- 009_pipeline: pipeline requests (stage by stage, with their history and
+-- 011_pipeline: pipeline requests (stage by stage, with their history and
 -- the idempotency keys of their creation), build tasks and the runs that
 -- carried them out, improvements, and attachments stored in chunks
 -- (docs/api/pipeline.md, docs/api/attachments.md).

@@ -1,0 +1,87 @@
+/*
+ * svc_vcs.h: the vcs area: the code-hosting App (a GitHub App): setup wizard, installs, webhook, repositories.
+ * May call base/ and the kernel; other areas, the glue and svcctl call it through this header only.
+ *
+ * The App is optional (SPEC.md, "Code-hosting integration behaviour"): it
+ * is on only while all six of its keys are configured. docs/api/vcs.md
+ * describes the routes and the operator's side.
+ */
+#ifndef SVC_VCS_H
+#define SVC_VCS_H
+
+#include "svc_kernel.h"
+
+/* The area's routes (svc_vcs_routes.c). */
+extern const svc_area_t svc_vcs_area;
+
+/*
+ * The App's directives as written: references (env:NAME, file:/path,
+ * exec:/program) or, for the app id, slug and client id, literal values;
+ * NULL when the directive is absent, which means env: of the variable
+ * SPEC.md names (VCS_APP_ID, VCS_APP_SLUG, VCS_APP_CLIENT_ID,
+ * VCS_APP_CLIENT_SECRET, VCS_APP_WEBHOOK_SECRET, VCS_APP_PRIVATE_KEY_PEM).
+ */
+typedef struct {
+    const char *app_id;
+    const char *slug;
+    const char *client_id;
+    const char *client_secret;      /* references only */
+    const char *webhook_secret;     /* references only */
+    const char *private_key;        /* references only: the PEM text */
+    const char *credentials;        /* SvcVcsAppCredentials: a file path, or NULL */
+} svc_vcs_refs_t;
+
+/*
+ * Resolves the App's keys into conf (allocated from p, which must live as
+ * long as conf; the private key is freed with p). An env: reference whose
+ * variable is unset or empty takes the entry of that name from the
+ * credentials file the setup wizard writes, when there is one. While any
+ * key is missing, or one is unusable (a private key that does not parse, an
+ * app id that is not a number), the App is off and conf->vcs_app_off says
+ * why, naming keys, never values: the caller logs it once. A reference that
+ * is present but fails (an unreadable file), an inline secret, or a
+ * credentials file that is not private to its owner is an error: *perr.
+ */
+apr_status_t svc_vcs_configure(svc_config_t *conf, const svc_vcs_refs_t *refs,
+                               apr_pool_t *p, const char **perr);
+
+/* Creates this process's cache of installation access tokens (httpd: once
+ * per child). Without it every token is minted afresh. */
+apr_status_t svc_vcs_cache_init(apr_pool_t *pchild);
+
+/*
+ * An installation access token for cloning one repository of an org: scope
+ * the one repository `full_name` ("owner/name"), permissions contents: read
+ * and metadata: read, valid one hour from when the provider minted it
+ * (*pexpires). Tokens come from the per-process cache while more than five
+ * minutes remain; the cache keeps them encrypted. *ptoken is allocated from
+ * p: the caller wipes it (svc_wipe) when done and never logs or stores it.
+ *
+ * For the runs area's init step: it reads the installation through db
+ * (the caller's connection; no transaction needed), then calls the
+ * provider within conf->vcs_timeout_ms, so it must not be called while
+ * holding a pooled connection others wait for.
+ *
+ *   SVC_ENOTFOUND  the installation is not the org's, or not active
+ *                  (suspended, deleted at the provider, unlinked): the run
+ *                  fails with installation_suspended
+ *   APR_EACCES     the provider refuses the repository (removed from the
+ *                  installation's selection, deleted, renamed): clone_failed
+ *   APR_ENOTIMPL   the App is not configured
+ *   anything else  the provider could not be asked (SVC_HTTP_E*, APR_EINVAL
+ *                  for an unusable answer) or the database failed: clone_failed
+ */
+apr_status_t svc_vcs_clone_token(svc_db_t *db, apr_pool_t *p, const svc_config_t *conf,
+                                 const char *org_id, apr_int64_t installation_id,
+                                 const char *full_name, const char **ptoken,
+                                 apr_time_t *pexpires);
+
+/*
+ * Checks the App's keys against the provider, as key rotation asks: signs
+ * an App JWT and asks GET {api}/app who it is. APR_SUCCESS when the provider
+ * accepts the JWT as this App's (same id); *preport says what was found, or
+ * why not, in words for an operator (svcctl vcs-app check).
+ */
+apr_status_t svc_vcs_check(apr_pool_t *p, const svc_config_t *conf, const char **preport);
+
+#endif /* SVC_VCS_H */

@@ -1,0 +1,297 @@
+/*
+ * svc_vcs_webhook.c: the provider's webhook. Every delivery is verified
+ * over the exact bytes received before anything is parsed, recorded once
+ * under its delivery id, and its effect applied in the same transaction:
+ * a replay changes nothing, and a delivery whose processing failed leaves
+ * no trace, so the provider's redelivery can succeed.
+ */
+#include "svc_vcs_webhook.h"
+#include "svc_vcs_app.h"
+#include "svc_vcs_installs.h"
+#include "svc_vcs_tokens.h"
+
+#include <apr_lib.h>
+#include <string.h>
+
+static const svc_stmt_t st_wh_record = {
+    "svc_vcs_wh_record",
+    "INSERT INTO vcs_webhook_deliveries (delivery_id, event, action, installation_id, payload)"
+    " VALUES ($1, $2, $3, $4::bigint, $5::jsonb)"
+    " ON CONFLICT (delivery_id) DO NOTHING RETURNING seq",
+    5, 0
+};
+
+/*
+ * A status the provider reports. An unlinked record is the org's decision
+ * and stays so; an installation deleted at the provider stays suspended
+ * whatever comes after.
+ */
+static const svc_stmt_t st_wh_status = {
+    "svc_vcs_wh_status",
+    "UPDATE vcs_installations i SET status = $2,"
+    " deleted_at = CASE WHEN $3::boolean THEN coalesce(i.deleted_at, now())"
+    "              ELSE i.deleted_at END,"
+    " updated_at = now()"
+    " WHERE i.installation_id = $1::bigint AND i.status <> 'unlinked'"
+    " AND (i.status <> $2 OR ($3::boolean AND i.deleted_at IS NULL))"
+    " AND NOT ($2 = 'active' AND i.deleted_at IS NOT NULL)"
+    " RETURNING i.org_id, i.account_login",
+    3, 0
+};
+
+static const svc_stmt_t st_wh_created = {
+    "svc_vcs_wh_created",
+    "UPDATE vcs_installations SET repository_selection = $2, repositories = $3::jsonb,"
+    " updated_at = now()"
+    " WHERE installation_id = $1::bigint AND status <> 'unlinked'",
+    3, 0
+};
+
+/* The selection's list: what was added ($3) joins it, what was removed
+ * ($4) leaves it, each repository once, by id. */
+static const svc_stmt_t st_wh_repos = {
+    "svc_vcs_wh_repos",
+    "UPDATE vcs_installations i SET"
+    " repository_selection = coalesce($2, i.repository_selection),"
+    " repositories = (SELECT coalesce(jsonb_agg(s.r ORDER BY s.r->>'full_name'), '[]'::jsonb)"
+    "   FROM (SELECT DISTINCT ON (e.r->>'id') e.r"
+    "         FROM jsonb_array_elements(i.repositories || $3::jsonb) AS e(r)"
+    "         WHERE NOT EXISTS (SELECT 1 FROM jsonb_array_elements($4::jsonb) AS x(r)"
+    "                           WHERE x.r->>'id' = e.r->>'id')) s),"
+    " updated_at = now()"
+    " WHERE i.installation_id = $1::bigint AND i.status <> 'unlinked'",
+    4, 0
+};
+
+static const svc_col_t delivery_item[] = {
+    SVC_COL("delivery_id", SVC_COL_TEXT),
+    SVC_COL("event", SVC_COL_TEXT),
+    SVC_COL("action", SVC_COL_TEXT),
+    SVC_COL("installation_id", SVC_COL_INT),
+    SVC_COL("received_at", SVC_COL_TIME),
+    SVC_COL_END
+};
+
+static const svc_stmt_t st_wh_list = {
+    "svc_vcs_wh_list",
+    "SELECT seq, delivery_id, event, action, installation_id, received_at"
+    " FROM vcs_webhook_deliveries WHERE seq < $1::bigint ORDER BY seq DESC LIMIT $2::int",
+    2, SVC_STMT_READ | SVC_STMT_BINARY
+};
+
+static const svc_stmt_t st_wh_get = {
+    "svc_vcs_wh_get",
+    "SELECT json_build_object('delivery_id', delivery_id, 'event', event, 'action', action,"
+    " 'installation_id', installation_id, 'received_at', svc_ts(received_at),"
+    " 'payload', payload)::text FROM vcs_webhook_deliveries WHERE delivery_id = $1",
+    1, SVC_STMT_READ
+};
+
+int svc_vcs_signature_ok(apr_pool_t *p, const char *secret, apr_size_t secret_len,
+                         const char *header, const char *body, apr_size_t len)
+{
+    unsigned char mac[32];
+    char given[65];
+    const char *want;
+    int i;
+
+    if (!header || strncmp(header, "sha256=", 7) != 0 || strlen(header + 7) != 64) {
+        return 0;
+    }
+    for (i = 0; i < 64; i++) {
+        given[i] = (char)apr_tolower(header[7 + i]);
+    }
+    given[64] = '\0';
+    svc_hmac_sha256(mac, (const unsigned char *)secret, secret_len,
+                    (const unsigned char *)body, len);
+    want = svc_hex(p, mac, sizeof(mac));
+    return svc_ct_equal(want, given, 64);
+}
+
+/* [{id, full_name, private}] of the payload's repository objects that have
+ * them (the provider's lists of added, removed or selected repositories). */
+static json_t *repo_list(apr_pool_t *p, const json_t *arr)
+{
+    json_t *out = svc_json_pool(p, json_array()), *r;
+    size_t i;
+
+    json_array_foreach(arr, i, r) {
+        json_t *id = json_object_get(r, "id");
+        const char *full_name = svc_json_str(r, "full_name");
+        if (json_is_integer(id) && full_name && strlen(full_name) <= 201) {
+            json_array_append_new(out, json_pack("{s:I,s:s,s:b}", "id", json_integer_value(id),
+                                                 "full_name", full_name, "private",
+                                                 json_is_true(json_object_get(r, "private"))));
+        }
+    }
+    return out;
+}
+
+static apr_status_t set_status(svc_ctx_t *ctx, svc_db_t *db, apr_int64_t id,
+                               const char *status, int deleted, const char *action)
+{
+    svc_actor_t actor;
+    svc_dbres_t *res;
+    apr_status_t rv;
+
+    rv = svc_db_execv(db, &st_wh_status, ctx->pool, &res,
+                      apr_psprintf(ctx->pool, "%" APR_INT64_T_FMT, id), status,
+                      deleted ? "true" : "false");
+    if (rv != APR_SUCCESS || svc_dbres_rows(res) != 1) {
+        return rv;
+    }
+    /* Whatever this process still holds for it is of no use any more. */
+    svc_vcs_token_forget(id);
+    svc_actor_from_ctx(ctx, &actor);
+    actor.kind = "provider";
+    return svc_vcs_installation_changed(db, ctx->pool, &actor, svc_dbres_str(res, 0, 0), id,
+                                        action, status, svc_dbres_str(res, 0, 1),
+                                        svc_json_pool(ctx->pool,
+                                                      json_pack("{s:b}", "deleted", deleted)));
+}
+
+/* What a delivery changes. Events other than these are recorded only. */
+static apr_status_t apply(svc_ctx_t *ctx, svc_db_t *db, const char *event, const char *action,
+                          const json_t *doc, apr_int64_t id)
+{
+    const char *idtext = apr_psprintf(ctx->pool, "%" APR_INT64_T_FMT, id);
+    const char *selection = svc_json_str(json_object_get(doc, "installation"),
+                                         "repository_selection");
+
+    if (!id || !action) {
+        return APR_SUCCESS;
+    }
+    if (selection && strcmp(selection, "all") && strcmp(selection, "selected")) {
+        selection = NULL;
+    }
+    if (strcmp(event, "installation") == 0) {
+        if (strcmp(action, "deleted") == 0) {
+            return set_status(ctx, db, id, "suspended", 1, "vcs.installation.deleted");
+        }
+        if (strcmp(action, "suspend") == 0) {
+            return set_status(ctx, db, id, "suspended", 0, "vcs.installation.suspended");
+        }
+        if (strcmp(action, "unsuspend") == 0) {
+            return set_status(ctx, db, id, "active", 0, "vcs.installation.unsuspended");
+        }
+        if (strcmp(action, "created") == 0 && selection) {
+            /* Known only when the install callback came first. */
+            return svc_db_execv(db, &st_wh_created, ctx->pool, NULL, idtext, selection,
+                                svc_json_dump(ctx->pool,
+                                              repo_list(ctx->pool,
+                                                        json_object_get(doc, "repositories"))));
+        }
+        return APR_SUCCESS;
+    }
+    if (strcmp(event, "installation_repositories") == 0
+        && (strcmp(action, "added") == 0 || strcmp(action, "removed") == 0)) {
+        return svc_db_execv(db, &st_wh_repos, ctx->pool, NULL, idtext, selection,
+                            svc_json_dump(ctx->pool,
+                                          repo_list(ctx->pool, json_object_get(
+                                                                   doc, "repositories_added"))),
+                            svc_json_dump(ctx->pool,
+                                          repo_list(ctx->pool, json_object_get(
+                                                                   doc, "repositories_removed"))));
+    }
+    return APR_SUCCESS;
+}
+
+apr_status_t svc_h_vcs_webhook(svc_ctx_t *ctx)
+{
+    const svc_vcs_app_t *app = svc_vcs_app(ctx->conf);
+    const char *delivery = apr_table_get(ctx->headers_in, "X-GitHub-Delivery");
+    const char *event = apr_table_get(ctx->headers_in, "X-GitHub-Event");
+    const char *action, *err;
+    json_t *doc, *jid;
+    apr_int64_t id = 0;
+    svc_dbres_t *res;
+    svc_db_t *db;
+    apr_status_t rv;
+
+    if (!app) {
+        return svc_vcs_off(ctx);
+    }
+    /* Nothing about the delivery is looked at before its signature holds. */
+    if (!svc_vcs_signature_ok(ctx->pool, app->webhook_secret, app->webhook_secret_len,
+                              apr_table_get(ctx->headers_in, "X-Hub-Signature-256"),
+                              ctx->raw_body ? ctx->raw_body : "", ctx->raw_len)) {
+        return svc_fail(ctx, 401, "invalid_signature",
+                        "X-Hub-Signature-256 is missing or is not the HMAC-SHA256 of this body "
+                        "under the webhook secret: the secret configured here differs from the "
+                        "App's at the provider (docs/api/vcs.md, rotation).");
+    }
+    if (!svc_word_valid(event, 100)) {
+        return svc_fail(ctx, 400, "invalid_webhook", "The delivery has no X-GitHub-Event.");
+    }
+    if (!svc_word_valid(delivery, 100)) {
+        return svc_fail(ctx, 400, "invalid_webhook",
+                        "The delivery has no usable X-GitHub-Delivery.");
+    }
+    if (svc_json_parse_body(&doc, ctx->raw_body ? ctx->raw_body : "", ctx->raw_len, ctx->pool,
+                            &err) != APR_SUCCESS) {
+        return svc_fail(ctx, 400, "invalid_json", "The delivery's body: %s", err);
+    }
+    action = svc_json_str(doc, "action");
+    if (action && !svc_word_valid(action, 100)) {
+        action = NULL;
+    }
+    jid = json_object_get(json_object_get(doc, "installation"), "id");
+    if (json_is_integer(jid) && json_integer_value(jid) > 0) {
+        id = (apr_int64_t)json_integer_value(jid);
+    }
+
+    if ((rv = svc_ctx_db_begin(ctx, &db)) != APR_SUCCESS) {
+        return rv;
+    }
+    /* A replay waits here for the first delivery's transaction, then finds
+     * its row; if that one rolled back, this one goes ahead instead. */
+    rv = svc_db_execv(db, &st_wh_record, ctx->pool, &res, delivery, event, action,
+                      id ? apr_psprintf(ctx->pool, "%" APR_INT64_T_FMT, id) : NULL,
+                      ctx->raw_body);
+    if (rv != APR_SUCCESS) {
+        goto cleanup;
+    }
+    if (svc_dbres_rows(res) == 0) {
+        svc_db_rollback(db, ctx->pool);
+        return svc_reply_json(ctx, 200, json_pack("{s:s,s:s}", "status", "duplicate",
+                                                  "delivery_id", delivery));
+    }
+    if ((rv = apply(ctx, db, event, action, doc, id)) == APR_SUCCESS) {
+        rv = svc_db_commit(db, ctx->pool);
+    }
+cleanup:
+    if (rv != APR_SUCCESS) {
+        svc_db_rollback(db, ctx->pool);
+        return rv;
+    }
+    return svc_reply_json(ctx, 202, json_pack("{s:s,s:s}", "status", "accepted",
+                                              "delivery_id", delivery));
+}
+
+apr_status_t svc_h_vcs_deliveries_list(svc_ctx_t *ctx)
+{
+    if (!svc_vcs_app(ctx->conf)) {
+        return svc_vcs_off(ctx);
+    }
+    return svc_reply_rows(ctx, &st_wh_list, delivery_item, SVC_PAGE_BEFORE, SVC_PAGE_FETCH);
+}
+
+apr_status_t svc_h_vcs_delivery_get(svc_ctx_t *ctx)
+{
+    const char *id = apr_table_get(ctx->params, "deliveryId");
+    svc_dbres_t *res;
+    svc_db_t *db;
+    apr_status_t rv;
+
+    if (!svc_vcs_app(ctx->conf)) {
+        return svc_vcs_off(ctx);
+    }
+    if ((rv = svc_ctx_db(ctx, &db)) != APR_SUCCESS
+        || (rv = svc_db_execv(db, &st_wh_get, ctx->pool, &res, id)) != APR_SUCCESS) {
+        return rv;
+    }
+    if (svc_dbres_rows(res) != 1) {
+        return svc_fail(ctx, 404, "not_found", "No delivery with this id was recorded.");
+    }
+    return svc_reply_text(ctx, 200, svc_dbres_str(res, 0, 0));
+}

@@ -1,0 +1,23 @@
+/*
+ * svc_vcs_webhook.h: POST /webhooks/vcs, the provider's deliveries, and the
+ * founder's view of what was received.
+ */
+#ifndef SVC_VCS_WEBHOOK_H
+#define SVC_VCS_WEBHOOK_H
+
+#include "svc_vcs.h"
+
+/* The deliveries' body limit: GitHub caps payloads at 25 MB. */
+#define SVC_VCS_WEBHOOK_LIMIT ((apr_size_t)25 * 1024 * 1024)
+
+/* True when `header` ("sha256=" + 64 hex digits, as X-Hub-Signature-256
+ * carries it) is the HMAC-SHA256 of body under secret; compared in
+ * constant time. */
+int svc_vcs_signature_ok(apr_pool_t *p, const char *secret, apr_size_t secret_len,
+                         const char *header, const char *body, apr_size_t len);
+
+apr_status_t svc_h_vcs_webhook(svc_ctx_t *ctx);
+apr_status_t svc_h_vcs_deliveries_list(svc_ctx_t *ctx);
+apr_status_t svc_h_vcs_delivery_get(svc_ctx_t *ctx);
+
+#endif /* SVC_VCS_WEBHOOK_H */

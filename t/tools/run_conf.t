@@ -1,0 +1,42 @@
+# The httpd configuration `make run` generates (tools/run.sh) is what a
+# newcomer's first server runs, so it carries what a production server
+# should (issue 14, items 9 and 10): mod_reqtimeout with Debian's values,
+# so clients that trickle headers or a body in cannot hold every worker,
+# and TraceEnable Off. tools/run.sh's own function writes it here, into a
+# scratch directory, and httpd's configuration test must accept it.
+use strict;
+use warnings;
+
+use FindBin;
+use lib "$FindBin::Bin/../lib";
+
+use Apache::Test qw(-withtestmore);
+use File::Temp qw(tempdir);
+use SvcTest;
+
+my $top = $ENV{SVC_TOP} // "$FindBin::Bin/../..";
+my $var = tempdir(CLEANUP => 1);
+my $script = <<'EOF';
+set -euo pipefail
+SVC_RUN_LIB=1
+. "$1/tools/run.sh"
+VAR=$2
+PORT=18089
+IS_ROOT=0
+mkdir -p "$VAR/run" "$VAR/log" "$VAR/htdocs"
+write_httpd_conf "$VAR/log/error_log"
+cat "$VAR/httpd.conf"
+EOF
+# Under SANITIZE=1 the module must be loaded by the wrapper that preloads
+# the sanitizer runtime (tools/test.sh), as the test server is.
+local $ENV{SVC_HTTPD} = $ENV{SVC_TEST_HTTPD} if $ENV{SVC_TEST_HTTPD};
+my ($rc, $out, $err) = SvcTest::run([ 'bash', '-c', $script, 'run_conf', $top, $var ]);
+is($rc >> 8, 0, "make run's configuration is written, and httpd -t accepts it") or diag($err);
+like($out, qr{^LoadModule reqtimeout_module \S+/mod_reqtimeout\.so$}m, 'it loads mod_reqtimeout');
+like($out, qr{^RequestReadTimeout handshake=0 header=20-40,MinRate=500 body=20,MinRate=500$}m,
+     "... with Debian's limits on slow headers and bodies");
+like($out, qr{^TraceEnable Off$}m, 'TRACE is off');
+like($out, qr{^SvcPublicURL\s+http://127\.0\.0\.1:18089$}m,
+     'the public URL is set, so sign-in may be switched on');
+
+done_testing();
