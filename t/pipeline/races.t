@@ -35,6 +35,8 @@ sub stage_entries {
 my $r = new_request($org, $tok, project => $proj);
 my (undef, $x) = advance($org, $tok, $r->{id});
 new_document($org, $x->{product_id}, $tok, kind => 'section');
+# Everything approved: a second move (review -> build) would be allowed.
+approve_documents($org, $tok, $x->{product_id});
 my $h = lock_hold("SELECT 1 FROM requests WHERE id = '$r->{id}' FOR UPDATE", 2);
 my @res = both([ $r->{id} ], [ $r->{id} ]);
 lock_release($h);
