@@ -124,18 +124,30 @@ static apr_status_t no_run(svc_ctx_t *ctx, const char *id)
                     ctx->project->slug);
 }
 
-static apr_status_t reply_run(svc_ctx_t *ctx, svc_db_t *db, const char *id, int status)
+/* The run's JSON (*pjson, NULL when the project has no such run); in a
+ * transaction that made it, read before COMMIT, so the answer is the run
+ * as made (queued) and a failed read cannot turn a saved run into a 5xx. */
+static apr_status_t run_json(svc_ctx_t *ctx, svc_db_t *db, const char *id, const char **pjson)
 {
     svc_dbres_t *res;
     apr_status_t rv = svc_db_execv(db, &st_runs_get, ctx->pool, &res, id, ctx->project->id);
 
+    *pjson = NULL;
+    if (rv == APR_SUCCESS && svc_dbres_rows(res) == 1) {
+        *pjson = apr_pstrdup(ctx->pool, svc_dbres_str(res, 0, 0));
+    }
+    return rv;
+}
+
+static apr_status_t reply_run(svc_ctx_t *ctx, svc_db_t *db, const char *id, int status)
+{
+    const char *json;
+    apr_status_t rv = run_json(ctx, db, id, &json);
+
     if (rv != APR_SUCCESS) {
         return rv;
     }
-    if (svc_dbres_rows(res) == 0) {
-        return no_run(ctx, id);
-    }
-    return svc_reply_text(ctx, status, svc_dbres_str(res, 0, 0));
+    return json ? svc_reply_text(ctx, status, json) : no_run(ctx, id);
 }
 
 /*
@@ -262,6 +274,7 @@ apr_status_t svc_h_runs_create(svc_ctx_t *ctx)
     const char *key = apr_table_get(ctx->headers_in, "Idempotency-Key");
     const char *id = svc_id_new(ctx->pool, "run_");
     const char *fp = NULL;
+    const char *json = NULL;
     svc_dbres_t *res;
     svc_db_t *db;
     apr_status_t rv;
@@ -309,6 +322,9 @@ apr_status_t svc_h_runs_create(svc_ctx_t *ctx)
                                  SVC_RUN_QUEUED, NULL, NULL);
     }
     if (rv == APR_SUCCESS) {
+        rv = run_json(ctx, db, id, &json);
+    }
+    if (rv == APR_SUCCESS) {
         rv = svc_db_commit(db, ctx->pool);
     }
 cleanup:
@@ -316,7 +332,7 @@ cleanup:
         svc_db_rollback(db, ctx->pool);
         return rv;
     }
-    return reply_run(ctx, db, id, 201);
+    return svc_reply_text(ctx, 201, json);
 }
 
 apr_status_t svc_h_runs_cancel(svc_ctx_t *ctx)
