@@ -1120,19 +1120,22 @@ sub send_body {
     return ($status // 0, $data, $rhead // '', $sent);
 }
 
-# my $s = httpd_rss_sampler(); ...; my ($base_kb, $peak_kb) = $s->();
+# my $s = httpd_rss_sampler(); ...; my ($base_kb, $peak_kb, $grow_kb) = $s->();
 # Samples the resident memory of every process of the test httpd (the
 # parent and its children) every 50 ms in a child process, from the call
-# until the returned sub is called; returns the sum at the start and the
-# highest sum seen, in KiB. For reports, not assertions.
+# until the returned sub is called; returns the sum at the start, the
+# highest sum seen, and the most any one process that was there at the
+# start grew (what a request can have cost the process serving it; the
+# sum also jumps when the MPM starts a child), in KiB.
 sub httpd_rss_sampler {
     my $pidfile = catfile(t_logs(), 'httpd.pid');
     open my $pf, '<', $pidfile or die "httpd_rss_sampler: $pidfile: $!\n";
     chomp(my $parent = <$pf>);
     close $pf;
-    my $sum = sub {
-        my $total = 0;
-        opendir my $d, '/proc' or return 0;
+    # pid => VmRSS in KiB, for httpd and its children.
+    my $each = sub {
+        my %rss;
+        opendir my $d, '/proc' or return {};
         for my $pid (grep { /^\d+$/ } readdir $d) {
             open my $st, '<', "/proc/$pid/stat" or next;
             my $line = <$st>;
@@ -1140,13 +1143,15 @@ sub httpd_rss_sampler {
             my ($ppid) = $line =~ /\)\s+\S+\s+(\d+)/ or next;
             next unless $pid == $parent || $ppid == $parent;
             open my $s, '<', "/proc/$pid/status" or next;
-            while (<$s>) { $total += $1 if /^VmRSS:\s+(\d+)/ }
+            while (<$s>) { $rss{$pid} = $1 if /^VmRSS:\s+(\d+)/ }
             close $s;
         }
         closedir $d;
-        return $total;
+        return \%rss;
     };
-    my $base = $sum->();
+    my $sum = sub { my $t = 0; $t += $_ for values %{ $_[0] }; $t };
+    my $start = $each->();
+    my $base = $sum->($start);
     pipe(my $r, my $w) or die "httpd_rss_sampler: pipe: $!\n";
     pipe(my $stop_r, my $stop_w) or die "httpd_rss_sampler: pipe: $!\n";
     my $pid = fork // die "httpd_rss_sampler: fork: $!\n";
@@ -1155,12 +1160,19 @@ sub httpd_rss_sampler {
         close $stop_w;
         require IO::Select;
         my $sel = IO::Select->new($stop_r);
-        my $peak = $base;
+        my ($peak, $grow) = ($base, 0);
         while (!$sel->can_read(0.05)) {
-            my $now = $sum->();
-            $peak = $now if $now > $peak;
+            my $now = $each->();
+            my $total = $sum->($now);
+            $peak = $total if $total > $peak;
+            # A process that was there at the start: how much it grew. A
+            # child the MPM starts meanwhile is not growth of the one
+            # serving the request.
+            for (grep { exists $start->{$_} } keys %$now) {
+                $grow = $now->{$_} - $start->{$_} if $now->{$_} - $start->{$_} > $grow;
+            }
         }
-        print $w "$peak\n";
+        print $w "$peak $grow\n";
         close $w;
         require POSIX;
         POSIX::_exit(0);
@@ -1169,10 +1181,11 @@ sub httpd_rss_sampler {
     close $stop_r;
     return sub {
         close $stop_w;
-        chomp(my $peak = <$r> // 0);
+        my $line = <$r> // '0 0';
         close $r;
         waitpid($pid, 0);
-        return ($base, $peak);
+        my ($peak, $grow) = split ' ', $line;
+        return ($base, $peak, $grow);
     };
 }
 
