@@ -3,6 +3,7 @@
  * (svc_run_log.h).
  */
 #include "svc_run_log.h"
+#include "svc_utf8.h"
 
 #include <stdarg.h>
 #include <string.h>
@@ -42,47 +43,6 @@ void svc_run_log_secret(svc_run_log_t *log, const char *secret)
     }
 }
 
-/* Length of the valid UTF-8 sequence at s (n bytes left), 0 if invalid. */
-static apr_size_t utf8_len(const unsigned char *s, apr_size_t n)
-{
-    unsigned cp;
-    apr_size_t len, i;
-
-    if (s[0] < 0x80) {
-        return 1;
-    }
-    if (s[0] >= 0xc2 && s[0] <= 0xdf) {
-        len = 2;
-        cp = s[0] & 0x1f;
-    }
-    else if (s[0] >= 0xe0 && s[0] <= 0xef) {
-        len = 3;
-        cp = s[0] & 0x0f;
-    }
-    else if (s[0] >= 0xf0 && s[0] <= 0xf4) {
-        len = 4;
-        cp = s[0] & 0x07;
-    }
-    else {
-        return 0;
-    }
-    if (n < len) {
-        return 0;
-    }
-    for (i = 1; i < len; i++) {
-        if ((s[i] & 0xc0) != 0x80) {
-            return 0;
-        }
-        cp = (cp << 6) | (s[i] & 0x3f);
-    }
-    /* Overlong forms, surrogates, beyond U+10FFFF. */
-    if ((len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10ffff))
-        || (cp >= 0xd800 && cp <= 0xdfff)) {
-        return 0;
-    }
-    return len;
-}
-
 /* At most SVC_RUN_LOG_LINE_MAX bytes of valid UTF-8 with no control
  * character but tab: invalid bytes become U+FFFD, controls a space. */
 static char *clean(apr_pool_t *p, const char *line, apr_size_t len, apr_size_t *pout)
@@ -96,7 +56,8 @@ static char *clean(apr_pool_t *p, const char *line, apr_size_t len, apr_size_t *
         len--;
     }
     while (i < len) {
-        apr_size_t n = utf8_len(s + i, len - i);
+        unsigned long cp;
+        apr_size_t n = svc_utf8_next(s + i, len - i, &cp);
 
         if (n == 0) {
             if (o + 3 > room) {
