@@ -6,6 +6,7 @@
  */
 #include "svc_run_api.h"
 #include "svc_run_store.h"
+#include "svc_idempotency.h"
 
 #include <string.h>
 
@@ -29,13 +30,6 @@ static const svc_stmt_t st_runs_exists = {
     "svc_runs_exists",
     "SELECT 1 FROM runs WHERE id = $1 AND project_id = $2",
     2, SVC_STMT_READ
-};
-
-static const svc_stmt_t st_runs_insert = {
-    "svc_runs_insert",
-    "INSERT INTO runs (id, org_id, project_id, instructions, request_id, task_id,"
-    " created_by, timeout_seconds) VALUES ($1, $2, $3, $4, $5, $6, $7, $8::int)",
-    8, 0
 };
 
 /* Claims the key for this run, unless it is taken and younger than 24 hours. */
@@ -201,88 +195,19 @@ apr_status_t svc_h_runs_get(svc_ctx_t *ctx)
     return reply_run(ctx, db, run_param(ctx), 200);
 }
 
-/* Idempotency keys: printable ASCII, as Stripe takes them. */
-static int key_valid(const char *key)
-{
-    apr_size_t n = strlen(key);
-    const char *c;
-
-    if (n < 1 || n > 255) {
-        return 0;
-    }
-    for (c = key; *c; c++) {
-        if (*c < 0x20 || *c > 0x7e) {
-            return 0;
-        }
-    }
-    return 1;
-}
-
-/*
- * What makes two requests "the same" for an idempotency key: the caller,
- * the project and the body (its members in a canonical order), as a
- * bytea parameter.
- */
-static const char *fingerprint(svc_ctx_t *ctx)
-{
-    char *body = json_dumps(ctx->body, JSON_COMPACT | JSON_SORT_KEYS);
-    const char *text = apr_pstrcat(ctx->pool, ctx->who->user_id, "\n", ctx->project->id, "\n",
-                                   body ? body : "", NULL);
-    unsigned char digest[32];
-
-    free(body);
-    svc_sha256(digest, (const unsigned char *)text, strlen(text));
-    return svc_bytea_param(ctx->pool, digest, sizeof(digest));
-}
-
-/* The key was used before: the same request gets its run again (200), a
- * different one a 409. */
-static apr_status_t replay(svc_ctx_t *ctx, svc_db_t *db, const char *key, const char *fp)
-{
-    svc_dbres_t *res;
-    apr_status_t rv;
-
-    rv = svc_db_execv(db, &st_key_get, ctx->pool, &res, ctx->org->id, key, fp);
-    if (rv != APR_SUCCESS) {
-        return rv;
-    }
-    if (svc_dbres_rows(res) == 0) {
-        /* Its run was deleted with its project since: the key is free again,
-         * but this attempt raced with that; the client may simply retry. */
-        return svc_fail(ctx, 409, "conflict", "The Idempotency-Key was released while this "
-                        "request was made; send it again.");
-    }
-    if (svc_dbres_bool(res, 0, 1) != 1) {
-        return svc_fail(ctx, 409, "idempotency_conflict", "The Idempotency-Key %s was used "
-                        "in the last 24 hours for a different request (another body, "
-                        "project or caller).", svc_printable(ctx->pool, key, 64));
-    }
-    rv = svc_db_execv(db, &st_runs_get_in_org, ctx->pool, &res, svc_dbres_str(res, 0, 0),
-                      ctx->org->id);
-    if (rv != APR_SUCCESS) {
-        return rv;
-    }
-    if (svc_dbres_rows(res) == 0) {
-        return SVC_ENOTFOUND;
-    }
-    apr_table_setn(ctx->headers_out, "Idempotent-Replayed", "true");
-    return svc_reply_text(ctx, 200, svc_dbres_str(res, 0, 0));
-}
-
 apr_status_t svc_h_runs_create(svc_ctx_t *ctx)
 {
-    const char *key = apr_table_get(ctx->headers_in, "Idempotency-Key");
-    const char *id = svc_id_new(ctx->pool, "run_");
+    const char *key;
+    const char *id = NULL;
+    svc_run_spec_t spec;
     const char *fp = NULL;
     const char *json = NULL;
     svc_dbres_t *res;
     svc_db_t *db;
     apr_status_t rv;
 
-    if (key && !key_valid(key)) {
-        svc_fail_field(ctx, "Idempotency-Key", "invalid_value", "Idempotency-Key must be 1 to "
-                       "255 printable ASCII characters.");
-        return SVC_EPROBLEM;
+    if ((rv = svc_idem_key(ctx, &key)) != APR_SUCCESS) {
+        return rv;
     }
     if (json_object_get(ctx->body, "repository")) {
         return svc_fail(ctx, 409, "repository_not_linked", "Runs on a linked repository "
@@ -294,15 +219,19 @@ apr_status_t svc_h_runs_create(svc_ctx_t *ctx)
                         "to start runs.", ctx->project->slug);
     }
     if (key) {
-        fp = fingerprint(ctx);
+        fp = svc_idem_fingerprint(ctx, ctx->project->id);
     }
     if ((rv = svc_ctx_db_begin(ctx, &db)) != APR_SUCCESS) {
         return rv;
     }
-    rv = svc_db_execv(db, &st_runs_insert, ctx->pool, NULL, id, ctx->org->id,
-                      ctx->project->id, svc_json_str(ctx->body, "instructions"),
-                      svc_json_str(ctx->body, "request_id"), svc_json_str(ctx->body, "task_id"),
-                      ctx->who->user_id, apr_itoa(ctx->pool, ctx->conf->run_timeout));
+    spec.org_id = ctx->org->id;
+    spec.project_id = ctx->project->id;
+    spec.instructions = svc_json_str(ctx->body, "instructions");
+    spec.request_id = svc_json_str(ctx->body, "request_id");
+    spec.task_id = svc_json_str(ctx->body, "task_id");
+    spec.created_by = ctx->who->user_id;
+    spec.timeout_seconds = ctx->conf->run_timeout;
+    rv = svc_run_queue(db, ctx->pool, &spec, &id);
     if (rv != APR_SUCCESS) {
         goto cleanup;
     }
@@ -313,7 +242,8 @@ apr_status_t svc_h_runs_create(svc_ctx_t *ctx)
         }
         if (svc_dbres_rows(res) == 0) {
             svc_db_rollback(db, ctx->pool);
-            return replay(ctx, db, key, fp);
+            /* The same request gets its run again (200), another a 409. */
+            return svc_idem_replay(ctx, db, &st_key_get, &st_runs_get_in_org, key, fp);
         }
     }
     rv = audit(ctx, db, "run.created", id, json_pack("{s:s}", "project", ctx->project->slug));

@@ -1,6 +1,7 @@
 /*
- * svc_run_start.c: runs started and cancelled by other areas, in their
- * transactions (svc_runs.h): the pipeline's build tasks.
+ * svc_run_start.c: runs queued and cancelled in the caller's transaction
+ * (svc_runs.h): by the runs API itself, and by other areas (the pipeline's
+ * build tasks).
  */
 #include "svc_runs.h"
 #include "svc_run_store.h"

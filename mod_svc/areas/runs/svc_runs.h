@@ -67,8 +67,8 @@ int svc_supervisor_run(const svc_supervisor_conf_t *sc, volatile sig_atomic_t *s
                        apr_pool_t *p);
 
 /*
- * Runs other areas start (the pipeline's build tasks: svc_run_start.c), in
- * the caller's transaction. The supervisor picks a queued run up once the
+ * Runs other areas start (the pipeline's build tasks: svc_run_start.c; the
+ * runs API queues its own the same way), in the caller's transaction. The supervisor picks a queued run up once the
  * transaction commits (the NOTIFY it sends is delivered then).
  */
 typedef struct {
