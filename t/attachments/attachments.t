@@ -28,10 +28,7 @@ my $tok     = new_token($owner, scope => 'admin');
 my $mtok    = new_token($member, scope => 'write');
 my $otok    = new_token($other, scope => 'write');
 my $vtok    = new_token($viewer, scope => 'read');
-my $proj    = uniq('p');
-my ($st) = api(POST => "/api/orgs/$org/projects", token => $tok,
-               json => { slug => $proj, name => 'Attachments' });
-is($st, 201, 'project');
+my $proj = new_project($org, $tok, 'Attachments');
 my $product = new_product($org, $proj, $tok);
 my $doc     = new_document($org, $product->{id}, $tok);
 my $base    = "/api/orgs/$org/attachments";

@@ -1189,7 +1189,18 @@ sub httpd_rss_sampler {
     };
 }
 
-push @EXPORT, qw(new_request advance lifecycle approve_documents wait_request);
+push @EXPORT, qw(new_project new_request advance lifecycle approve_documents wait_request);
+
+# new_project($org_slug, $token, $name) → the slug of a new project of the
+# org (made by the token's user, its maintainer); dies unless it is made.
+sub new_project {
+    my ($org, $token, $name) = @_;
+    my $slug = uniq('app');
+    my ($st, $p) = api(POST => "/api/orgs/$org/projects", token => $token,
+                       json => { slug => $slug, name => $name // 'A project' });
+    die "new_project: $st " . $JSON->encode($p // {}) . "\n" unless $st == 201;
+    return $slug;
+}
 
 # new_request($org, $token, project => $slug, kind => 'build', title => ..., body => ...)
 #   → the request (201 or die)

@@ -15,10 +15,7 @@ use SvcTest;
 my $owner = new_user('bad-owner');
 my $org   = new_org($owner, prefix => 'bad');
 my $tok   = new_token($owner, scope => 'admin');
-my $proj  = uniq('app');
-my ($st) = api(POST => "/api/orgs/$org/projects", token => $tok,
-               json => { slug => $proj, name => 'Bad input' });
-is($st, 201, 'project');
+my $proj = new_project($org, $tok, 'Bad input');
 my $req = new_request($org, $tok, project => $proj);
 my ($fs, $imp) = api(POST => "/api/orgs/$org/projects/$proj/improvements", token => $tok,
                      json => { kind => 'bug', title => 'Broken', body => 'It is.' });

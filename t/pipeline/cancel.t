@@ -15,10 +15,7 @@ use SvcTest;
 my $owner = new_user('cx-owner');
 my $org   = new_org($owner, prefix => 'cx');
 my $tok   = new_token($owner, scope => 'admin');
-my $proj  = uniq('app');
-my ($st) = api(POST => "/api/orgs/$org/projects", token => $tok,
-               json => { slug => $proj, name => 'Cancel' });
-is($st, 201, 'project');
+my $proj = new_project($org, $tok, 'Cancel');
 my $llm = new_llm(flavor => 'openai');
 new_provider($org, $tok, $llm);
 my $files = json()->encode({ summary => 'Files', files => [ { path => 'f.txt', content => "f\n" } ] });

@@ -23,10 +23,7 @@ sub request_in_build {
     my $owner = new_user('est-owner');
     my $org   = new_org($owner, prefix => 'est');
     my $tok   = new_token($owner, scope => 'admin');
-    my $proj  = uniq('app');
-    my ($st) = api(POST => "/api/orgs/$org/projects", token => $tok,
-                   json => { slug => $proj, name => 'Estimates' });
-    die "project: $st\n" unless $st == 201;
+    my $proj = new_project($org, $tok, 'Estimates');
     my $llm = new_llm(flavor => 'openai', models => [ $model ]);
     new_provider($org, $tok, $llm, model => $model);
     $llm->control(reply => json()->encode({ body => "# Plan\n\n1. Part.\n" }));
@@ -36,7 +33,7 @@ sub request_in_build {
     new_document($org, $x->{product_id}, $tok, kind => 'section', title => 'Part',
                  body => "# Part\n\n" . ("Do this and that. " x 50) . "\n");
     approve_documents($org, $tok, $x->{product_id});
-    ($st) = advance($org, $tok, $r->{id}, 'advance-to-build');
+    my ($st) = advance($org, $tok, $r->{id}, 'advance-to-build');
     die "advance-to-build: $st\n" unless $st == 200;
     return ($org, $tok, $r->{id}, $llm);
 }

@@ -24,10 +24,8 @@ svcctl('org', 'add-member', $org, $viewer, '--role', 'viewer');
 my %tok = (owner => new_token($owner, scope => 'admin'), maint => new_token($maint, scope => 'write'),
            dev => new_token($dev, scope => 'write'), member => new_token($member, scope => 'write'),
            viewer => new_token($viewer, scope => 'write'));
-my $proj = uniq('app');
-my ($st) = api(POST => "/api/orgs/$org/projects", token => $tok{owner},
-               json => { slug => $proj, name => 'Improvable' });
-is($st, 201, 'project');
+my $proj = new_project($org, $tok{owner}, 'Improvable');
+my $st;
 for ([ $maint, 'maintainer' ], [ $dev, 'developer' ]) {
     ($st) = api(POST => "/api/orgs/$org/projects/$proj/team", token => $tok{owner},
                 json => { user_id => user_id_of($_->[0]), role => $_->[1] });

@@ -16,10 +16,8 @@ use SvcTest;
 my $owner = new_user('race-owner');
 my $org   = new_org($owner, prefix => 'race');
 my $tok   = new_token($owner, scope => 'admin');
-my $proj  = uniq('app');
-my ($st) = api(POST => "/api/orgs/$org/projects", token => $tok,
-               json => { slug => $proj, name => 'Races' });
-is($st, 201, 'project');
+my $proj = new_project($org, $tok, 'Races');
+my $st;
 
 sub both { return race(map { my $a = $_; sub { (advance($org, $tok, @$a))[0] } } @_) }
 

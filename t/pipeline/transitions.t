@@ -14,10 +14,8 @@ use SvcTest;
 my $owner = new_user('tr-owner');
 my $org   = new_org($owner, prefix => 'tr');
 my $tok   = new_token($owner, scope => 'admin');
-my $proj  = uniq('app');
-my ($st) = api(POST => "/api/orgs/$org/projects", token => $tok,
-               json => { slug => $proj, name => 'Transitions' });
-is($st, 201, 'project');
+my $proj = new_project($org, $tok, 'Transitions');
+my $st;
 
 sub codes { [ map { "$_->{field}:$_->{code}" } @{ $_[0]{errors} // [] } ] }
 

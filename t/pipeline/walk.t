@@ -26,15 +26,6 @@ my $files = sub {
                             files => [ { path => "$name.txt", content => "$name\n" } ] });
 };
 
-sub project {
-    my ($org, $tok) = @_;
-    my $slug = uniq('app');
-    my ($st) = api(POST => "/api/orgs/$org/projects", token => $tok,
-                   json => { slug => $slug, name => 'App' });
-    is($st, 201, "project $slug");
-    return $slug;
-}
-
 sub section {
     my ($org, $tok, $product, $title, $body) = @_;
     return new_document($org, $product, $tok, kind => 'section', title => $title,
@@ -52,7 +43,7 @@ my $org   = new_org($owner, prefix => 'walk');
 svcctl('org', 'add-member', $org, $dev, '--role', 'member');
 my $tok  = new_token($owner, scope => 'admin');
 my $dtok = new_token($dev, scope => 'write');
-my $proj = project($org, $tok);
+my $proj = new_project($org, $tok, 'App');
 my ($ts) = api(POST => "/api/orgs/$org/projects/$proj/team", token => $tok,
                json => { user_id => user_id_of($dev), role => 'developer' });
 is($ts, 201, 'a developer on the team');
@@ -262,7 +253,7 @@ is($audit{'request.integration_approved'}, 1, 'audit: the approval');
 my $o2   = new_user('walk2-owner');
 my $org2 = new_org($o2, prefix => 'walk2');
 my $tok2 = new_token($o2, scope => 'admin');
-my $proj2 = project($org2, $tok2);
+my $proj2 = new_project($org2, $tok2, 'App');
 my $req2 = new_request($org2, $tok2, project => $proj2, title => 'Skeleton',
                        body => "Works without AI.\n");
 ($ps, $r) = advance($org2, $tok2, $req2->{id});
