@@ -11,75 +11,23 @@ use lib "$FindBin::Bin/../lib";
 
 use Apache::Test qw(-withtestmore);
 use File::Spec::Functions qw(catfile);
-use File::Temp qw(tempdir);
-use IO::Socket::INET ();
 use POSIX ();
 use Time::HiRes qw(time sleep);
 use SvcTest;
 
 my $cfg = Apache::Test::config();
 my $httpd = $ENV{SVC_TEST_HTTPD} // $cfg->{vars}{httpd};
-my $top = $ENV{SVC_TOP} // "$FindBin::Bin/../..";
 my $modules = catfile($FindBin::Bin, "..", "conf", "modules.conf");
 plan skip_all => 'needs the generated t/conf/modules.conf and SVC_DB'
     unless $httpd && -f $modules && $ENV{SVC_DB} && $ENV{SVC_SECRET};
 
-sub free_port {
-    my $s = IO::Socket::INET->new(LocalAddr => '127.0.0.1', LocalPort => 0, Listen => 1)
-        or die "free_port: $!";
-    my $port = $s->sockport;
-    close $s;
-    return $port;
-}
-
-# server($directives, %env) → (dir, config file)
-sub server {
-    my ($directives, %env) = @_;
-    my $dir = tempdir(CLEANUP => 1);
-    my $port = free_port();
-    my $conf = catfile($dir, 'httpd.conf');
-    open my $fh, '>', $conf or die "$conf: $!";
-    print $fh <<"EOF";
-ServerRoot "$dir"
-ServerName 127.0.0.1
-DefaultRuntimeDir "$dir"
-PidFile "$dir/httpd.pid"
-ErrorLog "$dir/error_log"
-LogLevel info
-Listen 127.0.0.1:$port
-Include "$modules"
-LoadModule svc_module "$top/build/mod_svc.so"
-DBDriver pgsql
-DBDParams "$ENV{SVC_DB}"
-DBDMin 0
-DBDKeep 1
-DBDMax 2
-SvcSecret $ENV{SVC_SECRET}
-StartServers 1
-ServerLimit 1
-ThreadsPerChild 5
-MaxRequestWorkers 5
-$directives
-EOF
-    close $fh;
-    return ($dir, $conf);
-}
-
 sub slurp { my $f = shift; open my $fh, '<', $f or return ''; local $/; return <$fh> // '' }
-
-# Syntax check only: directive handlers run, start-up hooks do not.
-sub config_test {
-    my ($directives) = @_;
-    my (undef, $conf) = server($directives);
-    my $out = `"$httpd" -t -f "$conf" 2>&1`;
-    return ($? >> 8, $out);
-}
 
 # Starts httpd in the foreground with extra environment; returns (exit
 # status or 'running', error_log text). A server that runs is stopped.
 sub start {
     my ($directives, %env) = @_;
-    my ($dir, $conf) = server($directives);
+    my ($dir, $conf) = scratch_httpd_conf($directives);
     my $pid = fork() // die "fork: $!";
     if (!$pid) {
         $ENV{$_} = $env{$_} for keys %env;
@@ -112,28 +60,28 @@ sub start {
 
 # --- refused while reading the configuration -----------------------------------
 {
-    my ($rc, $out) = config_test("SvcOAuthClientSecret the-secret-itself");
+    my ($rc, $out) = httpd_config_test("SvcOAuthClientSecret the-secret-itself");
     isnt($rc, 0, 'an inline client secret: the configuration is refused');
     like($out, qr/SvcOAuthClientSecret takes a reference/, '... saying it must be a reference');
     unlike($out, qr/the-secret-itself/, '... without echoing it');
 
-    ($rc, $out) = config_test("SvcVcsWebURL ftp://github.example.com");
+    ($rc, $out) = httpd_config_test("SvcVcsWebURL ftp://github.example.com");
     isnt($rc, 0, 'a provider URL that is not http(s): refused');
     like($out, qr/SvcVcsWebURL must be an http/, '... with the reason');
 
-    ($rc, $out) = config_test("SvcUIURL //evil.example/");
+    ($rc, $out) = httpd_config_test("SvcUIURL //evil.example/");
     isnt($rc, 0, 'a protocol-relative SvcUIURL: refused');
 
-    ($rc, $out) = config_test("SvcVcsTimeout 0");
+    ($rc, $out) = httpd_config_test("SvcVcsTimeout 0");
     isnt($rc, 0, 'SvcVcsTimeout 0: refused');
 
-    ($rc, $out) = config_test("SvcPublicURL ftp://svc.example.test");
+    ($rc, $out) = httpd_config_test("SvcPublicURL ftp://svc.example.test");
     isnt($rc, 0, 'an SvcPublicURL that is not http(s): refused');
-    ($rc, $out) = config_test("SvcPublicURL https://svc.example.test/?x=1");
+    ($rc, $out) = httpd_config_test("SvcPublicURL https://svc.example.test/?x=1");
     isnt($rc, 0, 'an SvcPublicURL with a query: refused');
     like($out, qr/SvcPublicURL must not have a query/, '... with the reason');
 
-    ($rc, $out) = config_test("SvcOAuthClientId env:X\nSvcOAuthClientSecret env:Y\n"
+    ($rc, $out) = httpd_config_test("SvcOAuthClientId env:X\nSvcOAuthClientSecret env:Y\n"
                               . "SvcVcsWebURL https://ghe.example.com\nSvcUIURL https://ui.example.com/#/\n"
                               . "SvcVcsTimeout 5");
     is($rc, 0, 'a complete sign-in configuration passes the syntax check') or diag($out);

@@ -1046,6 +1046,69 @@ sub vcs_base {
 # memory, requests walked through their stages.
 # ===========================================================================
 
+# ===========================================================================
+# An httpd of one's own, for configuration checks: a throwaway ServerRoot
+# with the test server's modules, the built module, its database and secret.
+# ===========================================================================
+
+push @EXPORT, qw(scratch_httpd_conf httpd_config_test);
+
+sub _free_port {
+    require IO::Socket::INET;
+    my $s = IO::Socket::INET->new(LocalAddr => '127.0.0.1', LocalPort => 0, Listen => 1)
+        or die "free_port: $!";
+    my $port = $s->sockport;
+    close $s;
+    return $port;
+}
+
+# scratch_httpd_conf($directives) -> ($dir, $config_file): the directives
+# after a minimal server's (one child, five threads, a free port).
+sub scratch_httpd_conf {
+    my ($directives) = @_;
+    require File::Temp;
+    my $dir = File::Temp::tempdir(CLEANUP => 1);
+    my $port = _free_port();
+    my $conf = catfile($dir, 'httpd.conf');
+    my $modules = catfile(t_logs(), '..', 'conf', 'modules.conf');
+    my $top = $ENV{SVC_TOP} // catfile(t_logs(), '..', '..');
+    open my $fh, '>', $conf or die "$conf: $!";
+    print $fh <<"EOF";
+ServerRoot "$dir"
+ServerName 127.0.0.1
+DefaultRuntimeDir "$dir"
+PidFile "$dir/httpd.pid"
+ErrorLog "$dir/error_log"
+LogLevel info
+Listen 127.0.0.1:$port
+Include "$modules"
+LoadModule svc_module "$top/build/mod_svc.so"
+DBDriver pgsql
+DBDParams "$ENV{SVC_DB}"
+DBDMin 0
+DBDKeep 1
+DBDMax 2
+SvcSecret $ENV{SVC_SECRET}
+StartServers 1
+ServerLimit 1
+ThreadsPerChild 5
+MaxRequestWorkers 5
+$directives
+EOF
+    close $fh;
+    return ($dir, $conf);
+}
+
+# httpd_config_test($directives) -> ($exit_status, $output) of `httpd -t`:
+# directive handlers run, start-up hooks do not.
+sub httpd_config_test {
+    my ($directives) = @_;
+    my (undef, $conf) = scratch_httpd_conf($directives);
+    my $httpd = $ENV{SVC_TEST_HTTPD} // Apache::Test::config()->{vars}{httpd};
+    my $out = `"$httpd" -t -f "$conf" 2>&1`;
+    return ($? >> 8, $out);
+}
+
 push @EXPORT, qw(send_body httpd_rss_sampler);
 
 # send_body($method, $path, token => $pat, type => $content_type,
