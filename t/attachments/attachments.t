@@ -196,6 +196,17 @@ is($os, 413, 'one byte over the cap, chunked: 413 while it streams');
 is($op && $op->{code}, 'payload_too_large', '... payload_too_large');
 is(stored_for_doc(), $before, '... nothing stored');
 
+# A server of its own limit (SvcAttachmentLimit 64K in its virtual host).
+my $small = vhost_url('docs_small');
+($os, $op) = api(POST => "/api/orgs/$org/attachments?document_id=$doc->{id}&filename=s.bin",
+                 base => $small, token => $tok, raw => 'y' x 65536);
+is($os, 201, 'SvcAttachmentLimit 64K: 64 KiB are taken');
+($os, $op) = api(POST => "/api/orgs/$org/attachments?document_id=$doc->{id}&filename=s.bin",
+                 base => $small, token => $tok, raw => 'y' x 65537);
+is($os, 413, '... one byte more is 413');
+like($op->{detail} // '', qr/\b65536 bytes/, '... naming that server\'s limit');
+$before = stored_for_doc();
+
 # A client that gives up halfway: nothing stored, and the server is fine.
 (undef, undef, undef, $sent) = send_body(POST => $path, token => $tok, length => 4 * 1024 * 1024,
                                           stop_after => 2 * 1024 * 1024);
