@@ -49,6 +49,14 @@ package FakeVcs;
 #   GET  /api/v3/repos/{owner}/{name}               (installation token)
 #   POST /api/v3/orgs/{org}/repos, /api/v3/user/repos   (installation token
 #                                   with administration: write, else 403)
+#   POST /login/oauth/access_token  with the App's client id
+#                                   (VCS_APP_CLIENT_ID/SECRET): an install
+#                                   code for a user-to-server token (ghu_),
+#                                   refusals as 200 {"error",...}
+#   GET  /api/v3/user/installations  (user token) the installations whose
+#                                   `users` include the token's user, paged
+#                                   with Link headers ({total_count,
+#                                   installations})
 # An App JWT is checked as GitHub does: RS256 over header.claims verified
 # with the App's public key (openssl), iss the app id, iat not in the
 # future, exp in the future and at most 10 minutes ahead; 401 with
@@ -57,6 +65,11 @@ package FakeVcs;
 #   POST /_control/installation {id, account:{login,type},
 #        repository_selection, repos:[{name, private, default_branch}],
 #        permissions:{...}, suspended}     creates or replaces one
+#        users:[logins who reach it, default ["octo"]]
+#   POST /_control/app_code {user}      the code the provider would put on
+#                                   the install callback for that user
+#   POST /_control {"page_max": N}      pages of /user/installations hold
+#                                   at most N (null: 100)
 #   POST /_control {"mode": "app_500" | "app_timeout"}   the App's API
 #                                   answers 500, or never
 #   GET  /_control  also has "app": {last: what the App calls carried,
@@ -98,6 +111,7 @@ sub reset_state {
 # The App's side outlives /_control/reset (sign-in tests reset the fake; the
 # App's tests make installations of their own, with ids of their own).
 my %app = (installations => {}, tokens => {}, manifests => {}, last => {}, mints => {},
+           codes => {}, user_tokens => {},
            next_repo_id => 5_000_000, next_app_id => 900_000);
 
 sub b64url { my $s = encode_base64(shift, ''); $s =~ tr{+/}{-_}; $s =~ s/=+\z//; $s }
@@ -178,6 +192,8 @@ sub authorize {
 sub access_token {
     my ($req, $c) = @_;
     my %f = form_params($req);
+    return app_access_token($req, \%f)
+        if defined $ENV{VCS_APP_CLIENT_ID} && ($f{client_id} // '') eq $ENV{VCS_APP_CLIENT_ID};
     my $mode = $state{mode};
     $state{last}{token} = {
         accept => $req->header('Accept'), content_type => $req->header('Content-Type'),
@@ -330,6 +346,8 @@ sub set_installation {
         repos => \@repos,
         permissions => $d->{permissions} // { contents => 'read', metadata => 'read' },
         suspended => $d->{suspended} ? 1 : 0,
+        # The provider's users who can reach it (GET /user/installations).
+        users => $d->{users} // [ 'octo' ],
     };
     return json_res(200, $app{installations}{$id});
 }
@@ -343,6 +361,83 @@ sub token_of {
     my $inst = $app{installations}{ $t->{installation} } or return;
     my @repos = grep { !$t->{repos} || $t->{repos}{ $_->{name} } } @{ $inst->{repos} };
     return ($t, $inst, \@repos);
+}
+
+# The App's OAuth on install (request_oauth_on_install): the provider sends
+# the user who installed back to the setup URL with a code, which the App's
+# client id and secret exchange for a user-to-server token (ghu_), which
+# GET /user/installations takes. Refusals as GitHub answers them: 200 with
+# {"error",...}.
+sub app_access_token {
+    my ($req, $f) = @_;
+    my $err = sub {
+        my ($e, $d) = @_;
+        $app{last}{user_token} = { error => $e };
+        return json_res(200, { error => $e, error_description => $d,
+                               error_uri => 'https://docs.github.com/apps' });
+    };
+    return $err->('incorrect_client_credentials', 'The client_id and/or client_secret passed are incorrect.')
+        if ($f->{client_secret} // '') ne ($ENV{VCS_APP_CLIENT_SECRET} // '');
+    my $grant = delete $app{codes}{ $f->{code} // '' };
+    return $err->('bad_verification_code', 'The code passed is incorrect or expired.')
+        unless $grant && $grant->{expires} > time;
+    my $token = 'ghu_' . rand_str(36);
+    push @{ $state{issued} }, $token;
+    $app{user_tokens}{$token} = { user => $grant->{user}, expires => time + 8 * 3600 };
+    $app{last}{user_token} = { user => $grant->{user},
+                               accept => $req->header('Accept'),
+                               content_type => $req->header('Content-Type') };
+    my $res = json_res(200, { access_token => $token, token_type => 'bearer', scope => '',
+                              expires_in => 28800 });
+    return $res if ($req->header('Accept') // '') =~ m{application/json};
+    return HTTP::Response->new(200, 'OK', ['Content-Type' => 'application/x-www-form-urlencoded'],
+        "access_token=$token&expires_in=28800&scope=&token_type=bearer");
+}
+
+# GET /user/installations: the App's installations the token's user can
+# reach, paged like GitHub (per_page at most 100, Link rel="next").
+sub user_installations {
+    my ($req) = @_;
+    my ($tok) = ($req->header('Authorization') // '') =~ /^(?:Bearer|token) (\S+)$/;
+    my $t = $tok ? $app{user_tokens}{$tok} : undef;
+    my %q = URI->new($req->uri)->query_form;
+    my $page = $q{page} // 1;
+    my $pages = $page == 1 ? 1 : ($app{last}{user_installations}{pages} // 0) + 1;
+    $app{last}{user_installations} = { authorized => $t ? 1 : 0, pages => $pages,
+                                       user => $t ? $t->{user} : undef };
+    return gh_error(401, 'Bad credentials') unless $t && $t->{expires} > time;
+    my $per = $q{per_page} // 30;
+    $per = 100 if $per > 100;
+    # Tests make paging visible with a few installations.
+    $per = $app{page_max} if $app{page_max} && $per > $app{page_max};
+    my @all = sort { $a->{id} <=> $b->{id} }
+              grep { grep { $_ eq $t->{user} } @{ $_->{users} } } values %{ $app{installations} };
+    my $last = @all ? int((@all + $per - 1) / $per) : 1;
+    my @slice = grep { defined } @all[ ($page - 1) * $per .. $page * $per - 1 ];
+    my $res = json_res(200, {
+        total_count => scalar @all,
+        installations => [ map { { id => $_->{id} + 0, app_id => $ENV{VCS_APP_ID} + 0,
+                                   app_slug => $ENV{VCS_APP_SLUG}, account => $_->{account},
+                                   repository_selection => $_->{repository_selection},
+                                   permissions => $_->{permissions},
+                                   suspended_at => $_->{suspended} ? iso_time(time) : undef,
+                                   target_type => $_->{account}{type} } } @slice ] });
+    my $base = 'http://' . ($req->header('Host') // '') . '/api/v3/user/installations';
+    my @link;
+    push @link, "<$base?per_page=$per&page=" . ($page + 1) . '>; rel="next"' if $page < $last;
+    push @link, "<$base?per_page=$per&page=$last>; rel=\"last\"" if $page < $last;
+    $res->header(Link => join(', ', @link)) if @link;
+    return $res;
+}
+
+# A code as the provider would put on the setup URL after `user` installed
+# (or configured) the App: ten minutes, one use.
+sub app_code {
+    my ($d) = @_;
+    my $code = join '', map { sprintf '%02x', ord } split //, pack('N5', map { int rand 2**32 } 1 .. 5);
+    push @{ $state{issued} }, $code;
+    $app{codes}{$code} = { user => $d->{user} // 'octo', expires => time + 600 };
+    return json_res(200, { code => $code });
 }
 
 sub app_api {
@@ -503,6 +598,11 @@ sub new_app {
 sub control {
     my ($req) = @_;
     my $path = $req->uri->path;
+    if ($path eq '/_control/app_code') {
+        my $d = eval { $JSON->decode($req->content || '{}') };
+        return json_res(400, { error => "bad JSON: $@" }) unless ref $d eq 'HASH';
+        return app_code($d);
+    }
     if ($path eq '/_control/installation') {
         my $d = eval { $JSON->decode($req->content) };
         return json_res(400, { error => "bad JSON: $@" }) unless ref $d eq 'HASH' && $d->{id};
@@ -517,6 +617,7 @@ sub control {
         $state{mode} = $d->{mode} if defined $d->{mode};
         $state{user} = $d->{user} if defined $d->{user};
         $state{hang_seconds} = $d->{hang_seconds} if defined $d->{hang_seconds};
+        $app{page_max} = $d->{page_max} if exists $d->{page_max};
     }
     return json_res(200, { mode => $state{mode}, user => $state{user},
                            issued => $state{issued}, last => $state{last},
@@ -528,7 +629,8 @@ sub handle {
     my ($c, $req) = @_;
     my $path = $req->uri->path;
     my $m = $req->method;
-    return control($req) if $path =~ m{^/_control(?:/reset|/installation)?\z};
+    return control($req) if $path =~ m{^/_control(?:/reset|/installation|/app_code)?\z};
+    return user_installations($req) if $m eq 'GET' && $path eq '/api/v3/user/installations';
     return new_app($req, undef) if $m eq 'POST' && $path eq '/settings/apps/new';
     return new_app($req, $1)
         if $m eq 'POST' && $path =~ m{^/organizations/([^/]+)/settings/apps/new\z};
