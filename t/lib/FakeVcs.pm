@@ -70,6 +70,10 @@ package FakeVcs;
 #                                   the install callback for that user
 #   POST /_control {"page_max": N}      pages of /user/installations hold
 #                                   at most N (null: 100)
+#   POST /_control/git_repo {full_name, path}   serve that bare repository
+#                                   over smart HTTP (path null: deleted);
+#                                   see "git over smart HTTP" below
+#   POST /_control {"git_delay": S}     git requests hang S seconds (0: off)
 #   POST /_control {"mode": "app_500" | "app_timeout"}   the App's API
 #                                   answers 500, or never
 #   GET  /_control  also has "app": {last: what the App calls carried,
@@ -147,12 +151,12 @@ sub form_params {
 my %hanging;    # pids of children holding silent connections
 
 sub hang {
-    my ($c) = @_;
+    my ($c, $seconds) = @_;
     my $pid = fork();
     if (defined $pid && $pid == 0) {
         # The child holds the connection and says nothing.
         $SIG{TERM} = 'DEFAULT';
-        sleep $state{hang_seconds};
+        sleep($seconds // $state{hang_seconds});
         POSIX::_exit(0);
     }
     $hanging{$pid} = 1 if $pid;
@@ -573,6 +577,88 @@ sub app_api {
     return gh_error(404, 'Not Found');
 }
 
+# --- git over smart HTTP ---------------------------------------------------------
+# GET  /{owner}/{name}.git/info/refs?service=git-upload-pack
+# POST /{owner}/{name}.git/git-upload-pack
+# served by `git http-backend` (as CGI) from the bare repository the test
+# registered (POST /_control/git_repo), as GitHub serves an App's clone:
+# Basic auth, user x-access-token, password an installation token the fake
+# minted that is still valid and names this repository (or all of the
+# installation's); 401 with a Basic challenge without credentials or with a
+# bad or expired token, 403 for a suspended installation, 404 "Repository
+# not found." for a repository outside the token's or the installation's
+# selection, deleted, or unknown. Pushing is refused (403). Every request
+# is counted per repository (GET /_control: app.git_requests).
+
+sub git_reply {
+    my ($code, $text, @h) = @_;
+    return HTTP::Response->new($code, undef, [ 'Content-Type' => 'text/plain', @h ], "$text\n");
+}
+
+sub git_http {
+    my ($req, $c, $owner, $name, $rest) = @_;
+    my $full = lc "$owner/$name";
+    $app{git_requests}{$full}++;
+    # A slow provider: the clone hangs (tests cancel a run meanwhile).
+    return hang($c, $app{git_delay}) if $app{git_delay};
+    my @challenge = ('WWW-Authenticate' => 'Basic realm="GitHub"');
+    my ($b64) = ($req->header('Authorization') // '') =~ /^Basic\s+(\S+)$/i;
+    return git_reply(401, 'Authentication required', @challenge) unless $b64;
+    my ($user, $tok) = split /:/, MIME::Base64::decode_base64($b64), 2;
+    my $t = defined $tok ? $app{tokens}{$tok} : undef;
+    $app{git_last} = { user => $user, authorized => $t ? 1 : 0, path => $req->uri->path };
+    return git_reply(401, 'Invalid username or token. Password authentication is not supported'
+                          . ' for Git operations.', @challenge)
+        unless ($user // '') eq 'x-access-token' && $t && $t->{expires} > time;
+    my $inst = $app{installations}{ $t->{installation} };
+    return git_reply(403, 'This installation has been suspended') if $inst && $inst->{suspended};
+    my ($repo) = $inst ? grep { lc $_->{name} eq lc $name } @{ $inst->{repos} } : ();
+    my $path = $app{git_repos}{$full};
+    return git_reply(404, 'Repository not found.')
+        unless $inst && $repo && lc $owner eq lc $inst->{account}{login}
+            && (!$t->{repos} || $t->{repos}{ $repo->{name} }) && $path && -d $path;
+    return git_reply(403, 'Write access to repository not granted.')
+        if $rest =~ /receive-pack/;
+    $app{git_served}{$full}++;
+    # The CGI: the request body on stdin, the environment it documents.
+    $tmpdir //= File::Temp::tempdir(CLEANUP => 1);
+    my $in = "$tmpdir/git-body";
+    open my $fh, '>:raw', $in or die "$in: $!";
+    print $fh $req->content // '';
+    close $fh;
+    my %env = (
+        GIT_PROJECT_ROOT => $path =~ s{/[^/]+/?\z}{}r, GIT_HTTP_EXPORT_ALL => 1,
+        PATH_INFO => '/' . ($path =~ m{([^/]+)/?\z})[0] . $rest,
+        REQUEST_METHOD => $req->method, QUERY_STRING => $req->uri->query // '',
+        CONTENT_TYPE => $req->header('Content-Type') // '',
+        CONTENT_LENGTH => length($req->content // ''), REMOTE_USER => $user,
+        REMOTE_ADDR => '127.0.0.1', PATH => '/usr/local/bin:/usr/bin:/bin',
+        HOME => $tmpdir, GIT_CONFIG_NOSYSTEM => 1,
+    );
+    $env{HTTP_CONTENT_ENCODING} = $req->header('Content-Encoding') if $req->header('Content-Encoding');
+    $env{HTTP_GIT_PROTOCOL} = $req->header('Git-Protocol') if $req->header('Git-Protocol');
+    local $SIG{CHLD} = 'DEFAULT';
+    my $pid = open(my $out, '-|');
+    die "fork: $!" unless defined $pid;
+    if (!$pid) {
+        %ENV = %env;
+        open STDIN, '<', $in or POSIX::_exit(127);
+        exec 'git', 'http-backend' or POSIX::_exit(127);
+    }
+    binmode $out;
+    my $cgi = do { local $/; <$out> } // '';
+    close $out;
+    my ($head, $body) = split /\r?\n\r?\n/, $cgi, 2;
+    my $res = HTTP::Response->new(200);
+    for my $line (split /\r?\n/, $head // '') {
+        my ($k, $v) = $line =~ /^([^:]+):\s*(.*)$/ or next;
+        if (lc $k eq 'status') { $res->code(($v =~ /^(\d+)/)[0]) }
+        else { $res->header($k => $v) }
+    }
+    $res->content($body // '');
+    return $res;
+}
+
 # The provider's page that creates an App from a manifest: the user would
 # confirm there; the fake confirms at once.
 sub new_app {
@@ -598,6 +684,16 @@ sub new_app {
 sub control {
     my ($req) = @_;
     my $path = $req->uri->path;
+    if ($path eq '/_control/git_repo') {
+        # {full_name, path}: serve the bare repository at path; path null:
+        # the repository is gone (deleted at the provider).
+        my $d = eval { $JSON->decode($req->content) };
+        return json_res(400, { error => "bad JSON: $@" })
+            unless ref $d eq 'HASH' && $d->{full_name};
+        if (defined $d->{path}) { $app{git_repos}{ lc $d->{full_name} } = $d->{path} }
+        else { delete $app{git_repos}{ lc $d->{full_name} } }
+        return json_res(200, { git_repos => $app{git_repos} });
+    }
     if ($path eq '/_control/app_code') {
         my $d = eval { $JSON->decode($req->content || '{}') };
         return json_res(400, { error => "bad JSON: $@" }) unless ref $d eq 'HASH';
@@ -618,18 +714,24 @@ sub control {
         $state{user} = $d->{user} if defined $d->{user};
         $state{hang_seconds} = $d->{hang_seconds} if defined $d->{hang_seconds};
         $app{page_max} = $d->{page_max} if exists $d->{page_max};
+        $app{git_delay} = $d->{git_delay} if exists $d->{git_delay};
     }
     return json_res(200, { mode => $state{mode}, user => $state{user},
                            issued => $state{issued}, last => $state{last},
                            app => { last => $app{last}, mints => $app{mints},
-                                    installations => $app{installations} } });
+                                    installations => $app{installations},
+                                    git_requests => $app{git_requests} // {},
+                                    git_served => $app{git_served} // {},
+                                    git_last => $app{git_last} } });
 }
 
 sub handle {
     my ($c, $req) = @_;
     my $path = $req->uri->path;
     my $m = $req->method;
-    return control($req) if $path =~ m{^/_control(?:/reset|/installation|/app_code)?\z};
+    return control($req) if $path =~ m{^/_control(?:/reset|/installation|/app_code|/git_repo)?\z};
+    return git_http($req, $c, $1, $2, $3)
+        if $path =~ m{^/([A-Za-z0-9-]+)/([A-Za-z0-9._-]+?)(?:\.git)?(/info/refs|/git-upload-pack|/git-receive-pack)\z};
     return user_installations($req) if $m eq 'GET' && $path eq '/api/v3/user/installations';
     return new_app($req, undef) if $m eq 'POST' && $path eq '/settings/apps/new';
     return new_app($req, $1)

@@ -979,7 +979,7 @@ sub runs_settle {
 require Digest::SHA;
 
 push @EXPORT, qw(vcs_installation vcs_record_installation vcs_webhook vcs_sign
-                 vcs_app_state vcs_uuid vcs_base vcs_install_code);
+                 vcs_app_state vcs_uuid vcs_base vcs_install_code vcs_git_repo);
 
 sub vcs_app_state { return vcs_state()->{app} }
 
@@ -1010,6 +1010,14 @@ sub vcs_install_code {
     my $code = _vcs_call(POST => '/_control/app_code', { user => $user // 'octo' })->{code};
     record_secret($code);
     return $code;
+}
+
+# vcs_git_repo($full_name, $bare_path): the fake serves that bare repository
+# over smart HTTP at {VCS_WEB_URL}/$full_name.git to installation tokens
+# that reach it; vcs_git_repo($full_name, undef): it is gone (deleted).
+sub vcs_git_repo {
+    my ($full_name, $path) = @_;
+    return _vcs_call(POST => '/_control/git_repo', { full_name => $full_name, path => $path });
 }
 
 # vcs_record_installation($org, $inst, status => 'active'): the org's record,
