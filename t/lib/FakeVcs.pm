@@ -416,17 +416,28 @@ sub user_installations {
     $per = $app{page_max} if $app{page_max} && $per > $app{page_max};
     my @all = sort { $a->{id} <=> $b->{id} }
               grep { grep { $_ eq $t->{user} } @{ $_->{users} } } values %{ $app{installations} };
-    my $last = @all ? int((@all + $per - 1) / $per) : 1;
-    my @slice = grep { defined } @all[ ($page - 1) * $per .. $page * $per - 1 ];
-    my $res = json_res(200, {
-        total_count => scalar @all,
-        installations => [ map { { id => $_->{id} + 0, app_id => $ENV{VCS_APP_ID} + 0,
-                                   app_slug => $ENV{VCS_APP_SLUG}, account => $_->{account},
-                                   repository_selection => $_->{repository_selection},
-                                   permissions => $_->{permissions},
-                                   suspended_at => $_->{suspended} ? iso_time(time) : undef,
-                                   target_type => $_->{account}{type} } } @slice ] });
-    my $base = 'http://' . ($req->header('Host') // '') . '/api/v3/user/installations';
+    return paged($req, \%q, $per, \@all, sub {
+        return {
+            total_count => scalar @all,
+            installations => [ map { { id => $_->{id} + 0, app_id => $ENV{VCS_APP_ID} + 0,
+                                       app_slug => $ENV{VCS_APP_SLUG}, account => $_->{account},
+                                       repository_selection => $_->{repository_selection},
+                                       permissions => $_->{permissions},
+                                       suspended_at => $_->{suspended} ? iso_time(time) : undef,
+                                       target_type => $_->{account}{type} } } @_ ] };
+    });
+}
+
+# One page of @$all as GitHub pages lists: ?page=, $per to a page, the
+# document $doc->(items of the page) makes, and Link rel="next"/"last"
+# under the request's own path.
+sub paged {
+    my ($req, $q, $per, $all, $doc) = @_;
+    my $page = $q->{page} // 1;
+    my $last = @$all ? int((@$all + $per - 1) / $per) : 1;
+    my @slice = grep { defined } @$all[ ($page - 1) * $per .. $page * $per - 1 ];
+    my $res = json_res(200, $doc->(@slice));
+    my $base = 'http://' . ($req->header('Host') // '') . $req->uri->path;
     my @link;
     push @link, "<$base?per_page=$per&page=" . ($page + 1) . '>; rel="next"' if $page < $last;
     push @link, "<$base?per_page=$per&page=$last>; rel=\"last\"" if $page < $last;
@@ -533,19 +544,12 @@ sub app_api {
         my %q = URI->new($req->uri)->query_form;
         my $per = $q{per_page} // 30;
         $per = 100 if $per > 100;
-        my $page = $q{page} // 1;
-        my @all = @$repos;
-        my $last = @all ? int((@all + $per - 1) / $per) : 1;
-        my @slice = grep { defined } @all[ ($page - 1) * $per .. $page * $per - 1 ];
-        my $res = json_res(200, { total_count => scalar @all,
-                                  repository_selection => $inst->{repository_selection},
-                                  repositories => [ map { gh_repo($inst, $_) } @slice ] });
-        my $base = 'http://' . ($req->header('Host') // '') . '/api/v3/installation/repositories';
-        my @link;
-        push @link, "<$base?per_page=$per&page=" . ($page + 1) . '>; rel="next"' if $page < $last;
-        push @link, "<$base?per_page=$per&page=$last>; rel=\"last\"" if $page < $last;
-        $res->header(Link => join(', ', @link)) if @link;
-        return $res;
+        return paged($req, \%q, $per, $repos, sub {
+            my @slice = @_;
+            return { total_count => scalar @$repos,
+                     repository_selection => $inst->{repository_selection},
+                     repositories => [ map { gh_repo($inst, $_) } @slice ] };
+        });
     }
     if ($m eq 'GET' && $path =~ m{^/repos/([^/]+)/([^/]+)\z}) {
         my ($owner, $name) = ($1, $2);
