@@ -301,9 +301,25 @@ ok(!-e $ws, 'the workspace is gone');
 # --- cancelling during the clone ------------------------------------------------------------------
 {
     vcs_control(git_delay => 30);
+    my $g0 = count_git($full);
     my $r = start_run();
     ok(wait_for(sub { run_log($r->{id}) =~ /init: cloning/ }, timeout => 30, interval => 0.1),
        'the init step started (the provider\'s git server is slow)');
+    # git is waiting for the provider now, holding the token: no process's
+    # argv shows it.
+    ok(wait_for(sub { count_git($full) > $g0 }, timeout => 10, interval => 0.1),
+       '... git is talking to the provider');
+    my @now = minted();
+    my ($procs, $seen) = (0, 0);
+    for my $f (glob '/proc/[0-9]*/cmdline') {
+        open my $fh, '<:raw', $f or next;
+        local $/;
+        my $cmd = <$fh> // '';
+        $procs++;
+        $seen++ if contains_any($cmd, @now);
+    }
+    ok($procs > 10, "... ($procs processes looked at)");
+    is($seen, 0, '... and no process\'s argv holds the token');
     my ($s) = api(POST => "$runs/$r->{id}/cancel", token => $tok);
     is($s, 200, 'cancel during the clone');
     my $d = finished($r->{id}, 20);
