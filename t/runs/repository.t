@@ -324,6 +324,16 @@ ok(!-e $ws, 'the workspace is gone');
     is($s, 200, 'cancel during the clone');
     my $d = finished($r->{id}, 20);
     is($d && $d->{status}, 'cancelled', '... the run is cancelled');
+
+    # The run's timeout (4 s through this virtual host) stops a clone too.
+    my $short = 'http://127.0.0.1:' . Apache::Test::vars('runs_short_port');
+    my ($s, $t) = api(POST => $runs, token => $tok, base => $short,
+                      json => { instructions => 'Too slow a provider.' });
+    is($s, 201, 'a run with a 4-second timeout');
+    $d = finished($t->{id}, 30);
+    is($d && $d->{error} && $d->{error}{code}, 'timeout', '... a hanging clone times out');
+    like(run_log($t->{id}), qr/init: cloning.*longer than its 4 seconds/s,
+         '... during the init step');
     vcs_control(git_delay => 0);
 }
 
