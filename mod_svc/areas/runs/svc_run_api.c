@@ -6,6 +6,7 @@
  */
 #include "svc_run_api.h"
 #include "svc_run_store.h"
+#include "svc_vcs.h"
 
 #include <string.h>
 
@@ -34,8 +35,9 @@ static const svc_stmt_t st_runs_exists = {
 static const svc_stmt_t st_runs_insert = {
     "svc_runs_insert",
     "INSERT INTO runs (id, org_id, project_id, instructions, request_id, task_id,"
-    " created_by, timeout_seconds) VALUES ($1, $2, $3, $4, $5, $6, $7, $8::int)",
-    8, 0
+    " created_by, timeout_seconds, repository, repo_installation_id)"
+    " VALUES ($1, $2, $3, $4, $5, $6, $7, $8::int, $9, $10::bigint)",
+    10, 0
 };
 
 /* Claims the key for this run, unless it is taken and younger than 24 hours. */
@@ -95,8 +97,9 @@ const svc_field_t svc_body_run_create[] = {
     { "task_id", SVC_FT_STRING, 0, 0, 1, 64, NULL,
       "The build task the run carries out (set by the pipeline)." },
     { "repository", SVC_FT_STRING, 0, 0, 1, 200, NULL,
-      "An existing repository to work on (owner/name). Runs on a linked repository are not "
-      "carried out yet: 409 repository_not_linked. Omitted: a fresh repository." },
+      "The repository to work on (owner/name): it must be the one linked to the project "
+      "(PUT .../repository), else 409 repository_not_linked. Omitted: the linked one, or a "
+      "fresh repository when the project has none." },
     SVC_FIELD_END
 };
 
@@ -257,11 +260,48 @@ static apr_status_t replay(svc_ctx_t *ctx, svc_db_t *db, const char *key, const 
     return svc_reply_text(ctx, 200, svc_dbres_str(res, 0, 0));
 }
 
+/*
+ * The repository the run works on: the project's linked one (a project
+ * links at most one), which `repository`, when given, must name. Kept on
+ * the run, so the init step clones what the run was started on. NULLs for
+ * a greenfield run.
+ */
+static apr_status_t run_repository(svc_ctx_t *ctx, svc_db_t *db, const char **prepo,
+                                   const char **pinstallation)
+{
+    const char *asked = svc_json_str(ctx->body, "repository");
+    const char *linked = NULL;
+    apr_int64_t installation = 0;
+    apr_status_t rv = svc_vcs_project_repository(db, ctx->pool, ctx->org->id,
+                                                 ctx->project->id, &linked, &installation);
+
+    if (rv == SVC_ENOTFOUND) {
+        linked = NULL;
+    }
+    else if (rv != APR_SUCCESS) {
+        return rv;
+    }
+    /* Names are the provider's, whatever their case. */
+    if (asked && (!linked || strcasecmp(asked, linked) != 0)) {
+        return svc_fail(ctx, 409, "repository_not_linked",
+                        "Repository %s is not linked to project %s%s%s. Link it first (PUT "
+                        "/api/orgs/%s/projects/%s/repository), or leave out \"repository\".",
+                        svc_printable(ctx->pool, asked, 200), ctx->project->slug,
+                        linked ? ", which works on " : "", linked ? linked : "",
+                        ctx->org->slug, ctx->project->slug);
+    }
+    if (linked) {
+        *prepo = linked;
+        *pinstallation = apr_psprintf(ctx->pool, "%" APR_INT64_T_FMT, installation);
+    }
+    return APR_SUCCESS;
+}
+
 apr_status_t svc_h_runs_create(svc_ctx_t *ctx)
 {
     const char *key = apr_table_get(ctx->headers_in, "Idempotency-Key");
     const char *id = svc_id_new(ctx->pool, "run_");
-    const char *fp = NULL;
+    const char *fp = NULL, *repo = NULL, *installation = NULL;
     svc_dbres_t *res;
     svc_db_t *db;
     apr_status_t rv;
@@ -270,11 +310,6 @@ apr_status_t svc_h_runs_create(svc_ctx_t *ctx)
         svc_fail_field(ctx, "Idempotency-Key", "invalid_value", "Idempotency-Key must be 1 to "
                        "255 printable ASCII characters.");
         return SVC_EPROBLEM;
-    }
-    if (json_object_get(ctx->body, "repository")) {
-        return svc_fail(ctx, 409, "repository_not_linked", "Runs on a linked repository "
-                        "are not carried out yet. Leave out \"repository\" to build on a "
-                        "fresh one.");
     }
     if (ctx->project->archived) {
         return svc_fail(ctx, 409, "project_archived", "Project %s is archived; restore it "
@@ -286,10 +321,14 @@ apr_status_t svc_h_runs_create(svc_ctx_t *ctx)
     if ((rv = svc_ctx_db_begin(ctx, &db)) != APR_SUCCESS) {
         return rv;
     }
+    if ((rv = run_repository(ctx, db, &repo, &installation)) != APR_SUCCESS) {
+        goto cleanup;
+    }
     rv = svc_db_execv(db, &st_runs_insert, ctx->pool, NULL, id, ctx->org->id,
                       ctx->project->id, svc_json_str(ctx->body, "instructions"),
                       svc_json_str(ctx->body, "request_id"), svc_json_str(ctx->body, "task_id"),
-                      ctx->who->user_id, apr_itoa(ctx->pool, ctx->conf->run_timeout));
+                      ctx->who->user_id, apr_itoa(ctx->pool, ctx->conf->run_timeout), repo,
+                      installation);
     if (rv != APR_SUCCESS) {
         goto cleanup;
     }

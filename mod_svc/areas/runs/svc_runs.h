@@ -1,6 +1,8 @@
 /*
  * svc_runs.h: the runs area: factory runs, their supervisor, sandbox, logs and artifacts.
- * May call base/, the kernel and the providers area's public header; the glue calls it here.
+ * May call base/, the kernel, the providers area's public header and the vcs area's
+ * (svc_vcs.h: a project's linked repository, the init step's clone token); the glue
+ * calls it here.
  *
  * The API (svc_run_api.c, svc_run_output.c) queues runs and reads them; the
  * supervisor (svc_supervisor.c), a process of its own that the glue starts
