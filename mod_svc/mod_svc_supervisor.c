@@ -214,12 +214,17 @@ static void sup_signal(int sig)
 
 /*
  * The work directory must belong to the user the supervisor runs as: made
- * (and handed over) here, while the process may still be root.
+ * (and handed over) here, while the process may still be root. Parents it
+ * makes are 0755 (root's, like /var/lib's other directories), or httpd's
+ * user could not reach the directory handed to it; the directory itself is
+ * 0700 (usable_work_dir in the runs area insists).
  */
 static int make_work_dir(const char *dir, server_rec *s, apr_pool_t *p)
 {
     apr_status_t rv = apr_dir_make_recursive(dir, APR_FPROT_UREAD | APR_FPROT_UWRITE
-                                             | APR_FPROT_UEXECUTE, p);
+                                             | APR_FPROT_UEXECUTE | APR_FPROT_GREAD
+                                             | APR_FPROT_GEXECUTE | APR_FPROT_WREAD
+                                             | APR_FPROT_WEXECUTE, p);
     struct stat st;
 
     if (rv != APR_SUCCESS) {
@@ -235,6 +240,11 @@ static int make_work_dir(const char *dir, server_rec *s, apr_pool_t *p)
     if (lstat(dir, &st) < 0 || !S_ISDIR(st.st_mode)) {
         ap_log_error(APLOG_MARK, APLOG_CRIT, errno, s, "SVC0060: run supervisor: SvcRunWorkDir "
                      "%s is not a directory", dir);
+        return -1;
+    }
+    if ((st.st_mode & (S_IRWXG | S_IRWXO)) && chmod(dir, S_IRWXU) < 0) {
+        ap_log_error(APLOG_MARK, APLOG_CRIT, errno, s, "SVC0060: run supervisor: cannot make "
+                     "SvcRunWorkDir %s private (0700)", dir);
         return -1;
     }
     return 0;

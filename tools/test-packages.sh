@@ -111,10 +111,13 @@ step "Debian packages: contents, conffiles, dependencies, lintian"
 # ---------------------------------------------------------------------------
 contents=$(dpkg-deb -c "$DEB_MOD1" | awk '{print $6}' | sed 's|^\./|/|')
 for p in /usr/lib/apache2/modules/mod_svc.so /etc/apache2/mods-available/svc.load \
-         /etc/apache2/mods-available/svc.conf /usr/share/doc/libapache2-mod-svc/README.Debian; do
+         /etc/apache2/mods-available/svc.conf /usr/libexec/mod_svc/svc-factory; do
     grep -qxF "$p" <<<"$contents" || fail "libapache2-mod-svc lacks $p"
 done
-ok "libapache2-mod-svc holds the module, svc.load, svc.conf and README.Debian"
+# dh_compress compresses documents over 4 KiB (Policy 12.3).
+grep -qxE '/usr/share/doc/libapache2-mod-svc/README\.Debian(\.gz)?' <<<"$contents" \
+    || fail "libapache2-mod-svc lacks README.Debian"
+ok "libapache2-mod-svc holds the module, svc.load, svc.conf, README.Debian and the factory"
 # (Listings go to variables first: grep -q would close the pipe early.)
 tools_contents=$(dpkg-deb -c "$DEB_TOOLS1")
 grep -q ' \./usr/sbin/svcctl$' <<<"$tools_contents" || fail "svc-tools lacks /usr/sbin/svcctl"
@@ -130,11 +133,11 @@ grep -qx '# Depends: dbd' <<<"$load" || fail "svc.load does not make a2enmod ena
 ok "svc.load declares '# Depends: dbd' for a2enmod"
 deps=$(dpkg-deb -f "$DEB_MOD1" Depends)
 for d in apache2-api-20120211 apache2 libaprutil1-dbd-pgsql libjansson4 libsodium23 libpq5 \
-         libcurl4 libssl3 "svc-tools (= ${V1}-1)"; do
+         libcurl4 libssl3 bubblewrap git "svc-tools (= ${V1}-1)"; do
     grep -qE "(^|, )$(sed 's/[().+]/\\&/g' <<<"$d")( \(|,|$)" <<<"$deps" \
         || fail "libapache2-mod-svc does not depend on '$d' (Depends: $deps)"
 done
-ok "Depends: apache2-api-20120211, apache2, libaprutil1-dbd-pgsql, the shlibs, svc-tools (= ${V1}-1)"
+ok "Depends: apache2-api-20120211, apache2, bubblewrap, git, libaprutil1-dbd-pgsql, the shlibs, svc-tools (= ${V1}-1)"
 for r in "$OUT/v1/deb/lintian_${V1}-1.txt" "$OUT/v2/deb/lintian_${V2}-1.txt"; do
     [ -s "$r" ] || fail "no lintian report $r"
     ! grep -q '^E: ' "$r" || fail "lintian errors in $r: $(grep '^E: ' "$r" | tr '\n' ' ')"
@@ -157,11 +160,11 @@ step "RPM: file list, requires, scriptlet, rpmlint"
 # ---------------------------------------------------------------------------
 files=$(rpm -qlp "$RPM1")
 for p in /usr/lib64/httpd/modules/mod_svc.so /etc/httpd/conf.modules.d/10-svc.conf \
-         /etc/httpd/conf.d/svc.conf /usr/sbin/svcctl /etc/mod_svc; do
+         /etc/httpd/conf.d/svc.conf /usr/sbin/svcctl /etc/mod_svc /usr/libexec/mod_svc/svc-factory; do
     grep -qxF "$p" <<<"$files" || fail "the RPM lacks $p; it has: $(echo $files)"
 done
 grep -qE '^/usr/share/man/man8/svcctl\.8' <<<"$files" || fail "the RPM lacks svcctl(8)"
-ok "files: %{_httpd_moddir}/mod_svc.so, conf.modules.d/10-svc.conf, conf.d/svc.conf, %{_sbindir}/svcctl, svcctl(8), /etc/mod_svc"
+ok "files: %{_httpd_moddir}/mod_svc.so, conf.modules.d/10-svc.conf, conf.d/svc.conf, %{_sbindir}/svcctl, svcctl(8), /etc/mod_svc, %{_libexecdir}/mod_svc/svc-factory"
 [ "$(rpm -qp --configfiles "$RPM1" | sort)" = \
   "$(printf '/etc/httpd/conf.d/svc.conf\n/etc/httpd/conf.modules.d/10-svc.conf')" ] \
     || fail "the RPM's config files are not the two .conf files"
@@ -474,9 +477,9 @@ mapfile -t STEPS < <(tr -d '\r' <"$LOGS/install-v1.log" | grep -E '^    runuser 
 grep -qF 'a2enmod svc && systemctl reload apache2' "$LOGS/install-v1.log" \
     || fail "the postinst does not say how to enable the module" "$LOGS/install-v1.log"
 ok "the postinst printed the three commands and 'a2enmod svc && systemctl reload apache2'"
-readme=$ROOT/usr/share/doc/libapache2-mod-svc/README.Debian
+readme=$(zcat -f "$ROOT"/usr/share/doc/libapache2-mod-svc/README.Debian*)
 for c in "${STEPS[@]}"; do
-    grep -qF "    $c" "$readme" || fail "README.Debian does not list the postinst's command: $c"
+    grep -qF "    $c" <<<"$readme" || fail "README.Debian does not list the postinst's command: $c"
     grep -qF "    $c" "$TOP/README" || fail "README does not list the postinst's command: $c"
 done
 ok "README.Debian and README list the same three commands"
@@ -536,6 +539,37 @@ http /api/me -H "Authorization: Bearer $TOKEN"
 [ "$CODE" = 200 ] || fail "GET /api/me answered $CODE: $BODY" "$ROOT/var/log/apache2/error.log"
 grep -qF "\"$EMAIL\"" <<<"$BODY" || fail "GET /api/me does not name $EMAIL: $BODY"
 ok "GET /api/me with the token: 200, $EMAIL (401 without it)"
+
+# The run supervisor started with httpd, as httpd's user, with its work
+# directory made for it; it claims a run and fails it at once, as the org has
+# no model provider (what a real run needs beyond that is t/runs/'s).
+grep -q 'SVC0079: run supervisor' "$ROOT/var/log/apache2/error.log" \
+    || fail "no run supervisor start line (SVC0079) in the error log" "$ROOT/var/log/apache2/error.log"
+[ "$(stat -c '%U %a' "$ROOT/var/lib/mod_svc/runs")" = "www-data 700" ] \
+    || fail "/var/lib/mod_svc/runs is $(stat -c '%U %a' "$ROOT/var/lib/mod_svc/runs" 2>&1), not www-data 700"
+ok "the run supervisor is up (SVC0079), /var/lib/mod_svc/runs is www-data's, 0700"
+in_root runuser -u www-data -- svcctl --db dbname=svc --secret file:/etc/mod_svc/secret.key \
+    token create "$EMAIL" --scope write --name pkgtest-runs >"$LOGS/token-w" 2>"$LOGS/token-w.err" \
+    || fail "svcctl token create --scope write failed" "$LOGS/token-w.err"
+WTOKEN=$(cat "$LOGS/token-w")
+in_root runuser -u www-data -- svcctl --db dbname=svc org create pkgtest --owner "$EMAIL" \
+    >"$LOGS/org.log" 2>&1 || fail "svcctl org create failed" "$LOGS/org.log"
+http /api/orgs/pkgtest/projects -X POST -H "Authorization: Bearer $WTOKEN" \
+    -H 'Content-Type: application/json' -d '{"slug":"app","name":"App"}'
+[ "$CODE" = 201 ] || fail "POST /api/orgs/pkgtest/projects answered $CODE: $BODY"
+http /api/orgs/pkgtest/projects/app/runs -X POST -H "Authorization: Bearer $WTOKEN" \
+    -H 'Content-Type: application/json' -d '{"instructions":"Say hello."}'
+[ "$CODE" = 201 ] || fail "starting a run answered $CODE: $BODY"
+RUN=$(json id)
+for i in $(seq 100); do
+    http "/api/orgs/pkgtest/projects/app/runs/$RUN" -H "Authorization: Bearer $WTOKEN"
+    [ "$(json status)" = failed ] && break
+    sleep 0.2
+done
+[ "$(json status)" = failed ] \
+    && [ "$(perl -MJSON::PP -e 'print decode_json($ARGV[0])->{error}{code} // ""' "$BODY")" = no_provider ] \
+    || fail "the run did not fail with no_provider: $BODY" "$ROOT/var/log/apache2/error.log"
+ok "a run is claimed by the supervisor and fails at once with no_provider (no model provider yet)"
 
 # ---------------------------------------------------------------------------
 step "upgrade to $V2"
@@ -618,10 +652,11 @@ for p in libapache2-mod-svc svc-tools; do
     case $(installed $p) in ""|"unknown ok not-installed"*) ;; *) fail "$p after purge: $(installed $p)" ;; esac
 done
 ok "both packages purged"
-for f in /etc/apache2/mods-available/svc.conf /etc/apache2/mods-available/svc.load /etc/mod_svc; do
+for f in /etc/apache2/mods-available/svc.conf /etc/apache2/mods-available/svc.load /etc/mod_svc \
+         /var/lib/mod_svc; do
     [ ! -e "$ROOT$f" ] || fail "$f is still there after purge"
 done
-ok "configuration gone: svc.conf, svc.load, /etc/mod_svc (the secret)"
+ok "configuration gone: svc.conf, svc.load, /etc/mod_svc (the secret), /var/lib/mod_svc (run workspaces)"
 state=$(find "$ROOT/var/lib/apache2" -name svc 2>/dev/null)
 [ -z "$state" ] || fail "a2enmod state for svc left after purge: $state"
 ok "no a2enmod state left for svc"

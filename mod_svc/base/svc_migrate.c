@@ -5,9 +5,15 @@
 
 #include <string.h>
 
-static const svc_stmt_t st_schema_version = {
-    "svc_migrate_version",
-    "SELECT coalesce(max(version), 0) FROM schema_migrations",
+/*
+ * Which migrations are applied, by number: branches developed side by side
+ * take numbers in the order they were started and may land out of order,
+ * so a database can hold 012 without 011 (until 011 is merged and
+ * migrated). Nothing is skipped for a higher number being present.
+ */
+static const svc_stmt_t st_schema_applied = {
+    "svc_migrate_applied",
+    "SELECT version FROM schema_migrations ORDER BY version",
     0, SVC_STMT_READ
 };
 
@@ -17,25 +23,63 @@ static const svc_stmt_t st_schema_record = {
     2, 0
 };
 
-apr_status_t svc_migrate_current(svc_db_t *db, apr_pool_t *p, int *pversion)
+/* Whether migration v is among the rows (NULL: none applied). */
+static int is_applied(const svc_dbres_t *res, int v)
 {
-    svc_dbres_t *res;
-    apr_int64_t v;
-    apr_status_t rv;
+    apr_int64_t got;
+    int i;
 
-    rv = svc_db_exec(db, &st_schema_version, p, &res, NULL);
+    for (i = 0; res && i < svc_dbres_rows(res); i++) {
+        if (svc_dbres_int64(res, i, 0, &got) == APR_SUCCESS && got == v) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* The applied versions; *pres NULL when there is no schema_migrations table. */
+static apr_status_t applied_versions(svc_db_t *db, apr_pool_t *p, svc_dbres_t **pres)
+{
+    apr_status_t rv = svc_db_exec(db, &st_schema_applied, p, pres, NULL);
+
     if (rv == SVC_EDB && strcmp(svc_db_sqlstate(db), "42P01") == 0) {
         /* No schema_migrations table: nothing has been applied. */
-        *pversion = 0;
+        *pres = NULL;
         return APR_SUCCESS;
     }
-    if (rv != APR_SUCCESS) {
+    return rv;
+}
+
+apr_status_t svc_migrate_current(svc_db_t *db, apr_pool_t *p, int *pversion)
+{
+    const svc_migration_t *m;
+    svc_dbres_t *res;
+    apr_int64_t v;
+    apr_status_t rv = applied_versions(db, p, &res);
+    int n;
+
+    *pversion = 0;
+    if (rv != APR_SUCCESS || !res) {
         return rv;
     }
-    if (svc_dbres_int64(res, 0, 0, &v) != APR_SUCCESS) {
-        return SVC_EDB;
+    /* Up to the first of ours that is missing: the schema is behind there. */
+    for (m = svc_migrations; m->sql; m++) {
+        if (!is_applied(res, m->version)) {
+            return APR_SUCCESS;
+        }
+        *pversion = m->version;
     }
-    *pversion = (int)v;
+    /* All of ours are in: the highest applied, which a newer build may have
+     * taken further. */
+    n = svc_dbres_rows(res);
+    if (n > 0) {
+        if (svc_dbres_int64(res, n - 1, 0, &v) != APR_SUCCESS) {
+            return SVC_EDB;
+        }
+        if ((int)v > *pversion) {
+            *pversion = (int)v;
+        }
+    }
     return APR_SUCCESS;
 }
 
@@ -43,7 +87,7 @@ apr_status_t svc_migrate_run(svc_db_t *db, apr_pool_t *p, int *papplied, const c
 {
     const svc_migration_t *m;
     apr_status_t rv;
-    int current = 0;
+    svc_dbres_t *done = NULL;
 
     *papplied = 0;
     *perr = NULL;
@@ -58,10 +102,10 @@ apr_status_t svc_migrate_run(svc_db_t *db, apr_pool_t *p, int *papplied, const c
                        " name text NOT NULL,"
                        " applied_at timestamptz NOT NULL DEFAULT now())", p);
     if (rv == APR_SUCCESS) {
-        rv = svc_migrate_current(db, p, &current);
+        rv = applied_versions(db, p, &done);
     }
     for (m = svc_migrations; rv == APR_SUCCESS && m->sql; m++) {
-        if (m->version <= current) {
+        if (is_applied(done, m->version)) {
             continue;
         }
         rv = svc_db_begin(db, p);

@@ -49,6 +49,14 @@ package FakeVcs;
 #   GET  /api/v3/repos/{owner}/{name}               (installation token)
 #   POST /api/v3/orgs/{org}/repos, /api/v3/user/repos   (installation token
 #                                   with administration: write, else 403)
+#   POST /login/oauth/access_token  with the App's client id
+#                                   (VCS_APP_CLIENT_ID/SECRET): an install
+#                                   code for a user-to-server token (ghu_),
+#                                   refusals as 200 {"error",...}
+#   GET  /api/v3/user/installations  (user token) the installations whose
+#                                   `users` include the token's user, paged
+#                                   with Link headers ({total_count,
+#                                   installations})
 # An App JWT is checked as GitHub does: RS256 over header.claims verified
 # with the App's public key (openssl), iss the app id, iat not in the
 # future, exp in the future and at most 10 minutes ahead; 401 with
@@ -57,6 +65,15 @@ package FakeVcs;
 #   POST /_control/installation {id, account:{login,type},
 #        repository_selection, repos:[{name, private, default_branch}],
 #        permissions:{...}, suspended}     creates or replaces one
+#        users:[logins who reach it, default ["octo"]]
+#   POST /_control/app_code {user}      the code the provider would put on
+#                                   the install callback for that user
+#   POST /_control {"page_max": N}      pages of /user/installations hold
+#                                   at most N (null: 100)
+#   POST /_control/git_repo {full_name, path}   serve that bare repository
+#                                   over smart HTTP (path null: deleted);
+#                                   see "git over smart HTTP" below
+#   POST /_control {"git_delay": S}     git requests hang S seconds (0: off)
 #   POST /_control {"mode": "app_500" | "app_timeout"}   the App's API
 #                                   answers 500, or never
 #   GET  /_control  also has "app": {last: what the App calls carried,
@@ -98,6 +115,7 @@ sub reset_state {
 # The App's side outlives /_control/reset (sign-in tests reset the fake; the
 # App's tests make installations of their own, with ids of their own).
 my %app = (installations => {}, tokens => {}, manifests => {}, last => {}, mints => {},
+           codes => {}, user_tokens => {},
            next_repo_id => 5_000_000, next_app_id => 900_000);
 
 sub b64url { my $s = encode_base64(shift, ''); $s =~ tr{+/}{-_}; $s =~ s/=+\z//; $s }
@@ -133,12 +151,12 @@ sub form_params {
 my %hanging;    # pids of children holding silent connections
 
 sub hang {
-    my ($c) = @_;
+    my ($c, $seconds) = @_;
     my $pid = fork();
     if (defined $pid && $pid == 0) {
         # The child holds the connection and says nothing.
         $SIG{TERM} = 'DEFAULT';
-        sleep $state{hang_seconds};
+        sleep($seconds // $state{hang_seconds});
         POSIX::_exit(0);
     }
     $hanging{$pid} = 1 if $pid;
@@ -178,6 +196,8 @@ sub authorize {
 sub access_token {
     my ($req, $c) = @_;
     my %f = form_params($req);
+    return app_access_token($req, \%f)
+        if defined $ENV{VCS_APP_CLIENT_ID} && ($f{client_id} // '') eq $ENV{VCS_APP_CLIENT_ID};
     my $mode = $state{mode};
     $state{last}{token} = {
         accept => $req->header('Accept'), content_type => $req->header('Content-Type'),
@@ -330,6 +350,8 @@ sub set_installation {
         repos => \@repos,
         permissions => $d->{permissions} // { contents => 'read', metadata => 'read' },
         suspended => $d->{suspended} ? 1 : 0,
+        # The provider's users who can reach it (GET /user/installations).
+        users => $d->{users} // [ 'octo' ],
     };
     return json_res(200, $app{installations}{$id});
 }
@@ -343,6 +365,94 @@ sub token_of {
     my $inst = $app{installations}{ $t->{installation} } or return;
     my @repos = grep { !$t->{repos} || $t->{repos}{ $_->{name} } } @{ $inst->{repos} };
     return ($t, $inst, \@repos);
+}
+
+# The App's OAuth on install (request_oauth_on_install): the provider sends
+# the user who installed back to the setup URL with a code, which the App's
+# client id and secret exchange for a user-to-server token (ghu_), which
+# GET /user/installations takes. Refusals as GitHub answers them: 200 with
+# {"error",...}.
+sub app_access_token {
+    my ($req, $f) = @_;
+    my $err = sub {
+        my ($e, $d) = @_;
+        $app{last}{user_token} = { error => $e };
+        return json_res(200, { error => $e, error_description => $d,
+                               error_uri => 'https://docs.github.com/apps' });
+    };
+    return $err->('incorrect_client_credentials', 'The client_id and/or client_secret passed are incorrect.')
+        if ($f->{client_secret} // '') ne ($ENV{VCS_APP_CLIENT_SECRET} // '');
+    my $grant = delete $app{codes}{ $f->{code} // '' };
+    return $err->('bad_verification_code', 'The code passed is incorrect or expired.')
+        unless $grant && $grant->{expires} > time;
+    my $token = 'ghu_' . rand_str(36);
+    push @{ $state{issued} }, $token;
+    $app{user_tokens}{$token} = { user => $grant->{user}, expires => time + 8 * 3600 };
+    $app{last}{user_token} = { user => $grant->{user},
+                               accept => $req->header('Accept'),
+                               content_type => $req->header('Content-Type') };
+    my $res = json_res(200, { access_token => $token, token_type => 'bearer', scope => '',
+                              expires_in => 28800 });
+    return $res if ($req->header('Accept') // '') =~ m{application/json};
+    return HTTP::Response->new(200, 'OK', ['Content-Type' => 'application/x-www-form-urlencoded'],
+        "access_token=$token&expires_in=28800&scope=&token_type=bearer");
+}
+
+# GET /user/installations: the App's installations the token's user can
+# reach, paged like GitHub (per_page at most 100, Link rel="next").
+sub user_installations {
+    my ($req) = @_;
+    my ($tok) = ($req->header('Authorization') // '') =~ /^(?:Bearer|token) (\S+)$/;
+    my $t = $tok ? $app{user_tokens}{$tok} : undef;
+    my %q = URI->new($req->uri)->query_form;
+    my $page = $q{page} // 1;
+    my $pages = $page == 1 ? 1 : ($app{last}{user_installations}{pages} // 0) + 1;
+    $app{last}{user_installations} = { authorized => $t ? 1 : 0, pages => $pages,
+                                       user => $t ? $t->{user} : undef };
+    return gh_error(401, 'Bad credentials') unless $t && $t->{expires} > time;
+    my $per = $q{per_page} // 30;
+    $per = 100 if $per > 100;
+    # Tests make paging visible with a few installations.
+    $per = $app{page_max} if $app{page_max} && $per > $app{page_max};
+    my @all = sort { $a->{id} <=> $b->{id} }
+              grep { grep { $_ eq $t->{user} } @{ $_->{users} } } values %{ $app{installations} };
+    return paged($req, \%q, $per, \@all, sub {
+        return {
+            total_count => scalar @all,
+            installations => [ map { { id => $_->{id} + 0, app_id => $ENV{VCS_APP_ID} + 0,
+                                       app_slug => $ENV{VCS_APP_SLUG}, account => $_->{account},
+                                       repository_selection => $_->{repository_selection},
+                                       permissions => $_->{permissions},
+                                       suspended_at => $_->{suspended} ? iso_time(time) : undef,
+                                       target_type => $_->{account}{type} } } @_ ] };
+    });
+}
+
+# One page of @$all as GitHub pages lists: ?page=, $per to a page, the
+# document $doc->(items of the page) makes, and Link rel="next"/"last"
+# under the request's own path.
+sub paged {
+    my ($req, $q, $per, $all, $doc) = @_;
+    my $page = $q->{page} // 1;
+    my $last = @$all ? int((@$all + $per - 1) / $per) : 1;
+    my @slice = grep { defined } @$all[ ($page - 1) * $per .. $page * $per - 1 ];
+    my $res = json_res(200, $doc->(@slice));
+    my $base = 'http://' . ($req->header('Host') // '') . $req->uri->path;
+    my @link;
+    push @link, "<$base?per_page=$per&page=" . ($page + 1) . '>; rel="next"' if $page < $last;
+    push @link, "<$base?per_page=$per&page=$last>; rel=\"last\"" if $page < $last;
+    $res->header(Link => join(', ', @link)) if @link;
+    return $res;
+}
+
+# A code as the provider would put on the setup URL after `user` installed
+# (or configured) the App: ten minutes, one use.
+sub app_code {
+    my ($d) = @_;
+    my $code = join '', map { sprintf '%02x', ord } split //, pack('N5', map { int rand 2**32 } 1 .. 5);
+    push @{ $state{issued} }, $code;
+    $app{codes}{$code} = { user => $d->{user} // 'octo', expires => time + 600 };
+    return json_res(200, { code => $code });
 }
 
 sub app_api {
@@ -434,19 +544,12 @@ sub app_api {
         my %q = URI->new($req->uri)->query_form;
         my $per = $q{per_page} // 30;
         $per = 100 if $per > 100;
-        my $page = $q{page} // 1;
-        my @all = @$repos;
-        my $last = @all ? int((@all + $per - 1) / $per) : 1;
-        my @slice = grep { defined } @all[ ($page - 1) * $per .. $page * $per - 1 ];
-        my $res = json_res(200, { total_count => scalar @all,
-                                  repository_selection => $inst->{repository_selection},
-                                  repositories => [ map { gh_repo($inst, $_) } @slice ] });
-        my $base = 'http://' . ($req->header('Host') // '') . '/api/v3/installation/repositories';
-        my @link;
-        push @link, "<$base?per_page=$per&page=" . ($page + 1) . '>; rel="next"' if $page < $last;
-        push @link, "<$base?per_page=$per&page=$last>; rel=\"last\"" if $page < $last;
-        $res->header(Link => join(', ', @link)) if @link;
-        return $res;
+        return paged($req, \%q, $per, $repos, sub {
+            my @slice = @_;
+            return { total_count => scalar @$repos,
+                     repository_selection => $inst->{repository_selection},
+                     repositories => [ map { gh_repo($inst, $_) } @slice ] };
+        });
     }
     if ($m eq 'GET' && $path =~ m{^/repos/([^/]+)/([^/]+)\z}) {
         my ($owner, $name) = ($1, $2);
@@ -478,6 +581,88 @@ sub app_api {
     return gh_error(404, 'Not Found');
 }
 
+# --- git over smart HTTP ---------------------------------------------------------
+# GET  /{owner}/{name}.git/info/refs?service=git-upload-pack
+# POST /{owner}/{name}.git/git-upload-pack
+# served by `git http-backend` (as CGI) from the bare repository the test
+# registered (POST /_control/git_repo), as GitHub serves an App's clone:
+# Basic auth, user x-access-token, password an installation token the fake
+# minted that is still valid and names this repository (or all of the
+# installation's); 401 with a Basic challenge without credentials or with a
+# bad or expired token, 403 for a suspended installation, 404 "Repository
+# not found." for a repository outside the token's or the installation's
+# selection, deleted, or unknown. Pushing is refused (403). Every request
+# is counted per repository (GET /_control: app.git_requests).
+
+sub git_reply {
+    my ($code, $text, @h) = @_;
+    return HTTP::Response->new($code, undef, [ 'Content-Type' => 'text/plain', @h ], "$text\n");
+}
+
+sub git_http {
+    my ($req, $c, $owner, $name, $rest) = @_;
+    my $full = lc "$owner/$name";
+    $app{git_requests}{$full}++;
+    # A slow provider: the clone hangs (tests cancel a run meanwhile).
+    return hang($c, $app{git_delay}) if $app{git_delay};
+    my @challenge = ('WWW-Authenticate' => 'Basic realm="GitHub"');
+    my ($b64) = ($req->header('Authorization') // '') =~ /^Basic\s+(\S+)$/i;
+    return git_reply(401, 'Authentication required', @challenge) unless $b64;
+    my ($user, $tok) = split /:/, MIME::Base64::decode_base64($b64), 2;
+    my $t = defined $tok ? $app{tokens}{$tok} : undef;
+    $app{git_last} = { user => $user, authorized => $t ? 1 : 0, path => $req->uri->path };
+    return git_reply(401, 'Invalid username or token. Password authentication is not supported'
+                          . ' for Git operations.', @challenge)
+        unless ($user // '') eq 'x-access-token' && $t && $t->{expires} > time;
+    my $inst = $app{installations}{ $t->{installation} };
+    return git_reply(403, 'This installation has been suspended') if $inst && $inst->{suspended};
+    my ($repo) = $inst ? grep { lc $_->{name} eq lc $name } @{ $inst->{repos} } : ();
+    my $path = $app{git_repos}{$full};
+    return git_reply(404, 'Repository not found.')
+        unless $inst && $repo && lc $owner eq lc $inst->{account}{login}
+            && (!$t->{repos} || $t->{repos}{ $repo->{name} }) && $path && -d $path;
+    return git_reply(403, 'Write access to repository not granted.')
+        if $rest =~ /receive-pack/;
+    $app{git_served}{$full}++;
+    # The CGI: the request body on stdin, the environment it documents.
+    $tmpdir //= File::Temp::tempdir(CLEANUP => 1);
+    my $in = "$tmpdir/git-body";
+    open my $fh, '>:raw', $in or die "$in: $!";
+    print $fh $req->content // '';
+    close $fh;
+    my %env = (
+        GIT_PROJECT_ROOT => $path =~ s{/[^/]+/?\z}{}r, GIT_HTTP_EXPORT_ALL => 1,
+        PATH_INFO => '/' . ($path =~ m{([^/]+)/?\z})[0] . $rest,
+        REQUEST_METHOD => $req->method, QUERY_STRING => $req->uri->query // '',
+        CONTENT_TYPE => $req->header('Content-Type') // '',
+        CONTENT_LENGTH => length($req->content // ''), REMOTE_USER => $user,
+        REMOTE_ADDR => '127.0.0.1', PATH => '/usr/local/bin:/usr/bin:/bin',
+        HOME => $tmpdir, GIT_CONFIG_NOSYSTEM => 1,
+    );
+    $env{HTTP_CONTENT_ENCODING} = $req->header('Content-Encoding') if $req->header('Content-Encoding');
+    $env{HTTP_GIT_PROTOCOL} = $req->header('Git-Protocol') if $req->header('Git-Protocol');
+    local $SIG{CHLD} = 'DEFAULT';
+    my $pid = open(my $out, '-|');
+    die "fork: $!" unless defined $pid;
+    if (!$pid) {
+        %ENV = %env;
+        open STDIN, '<', $in or POSIX::_exit(127);
+        exec 'git', 'http-backend' or POSIX::_exit(127);
+    }
+    binmode $out;
+    my $cgi = do { local $/; <$out> } // '';
+    close $out;
+    my ($head, $body) = split /\r?\n\r?\n/, $cgi, 2;
+    my $res = HTTP::Response->new(200);
+    for my $line (split /\r?\n/, $head // '') {
+        my ($k, $v) = $line =~ /^([^:]+):\s*(.*)$/ or next;
+        if (lc $k eq 'status') { $res->code(($v =~ /^(\d+)/)[0]) }
+        else { $res->header($k => $v) }
+    }
+    $res->content($body // '');
+    return $res;
+}
+
 # The provider's page that creates an App from a manifest: the user would
 # confirm there; the fake confirms at once.
 sub new_app {
@@ -503,6 +688,21 @@ sub new_app {
 sub control {
     my ($req) = @_;
     my $path = $req->uri->path;
+    if ($path eq '/_control/git_repo') {
+        # {full_name, path}: serve the bare repository at path; path null:
+        # the repository is gone (deleted at the provider).
+        my $d = eval { $JSON->decode($req->content) };
+        return json_res(400, { error => "bad JSON: $@" })
+            unless ref $d eq 'HASH' && $d->{full_name};
+        if (defined $d->{path}) { $app{git_repos}{ lc $d->{full_name} } = $d->{path} }
+        else { delete $app{git_repos}{ lc $d->{full_name} } }
+        return json_res(200, { git_repos => $app{git_repos} });
+    }
+    if ($path eq '/_control/app_code') {
+        my $d = eval { $JSON->decode($req->content || '{}') };
+        return json_res(400, { error => "bad JSON: $@" }) unless ref $d eq 'HASH';
+        return app_code($d);
+    }
     if ($path eq '/_control/installation') {
         my $d = eval { $JSON->decode($req->content) };
         return json_res(400, { error => "bad JSON: $@" }) unless ref $d eq 'HASH' && $d->{id};
@@ -517,18 +717,26 @@ sub control {
         $state{mode} = $d->{mode} if defined $d->{mode};
         $state{user} = $d->{user} if defined $d->{user};
         $state{hang_seconds} = $d->{hang_seconds} if defined $d->{hang_seconds};
+        $app{page_max} = $d->{page_max} if exists $d->{page_max};
+        $app{git_delay} = $d->{git_delay} if exists $d->{git_delay};
     }
     return json_res(200, { mode => $state{mode}, user => $state{user},
                            issued => $state{issued}, last => $state{last},
                            app => { last => $app{last}, mints => $app{mints},
-                                    installations => $app{installations} } });
+                                    installations => $app{installations},
+                                    git_requests => $app{git_requests} // {},
+                                    git_served => $app{git_served} // {},
+                                    git_last => $app{git_last} } });
 }
 
 sub handle {
     my ($c, $req) = @_;
     my $path = $req->uri->path;
     my $m = $req->method;
-    return control($req) if $path =~ m{^/_control(?:/reset|/installation)?\z};
+    return control($req) if $path =~ m{^/_control(?:/reset|/installation|/app_code|/git_repo)?\z};
+    return git_http($req, $c, $1, $2, $3)
+        if $path =~ m{^/([A-Za-z0-9-]+)/([A-Za-z0-9._-]+?)(?:\.git)?(/info/refs|/git-upload-pack|/git-receive-pack)\z};
+    return user_installations($req) if $m eq 'GET' && $path eq '/api/v3/user/installations';
     return new_app($req, undef) if $m eq 'POST' && $path eq '/settings/apps/new';
     return new_app($req, $1)
         if $m eq 'POST' && $path =~ m{^/organizations/([^/]+)/settings/apps/new\z};

@@ -41,7 +41,7 @@ use Apache::Test ();
 our @EXPORT = qw(
     svcctl api new_user new_org new_token new_session
     record_secret expect_errors_begin expect_errors_end
-    psql psql_value pg_ctl pg_restart
+    psql psql_value pg_ctl pg_restart pg_dump_text
     uniq base_url vhost_url t_logs error_log_path wait_for json
     reset_rate_limits
 );
@@ -153,6 +153,15 @@ sub psql {
     return () if $out eq '';
     return map { [ map { $_ eq '\\N' ? undef : $_ } split /\x1f/, $_, -1 ] }
            split /\x1e/, $out;
+}
+
+# pg_dump_text() → the whole test database as pg_dump writes it (schema and
+# data, plain SQL; bytea as hex), for tests that search it for a secret.
+sub pg_dump_text {
+    my $db = $ENV{SVC_DB} or die "SvcTest: SVC_DB is not set\n";
+    my ($rc, $out, $err) = run([_pgbin('pg_dump'), '--no-owner', '-d', $db]);
+    die "pg_dump: $err" if $rc != 0;
+    return $out;
 }
 
 # psql_value($sql) → the first column of the first row (or undef).
@@ -958,7 +967,9 @@ sub runs_settle {
 # installations.
 #
 #   my $i = vcs_installation(repos => ['api', 'web'], type => 'Organization',
-#                            permissions => {...}, selection => 'selected');
+#                            permissions => {...}, selection => 'selected',
+#                            users => ['octo']);   # who at the provider reaches it
+#   my $code = vcs_install_code('octo');      # the callback's OAuth code
 #       # {id, login, type, repos}: an installation the fake knows
 #   vcs_record_installation($org_slug, $i);   # the org's record, as if linked
 #   my ($st, $json, $res) = vcs_webhook('installation', {action => 'deleted',
@@ -968,7 +979,7 @@ sub runs_settle {
 require Digest::SHA;
 
 push @EXPORT, qw(vcs_installation vcs_record_installation vcs_webhook vcs_sign
-                 vcs_app_state vcs_uuid vcs_base);
+                 vcs_app_state vcs_uuid vcs_base vcs_install_code vcs_git_repo);
 
 sub vcs_app_state { return vcs_state()->{app} }
 
@@ -984,9 +995,29 @@ sub vcs_installation {
         permissions => $opt{permissions} // { contents => 'read', metadata => 'read' },
         suspended => $opt{suspended} ? JSON::PP::true() : JSON::PP::false(),
     };
+    $data->{users} = $opt{users} if $opt{users};
     _vcs_call(POST => '/_control/installation', $data);
     return { id => $id, login => $login, type => $data->{account}{type},
              repos => [ map { ref $_ ? $_->{name} : $_ } @{ $data->{repos} } ] };
+}
+
+# vcs_install_code($user) → the code the provider puts on the install
+# callback after its user $user (a login; the fake's installations list who
+# reaches them, 'octo' unless vcs_installation(users => [...]) said) installed
+# the App. Recorded as a secret.
+sub vcs_install_code {
+    my ($user) = @_;
+    my $code = _vcs_call(POST => '/_control/app_code', { user => $user // 'octo' })->{code};
+    record_secret($code);
+    return $code;
+}
+
+# vcs_git_repo($full_name, $bare_path): the fake serves that bare repository
+# over smart HTTP at {VCS_WEB_URL}/$full_name.git to installation tokens
+# that reach it; vcs_git_repo($full_name, undef): it is gone (deleted).
+sub vcs_git_repo {
+    my ($full_name, $path) = @_;
+    return _vcs_call(POST => '/_control/git_repo', { full_name => $full_name, path => $path });
 }
 
 # vcs_record_installation($org, $inst, status => 'active'): the org's record,

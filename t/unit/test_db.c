@@ -1351,8 +1351,8 @@ SVC_TEST(db_migrate_current)
         return;
     }
     for (m = svc_migrations; m->sql; m++) {
-        /* Numbered, increasing, without gaps. */
-        SVC_CHECK_INT(m->version, last + 1);
+        /* Numbered, increasing (gaps allowed: branches merged out of order). */
+        SVC_CHECK(m->version > last);
         last = m->version;
         count++;
     }
@@ -1381,6 +1381,21 @@ SVC_TEST(db_migrate_current)
     SVC_CHECK_STR(svc_testdb_value(p, db, apr_psprintf(
                       p, "SELECT count(*) FROM pg_tables WHERE schemaname = '%s'"
                       " AND tablename = 'audit_log'", schema)), "1");
+    /* One in the middle missing (a branch merged after a later number was
+     * applied): the schema is behind from there, and migrating applies just
+     * that one. Its SQL is not replayed here; only the bookkeeping is. */
+    if (count > 1) {
+        int middle = svc_migrations[count - 2].version;
+
+        svc_testdb_value(p, db, apr_psprintf(p, "DELETE FROM %s.schema_migrations WHERE "
+                                             "version = %d", schema, middle));
+        SVC_CHECK_INT(svc_migrate_current(scratch, p, &version), APR_SUCCESS);
+        SVC_CHECK_INT(version, count > 2 ? svc_migrations[count - 3].version : 0);
+        svc_testdb_value(p, db, apr_psprintf(p, "INSERT INTO %s.schema_migrations (version, "
+                                             "name) VALUES (%d, 'x')", schema, middle));
+        SVC_CHECK_INT(svc_migrate_current(scratch, p, &version), APR_SUCCESS);
+        SVC_CHECK_INT(version, svc_schema_version);
+    }
     svc_testdb_value(p, db, apr_psprintf(p, "DROP SCHEMA %s CASCADE", schema));
 }
 

@@ -184,6 +184,43 @@ SVC_TEST(sandbox_stop_ends_the_process_group)
     SVC_CHECK(kill((pid_t)a, 0) < 0 && kill((pid_t)b, 0) < 0);
 }
 
+/* The init step: bubblewrap with the host's network, DNS and TLS files of
+ * /etc, the CA file, no factory, and no --clearenv or --setenv (the token
+ * travels in the environment, never in argv). */
+SVC_TEST(sandbox_init_argv)
+{
+    static const char *const cmd[] = { "git", "clone", "--", "https://h/o/r.git",
+                                       "/workspace/repo", NULL };
+    const char **argv = svc_sandbox_init_argv(p, "/w/run_i", "/etc/private-ca.pem", cmd);
+    int i, dashes = -1;
+
+    SVC_CHECK_STR(argv[0], "/usr/bin/bwrap");
+    SVC_CHECK(has_arg(argv, "--unshare-all", NULL, NULL));
+    SVC_CHECK(has_arg(argv, "--share-net", NULL, NULL));
+    SVC_CHECK(has_arg(argv, "--die-with-parent", NULL, NULL));
+    SVC_CHECK(has_arg(argv, "--ro-bind-try", "/etc/resolv.conf", "/etc/resolv.conf"));
+    SVC_CHECK(has_arg(argv, "--ro-bind-try", "/etc/ssl", "/etc/ssl"));
+    SVC_CHECK(has_arg(argv, "--ro-bind", "/etc/private-ca.pem", SVC_SANDBOX_CA));
+    SVC_CHECK(has_arg(argv, "--bind", "/w/run_i", SVC_SANDBOX_WORKSPACE));
+    SVC_CHECK(!has_arg(argv, "--clearenv", NULL, NULL));
+    SVC_CHECK(!has_arg(argv, "--setenv", NULL, NULL));
+    SVC_CHECK(!has_arg(argv, "--ro-bind", "/etc", "/etc"));
+    for (i = 0; argv[i]; i++) {
+        if (strcmp(argv[i], "--bind") == 0) {
+            SVC_CHECK_STR(argv[i + 1], "/w/run_i");
+        }
+        if (strcmp(argv[i], "--") == 0 && dashes < 0) {
+            dashes = i;
+        }
+    }
+    SVC_CHECK(dashes > 0);
+    SVC_CHECK_STR(argv[dashes + 1], "git");
+    SVC_CHECK_STR(argv[dashes + 5], "/workspace/repo");
+    SVC_CHECK(argv[dashes + 6] == NULL);
+    argv = svc_sandbox_init_argv(p, "/w/run_i", NULL, cmd);
+    SVC_CHECK(!has_arg(argv, "--ro-bind", "/etc/private-ca.pem", SVC_SANDBOX_CA));
+}
+
 /* What a command sees inside bubblewrap: no network but loopback, the
  * system read-only, the workspace writable, nothing of the host's /etc or
  * home, an empty environment but the few variables given. */
@@ -486,6 +523,7 @@ SVC_TEST(store_claim_renew_finish)
     SVC_CHECK(job && strcmp(job->id, r1) == 0);
     SVC_CHECK_STR(job->author_name, "Ada");
     SVC_CHECK_INT(job->timeout_seconds, 60);
+    SVC_CHECK(job->repository == NULL);     /* greenfield: no init step */
     SVC_CHECK_STR(q(p, db, apr_psprintf(p, "SELECT status || ' ' || lease_owner || ' ' || "
                                         "attempts FROM runs WHERE id = '%s'", r1)),
                   "running node-a 1");

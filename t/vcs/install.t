@@ -3,6 +3,9 @@
 # with a forged installation id, a forged state, a reused state, someone
 # else's state and another org's installation; setup_action=request; the
 # installation records, unlinking, and the App JWT as the fake checks it.
+# The return's OAuth code (request_oauth_on_install): missing, refused,
+# reused, or of a provider user who cannot reach the installation (someone
+# else's unlinked installation, its id learnt): refused, nothing linked.
 use strict;
 use warnings;
 
@@ -26,13 +29,18 @@ sub start {
     return ($st, $j, $state);
 }
 
+# The provider's return. Unless `code` is given (undef: none), it carries a
+# fresh OAuth code of the provider's user 'octo', who reaches the
+# installations vcs_installation makes (request_oauth_on_install).
 sub callback {
-    my ($state, $id, $action, @auth) = @_;
+    my ($state, $id, $action, %opt) = @_;
+    my $code = exists $opt{code} ? delete $opt{code} : vcs_install_code('octo');
     my @q;
     push @q, "installation_id=$id" if defined $id;
     push @q, "setup_action=$action" if defined $action;
     push @q, "state=$state" if defined $state;
-    return api(GET => '/auth/vcs-app/callback?' . join('&', @q), @auth);
+    push @q, "code=$code" if defined $code;
+    return api(GET => '/auth/vcs-app/callback?' . join('&', @q), %opt);
 }
 
 sub record_of {
@@ -123,7 +131,8 @@ my $linked;
     my (undef, undef, $state) = start($org, token => $tok);
     my $before = db_digest();
     is(problem_code(callback($state, $forged, 'install', token => $tok)),
-       '400 invalid_installation', 'a forged installation id (unknown to the provider): 400');
+       '403 installation_not_accessible',
+       'a forged installation id (unknown to the provider): 403, the user reaches no such one');
     delete $before->{vcs_states};
     my $after = db_digest();
     delete $after->{vcs_states};
@@ -163,6 +172,86 @@ my $linked;
     is($st, 401, 'the callback without credentials: 401');
 }
 
+# --- the OAuth code: who came back must reach the installation -----------------------
+{
+    # Someone else's installation that no org linked: its id is easy to learn
+    # (it is in URLs at the provider), and this admin holds a state of their
+    # own org. Their provider account does not reach it.
+    my $victim = vcs_installation(users => [ 'victim-owner' ]);
+    my (undef, undef, $state) = start($org, token => $tok);
+    my $before = db_digest();
+    my ($st, $p) = callback($state, $victim->{id}, 'install', token => $tok,
+                            code => vcs_install_code('mallory'));
+    is("$st " . ($p->{code} // ''), '403 installation_not_accessible',
+       'someone else\'s unlinked installation, its id forged into the return: 403');
+    like($p->{detail} // '', qr/no access to installation $victim->{id}.*Nothing was linked/s,
+         '... saying why, and that nothing was linked');
+    is(vcs_app_state()->{last}{user_installations}{user}, 'mallory',
+       '... the provider was asked with the returning user\'s token');
+    delete $before->{vcs_states};
+    my $after = db_digest();
+    delete $after->{vcs_states};
+    is_deeply($after, $before, '... nothing recorded');
+    is(record_of($victim->{id}), 'none', '... no record');
+
+    # The same once its owner's org had linked and unlinked it.
+    my $o2 = new_user('in-victim');
+    my $vorg = new_org($o2);
+    vcs_record_installation($vorg, $victim, status => 'unlinked');
+    (undef, undef, $state) = start($org, token => $tok);
+    is(problem_code(callback($state, $victim->{id}, 'update', token => $tok,
+                             code => vcs_install_code('mallory'))),
+       '403 installation_not_accessible', 'an installation another org unlinked: 403 too');
+    like(record_of($victim->{id}), qr/^\Q$vorg\E unlinked /, '... it stays as it was');
+
+    # No code: an App created without request_oauth_on_install.
+    my $i = vcs_installation();
+    (undef, undef, $state) = start($org, token => $tok);
+    ($st, $p) = callback($state, $i->{id}, 'install', token => $tok, code => undef);
+    is("$st " . ($p->{code} // ''), '400 install_code_missing', 'a return without a code: 400');
+    like($p->{detail} // '', qr/request user authorization \(OAuth\) during installation/,
+         '... saying what the App must be set to');
+    is(record_of($i->{id}), 'none', '... nothing recorded');
+
+    # A code the provider never issued, and one used already.
+    (undef, undef, $state) = start($org, token => $tok);
+    is(problem_code(callback($state, $i->{id}, 'install', token => $tok,
+                             code => 'f00dfeedf00dfeedf00d')),
+       '400 install_code_rejected', 'a code the provider refuses (bad_verification_code): 400');
+    is(vcs_app_state()->{last}{user_token}{error}, 'bad_verification_code',
+       '... as the provider answered it');
+    my $code = vcs_install_code('octo');
+    (undef, undef, $state) = start($org, token => $tok);
+    ($st) = callback($state, $i->{id}, 'install', token => $tok, code => $code);
+    is($st, 200, 'the installing user\'s code: linked');
+    is(record_of($i->{id}), "$org active $i->{login} Organization selected $owner",
+       '... recorded');
+    (undef, undef, $state) = start($org, token => $tok);
+    is(problem_code(callback($state, $i->{id}, 'update', token => $tok, code => $code)),
+       '400 install_code_rejected', 'the same code again: 400');
+    (undef, undef, $state) = start($org, token => $tok);
+    is(problem_code(callback($state, $i->{id}, 'update', token => $tok, code => 'not%20a%20code!')),
+       '400 install_code_rejected', 'a code that is no code: 400, the provider not asked');
+
+    # The user token served one question: it is nowhere in the database.
+    my $ut = (grep { /^ghu_/ } @{ vcs_state()->{issued} })[-1];
+    ok($ut, 'the provider issued a user token');
+    my $dump = pg_dump_text();
+    unlike($dump, qr/\Q$ut\E/, '... which no table holds') if $ut;
+
+    # Many installations: the user's list is paged.
+    my $many = uniq('many');
+    my @ids = map { vcs_installation(users => [ $many ])->{id} } 1 .. 3;
+    my $target = vcs_installation(users => [ $many ], id => 9_000_000_000 + int(rand(1e6)));
+    (undef, undef, $state) = start($org, token => $tok);
+    vcs_control(page_max => 2);
+    ($st) = callback($state, $target->{id}, 'install', token => $tok,
+                     code => vcs_install_code($many));
+    vcs_control(page_max => undef);
+    is($st, 200, 'an installation on the last page of the user\'s list: linked');
+    is(vcs_app_state()->{last}{user_installations}{pages}, 2, '... after following Link to page 2');
+}
+
 # --- another org's installation ------------------------------------------------------
 {
     my $other = new_user('in-other');
@@ -178,13 +267,15 @@ my $linked;
 # --- setup_action=request: nothing recorded -----------------------------------------
 {
     my $i = vcs_installation();
+    my $count = 'SELECT count(*) FROM vcs_installations i JOIN orgs o ON o.id = i.org_id'
+                . ' WHERE o.slug = ' . sql_quote($org);
+    my $before = psql_value($count);
     my (undef, undef, $state) = start($org, token => $tok);
     my ($st, undef, $res) = callback($state, undef, 'request', token => $tok);
     is($st, 202, 'setup_action=request: 202');
     like($res->content, qr/An owner of the account must approve/, '... says an owner must approve');
     like($res->content, qr/Nothing was linked/, '... and that nothing was linked');
-    is(psql_value('SELECT count(*) FROM vcs_installations i JOIN orgs o ON o.id = i.org_id'
-                  . ' WHERE o.slug = ' . sql_quote($org)), 1, '... no record');
+    is(psql_value($count), $before, '... no record');
 }
 
 # --- an installation the provider reports suspended -----------------------------------

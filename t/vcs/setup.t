@@ -88,10 +88,12 @@ my ($action, $manifest);
         redirect_url => "$off/admin/vcs-app/setup",
         callback_urls => [ "$off/auth/vcs-app/callback" ],
         setup_url => "$off/auth/vcs-app/callback", setup_on_update => JSON::PP::true(),
+        request_oauth_on_install => JSON::PP::true(),
         public => JSON::PP::false(),
         default_permissions => { contents => 'read', metadata => 'read' },
         default_events => [ 'installation', 'installation_repositories' ],
-    }, '... the manifest: webhook, callback, redirect back here, private, the permissions and events');
+    }, '... the manifest: webhook, callback, redirect back here, OAuth on install (the '
+       . 'callback\'s proof of who installed), private, the permissions and events');
     my ($state) = ($action // '') =~ /state=(\w+)/;
     record_secret($state);
 

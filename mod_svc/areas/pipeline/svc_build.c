@@ -302,6 +302,8 @@ apr_status_t svc_h_requests_run_all(svc_ctx_t *ctx)
     for (i = 0; i < n && rv == APR_SUCCESS; i++) {
         svc_run_spec_t spec;
 
+        /* repository stays NULL: a build task's run starts from a fresh
+         * repository, even in a project that links one (not yet wired). */
         memset(&spec, 0, sizeof(spec));
         spec.org_id = ctx->org->id;
         spec.project_id = req->project_id;

@@ -7,6 +7,7 @@
 #include "svc_run_api.h"
 #include "svc_run_store.h"
 #include "svc_idempotency.h"
+#include "svc_vcs.h"
 
 #include <string.h>
 
@@ -89,8 +90,9 @@ const svc_field_t svc_body_run_create[] = {
     { "task_id", SVC_FT_STRING, 0, 0, 1, 64, NULL,
       "The build task the run carries out (set by the pipeline)." },
     { "repository", SVC_FT_STRING, 0, 0, 1, 200, NULL,
-      "An existing repository to work on (owner/name). Runs on a linked repository are not "
-      "carried out yet: 409 repository_not_linked. Omitted: a fresh repository." },
+      "The repository to work on (owner/name): it must be the one linked to the project "
+      "(PUT .../repository), else 409 repository_not_linked. Omitted: the linked one, or a "
+      "fresh repository when the project has none." },
     SVC_FIELD_END
 };
 
@@ -195,12 +197,49 @@ apr_status_t svc_h_runs_get(svc_ctx_t *ctx)
     return reply_run(ctx, db, run_param(ctx), 200);
 }
 
+/*
+ * The repository the run works on: the project's linked one (a project
+ * links at most one), which `repository`, when given, must name. Kept on
+ * the run, so the init step clones what the run was started on. NULLs for
+ * a greenfield run.
+ */
+static apr_status_t run_repository(svc_ctx_t *ctx, svc_db_t *db, const char **prepo,
+                                   const char **pinstallation)
+{
+    const char *asked = svc_json_str(ctx->body, "repository");
+    const char *linked = NULL;
+    apr_int64_t installation = 0;
+    apr_status_t rv = svc_vcs_project_repository(db, ctx->pool, ctx->org->id,
+                                                 ctx->project->id, &linked, &installation);
+
+    if (rv == SVC_ENOTFOUND) {
+        linked = NULL;
+    }
+    else if (rv != APR_SUCCESS) {
+        return rv;
+    }
+    /* Names are the provider's, whatever their case. */
+    if (asked && (!linked || strcasecmp(asked, linked) != 0)) {
+        return svc_fail(ctx, 409, "repository_not_linked",
+                        "Repository %s is not linked to project %s%s%s. Link it first (PUT "
+                        "/api/orgs/%s/projects/%s/repository), or leave out \"repository\".",
+                        svc_printable(ctx->pool, asked, 200), ctx->project->slug,
+                        linked ? ", which works on " : "", linked ? linked : "",
+                        ctx->org->slug, ctx->project->slug);
+    }
+    if (linked) {
+        *prepo = linked;
+        *pinstallation = apr_psprintf(ctx->pool, "%" APR_INT64_T_FMT, installation);
+    }
+    return APR_SUCCESS;
+}
+
 apr_status_t svc_h_runs_create(svc_ctx_t *ctx)
 {
     const char *key;
     const char *id = NULL;
     svc_run_spec_t spec;
-    const char *fp = NULL;
+    const char *fp = NULL, *repo = NULL, *installation = NULL;
     const char *json = NULL;
     svc_dbres_t *res;
     svc_db_t *db;
@@ -208,11 +247,6 @@ apr_status_t svc_h_runs_create(svc_ctx_t *ctx)
 
     if ((rv = svc_idem_key(ctx, &key)) != APR_SUCCESS) {
         return rv;
-    }
-    if (json_object_get(ctx->body, "repository")) {
-        return svc_fail(ctx, 409, "repository_not_linked", "Runs on a linked repository "
-                        "are not carried out yet. Leave out \"repository\" to build on a "
-                        "fresh one.");
     }
     if (ctx->project->archived) {
         return svc_fail(ctx, 409, "project_archived", "Project %s is archived; restore it "
@@ -224,6 +258,10 @@ apr_status_t svc_h_runs_create(svc_ctx_t *ctx)
     if ((rv = svc_ctx_db_begin(ctx, &db)) != APR_SUCCESS) {
         return rv;
     }
+    if ((rv = run_repository(ctx, db, &repo, &installation)) != APR_SUCCESS) {
+        goto cleanup;
+    }
+    memset(&spec, 0, sizeof(spec));
     spec.org_id = ctx->org->id;
     spec.project_id = ctx->project->id;
     spec.instructions = svc_json_str(ctx->body, "instructions");
@@ -231,6 +269,8 @@ apr_status_t svc_h_runs_create(svc_ctx_t *ctx)
     spec.task_id = svc_json_str(ctx->body, "task_id");
     spec.created_by = ctx->who->user_id;
     spec.timeout_seconds = ctx->conf->run_timeout;
+    spec.repository = repo;
+    spec.repo_installation_id = installation;
     rv = svc_run_queue(db, ctx->pool, &spec, &id);
     if (rv != APR_SUCCESS) {
         goto cleanup;

@@ -9,8 +9,9 @@
 static const svc_stmt_t st_queue = {
     "svc_runs_queue_for",
     "INSERT INTO runs (id, org_id, project_id, instructions, request_id, task_id,"
-    " created_by, timeout_seconds) VALUES ($1, $2, $3, $4, $5, $6, $7, $8::int)",
-    8, 0
+    " created_by, timeout_seconds, repository, repo_installation_id)"
+    " VALUES ($1, $2, $3, $4, $5, $6, $7, $8::int, $9, $10::bigint)",
+    10, 0
 };
 
 /* A queued run is cancelled at once; a running one is asked to stop (the
@@ -32,7 +33,8 @@ apr_status_t svc_run_queue(svc_db_t *db, apr_pool_t *p, const svc_run_spec_t *sp
 
     rv = svc_db_execv(db, &st_queue, p, NULL, id, spec->org_id, spec->project_id,
                       spec->instructions, spec->request_id, spec->task_id, spec->created_by,
-                      apr_itoa(p, spec->timeout_seconds));
+                      apr_itoa(p, spec->timeout_seconds), spec->repository,
+                      spec->repo_installation_id);
     if (rv == APR_SUCCESS) {
         *pid = id;
     }

@@ -18,7 +18,7 @@ static const svc_stmt_t st_claim = {
     " RETURNING r.id, r.org_id, r.project_id, r.instructions, r.created_by,"
     " (SELECT u.name FROM users u WHERE u.id = r.created_by),"
     " (SELECT u.email FROM users u WHERE u.id = r.created_by),"
-    " r.timeout_seconds, r.log_bytes, r.log_dropped",
+    " r.timeout_seconds, r.log_bytes, r.log_dropped, r.repository, r.repo_installation_id",
     2, 0
 };
 
@@ -226,6 +226,11 @@ apr_status_t svc_run_claim(svc_db_t *db, apr_pool_t *p, const char *node, int le
     }
     job->timeout_seconds = (int)v;
     job->log_dropped = svc_dbres_bool(res, 0, 9) == 1;
+    job->repository = col_dup(p, res, 10);
+    if (job->repository && svc_dbres_int64(res, 0, 11, &job->installation_id) != APR_SUCCESS) {
+        rv = SVC_EDB;
+        goto cleanup;
+    }
     if (!job->author_name || !*job->author_name) {
         job->author_name = job->author_email ? job->author_email : "mod_svc";
     }

@@ -24,7 +24,7 @@
 #define SVC_RUN_DOC_SQL                                                              \
     "json_build_object('id', r.id, 'project', p.slug, 'status', r.status,"           \
     " 'instructions', r.instructions, 'request_id', r.request_id,"                   \
-    " 'task_id', r.task_id, 'created_by', r.created_by,"                             \
+    " 'task_id', r.task_id, 'repository', r.repository, 'created_by', r.created_by,"  \
     " 'created_at', svc_ts(r.created_at), 'started_at', svc_ts(r.started_at),"       \
     " 'finished_at', svc_ts(r.finished_at), 'cancel_requested', r.cancel_requested," \
     " 'result', r.result, 'error', CASE WHEN r.error_code IS NULL THEN NULL"         \
@@ -49,6 +49,8 @@ typedef struct {
     const char *created_by;         /* user id, or NULL when the user is gone */
     const char *author_name;        /* for the commit: the creator's name... */
     const char *author_email;       /* ...and address, or the service's own */
+    const char *repository;         /* "owner/name" to clone first, or NULL (greenfield) */
+    apr_int64_t installation_id;    /* ...through this installation */
     int timeout_seconds;
     apr_int64_t log_bytes;          /* the log's length as stored */
     int log_dropped;

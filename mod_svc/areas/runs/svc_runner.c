@@ -7,6 +7,7 @@
 #include "svc_run_model.h"
 #include "svc_sandbox.h"
 #include "svc_workspace.h"
+#include "svc_vcs.h"
 
 #include <apr_atomic.h>
 
@@ -383,9 +384,11 @@ static const char *exit_text(apr_pool_t *p, int status)
  * Runs argv in the sandbox until it ends (APR_SUCCESS, status in r->sb),
  * or until the run is decided (cancelled, timed out, lost, stopping, a
  * protocol error): then the sandbox is stopped and APR_EINTR returned.
+ * `init_env` (the init step's, always bubblewrap) is then the whole
+ * environment, and the limits are set whatever SvcRunner says.
  */
 static apr_status_t supervise(run_t *r, const char *const *argv, int is_factory,
-                              const char *stdin_line)
+                              const char *stdin_line, const char *const *init_env)
 {
     svc_sandbox_limits_t limits;
     const char *envp[] = { "PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8", NULL, NULL,
@@ -396,7 +399,7 @@ static apr_status_t supervise(run_t *r, const char *const *argv, int is_factory,
     int i = 2;
 
     memset(&limits, 0, sizeof(limits));
-    if (!r->sc->runner) {
+    if (!r->sc->runner || init_env) {
         limits.memory = r->sc->memory;
         limits.cpu_seconds = r->job->timeout_seconds + 5;
         limits.file_size = r->sc->file_size;
@@ -417,7 +420,8 @@ static apr_status_t supervise(run_t *r, const char *const *argv, int is_factory,
     r->out_eof = r->err_eof = 0;
     r->olen = 0;
     r->wlen = r->woff = 0;
-    rv = svc_sandbox_spawn(&r->sb, argv, envp, r->sc->runner ? NULL : &limits, &err, r->p);
+    rv = svc_sandbox_spawn(&r->sb, argv, init_env ? init_env : envp,
+                           r->sc->runner && !init_env ? NULL : &limits, &err, r->p);
     if (rv != APR_SUCCESS) {
         svc_run_log_note(r->log, "[mod_svc] the sandbox could not start: %s", err);
         decide(r, SVC_RUN_FAILED, "sandbox_failed",
@@ -536,6 +540,130 @@ const char *svc_runner_task(apr_pool_t *p, const svc_supervisor_conf_t *sc,
     return text;
 }
 
+/* The variable of the init step's environment that carries the clone token. */
+#define CLONE_TOKEN_ENV "SVC_CLONE_TOKEN"
+
+/*
+ * git's credential helper in the init step, run by git through its shell:
+ * it answers "get" with the token from the environment, so the token is in
+ * no argv (this text is, without it), no URL and no file. A -c before the
+ * subcommand is not written to the clone's .git/config, and the remote URL
+ * carries no user or password, so the repository the factory gets holds
+ * nothing of it.
+ */
+#define CLONE_HELPER "!f() { test \"$1\" = get || exit 0; echo username=x-access-token; " \
+                     "echo \"password=$" CLONE_TOKEN_ENV "\"; }; f"
+
+/* The run fails with clone_failed, saying why in the words SPEC.md uses. */
+static void clone_failed(run_t *r, const char *why)
+{
+    svc_run_log_note(r->log, "[mod_svc] init: %s", why);
+    decide(r, SVC_RUN_FAILED, "clone_failed",
+           apr_psprintf(r->p, "Cloning %s failed: %s", r->job->repository, why));
+}
+
+/*
+ * The init step of a run on an existing repository: an installation token
+ * for that one repository (svc_vcs.h; the supervisor's own connection, no
+ * pool anyone waits on), then `git clone` into /workspace/repo in a
+ * bubblewrap sandbox of its own that has a network (the factory's has
+ * none), the token in its environment only. It exits; the factory never
+ * sees the token. The run's cancel and timeout stop it like any sandbox.
+ */
+static void run_init(run_t *r)
+{
+    const svc_config_t *conf = r->sc->conf;
+    const char *full_name = r->job->repository;
+    const char *url = apr_pstrcat(r->p, conf->vcs_web_url, "/", full_name, ".git", NULL);
+    const char *http = strncmp(conf->vcs_web_url, "http:", 5) == 0 ? "always" : "never";
+    const char *token = NULL;
+    const char *envp[12];
+    const char **argv;
+    char *token_env;
+    apr_time_t expires;
+    apr_status_t rv;
+    svc_db_t *db;
+    int n = 0;
+
+    svc_run_log_note(r->log, "[mod_svc] init: cloning %s (installation %" APR_INT64_T_FMT
+                     ") from %s into " SVC_SANDBOX_WORKSPACE "/" SVC_WS_REPO, full_name,
+                     r->job->installation_id, conf->vcs_web_url);
+    db = db_get(r);
+    rv = db ? db_result(r, svc_vcs_clone_token(db, r->p, conf, r->job->org_id,
+                                               r->job->installation_id, full_name, &token,
+                                               &expires))
+            : SVC_EDBDOWN;
+    if (rv == SVC_ENOTFOUND) {
+        svc_run_log_note(r->log, "[mod_svc] init: installation %" APR_INT64_T_FMT " is not "
+                         "active; nothing was cloned", r->job->installation_id);
+        decide(r, SVC_RUN_FAILED, "installation_suspended",
+               apr_psprintf(r->p, "The code-hosting App's installation %" APR_INT64_T_FMT
+                            " through which the run reaches %s is suspended, was removed at "
+                            "the provider, or was unlinked from the organization: nothing was "
+                            "cloned. Link the repository through an active installation.",
+                            r->job->installation_id, full_name));
+        return;
+    }
+    if (rv == APR_ENOTIMPL) {
+        clone_failed(r, "the code-hosting App is not configured on this server.");
+        return;
+    }
+    if (rv == APR_EACCES) {
+        clone_failed(r, "the code-hosting provider refused a token for it. The repository was "
+                     "probably removed from the installation's repository selection, or "
+                     "deleted or renamed.");
+        return;
+    }
+    if (rv != APR_SUCCESS) {
+        clone_failed(r, "no token could be had from the code-hosting provider (it did not "
+                     "answer in time, or the database was away); start the run again.");
+        return;
+    }
+    /* Should git or the provider ever echo it, the log hides it. */
+    svc_run_log_secret(r->log, token);
+    token_env = apr_pstrcat(r->p, CLONE_TOKEN_ENV "=", token, NULL);
+    envp[n++] = "PATH=/usr/local/bin:/usr/bin:/bin";
+    envp[n++] = "HOME=/tmp";
+    envp[n++] = "LANG=C.UTF-8";
+    envp[n++] = "TZ=UTC";
+    envp[n++] = "GIT_CONFIG_NOSYSTEM=1";
+    envp[n++] = "GIT_CONFIG_GLOBAL=/dev/null";
+    envp[n++] = "GIT_TERMINAL_PROMPT=0";
+    if (conf->vcs_ca_file) {
+        envp[n++] = "GIT_SSL_CAINFO=" SVC_SANDBOX_CA;
+    }
+    envp[n++] = token_env;
+    envp[n] = NULL;
+    {
+        const char *command[] = {
+            "git", "-c", "credential.helper=", "-c", "credential.helper=" CLONE_HELPER,
+            "-c", "protocol.allow=never", "-c", "protocol.https.allow=always",
+            "-c", apr_pstrcat(r->p, "protocol.http.allow=", http, NULL),
+            "-c", "http.followRedirects=false", "-c", "core.hooksPath=/dev/null",
+            "-c", "init.templateDir=", "clone", "--quiet", "--", url,
+            SVC_SANDBOX_WORKSPACE "/" SVC_WS_REPO, NULL
+        };
+
+        argv = svc_sandbox_init_argv(r->p, r->workspace, conf->vcs_ca_file, command);
+        rv = supervise(r, argv, 0, NULL, envp);
+    }
+    /* The child has its copy; ours goes now. */
+    svc_wipe(token_env, strlen(token_env));
+    svc_wipe((void *)token, strlen(token));
+    if (rv != APR_SUCCESS) {
+        return;     /* decided: cancelled, timed out, lost, stopping */
+    }
+    if (!WIFEXITED(r->sb.status) || WEXITSTATUS(r->sb.status) != 0) {
+        clone_failed(r, apr_psprintf(r->p, "git %s. The repository was probably removed from "
+                                     "the installation's repository selection, or deleted; "
+                                     "the run's log has git's own words.",
+                                     exit_text(r->p, r->sb.status)));
+        return;
+    }
+    svc_run_log_note(r->log, "[mod_svc] init: cloned %s; the token is gone with the step",
+                     full_name);
+}
+
 /* The factory, from the task to its result or error. */
 static void run_factory(run_t *r)
 {
@@ -555,7 +683,7 @@ static void run_factory(run_t *r)
                "(SvcRunner needs {command}).");
         return;
     }
-    if (supervise(r, argv, 1, task) != APR_SUCCESS) {
+    if (supervise(r, argv, 1, task, NULL) != APR_SUCCESS) {
         return;
     }
     if (r->result && WIFEXITED(r->sb.status) && WEXITSTATUS(r->sb.status) == 0) {
@@ -599,7 +727,7 @@ static apr_status_t make_bundle(run_t *r, unsigned char **pdata, apr_size_t *ple
         decide(r, SVC_RUN_FAILED, "bundle_failed", "The artifact could not be prepared.");
         return rv;
     }
-    if ((rv = supervise(r, argv, 0, NULL)) != APR_SUCCESS) {
+    if ((rv = supervise(r, argv, 0, NULL, NULL)) != APR_SUCCESS) {
         return rv;
     }
     if (!WIFEXITED(r->sb.status) || WEXITSTATUS(r->sb.status) != 0) {
@@ -740,6 +868,9 @@ static void run_main(run_t *r)
             decide(r, SVC_RUN_FAILED, "sandbox_failed", "The run's workspace could not be "
                    "made (SvcRunWorkDir).");
         }
+    }
+    if (!r->decided && r->job->repository) {
+        run_init(r);
     }
     if (!r->decided) {
         run_factory(r);

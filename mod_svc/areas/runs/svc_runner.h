@@ -3,7 +3,10 @@
  * its own database connection (svc_runner.c):
  *
  *   the org's provider (none: failed, no_provider)
- *   -> a fresh workspace -> the factory in its sandbox, fed the task on
+ *   -> a fresh workspace -> for a run on a repository, the init step: a
+ *   clone token (svc_vcs.h; installation_suspended, clone_failed) and git
+ *   clone in a sandbox with a network, the token in its environment only
+ *   -> the factory in its sandbox, fed the task on
  *   stdin; its protocol lines on stdout (log, model, result, error) and its
  *   stderr go to the log, its model requests to the provider
  *   -> on a result: a second sandbox makes the git bundle of the run's

@@ -1,6 +1,8 @@
 /*
  * svc_runs.h: the runs area: factory runs, their supervisor, sandbox, logs and artifacts.
- * May call base/, the kernel and the providers area's public header; the glue calls it here.
+ * May call base/, the kernel, the providers area's public header and the vcs area's
+ * (svc_vcs.h: a project's linked repository, the init step's clone token); the glue
+ * calls it here.
  *
  * The API (svc_run_api.c, svc_run_output.c) queues runs and reads them; the
  * supervisor (svc_supervisor.c), a process of its own that the glue starts
@@ -79,6 +81,8 @@ typedef struct {
     const char *task_id;            /* the build task, or NULL */
     const char *created_by;         /* the user who started it */
     int timeout_seconds;            /* SvcRunTimeout of the server it is started through */
+    const char *repository;         /* "owner/name" the init step clones, or NULL (a fresh one) */
+    const char *repo_installation_id; /* its App installation (decimal), with repository */
 } svc_run_spec_t;
 
 /* Queues a run (*pid, from p). Its run.status event is svc_run_announce's,

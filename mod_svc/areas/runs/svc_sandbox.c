@@ -31,8 +31,23 @@ static void push(apr_array_header_t *a, const char *s)
     APR_ARRAY_PUSH(a, const char *) = s;
 }
 
+/* What name resolution and TLS read from /etc, for the init step (the
+ * only sandbox with a network); the rest of /etc stays out. */
+static const char *const net_etc[] = { "/etc/resolv.conf", "/etc/hosts", "/etc/nsswitch.conf",
+                                       "/etc/gai.conf", "/etc/host.conf", "/etc/ssl",
+                                       "/etc/ca-certificates", "/etc/pki",
+                                       "/etc/crypto-policies", NULL };
+
+/*
+ * bubblewrap's part of an argv: the workspace writable at /workspace, the
+ * system read-only, and then either the factory's sandbox (no network, the
+ * factory at /svc/factory, an environment set here) or, for the init step
+ * (`factory` NULL), the host's network, what name resolution and TLS need
+ * from /etc, `ca_file` at SVC_SANDBOX_CA, and the environment of the
+ * process as given (so a secret in it never appears in argv).
+ */
 static void bwrap_argv(apr_array_header_t *a, apr_pool_t *p, const char *workspace,
-                       const char *factory)
+                       const char *factory, const char *ca_file)
 {
     const char *const *d;
     char target[256];
@@ -40,6 +55,9 @@ static void bwrap_argv(apr_array_header_t *a, apr_pool_t *p, const char *workspa
 
     push(a, BWRAP);
     push(a, "--unshare-all");
+    if (!factory) {
+        push(a, "--share-net");
+    }
     push(a, "--die-with-parent");
     push(a, "--new-session");
     push(a, "--ro-bind");
@@ -64,6 +82,11 @@ static void bwrap_argv(apr_array_header_t *a, apr_pool_t *p, const char *workspa
             push(a, *d);
         }
     }
+    for (d = net_etc; !factory && *d; d++) {
+        push(a, "--ro-bind-try");
+        push(a, *d);
+        push(a, *d);
+    }
     push(a, "--proc");
     push(a, "/proc");
     push(a, "--dev");
@@ -73,11 +96,20 @@ static void bwrap_argv(apr_array_header_t *a, apr_pool_t *p, const char *workspa
     push(a, "--bind");
     push(a, workspace);
     push(a, SVC_SANDBOX_WORKSPACE);
+    push(a, "--chdir");
+    push(a, SVC_SANDBOX_WORKSPACE);
+    if (!factory) {
+        if (ca_file) {
+            push(a, "--ro-bind");
+            push(a, ca_file);
+            push(a, SVC_SANDBOX_CA);
+        }
+        push(a, "--");
+        return;
+    }
     push(a, "--ro-bind");
     push(a, factory);
     push(a, SVC_SANDBOX_FACTORY);
-    push(a, "--chdir");
-    push(a, SVC_SANDBOX_WORKSPACE);
     push(a, "--clearenv");
     push(a, "--setenv");
     push(a, "PATH");
@@ -92,6 +124,20 @@ static void bwrap_argv(apr_array_header_t *a, apr_pool_t *p, const char *workspa
     push(a, "TZ");
     push(a, "UTC");
     push(a, "--");
+}
+
+const char **svc_sandbox_init_argv(apr_pool_t *p, const char *workspace, const char *ca_file,
+                                   const char *const *command)
+{
+    apr_array_header_t *a = apr_array_make(p, 64, sizeof(const char *));
+    const char *const *c;
+
+    bwrap_argv(a, p, workspace, NULL, ca_file);
+    for (c = command; *c; c++) {
+        push(a, *c);
+    }
+    push(a, NULL);
+    return (const char **)a->elts;
 }
 
 /* s with every {name} of the table replaced; placeholders it does not know
@@ -134,7 +180,7 @@ apr_status_t svc_sandbox_argv(apr_pool_t *p, const svc_supervisor_conf_t *sc,
     int placed = 0;
 
     if (!sc->runner) {
-        bwrap_argv(a, p, workspace, sc->factory);
+        bwrap_argv(a, p, workspace, sc->factory, NULL);
         for (c = command; *c; c++) {
             push(a, *c);
         }

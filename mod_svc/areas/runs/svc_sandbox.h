@@ -35,6 +35,7 @@
 /* Where things are inside the sandbox. */
 #define SVC_SANDBOX_WORKSPACE "/workspace"
 #define SVC_SANDBOX_FACTORY   "/svc/factory"
+#define SVC_SANDBOX_CA        "/svc/ca.pem"     /* the init step's SvcVcsCAFile */
 
 /* What the sandboxed command may use. */
 typedef struct {
@@ -53,6 +54,19 @@ typedef struct {
 apr_status_t svc_sandbox_argv(apr_pool_t *p, const svc_supervisor_conf_t *sc,
                               const char *workspace, const char *run_id,
                               const char *const *command, const char ***pargv);
+
+/*
+ * The argv (NULL-ended, in p) of a run's init step, which clones its
+ * repository: bubblewrap whatever SvcRunner says (an operator's container
+ * runner keeps the factory's sandbox; docs/decisions.md), as for the
+ * factory but with the host's network (--share-net), the files of /etc
+ * that name resolution and TLS read, `ca_file` (SvcVcsCAFile, or NULL)
+ * read-only at SVC_SANDBOX_CA, and no factory. No --clearenv: the
+ * environment inside is exactly the envp given to svc_sandbox_spawn, so a
+ * token can travel there and never in argv.
+ */
+const char **svc_sandbox_init_argv(apr_pool_t *p, const char *workspace, const char *ca_file,
+                                   const char *const *command);
 
 /*
  * RLIMIT_NPROC counts every task (process or thread) of the real uid, in

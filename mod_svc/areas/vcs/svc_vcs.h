@@ -77,6 +77,17 @@ apr_status_t svc_vcs_clone_token(svc_db_t *db, apr_pool_t *p, const svc_config_t
                                  apr_time_t *pexpires);
 
 /*
+ * The repository linked to a project (PUT .../projects/:projectSlug/repository),
+ * for the runs area when a run is queued: *pfull_name ("owner/name", in p)
+ * and *pinstallation_id. A project links at most one. SVC_ENOTFOUND when it
+ * has none. Reads through db, in the caller's transaction if any; asks
+ * nothing of the provider (the init step does, through svc_vcs_clone_token).
+ */
+apr_status_t svc_vcs_project_repository(svc_db_t *db, apr_pool_t *p, const char *org_id,
+                                        const char *project_id, const char **pfull_name,
+                                        apr_int64_t *pinstallation_id);
+
+/*
  * Checks the App's keys against the provider, as key rotation asks: signs
  * an App JWT and asks GET {api}/app who it is. APR_SUCCESS when the provider
  * accepts the JWT as this App's (same id); *preport says what was found, or

@@ -11,6 +11,10 @@
 /* Pages of repositories read at most per installation (100 each). */
 #define VCS_REPO_PAGE 100
 
+/* Pages of a user's installations looked through (100 each): 10,000 is more
+ * installations of one App than any user reaches. */
+#define VCS_USER_INSTALLATION_PAGES 100
+
 void svc_vcs_call_init(svc_vcs_call_t *c, apr_pool_t *p, const svc_config_t *conf)
 {
     memset(c, 0, sizeof(*c));
@@ -40,16 +44,17 @@ int svc_vcs_full_name_valid(const char *s)
     return strcmp(slash + 1, ".") != 0 && strcmp(slash + 1, "..") != 0;
 }
 
-apr_status_t svc_vcs_call(svc_vcs_call_t *c, const char *method, const char *path,
-                          const char *auth, const json_t *body, int expect, json_t **pdoc,
-                          svc_http_resp_t **presp)
+/*
+ * Sends `req` (method, url, headers, body, secrets set by the caller) within
+ * the call's budget and reads its JSON answer: what svc_vcs_call and the
+ * OAuth exchange (which is not under the API base) share. `what` names the
+ * call in c->why.
+ */
+static apr_status_t vcs_send(svc_vcs_call_t *c, svc_http_req_t *req, const char *what,
+                             int expect, json_t **pdoc, svc_http_resp_t **presp)
 {
     const svc_config_t *conf = c->conf;
     long left_ms = (long)apr_time_as_msec(c->deadline - apr_time_now());
-    const char *what = apr_pstrcat(c->p, method, " ", path, NULL);
-    const char *secrets[2] = { auth, NULL };
-    apr_size_t base = strlen(conf->vcs_api_url);
-    svc_http_req_t req;
     svc_http_resp_t *resp;
     json_error_t jerr;
     json_t *doc;
@@ -64,38 +69,12 @@ apr_status_t svc_vcs_call(svc_vcs_call_t *c, const char *method, const char *pat
         c->why = apr_pstrcat(c->p, what, ": no time left of SvcVcsTimeout", NULL);
         return SVC_HTTP_ETIMEOUT;
     }
-    memset(&req, 0, sizeof(req));
-    req.method = method;
-    /* A next page's full URL is followed only under the API base. */
-    if (strncmp(path, conf->vcs_api_url, base) == 0 && path[base] == '/') {
-        req.url = path;
-        what = apr_pstrcat(c->p, method, " ", path + base, NULL);
-    }
-    else if (path[0] == '/') {
-        req.url = apr_pstrcat(c->p, conf->vcs_api_url, path, NULL);
-    }
-    else {
-        c->why = apr_pstrcat(c->p, what, ": not under SvcVcsApiURL", NULL);
-        return SVC_HTTP_EURL;
-    }
-    req.headers = apr_table_make(c->p, 5);
-    apr_table_setn(req.headers, "Accept", "application/vnd.github+json");
-    apr_table_setn(req.headers, "X-GitHub-Api-Version", VCS_API_VERSION);
-    if (auth) {
-        apr_table_setn(req.headers, "Authorization", auth);
-    }
-    if (body) {
-        req.body = svc_json_dump(c->p, body);
-        req.body_len = strlen(req.body);
-        apr_table_setn(req.headers, "Content-Type", "application/json");
-    }
-    req.timeout_ms = left_ms;
-    req.connect_timeout_ms = conf->vcs_connect_timeout_ms < left_ms
-                             ? conf->vcs_connect_timeout_ms : left_ms;
-    req.max_response = SVC_VCS_MAX_RESPONSE;
-    req.ca_file = conf->vcs_ca_file;
-    req.secrets = secrets;
-    rv = svc_http_do(c->p, &req, &resp);
+    req->timeout_ms = left_ms;
+    req->connect_timeout_ms = conf->vcs_connect_timeout_ms < left_ms
+                              ? conf->vcs_connect_timeout_ms : left_ms;
+    req->max_response = SVC_VCS_MAX_RESPONSE;
+    req->ca_file = conf->vcs_ca_file;
+    rv = svc_http_do(c->p, req, &resp);
     if (presp) {
         *presp = resp;
     }
@@ -121,6 +100,48 @@ apr_status_t svc_vcs_call(svc_vcs_call_t *c, const char *method, const char *pat
         *pdoc = doc;
     }
     return APR_SUCCESS;
+}
+
+apr_status_t svc_vcs_call(svc_vcs_call_t *c, const char *method, const char *path,
+                          const char *auth, const json_t *body, int expect, json_t **pdoc,
+                          svc_http_resp_t **presp)
+{
+    const svc_config_t *conf = c->conf;
+    const char *what = apr_pstrcat(c->p, method, " ", path, NULL);
+    const char **secrets = apr_pcalloc(c->p, 2 * sizeof(*secrets));
+    apr_size_t base = strlen(conf->vcs_api_url);
+    svc_http_req_t req;
+
+    memset(&req, 0, sizeof(req));
+    req.method = method;
+    /* A next page's full URL is followed only under the API base. */
+    if (strncmp(path, conf->vcs_api_url, base) == 0 && path[base] == '/') {
+        req.url = path;
+        what = apr_pstrcat(c->p, method, " ", path + base, NULL);
+    }
+    else if (path[0] == '/') {
+        req.url = apr_pstrcat(c->p, conf->vcs_api_url, path, NULL);
+    }
+    else {
+        c->status = 0;
+        c->message = "";
+        c->why = apr_pstrcat(c->p, what, ": not under SvcVcsApiURL", NULL);
+        return SVC_HTTP_EURL;
+    }
+    req.headers = apr_table_make(c->p, 5);
+    apr_table_setn(req.headers, "Accept", "application/vnd.github+json");
+    apr_table_setn(req.headers, "X-GitHub-Api-Version", VCS_API_VERSION);
+    if (auth) {
+        apr_table_setn(req.headers, "Authorization", auth);
+    }
+    if (body) {
+        req.body = svc_json_dump(c->p, body);
+        req.body_len = strlen(req.body);
+        apr_table_setn(req.headers, "Content-Type", "application/json");
+    }
+    secrets[0] = auth;
+    req.secrets = secrets;
+    return vcs_send(c, &req, what, expect, pdoc, presp);
 }
 
 apr_status_t svc_vcs_call_fail(svc_ctx_t *ctx, const svc_vcs_call_t *c, apr_status_t rv,
@@ -326,6 +347,105 @@ apr_status_t svc_vcs_api_repositories(svc_vcs_call_t *c, const char *token,
         }
     }
     return APR_SUCCESS;
+}
+
+apr_status_t svc_vcs_api_user_token(svc_vcs_call_t *c, const svc_vcs_app_t *app,
+                                    const char *code, const char **ptoken)
+{
+    const char *secrets[3] = { app->client_secret, code, NULL };
+    const char *what = "POST /login/oauth/access_token";
+    const char *token, *type;
+    svc_http_req_t req;
+    svc_http_resp_t *resp = NULL;
+    json_t *doc;
+    char *form;
+    apr_status_t rv;
+
+    *ptoken = NULL;
+    form = apr_pstrcat(c->p, "client_id=", svc_url_encode(c->p, app->client_id),
+                       "&client_secret=", svc_url_encode(c->p, app->client_secret),
+                       "&code=", svc_url_encode(c->p, code), NULL);
+    memset(&req, 0, sizeof(req));
+    req.method = "POST";
+    req.url = apr_pstrcat(c->p, c->conf->vcs_web_url, "/login/oauth/access_token", NULL);
+    req.headers = apr_table_make(c->p, 3);
+    /* Without it GitHub answers form-encoded. */
+    apr_table_setn(req.headers, "Accept", "application/json");
+    apr_table_setn(req.headers, "Content-Type", "application/x-www-form-urlencoded");
+    req.body = form;
+    req.body_len = strlen(form);
+    req.secrets = secrets;
+    rv = vcs_send(c, &req, what, 200, &doc, &resp);
+    svc_wipe(form, strlen(form));
+    if (resp && resp->body) {
+        /* The answer held the user's token: it goes with the pool, wiped first. */
+        svc_wipe(resp->body, resp->body_len);
+    }
+    if (rv != APR_SUCCESS) {
+        return rv;
+    }
+    /* GitHub reports a refused exchange with 200 and an "error" member. */
+    if (json_object_get(doc, "error")) {
+        const char *e = svc_json_str(doc, "error");
+        c->message = e ? svc_printable(c->p, e, 64) : "(error is not a string)";
+        c->why = apr_pstrcat(c->p, what, ": the provider refused the code: ", c->message,
+                             NULL);
+        return APR_EACCES;
+    }
+    token = svc_json_str(doc, "access_token");
+    type = svc_json_str(doc, "token_type");
+    if (!svc_word_valid(token, 1024)
+        || (json_object_get(doc, "token_type") && (!type || strcasecmp(type, "bearer")))) {
+        c->why = apr_pstrcat(c->p, what, ": the answer has no usable bearer access_token",
+                             NULL);
+        return APR_EINVAL;
+    }
+    *ptoken = apr_pstrdup(c->p, token);
+    svc_wipe((void *)token, strlen(token));
+    return APR_SUCCESS;
+}
+
+apr_status_t svc_vcs_api_user_installation(svc_vcs_call_t *c, const char *user_token,
+                                           apr_int64_t id)
+{
+    char *auth = apr_pstrcat(c->p, "Bearer ", user_token, NULL);
+    const char *next = apr_psprintf(c->p, "/user/installations?per_page=%d", VCS_REPO_PAGE);
+    apr_status_t rv = SVC_ENOTFOUND;
+    int pages = 0;
+
+    while (next && rv == SVC_ENOTFOUND) {
+        svc_http_resp_t *resp;
+        json_t *doc, *list, *inst;
+        apr_status_t crv;
+        size_t i;
+
+        if (++pages > VCS_USER_INSTALLATION_PAGES) {
+            break;      /* more than anyone has: not found among them */
+        }
+        crv = svc_vcs_call(c, "GET", next, auth, NULL, 200, &doc, &resp);
+        if (crv != APR_SUCCESS) {
+            rv = crv;
+            break;
+        }
+        list = json_object_get(doc, "installations");
+        if (!json_is_array(list)) {
+            c->why = "GET /user/installations: the answer has no installations array";
+            rv = APR_EINVAL;
+            break;
+        }
+        json_array_foreach(list, i, inst) {
+            json_t *jid = json_object_get(inst, "id");
+            if (json_is_integer(jid) && json_integer_value(jid) == id) {
+                rv = APR_SUCCESS;
+            }
+        }
+        next = link_next(c->p, apr_table_get(resp->headers, "Link"));
+        if (next && json_array_size(list) == 0) {
+            break;      /* a provider that pages forever */
+        }
+    }
+    svc_wipe(auth, strlen(auth));
+    return rv;
 }
 
 apr_status_t svc_vcs_api_repo(svc_vcs_call_t *c, const char *token, const char *full_name,

@@ -87,6 +87,25 @@ apr_status_t svc_vcs_api_repositories(svc_vcs_call_t *c, const char *token,
                                       apr_int64_t installation_id, int max, json_t *out,
                                       int *ptruncated);
 
+/*
+ * The install callback's proof that the user who installed may act for the
+ * installation (the App asks for OAuth on install, request_oauth_on_install):
+ *
+ * svc_vcs_api_user_token exchanges the callback's `code` for a user-to-server
+ * token: POST {web}/login/oauth/access_token with the App's client id and
+ * secret. *ptoken in p: the caller wipes it and never stores or logs it.
+ * APR_EACCES when the provider refused the code (c->message is its error,
+ * such as bad_verification_code; c->status is 200, as GitHub answers it).
+ *
+ * svc_vcs_api_user_installation: APR_SUCCESS when installation `id` is among
+ * those the token's user can reach (GET /user/installations, paged);
+ * SVC_ENOTFOUND when not.
+ */
+apr_status_t svc_vcs_api_user_token(svc_vcs_call_t *c, const svc_vcs_app_t *app,
+                                    const char *code, const char **ptoken);
+apr_status_t svc_vcs_api_user_installation(svc_vcs_call_t *c, const char *user_token,
+                                           apr_int64_t id);
+
 /* A repository as the API shows it, checked. */
 typedef struct {
     apr_int64_t id;

@@ -4,9 +4,12 @@
  * The provider sends the user back with an installation id, which anyone
  * can type: it proves nothing by itself. What binds the return to the
  * flow is the state (one use, this user, this org, ten minutes); what
- * proves the installation exists and belongs to this App is the
- * provider's own answer to an App JWT; and an installation already linked
- * to another org is never taken from it.
+ * proves the user may act for the installation is the provider's code
+ * (the App asks for OAuth on install), exchanged for a user token that
+ * must reach it in GET /user/installations; what proves the installation
+ * exists and belongs to this App is the provider's own answer to an App
+ * JWT; and an installation already linked to another org is never taken
+ * from it.
  */
 #include "svc_vcs_installs.h"
 #include "svc_vcs_api.h"
@@ -83,6 +86,8 @@ const svc_qparam_t svc_q_vcs_callback[] = {
     { "installation_id", "integer", "Set by the provider: the installation." },
     { "setup_action", "string", "Set by the provider: install, update or request." },
     { "state", "string", "Set by the provider: the state the install flow issued." },
+    { "code", "string", "Set by the provider: the code that proves which user of the "
+      "provider installed (the App requests user authorization on install)." },
     { NULL, NULL, NULL }
 };
 
@@ -204,11 +209,55 @@ cleanup:
     return rv;
 }
 
+/*
+ * The installation id in the URL proves nothing, and neither does the state
+ * (any admin of any org holds one): the provider's code says which of its
+ * users came back, and that user must reach the installation. The user's
+ * token serves for this one question and is wiped; nothing keeps it.
+ */
+static apr_status_t verify_user(svc_ctx_t *ctx, svc_vcs_call_t *c, const svc_vcs_app_t *app,
+                                const char *code, apr_int64_t id)
+{
+    const char *token = NULL;
+    apr_status_t rv = APR_EACCES;
+
+    if (svc_word_valid(code, 255)) {
+        rv = svc_vcs_api_user_token(c, app, code, &token);
+    }
+    if (rv == APR_EACCES && (!svc_word_valid(code, 255)
+                             || (c->status == 200
+                                 && strcmp(c->message, "bad_verification_code") == 0))) {
+        /* Expired, used already, or never issued: only a new install flow helps. */
+        return svc_fail(ctx, 400, "install_code_rejected",
+                        "The code-hosting provider refused the code of this return (it "
+                        "expired or was used already). Start the installation from the "
+                        "organization again. Nothing was linked.");
+    }
+    if (rv != APR_SUCCESS) {
+        /* incorrect_client_credentials and the like: the operator's to fix. */
+        return svc_vcs_call_fail(ctx, c, rv, "the install callback's code exchange (check "
+                                 "VCS_APP_CLIENT_ID and VCS_APP_CLIENT_SECRET)");
+    }
+    rv = svc_vcs_api_user_installation(c, token, id);
+    svc_wipe((void *)token, strlen(token));
+    if (rv == SVC_ENOTFOUND) {
+        return svc_fail(ctx, 403, "installation_not_accessible",
+                        "Your account at the code-hosting provider has no access to "
+                        "installation %" APR_INT64_T_FMT " of this App, so it cannot be "
+                        "linked here. Nothing was linked.", id);
+    }
+    if (rv != APR_SUCCESS) {
+        return svc_vcs_call_fail(ctx, c, rv, "the install callback's GET /user/installations");
+    }
+    return APR_SUCCESS;
+}
+
 apr_status_t svc_h_vcs_install_callback(svc_ctx_t *ctx)
 {
     const svc_vcs_app_t *app = svc_vcs_app(ctx->conf);
     const char *action = apr_table_get(ctx->query, "setup_action");
     const char *idtext = apr_table_get(ctx->query, "installation_id");
+    const char *code = apr_table_get(ctx->query, "code");
     const char *org_id, *h;
     svc_vcs_installation_t inst;
     svc_vcs_call_t c;
@@ -257,11 +306,23 @@ apr_status_t svc_h_vcs_install_callback(svc_ctx_t *ctx)
                         "The provider's answer has no usable installation_id.");
     }
 
+    if (!code || !*code) {
+        return svc_fail(ctx, 400, "install_code_missing",
+                        "The provider's answer has no code, so nothing proves that you may "
+                        "act for installation %" APR_INT64_T_FMT ". The App must request user "
+                        "authorization (OAuth) during installation: an operator turns that "
+                        "on at the provider (docs/api/vcs.md). Nothing was linked.",
+                        (apr_int64_t)id);
+    }
+
     /* Ask the provider, not the URL, and hold no pooled connection meanwhile. */
     if ((rv = svc_ctx_db_release(ctx)) != APR_SUCCESS) {
         return rv;
     }
     svc_vcs_call_init(&c, ctx->pool, ctx->conf);
+    if ((rv = verify_user(ctx, &c, app, code, (apr_int64_t)id)) != APR_SUCCESS) {
+        return rv;
+    }
     rv = svc_vcs_api_installation(&c, app, (apr_int64_t)id, &inst);
     if (rv == SVC_ENOTFOUND) {
         return svc_fail(ctx, 400, "invalid_installation",

@@ -73,6 +73,13 @@ static const svc_stmt_t st_link_upsert = {
     8, 0
 };
 
+static const svc_stmt_t st_link_of_project = {
+    "svc_vcs_link_of_project",
+    "SELECT full_name, installation_id FROM vcs_project_repos"
+    " WHERE project_id = $1 AND org_id = $2",
+    2, SVC_STMT_READ
+};
+
 static const svc_stmt_t st_link_delete = {
     "svc_vcs_link_delete",
     "DELETE FROM vcs_project_repos WHERE project_id = $1 AND org_id = $2"
@@ -498,4 +505,21 @@ apr_status_t svc_h_vcs_repos_create(svc_ctx_t *ctx)
                                                               ctx->body, "installation_id",
                                                               0)))),
                     ",\"link\":", json ? json : "null", "}", NULL));
+}
+
+apr_status_t svc_vcs_project_repository(svc_db_t *db, apr_pool_t *p, const char *org_id,
+                                        const char *project_id, const char **pfull_name,
+                                        apr_int64_t *pinstallation_id)
+{
+    svc_dbres_t *res;
+    apr_status_t rv = svc_db_execv(db, &st_link_of_project, p, &res, project_id, org_id);
+
+    if (rv != APR_SUCCESS) {
+        return rv;
+    }
+    if (svc_dbres_rows(res) != 1) {
+        return SVC_ENOTFOUND;
+    }
+    *pfull_name = apr_pstrdup(p, svc_dbres_str(res, 0, 0));
+    return svc_dbres_int64(res, 0, 1, pinstallation_id) == APR_SUCCESS ? APR_SUCCESS : SVC_EDB;
 }

@@ -54,14 +54,17 @@ static const char *base_url(svc_ctx_t *ctx)
 static const char *manifest(svc_ctx_t *ctx, const char *base, const char *name)
 {
     json_t *m = json_pack(
-        "{s:s,s:s,s:{s:s,s:b},s:s,s:[s],s:s,s:b,s:b,s:{s:s,s:s},s:[s,s]}",
+        "{s:s,s:s,s:{s:s,s:b},s:s,s:[s],s:s,s:b,s:b,s:b,s:{s:s,s:s},s:[s,s]}",
         "name", name, "url", base,
         "hook_attributes", "url", apr_pstrcat(ctx->pool, base, "/webhooks/vcs", NULL),
         "active", 1,
         "redirect_url", apr_pstrcat(ctx->pool, base, "/admin/vcs-app/setup", NULL),
         "callback_urls", apr_pstrcat(ctx->pool, base, "/auth/vcs-app/callback", NULL),
         "setup_url", apr_pstrcat(ctx->pool, base, "/auth/vcs-app/callback", NULL),
-        "setup_on_update", 1, "public", 0,
+        "setup_on_update", 1,
+        /* The install callback's proof of who installed: a code for a user
+         * token that must reach the installation (svc_vcs_installs.c). */
+        "request_oauth_on_install", 1, "public", 0,
         "default_permissions", "contents", "read", "metadata", "read",
         "default_events", "installation", "installation_repositories");
 
