@@ -241,6 +241,43 @@ ok(!-e $ws, 'the workspace is gone');
     unlike(run_log($p->{id}), qr/init: /, '... without an init step');
 }
 
+# --- the pipeline's build tasks run on the linked repository too ---------------------------
+{
+    $llm->control(mode => 'ok',
+                  replies => [ json()->encode({ body => "# Greeter\n\n1. Greeting\n" }) ]);
+    my $req = new_request($org, $tok, project => $proj, title => 'Greeter');
+    my ($s, $r) = advance($org, $tok, $req->{id});
+    is("$s $r->{stage}", '200 planning', 'a request on the linked project: planning');
+    new_document($org, $r->{product_id}, $tok, kind => 'section', title => 'Greeting',
+                 body => "# Greeting\n\nSays hello.\n");
+    ($s, $r) = advance($org, $tok, $req->{id});
+    is("$s $r->{stage}", '200 review', '... review');
+    approve_documents($org, $tok, $r->{product_id});
+    ($s, $r) = advance($org, $tok, $req->{id});
+    is("$s $r->{stage}", '200 build', '... build');
+    my $before = count_git($full);
+    $llm->control(replies => [ reply('greeting.txt') ]);
+    ($s, $r) = advance($org, $tok, $req->{id}, 'build-tasks/run-all');
+    is($s, 200, '... run-all');
+    my $id = $r->{started}[0]{run_id};
+    my $d = finished($id);
+    is($d && $d->{repository}, $full, 'the build task\'s run works on the linked repository');
+    is($d && $d->{status}, 'succeeded', '... and succeeded') or diag(run_log($id));
+    like(run_log($id), qr/init: cloned \Q$full\E/, '... after its init step cloned it');
+    ok(count_git($full) > $before, '... through the provider\'s git server');
+    my ($as, undef, $ares) = api(GET => "/api/orgs/$org/runs/$id/artifact", token => $tok);
+    open my $fh, '>:raw', "$tmp/task.bundle" or die $!;
+    print $fh $ares->content;
+    close $fh;
+    my ($rc, undef, $err) = SvcTest::run([ 'git', 'clone', '-q', "$tmp/task.bundle",
+                                           "$tmp/task" ]);
+    is($rc, 0, '... its bundle clones') or diag($err);
+    is(git("$tmp/task", 'rev-parse', 'HEAD~1'), $origin->{head},
+       '... with the task\'s commit on top of the repository\'s head');
+    is(lifecycle($org, $tok, $req->{id})->{request}{stage}, 'integration',
+       'the request moved on to integration');
+}
+
 # --- the repository left the installation's selection ------------------------------------
 {
     vcs_installation(id => $inst->{id}, login => $inst->{login}, repos => [ 'other' ]);

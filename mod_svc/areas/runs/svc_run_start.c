@@ -5,6 +5,7 @@
  */
 #include "svc_runs.h"
 #include "svc_run_store.h"
+#include "svc_vcs.h"
 
 static const svc_stmt_t st_queue = {
     "svc_runs_queue_for",
@@ -29,12 +30,31 @@ apr_status_t svc_run_queue(svc_db_t *db, apr_pool_t *p, const svc_run_spec_t *sp
                            const char **pid)
 {
     const char *id = svc_id_new(p, "run_");
+    const char *repository = spec->repository;
+    const char *installation = spec->repo_installation_id;
     apr_status_t rv;
 
+    /* A run of a project with a linked repository works on it, whoever
+     * starts it (the pipeline's build tasks as much as the runs API, which
+     * has looked already to check a `repository` it was given). */
+    if (!repository) {
+        apr_int64_t inst = 0;
+
+        rv = svc_vcs_project_repository(db, p, spec->org_id, spec->project_id, &repository,
+                                        &inst);
+        if (rv == SVC_ENOTFOUND) {
+            repository = NULL;
+        }
+        else if (rv != APR_SUCCESS) {
+            return rv;
+        }
+        else {
+            installation = apr_psprintf(p, "%" APR_INT64_T_FMT, inst);
+        }
+    }
     rv = svc_db_execv(db, &st_queue, p, NULL, id, spec->org_id, spec->project_id,
                       spec->instructions, spec->request_id, spec->task_id, spec->created_by,
-                      apr_itoa(p, spec->timeout_seconds), spec->repository,
-                      spec->repo_installation_id);
+                      apr_itoa(p, spec->timeout_seconds), repository, installation);
     if (rv == APR_SUCCESS) {
         *pid = id;
     }

@@ -81,7 +81,8 @@ typedef struct {
     const char *task_id;            /* the build task, or NULL */
     const char *created_by;         /* the user who started it */
     int timeout_seconds;            /* SvcRunTimeout of the server it is started through */
-    const char *repository;         /* "owner/name" the init step clones, or NULL (a fresh one) */
+    const char *repository;         /* "owner/name" the init step clones, or NULL: the
+                                     * project's linked one, else a fresh one */
     const char *repo_installation_id; /* its App installation (decimal), with repository */
 } svc_run_spec_t;
 
