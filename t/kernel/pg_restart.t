@@ -103,10 +103,13 @@ sub run_restart {
     is(psql_value("SELECT count(*) FROM audit_log WHERE action = 'token.created' "
                   . "AND target_id IN ($list)"), scalar(@acked),
        "$mode: ... with its audit entry");
+    return $codes{503} // 0;
 }
 
-run_restart('fast');
-run_restart('immediate');
+# The 503s of the restarts: a process's count of failed requests is written
+# with its next SVC0012 line, so some may be told after the mark below.
+my $earlier_503 = run_restart('fast');
+$earlier_503 += run_restart('immediate');
 
 # --- the database is down ---------------------------------------------------------
 {
@@ -151,8 +154,9 @@ run_restart('immediate');
                scalar(@ours), $secs));
     my $counted = 0;
     $counted += $_ for @ours;
-    ok($counted >= 1 && $counted <= $n503 + 3,
-       "... and count the requests that failed ($counted of $n503 so far)");
+    ok($counted >= 1 && $counted <= $n503 + 3 + $earlier_503,
+       "... and count the requests that failed ($counted of $n503 so far, "
+       . "$earlier_503 during the restarts)");
     pg_ctl('start');
     my $ok = wait_for(sub { (api(GET => '/api/me', token => $admin))[0] == 200 }, timeout => 15);
     ok($ok, 'database back: requests succeed again');
