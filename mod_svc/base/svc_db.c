@@ -679,6 +679,17 @@ apr_status_t svc_db_commit(svc_db_t *db, apr_pool_t *p)
     return rv;
 }
 
+apr_status_t svc_db_end(svc_db_t *db, apr_pool_t *p, apr_status_t rv)
+{
+    if (rv == APR_SUCCESS) {
+        return svc_db_commit(db, p);
+    }
+    if (db) {
+        svc_db_rollback(db, p);
+    }
+    return rv;
+}
+
 void svc_db_rollback(svc_db_t *db, apr_pool_t *p)
 {
     PGresult *res;

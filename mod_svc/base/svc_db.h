@@ -111,6 +111,12 @@ apr_status_t svc_db_simple(svc_db_t *db, const char *sql, apr_pool_t *p);
 apr_status_t svc_db_begin(svc_db_t *db, apr_pool_t *p);
 apr_status_t svc_db_commit(svc_db_t *db, apr_pool_t *p);
 void svc_db_rollback(svc_db_t *db, apr_pool_t *p);
+/*
+ * Ends a handler's transaction by how it went: commits when rv is
+ * APR_SUCCESS (and returns the commit's status), else rolls back and
+ * returns rv. db may be NULL (nothing was begun).
+ */
+apr_status_t svc_db_end(svc_db_t *db, apr_pool_t *p, apr_status_t rv);
 int svc_db_in_tx(svc_db_t *db);
 
 /*

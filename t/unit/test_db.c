@@ -545,6 +545,20 @@ SVC_TEST(db_commit_after_failed_statement_fails)
     SVC_CHECK_INT(svc_db_execv(db, ins, p, NULL, "1", "again"), APR_SUCCESS);
     SVC_CHECK_INT(svc_db_commit(db, p), APR_SUCCESS);
     SVC_CHECK_INT(count_id(p, other, t, 1), 1);
+
+    /* svc_db_end, how handlers finish: a failure rolls back and is returned
+     * as it was, success commits; nothing begun (no handle) is a no-op. */
+    SVC_CHECK_INT(svc_db_begin(db, p), APR_SUCCESS);
+    SVC_CHECK_INT(svc_db_execv(db, ins, p, NULL, "2", "failed"), APR_SUCCESS);
+    SVC_CHECK_INT(svc_db_end(db, p, SVC_ECONFLICT), SVC_ECONFLICT);
+    SVC_CHECK(!svc_db_in_tx(db));
+    SVC_CHECK_INT(count_id(p, other, t, 2), 0);
+    SVC_CHECK_INT(svc_db_begin(db, p), APR_SUCCESS);
+    SVC_CHECK_INT(svc_db_execv(db, ins, p, NULL, "2", "done"), APR_SUCCESS);
+    SVC_CHECK_INT(svc_db_end(db, p, APR_SUCCESS), APR_SUCCESS);
+    SVC_CHECK(!svc_db_in_tx(db));
+    SVC_CHECK_INT(count_id(p, other, t, 2), 1);
+    SVC_CHECK_INT(svc_db_end(NULL, p, APR_EGENERAL), APR_EGENERAL);
     drop_table(p, other, t);
 }
 

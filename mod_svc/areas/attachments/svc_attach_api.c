@@ -501,10 +501,8 @@ apr_status_t svc_h_attachments_delete(svc_ctx_t *ctx)
            != APR_SUCCESS) {
         goto cleanup;
     }
-    rv = svc_db_commit(db, ctx->pool);
 cleanup:
-    if (rv != APR_SUCCESS) {
-        svc_db_rollback(db, ctx->pool);
+    if ((rv = svc_db_end(db, ctx->pool, rv)) != APR_SUCCESS) {
         return rv;
     }
     return svc_reply_empty(ctx);

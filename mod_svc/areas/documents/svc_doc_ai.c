@@ -425,10 +425,8 @@ apr_status_t svc_h_documents_regenerate(svc_ctx_t *ctx)
            != APR_SUCCESS) {
         goto cleanup;
     }
-    rv = svc_db_commit(db, ctx->pool);
 cleanup:
-    if (rv != APR_SUCCESS) {
-        svc_db_rollback(db, ctx->pool);
+    if ((rv = svc_db_end(db, ctx->pool, rv)) != APR_SUCCESS) {
         return rv;
     }
     return svc_doc_reply_version(ctx, db, vid, 201);
@@ -488,10 +486,8 @@ apr_status_t svc_h_patches_create(svc_ctx_t *ctx)
            != APR_SUCCESS) {
         goto cleanup;
     }
-    rv = svc_db_commit(db, ctx->pool);
 cleanup:
-    if (rv != APR_SUCCESS) {
-        svc_db_rollback(db, ctx->pool);
+    if ((rv = svc_db_end(db, ctx->pool, rv)) != APR_SUCCESS) {
         return rv;
     }
     return reply_patch(ctx, db, id, 201);
@@ -579,12 +575,8 @@ static apr_status_t decide_patch(svc_ctx_t *ctx, int accept)
            != APR_SUCCESS) {
         goto cleanup;
     }
-    rv = svc_db_commit(db, ctx->pool);
 cleanup:
-    if (rv != APR_SUCCESS) {
-        if (db) {
-            svc_db_rollback(db, ctx->pool);
-        }
+    if ((rv = svc_db_end(db, ctx->pool, rv)) != APR_SUCCESS) {
         return rv;
     }
     return reply_patch(ctx, db, id, 200);

@@ -271,10 +271,8 @@ apr_status_t svc_h_documents_create(svc_ctx_t *ctx)
            != APR_SUCCESS) {
         goto cleanup;
     }
-    rv = svc_db_commit(db, ctx->pool);
 cleanup:
-    if (rv != APR_SUCCESS) {
-        svc_db_rollback(db, ctx->pool);
+    if ((rv = svc_db_end(db, ctx->pool, rv)) != APR_SUCCESS) {
         return rv;
     }
     return reply_document(ctx, db, id, 201);
@@ -357,10 +355,8 @@ apr_status_t svc_h_documents_edit(svc_ctx_t *ctx)
            != APR_SUCCESS) {
         goto cleanup;
     }
-    rv = svc_db_commit(db, ctx->pool);
 cleanup:
-    if (rv != APR_SUCCESS) {
-        svc_db_rollback(db, ctx->pool);
+    if ((rv = svc_db_end(db, ctx->pool, rv)) != APR_SUCCESS) {
         return rv;
     }
     return svc_doc_reply_version(ctx, db, vid, 201);
@@ -415,12 +411,8 @@ static apr_status_t decide(svc_ctx_t *ctx, const char *status, const char *comme
            != APR_SUCCESS) {
         goto cleanup;
     }
-    rv = svc_db_commit(db, ctx->pool);
 cleanup:
-    if (rv != APR_SUCCESS) {
-        if (db) {
-            svc_db_rollback(db, ctx->pool);
-        }
+    if ((rv = svc_db_end(db, ctx->pool, rv)) != APR_SUCCESS) {
         return rv;
     }
     return svc_doc_reply_version(ctx, db, vid, 200);

@@ -333,14 +333,8 @@ apr_status_t svc_h_requests_run_all(svc_ctx_t *ctx)
             rv = announce_task(ctx, db, req, task_ids[i], "queued", runs[i]);
         }
     }
-    if (rv == APR_SUCCESS) {
-        rv = svc_db_commit(db, ctx->pool);
-    }
 cleanup:
-    if (rv != APR_SUCCESS) {
-        if (db) {
-            svc_db_rollback(db, ctx->pool);
-        }
+    if ((rv = svc_db_end(db, ctx->pool, rv)) != APR_SUCCESS) {
         return rv;
     }
     if ((rv = svc_build_tasks_json(ctx, db, id, &tasks)) != APR_SUCCESS) {

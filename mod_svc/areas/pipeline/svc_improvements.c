@@ -237,10 +237,8 @@ static apr_status_t decide(svc_ctx_t *ctx, const char *reason)
         || (request_id && (rv = svc_request_announce(ctx, db, &req)) != APR_SUCCESS)) {
         goto cleanup;
     }
-    rv = svc_db_commit(db, ctx->pool);
 cleanup:
-    if (rv != APR_SUCCESS) {
-        svc_db_rollback(db, ctx->pool);
+    if ((rv = svc_db_end(db, ctx->pool, rv)) != APR_SUCCESS) {
         return rv;
     }
     return reply_improvement(ctx, db, id, 200);

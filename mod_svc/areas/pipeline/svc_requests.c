@@ -213,12 +213,8 @@ apr_status_t svc_h_requests_update(svc_ctx_t *ctx)
                                   changes(req, title, body))) != APR_SUCCESS) {
         goto cleanup;
     }
-    rv = svc_db_commit(db, ctx->pool);
 cleanup:
-    if (rv != APR_SUCCESS) {
-        if (db) {
-            svc_db_rollback(db, ctx->pool);
-        }
+    if ((rv = svc_db_end(db, ctx->pool, rv)) != APR_SUCCESS) {
         return rv;
     }
     return svc_request_reply(ctx, db, id, 200);

@@ -206,12 +206,8 @@ apr_status_t svc_h_providers_create(svc_ctx_t *ctx)
                                                  svc_provider_key_hint(ctx->pool, key),
                                                  "is_default",
                                                  svc_dbres_bool(res, 0, 0) == 1)));
-    if (rv == APR_SUCCESS) {
-        rv = svc_db_commit(db, ctx->pool);
-    }
 cleanup:
-    if (rv != APR_SUCCESS) {
-        svc_db_rollback(db, ctx->pool);
+    if ((rv = svc_db_end(db, ctx->pool, rv)) != APR_SUCCESS) {
         return rv;
     }
     return reply_provider(ctx, db, id, 201);
@@ -297,14 +293,8 @@ apr_status_t svc_h_providers_update(svc_ctx_t *ctx)
                                                  "before", json_text(ctx->pool, before),
                                                  "after", json_text(ctx->pool, after),
                                                  "key_replaced", key != NULL)));
-    if (rv == APR_SUCCESS) {
-        rv = svc_db_commit(db, ctx->pool);
-    }
 cleanup:
-    if (rv != APR_SUCCESS) {
-        if (db) {
-            svc_db_rollback(db, ctx->pool);
-        }
+    if ((rv = svc_db_end(db, ctx->pool, rv)) != APR_SUCCESS) {
         return rv;
     }
     return reply_provider(ctx, db, id, 200);
@@ -329,14 +319,8 @@ apr_status_t svc_h_providers_delete(svc_ctx_t *ctx)
     svc_actor_from_ctx(ctx, &actor);
     rv = svc_audit_write(db, ctx->pool, &actor, ctx->org->id, "provider.deleted", "provider", id,
                          json_text(ctx->pool, before));
-    if (rv == APR_SUCCESS) {
-        rv = svc_db_commit(db, ctx->pool);
-    }
 cleanup:
-    if (rv != APR_SUCCESS) {
-        if (db) {
-            svc_db_rollback(db, ctx->pool);
-        }
+    if ((rv = svc_db_end(db, ctx->pool, rv)) != APR_SUCCESS) {
         return rv;
     }
     return svc_reply_empty(ctx);
@@ -356,8 +340,8 @@ apr_status_t svc_h_providers_default(svc_ctx_t *ctx)
         goto cleanup;
     }
     if (is_default) {
-        /* Already the default: nothing changes, nothing to audit. */
-        rv = svc_db_commit(db, ctx->pool);
+        /* Already the default: nothing changes, nothing to audit (rv is
+         * APR_SUCCESS: svc_db_end commits the empty transaction). */
         goto cleanup;
     }
     rv = svc_db_execv(db, &st_prov_default_clear, ctx->pool, &res, ctx->org->id);
@@ -375,14 +359,8 @@ apr_status_t svc_h_providers_default(svc_ctx_t *ctx)
     rv = svc_audit_write(db, ctx->pool, &actor, ctx->org->id, "provider.default_set",
                          "provider", id,
                          svc_json_pool(ctx->pool, json_pack("{s:s?}", "previous", previous)));
-    if (rv == APR_SUCCESS) {
-        rv = svc_db_commit(db, ctx->pool);
-    }
 cleanup:
-    if (rv != APR_SUCCESS) {
-        if (db) {
-            svc_db_rollback(db, ctx->pool);
-        }
+    if ((rv = svc_db_end(db, ctx->pool, rv)) != APR_SUCCESS) {
         return rv;
     }
     return reply_provider(ctx, db, id, 200);

@@ -294,12 +294,8 @@ apr_status_t svc_h_runs_create(svc_ctx_t *ctx)
     if (rv == APR_SUCCESS) {
         rv = run_json(ctx, db, id, &json);
     }
-    if (rv == APR_SUCCESS) {
-        rv = svc_db_commit(db, ctx->pool);
-    }
 cleanup:
-    if (rv != APR_SUCCESS) {
-        svc_db_rollback(db, ctx->pool);
+    if ((rv = svc_db_end(db, ctx->pool, rv)) != APR_SUCCESS) {
         return rv;
     }
     return svc_reply_text(ctx, 201, json);

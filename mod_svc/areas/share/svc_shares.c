@@ -147,12 +147,8 @@ apr_status_t svc_h_shares_create(svc_ctx_t *ctx)
                          svc_json_pool(ctx->pool,
                                        json_pack("{s:s,s:s,s:i}", "product_id", product,
                                                  "token_hint", hint, "expires_in_days", days)));
-    if (rv == APR_SUCCESS) {
-        rv = svc_db_commit(db, ctx->pool);
-    }
 cleanup:
-    if (rv != APR_SUCCESS) {
-        svc_db_rollback(db, ctx->pool);
+    if ((rv = svc_db_end(db, ctx->pool, rv)) != APR_SUCCESS) {
         return rv;
     }
     if ((rv = reply_share(ctx, db, id, 201)) != APR_SUCCESS) {
@@ -190,12 +186,8 @@ apr_status_t svc_h_shares_revoke(svc_ctx_t *ctx)
                                            json_pack("{s:s}", "product_id",
                                                      svc_dbres_str(res, 0, 0))));
     }
-    if (rv == APR_SUCCESS) {
-        rv = svc_db_commit(db, ctx->pool);
-    }
 cleanup:
-    if (rv != APR_SUCCESS) {
-        svc_db_rollback(db, ctx->pool);
+    if ((rv = svc_db_end(db, ctx->pool, rv)) != APR_SUCCESS) {
         return rv;
     }
     return reply_share(ctx, db, id, 200);

@@ -515,12 +515,8 @@ apr_status_t svc_h_my_invite_accept(svc_ctx_t *ctx)
             project_json = svc_dbres_str(res, 0, 0);
         }
     }
-    if (rv == APR_SUCCESS) {
-        rv = svc_db_commit(db, ctx->pool);
-    }
 cleanup:
-    if (rv != APR_SUCCESS) {
-        svc_db_rollback(db, ctx->pool);
+    if ((rv = svc_db_end(db, ctx->pool, rv)) != APR_SUCCESS) {
         return rv;
     }
     out = json_pack("{s:o?,s:o?}", "org", json_loads(org_json, 0, NULL), "project",
@@ -554,12 +550,8 @@ apr_status_t svc_h_my_invite_decline(svc_ctx_t *ctx)
                                                  ctx->who->user_id, "role",
                                                  svc_dbres_str(res, 0, 2), "project_id",
                                                  svc_dbres_str(res, 0, 1))));
-    if (rv == APR_SUCCESS) {
-        rv = svc_db_commit(db, ctx->pool);
-    }
 cleanup:
-    if (rv != APR_SUCCESS) {
-        svc_db_rollback(db, ctx->pool);
+    if ((rv = svc_db_end(db, ctx->pool, rv)) != APR_SUCCESS) {
         return rv;
     }
     return svc_reply_empty(ctx);

@@ -317,12 +317,8 @@ apr_status_t svc_h_members_remove(svc_ctx_t *ctx)
                                                             NULL),
                                                  "tokens_revoked",
                                                  (json_int_t)svc_dbres_affected(toks))));
-    if (rv == APR_SUCCESS) {
-        rv = svc_db_commit(db, ctx->pool);
-    }
 cleanup:
-    if (rv != APR_SUCCESS) {
-        svc_db_rollback(db, ctx->pool);
+    if ((rv = svc_db_end(db, ctx->pool, rv)) != APR_SUCCESS) {
         return rv;
     }
     return svc_reply_empty(ctx);

@@ -289,12 +289,8 @@ apr_status_t svc_h_team_remove(svc_ctx_t *ctx)
                          svc_json_pool(ctx->pool,
                                        json_pack("{s:s,s:s}", "user_id", user_id, "role",
                                                  svc_dbres_str(res, 0, 0))));
-    if (rv == APR_SUCCESS) {
-        rv = svc_db_commit(db, ctx->pool);
-    }
 cleanup:
-    if (rv != APR_SUCCESS) {
-        svc_db_rollback(db, ctx->pool);
+    if ((rv = svc_db_end(db, ctx->pool, rv)) != APR_SUCCESS) {
         return rv;
     }
     return svc_reply_empty(ctx);

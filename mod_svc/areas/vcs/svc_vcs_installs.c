@@ -436,10 +436,8 @@ apr_status_t svc_h_vcs_installation_unlink(svc_ctx_t *ctx)
                       ctx->org->slug);
         goto cleanup;
     }
-    rv = svc_db_commit(db, ctx->pool);
 cleanup:
-    if (rv != APR_SUCCESS) {
-        svc_db_rollback(db, ctx->pool);
+    if ((rv = svc_db_end(db, ctx->pool, rv)) != APR_SUCCESS) {
         return rv;
     }
     svc_vcs_token_forget((apr_int64_t)id);

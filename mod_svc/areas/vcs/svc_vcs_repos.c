@@ -375,12 +375,8 @@ apr_status_t svc_h_vcs_link_delete(svc_ctx_t *ctx)
                                                          svc_dbres_str(res, 0, 0)),
                                                      "full_name", svc_dbres_str(res, 0, 1))));
     }
-    if (rv == APR_SUCCESS) {
-        rv = svc_db_commit(db, ctx->pool);
-    }
 cleanup:
-    if (rv != APR_SUCCESS) {
-        svc_db_rollback(db, ctx->pool);
+    if ((rv = svc_db_end(db, ctx->pool, rv)) != APR_SUCCESS) {
         return rv;
     }
     return svc_reply_empty(ctx);
