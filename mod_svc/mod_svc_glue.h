@@ -31,8 +31,6 @@ typedef struct {
     /* The code-hosting App's directives as written; resolved at start. */
     svc_vcs_refs_t vcs_refs;
     const svc_router_t *router;
-    /* Which scalar directives were set here, so a vhost inherits the rest. */
-    unsigned set;
     /*
      * Per child process (the struct is copied at fork) and per server, since
      * each virtual host may have its own DBDParams: 1 once the schema was
@@ -56,19 +54,10 @@ typedef struct {
     int sup_off;
 } svc_server_conf;
 
-#define SVC_SET_BODY_LIMIT   0x01
-#define SVC_SET_TOUCH        0x02
-#define SVC_SET_SESSION_LIFE 0x04
-#define SVC_SET_STMT_TIMEOUT 0x08
-#define SVC_SET_PUBLIC_URL   0x10
-#define SVC_SET_UI_URL       0x0100
-#define SVC_SET_VCS_TIMEOUT  0x0200
-#define SVC_SET_INVITE_LIFE  0x0400
-#define SVC_SET_MODEL_TIMEOUT 0x0800
-#define SVC_SET_DOC_LIMIT    0x1000
-#define SVC_SET_ALLOW_PRIVATE 0x2000
-#define SVC_SET_RUN_TIMEOUT  0x4000
-#define SVC_SET_UPLOAD_LIMIT 0x8000
+/* The directives and the per-server configuration (mod_svc_config.c). */
+extern const command_rec svc_cmds[];
+void *svc_create_server_conf(apr_pool_t *p, server_rec *s);
+void *svc_merge_server_conf(apr_pool_t *p, void *basev, void *addv);
 
 /* The API handler ("svc") and the benchmark's no-op handler ("svc-noop"). */
 int svc_handler(request_rec *r);
@@ -110,27 +99,5 @@ int svc_glue_dbd_init(void);
  * pass), and keeps it running until httpd stops or restarts.
  */
 void svc_supervisor_start(apr_pool_t *pconf, server_rec *s);
-
-/* The SvcRun* directives (mod_svc_supervisor.c), listed in svc_cmds. */
-const char *svc_cmd_run_supervisor(cmd_parms *cmd, void *dummy, int on);
-const char *svc_cmd_runner(cmd_parms *cmd, void *dummy, int argc, char *const argv[]);
-const char *svc_cmd_run_number(cmd_parms *cmd, void *dummy, const char *arg);
-const char *svc_cmd_run_path(cmd_parms *cmd, void *dummy, const char *arg);
-
-/* A directive's SIZE or number: digits, with K, M or G for sizes, from min
- * to max; else the error message (mod_svc_supervisor.c). */
-const char *svc_cmd_parse_size(cmd_parms *cmd, const char *arg, apr_int64_t min,
-                               apr_int64_t max, apr_int64_t *pv);
-
-/* Which setting svc_cmd_run_number and svc_cmd_run_path set (cmd->info). */
-#define SVC_RUN_CONCURRENCY   1
-#define SVC_RUN_TIMEOUT       2
-#define SVC_RUN_MEMORY        3
-#define SVC_RUN_PROCESSES     4
-#define SVC_RUN_FILE_SIZE     5
-#define SVC_RUN_LOG_LIMIT     6
-#define SVC_RUN_LEASE         7
-#define SVC_RUN_WORK_DIR      8
-#define SVC_RUN_FACTORY       9
 
 #endif /* SVC_MOD_SVC_GLUE_H */
