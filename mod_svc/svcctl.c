@@ -756,7 +756,7 @@ static int cmd_routes(cli_t *cli)
                            "paged", (r->flags & SVC_RF_PAGED) != 0,
                            "session_only", (r->flags & SVC_RF_SESSION) != 0,
                            "stream", (r->flags & SVC_RF_STREAM) != 0,
-                           "success", r->success, "op_id", r->op_id));
+                           "success", svc_route_success(r), "op_id", r->op_id));
         if (!r->body) {
             json_decref(fields);
         }

@@ -222,13 +222,14 @@ static const svc_qparam_t audit_query[] = {
 };
 
 static const svc_route_t routes[] = {
-    { "GET", "/api/orgs/:orgSlug/audit", audit_list, SVC_AUTH_USER, SVC_SCOPE_ADMIN,
-      SVC_ROLE_ADMIN, NULL, 0, NULL, SVC_RF_PAGED, 200, "listAudit",
-      "The organization's audit log, newest first", "Audit", audit_query, SVC_PROLE_NONE },
-    { "GET", "/api/orgs/:orgSlug/audit/verify", audit_verify, SVC_AUTH_USER,
-      SVC_SCOPE_ADMIN, SVC_ROLE_ADMIN, NULL, 0, NULL, 0, 200, "verifyAudit",
-      "Check the hash chain of the organization's audit log", "Audit", NULL, SVC_PROLE_NONE },
-    { NULL, NULL, NULL, 0, 0, 0, NULL, 0, NULL, 0, 0, NULL, NULL, NULL, NULL, SVC_PROLE_NONE }
+    { .method = "GET", .path = "/api/orgs/:orgSlug/audit", .handler = audit_list,
+      .scope = SVC_SCOPE_ADMIN, .role = SVC_ROLE_ADMIN, .flags = SVC_RF_PAGED, .op_id = "listAudit",
+      .tag = "Audit", .query = audit_query,
+      .summary = "The organization's audit log, newest first" },
+    { .method = "GET", .path = "/api/orgs/:orgSlug/audit/verify", .handler = audit_verify,
+      .scope = SVC_SCOPE_ADMIN, .role = SVC_ROLE_ADMIN, .op_id = "verifyAudit", .tag = "Audit",
+      .summary = "Check the hash chain of the organization's audit log" },
+    SVC_ROUTE_END,
 };
 
 const svc_area_t svc_audit_area = {

@@ -140,16 +140,16 @@ static const svc_stmt_t st_tok_visible = {
 static const char *const scope_values[] = { "read", "write", "admin", NULL };
 
 const svc_field_t svc_body_token_create[] = {
-    { "name", SVC_FT_STRING, 1, 0, 1, 100, NULL,
-      "What the token is for, 1 to 100 characters." },
-    { "scope", SVC_FT_ENUM, 1, 0, 0, 0, scope_values,
-      "read: safe methods only; write: read plus changes to tenant resources; "
-      "admin: write plus token, member and billing administration." },
-    { "org", SVC_FT_SLUG, 0, 1, 0, 0, NULL,
-      "Bind the token to this organization (you must be a member); "
-      "omitted or null: not bound." },
-    { "expires_in_days", SVC_FT_INT, 0, 1, 1, 365, NULL,
-      "Days until the token expires, 1 to 365; omitted or null: never." },
+    { .name = "name", .type = SVC_FT_STRING, .required = 1, .min = 1, .max = 100,
+      .description = "What the token is for, 1 to 100 characters." },
+    { .name = "scope", .type = SVC_FT_ENUM, .required = 1, .values = scope_values,
+      .description = "read: safe methods only; write: read plus changes to tenant resources; "
+        "admin: write plus token, member and billing administration." },
+    { .name = "org", .type = SVC_FT_SLUG, .nullable = 1,
+      .description = "Bind the token to this organization (you must be a member); omitted or "
+        "null: not bound." },
+    { .name = "expires_in_days", .type = SVC_FT_INT, .nullable = 1, .min = 1, .max = 365,
+      .description = "Days until the token expires, 1 to 365; omitted or null: never." },
     SVC_FIELD_END
 };
 

@@ -105,15 +105,17 @@ static const svc_stmt_t st_org_rename = {
 };
 
 const svc_field_t svc_body_org_create[] = {
-    { "slug", SVC_FT_SLUG, 1, 0, 0, 0, NULL,
-      "The organization's address (:orgSlug): lowercase a-z, 0-9 and '-', 1 to 63, "
-      "not starting or ending with '-'. Unique; cannot be changed." },
-    { "name", SVC_FT_STRING, 1, 0, 1, 200, NULL, "Display name, 1 to 200 characters." },
+    { .name = "slug", .type = SVC_FT_SLUG, .required = 1,
+      .description = "The organization's address (:orgSlug): lowercase a-z, 0-9 and '-', 1 to "
+        "63, not starting or ending with '-'. Unique; cannot be changed." },
+    { .name = "name", .type = SVC_FT_STRING, .required = 1, .min = 1, .max = 200,
+      .description = "Display name, 1 to 200 characters." },
     SVC_FIELD_END
 };
 
 const svc_field_t svc_body_org_update[] = {
-    { "name", SVC_FT_STRING, 1, 0, 1, 200, NULL, "Display name, 1 to 200 characters." },
+    { .name = "name", .type = SVC_FT_STRING, .required = 1, .min = 1, .max = 200,
+      .description = "Display name, 1 to 200 characters." },
     SVC_FIELD_END
 };
 
