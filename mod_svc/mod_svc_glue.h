@@ -71,13 +71,15 @@ svc_ctx_t *svc_glue_ctx(request_rec *r, apr_pool_t *p);
 void svc_glue_ctx_release(svc_ctx_t *ctx);
 
 /*
- * Decodes r's query string into ctx->query, all of it or nothing: a
- * parameter that cannot be decoded (a bad escape, an encoded NUL), more
- * than 64 parameters, or a name given twice is a 400 invalid_query.
- * Dropping what cannot be read would answer a wider question than the one
- * asked: a filter that vanished returns more than the client wanted.
+ * The one response writer (mod_svc_ctx.c). svc_glue_write_head puts
+ * the handler's headers (ctx->headers_out), Cache-Control: no-store and
+ * X-Content-Type-Options: nosniff into err_headers_out, which survive an
+ * error status, and sets the status and type; svc_glue_respond writes the
+ * whole answer ctx holds (a body, one produced in pieces, or none). An
+ * event stream writes its head with the first and its events itself.
  */
-apr_status_t svc_glue_parse_query(svc_ctx_t *ctx, request_rec *r);
+void svc_glue_write_head(svc_ctx_t *ctx, request_rec *r, int status, const char *content_type);
+int svc_glue_respond(svc_ctx_t *ctx, request_rec *r);
 
 /*
  * Event streams (mod_svc_sse.c): svc_sse_begin answers a request whose

@@ -828,20 +828,7 @@ static int stream_refused(request_rec *r, svc_ctx_t *ctx, int status, const char
     ctx->stream = NULL;
     svc_glue_ctx_release(ctx);
     svc_ctx_render_problem(ctx, svc_ctx_problem(ctx, svc_fail(ctx, status, code, "%s", detail)));
-    r->status = status;
-    ap_set_content_type(r, ctx->content_type);
-    apr_table_setn(r->err_headers_out, "Cache-Control", "no-store");
-    ap_set_content_length(r, (apr_off_t)ctx->resp_len);
-    if (!r->header_only) {
-        ap_rwrite(ctx->resp_body, (int)ctx->resp_len, r);
-    }
-    return OK;
-}
-
-static int copy_header(void *baton, const char *key, const char *val)
-{
-    apr_table_add(((request_rec *)baton)->err_headers_out, key, val);
-    return 1;
+    return svc_glue_respond(ctx, r);
 }
 
 int svc_sse_begin(request_rec *r, svc_ctx_t *ctx)
@@ -860,13 +847,9 @@ int svc_sse_begin(request_rec *r, svc_ctx_t *ctx)
                               "Event streams need httpd's event MPM and DBDParams; this "
                               "server cannot hold them open.");
     }
-    apr_table_do(copy_header, r, ctx->headers_out, NULL);
-    apr_table_setn(r->err_headers_out, "Cache-Control", "no-store");
-    apr_table_setn(r->err_headers_out, "X-Content-Type-Options", "nosniff");
+    svc_glue_write_head(ctx, r, 200, "text/event-stream; charset=utf-8");
     /* Proxies in front (nginx, some load balancers) must not buffer it. */
     apr_table_setn(r->err_headers_out, "X-Accel-Buffering", "no");
-    r->status = 200;
-    ap_set_content_type(r, "text/event-stream; charset=utf-8");
     if (r->header_only) {
         svc_glue_ctx_release(ctx);
         return OK;

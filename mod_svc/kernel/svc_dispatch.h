@@ -17,6 +17,16 @@
  */
 apr_status_t svc_dispatch_route(svc_ctx_t *ctx, const svc_router_t *rt);
 
+/*
+ * Decodes the query string (`args`, as received; NULL or "" for none)
+ * into ctx->query, all of it or nothing: a parameter that cannot be
+ * decoded (a bad escape, an encoded NUL), more than 64 parameters, or a
+ * name given twice is a 400 invalid_query. Dropping what cannot be read
+ * would answer a wider question than the one asked: a filter that
+ * vanished returns more than the client wanted.
+ */
+apr_status_t svc_dispatch_query(svc_ctx_t *ctx, const char *args);
+
 /* The body cap of the matched route, in bytes (0: no body accepted); for
  * streamed bodies, SvcAttachmentLimit. */
 apr_size_t svc_dispatch_body_limit(const svc_ctx_t *ctx);

@@ -157,6 +157,13 @@ int svc_route_is_tenant(const svc_route_t *route);
  * (/api/orgs/:orgSlug/projects/:projectSlug/...). */
 int svc_route_is_project(const svc_route_t *route);
 
+/*
+ * `path` (which `route` matched) as the access log may show it: each
+ * segment that is :token in the route's template (SVC_RF_SECRET_PATH) is
+ * [REDACTED], the others as they are.
+ */
+const char *svc_route_redact_path(apr_pool_t *p, const svc_route_t *route, const char *path);
+
 /* True for methods that change state. */
 int svc_method_is_unsafe(const char *method);
 
