@@ -248,9 +248,9 @@ static void log_failure(svc_ctx_t *ctx, request_rec *r, apr_status_t rv,
                           svc_redact(r->pool, svc_printable(r->pool, pr->log_detail, 1024)));
         }
         else {
-            ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, r, "%s answered %d (%s) request_id=%s",
-                          ctx->route ? ctx->route->op_id : r->uri, pr->status, pr->code,
-                          ctx->request_id);
+            ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, r, "SVC0305: %s answered %d (%s) "
+                          "request_id=%s", ctx->route ? ctx->route->op_id : r->uri,
+                          pr->status, pr->code, ctx->request_id);
         }
         return;
     }

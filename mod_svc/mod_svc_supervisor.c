@@ -80,17 +80,17 @@ static int make_work_dir(const char *dir, server_rec *s, apr_pool_t *p)
         return -1;
     }
     if (geteuid() == 0 && chown(dir, ap_unixd_config.user_id, ap_unixd_config.group_id) < 0) {
-        ap_log_error(APLOG_MARK, APLOG_CRIT, errno, s, "SVC0060: run supervisor: cannot hand "
+        ap_log_error(APLOG_MARK, APLOG_CRIT, errno, s, "SVC0300: run supervisor: cannot hand "
                      "SvcRunWorkDir %s to httpd's user", dir);
         return -1;
     }
     if (lstat(dir, &st) < 0 || !S_ISDIR(st.st_mode)) {
-        ap_log_error(APLOG_MARK, APLOG_CRIT, errno, s, "SVC0060: run supervisor: SvcRunWorkDir "
+        ap_log_error(APLOG_MARK, APLOG_CRIT, errno, s, "SVC0301: run supervisor: SvcRunWorkDir "
                      "%s is not a directory", dir);
         return -1;
     }
     if ((st.st_mode & (S_IRWXG | S_IRWXO)) && chmod(dir, S_IRWXU) < 0) {
-        ap_log_error(APLOG_MARK, APLOG_CRIT, errno, s, "SVC0060: run supervisor: cannot make "
+        ap_log_error(APLOG_MARK, APLOG_CRIT, errno, s, "SVC0302: run supervisor: cannot make "
                      "SvcRunWorkDir %s private (0700)", dir);
         return -1;
     }
