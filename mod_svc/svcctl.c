@@ -460,7 +460,7 @@ static int cmd_audit_verify(cli_t *cli)
     if ((rc = connect_db(cli)) != 0) {
         return rc;
     }
-    rv = svc_audit_verify_all(cli->db, cli->pool, &text);
+    rv = svc_auditlog_verify_all(cli->db, cli->pool, &text);
     if (rv != APR_SUCCESS) {
         return fail("audit verify", explain(cli, rv));
     }

@@ -202,7 +202,7 @@ static apr_status_t reply_document(svc_ctx_t *ctx, svc_db_t *db, const char *id,
         if (i) {
             svc_jbuf_raw(&b, ",", 1);
         }
-        if ((rv = svc_json_row(&b, vres, i, 0, svc_version_item)) != APR_SUCCESS) {
+        if ((rv = svc_row_json(&b, vres, i, 0, svc_version_item)) != APR_SUCCESS) {
             return rv;
         }
     }

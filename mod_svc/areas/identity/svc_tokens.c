@@ -11,7 +11,7 @@
 /*
  * One token's metadata as the API shows it: these columns of the api_tokens
  * row `t` (and the binding's slug, from `slug`), in the order of
- * token_item, read in binary and written by svc_json_row.
+ * token_item, read in binary and written by svc_row_json.
  */
 #define TOKEN_COLS(slug)                                                            \
     "t.id, t.name, t.scope, t.org_id, " slug ", t.display_prefix, CASE"             \
@@ -537,7 +537,7 @@ apr_status_t svc_token_create(svc_db_t *db, apr_pool_t *p, const svc_config_t *c
         goto cleanup;
     }
     /* Built the way the list builds it, so both show a token alike. */
-    if ((rv = svc_json_row_text(p, res, token_item, &text)) != APR_SUCCESS) {
+    if ((rv = svc_row_json_text(p, res, token_item, &text)) != APR_SUCCESS) {
         goto cleanup;
     }
     meta = json_loads(text, 0, &jerr);
@@ -698,7 +698,7 @@ apr_status_t svc_tokens_of(svc_db_t *db, apr_pool_t *p, const char *user_id,
         if (i) {
             svc_jbuf_raw(&b, ",", 1);
         }
-        if ((rv = svc_json_row(&b, res, i, 0, token_item)) != APR_SUCCESS) {
+        if ((rv = svc_row_json(&b, res, i, 0, token_item)) != APR_SUCCESS) {
             return rv;
         }
     }

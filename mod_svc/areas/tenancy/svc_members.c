@@ -157,7 +157,7 @@ static apr_status_t member_json(svc_ctx_t *ctx, svc_db_t *db, const char *user_i
     if (rv != APR_SUCCESS) {
         return rv;
     }
-    return svc_json_row_text(ctx->pool, res, member_item, pjson);
+    return svc_row_json_text(ctx->pool, res, member_item, pjson);
 }
 
 /* Pending invites shown with the first page of members (GET .../invites pages them all). */

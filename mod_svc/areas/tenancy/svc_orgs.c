@@ -8,7 +8,7 @@
 
 /*
  * One org as the API shows it: the columns of st_org_get in org_item's
- * order, read in binary and written by svc_json_row. The role is the
+ * order, read in binary and written by svc_row_json. The role is the
  * caller's (null for a caller who is not a member).
  */
 static const svc_col_t org_owner[] = {
@@ -168,7 +168,7 @@ apr_status_t svc_org_json(svc_db_t *db, apr_pool_t *p, const char *org_id,
     if (svc_dbres_rows(res) != 1) {
         return SVC_ENOTFOUND;
     }
-    return svc_json_row_text(p, res, org_item, pjson);
+    return svc_row_json_text(p, res, org_item, pjson);
 }
 
 apr_status_t svc_org_list_all(svc_db_t *db, apr_pool_t *p, const char **pjson)

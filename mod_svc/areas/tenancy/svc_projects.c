@@ -115,7 +115,7 @@ static apr_status_t project_json(svc_ctx_t *ctx, svc_db_t *db, const char *id,
     if (svc_dbres_rows(res) != 1) {
         return SVC_ENOTFOUND;
     }
-    return svc_json_row_text(ctx->pool, res, project_item, pjson);
+    return svc_row_json_text(ctx->pool, res, project_item, pjson);
 }
 
 apr_status_t svc_h_projects_list(svc_ctx_t *ctx)

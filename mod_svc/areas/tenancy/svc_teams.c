@@ -116,7 +116,7 @@ static apr_status_t team_member_json(svc_ctx_t *ctx, svc_db_t *db, const char *u
     if (rv != APR_SUCCESS) {
         return rv;
     }
-    return svc_json_row_text(ctx->pool, res, team_item, pjson);
+    return svc_row_json_text(ctx->pool, res, team_item, pjson);
 }
 
 apr_status_t svc_h_team_list(svc_ctx_t *ctx)
