@@ -1,10 +1,13 @@
 /*
  * mod_svc_glue.h: what the httpd glue files share.
  *
- * The glue is thin on purpose: configuration and hooks (mod_svc.c), and
- * turning a request_rec into a core context and the context back into a
- * response (mod_svc_request.c). Everything else is below: base/, the
- * kernel and the areas (docs/architecture.md).
+ * The glue is what must touch httpd, and no more (docs/architecture.md,
+ * "The glue"): the module record and hooks (mod_svc.c), the directives
+ * (mod_svc_config.c), a request_rec into a core context and the context
+ * back into a response (mod_svc_ctx.c), one API request (mod_svc_request.c),
+ * event streams (mod_svc_sse.c), and the run supervisor's process
+ * (mod_svc_supervisor.c). Everything else is below: base/, the kernel and
+ * the areas.
  */
 #ifndef SVC_MOD_SVC_GLUE_H
 #define SVC_MOD_SVC_GLUE_H

@@ -1,8 +1,9 @@
 /*
  * mod_svc_request.c: one API request through httpd. Builds the core
- * context from the request_rec (mod_svc_ctx.c), reads the body under the
- * route's cap, runs the kernel's dispatch, and writes the answer (or hands
- * an event stream to mod_svc_sse.c).
+ * context from the request_rec (mod_svc_ctx.c), receives the body under
+ * the route's cap, runs the kernel's dispatch, logs a failure, and writes
+ * the answer through the one response writer (mod_svc_ctx.c), or hands an
+ * event stream to mod_svc_sse.c.
  */
 #include "mod_svc_glue.h"
 
