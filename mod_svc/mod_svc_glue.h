@@ -6,7 +6,7 @@
  * (mod_svc_config.c), a request_rec into a core context and the context
  * back into a response (mod_svc_ctx.c), one API request (mod_svc_request.c),
  * event streams (mod_svc_sse.c), and the run supervisor's process
- * (mod_svc_supervisor.c). Everything else is below: base/, the kernel and
+ * (mod_svc_daemon.c). Everything else is below: base/, the kernel and
  * the areas.
  */
 #ifndef SVC_MOD_SVC_GLUE_H
@@ -99,7 +99,7 @@ void svc_sse_stopping(void);
 int svc_glue_dbd_init(void);
 
 /*
- * Starts the run supervisor process (mod_svc_supervisor.c) from httpd's
+ * Starts the run supervisor process (mod_svc_daemon.c) from httpd's
  * parent, after the configuration is read (not on the first, pre-config
  * pass), and keeps it running until httpd stops or restarts.
  */

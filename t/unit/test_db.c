@@ -13,7 +13,7 @@
 
 #include "svc_testdb.h"
 
-#include "svc_audit.h"
+#include "svc_audit_write.h"
 #include "svc_crypto.h"
 #include "svc_db.h"
 #include "svc_json.h"

@@ -15,7 +15,7 @@
 extern const svc_area_t svc_vcs_area;
 
 /*
- * The one client of the code-hosting provider (svc_vcs_api.c): its REST API
+ * The one client of the code-hosting provider (svc_vcs_client.c): its REST API
  * as GitHub speaks it (github.com, or GitHub Enterprise Server through
  * SvcVcsApiURL) and its OAuth code exchange (SvcVcsWebURL), through base's
  * outbound client, within one time budget per request (SvcVcsTimeout for

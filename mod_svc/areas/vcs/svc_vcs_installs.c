@@ -12,7 +12,7 @@
  * from it.
  */
 #include "svc_vcs_installs.h"
-#include "svc_vcs_api.h"
+#include "svc_vcs_client.h"
 #include "svc_vcs_state.h"
 #include "svc_vcs_tokens.h"
 

@@ -9,7 +9,7 @@
  * held while the provider answers.
  */
 #include "svc_vcs_repos.h"
-#include "svc_vcs_api.h"
+#include "svc_vcs_client.h"
 #include "svc_vcs_tokens.h"
 
 #include <string.h>

@@ -1,5 +1,5 @@
 /*
- * mod_svc_supervisor.c: the run supervisor as a process of httpd (its
+ * mod_svc_daemon.c: the run supervisor as a process of httpd (its
  * SvcRun* directives are mod_svc_config.c's).
  *
  * As mod_cgid does with its daemon, httpd's parent forks the supervisor

@@ -1,13 +1,13 @@
 /*
- * svc_vcs_api.h: the App's calls to the provider's REST API, over the one
+ * svc_vcs_client.h: the App's calls to the provider's REST API, over the one
  * code-hosting client (svc_vcs_call, svc_vcs.h).
  *
  * The calls take no request context, so the runs area's init step can mint
  * tokens through svc_vcs_clone_token; svc_vcs_call_fail turns a failure
  * into the problem a route answers.
  */
-#ifndef SVC_VCS_API_H
-#define SVC_VCS_API_H
+#ifndef SVC_VCS_CLIENT_H
+#define SVC_VCS_CLIENT_H
 
 #include "svc_vcs_app.h"
 
@@ -93,4 +93,4 @@ apr_status_t svc_vcs_api_manifest(svc_vcs_call_t *c, const char *code, json_t **
 /* True for "owner/name" as the provider allows them. */
 int svc_vcs_full_name_valid(const char *s);
 
-#endif /* SVC_VCS_API_H */
+#endif /* SVC_VCS_CLIENT_H */

@@ -1,9 +1,9 @@
 /*
- * svc_vcs_api.c: the one code-hosting client (svc_vcs.h): calls to the
+ * svc_vcs_client.c: the one code-hosting client (svc_vcs.h): calls to the
  * provider's REST API within a request's budget, the OAuth code exchange,
  * and the App's calls made with them.
  */
-#include "svc_vcs_api.h"
+#include "svc_vcs_client.h"
 
 #include <string.h>
 
