@@ -919,9 +919,11 @@ sub share_url_token {
 
 push @EXPORT, qw(run_fixture runs_settle);
 
-# run_fixture($org_slug, $project_slug, status => 'succeeded' | 'running')
+# run_fixture($org_slug, $project_slug, status => 'succeeded' | 'running',
+#             bundle => $bytes, commit => $sha)
 #   → the id of a run inserted as the supervisor would have left it:
-#   succeeded, with a result, an artifact (a few bytes) and its run.status
+#   succeeded, with a result, an artifact (a few bytes, or the git bundle
+#   given, whose HEAD is `commit`: see SvcDeploy::git_bundle) and its run.status
 #   events; or running under a lease no supervisor holds, which lasts a day
 #   (nobody reaps it, nobody works on it: a cancellation is only asked for).
 sub run_fixture {
@@ -932,16 +934,19 @@ sub run_fixture {
     my $q = sub { sql_quote($_[0]) };
     my $prj = "(SELECT id FROM projects WHERE org_id = @{[ $q->($org_id) ]} AND slug = "
             . $q->($project) . ')';
+    # A real bundle (bundle => bytes, commit => its HEAD), or six bytes.
+    my $bundle = $opt{bundle} // 'bundle';
+    my $commit = $opt{commit} // ('a' x 40);
     my @sql = ("INSERT INTO runs (id, org_id, project_id, status, instructions, timeout_seconds, "
                . 'started_at, finished_at, result, artifact_bytes, lease_owner, lease_expires_at) '
                . "VALUES (@{[ $q->($id) ]}, @{[ $q->($org_id) ]}, $prj, @{[ $q->($status) ]}, "
                . "'A fixture', 60, now(), "
                . ($status eq 'succeeded'
-                  ? "now(), '{\"summary\": \"fixture\", \"commit\": \"" . ('a' x 40)
-                    . "\", \"files\": []}', 6, NULL, NULL)"
+                  ? "now(), '{\"summary\": \"fixture\", \"commit\": \"$commit"
+                    . "\", \"files\": []}', " . length($bundle) . ", NULL, NULL)"
                   : "NULL, NULL, NULL, 'fixture/0/none', now() + interval '1 day')"));
     push @sql, "INSERT INTO run_artifacts (run_id, part, data) VALUES (@{[ $q->($id) ]}, 0, "
-               . "'bundle'::bytea)" if $status eq 'succeeded';
+               . "decode('" . unpack('H*', $bundle) . "', 'hex'))" if $status eq 'succeeded';
     for my $st ('queued', 'running', $status eq 'succeeded' ? ('succeeded') : ()) {
         push @sql, "INSERT INTO events (org_id, project_id, run_id, kind, data) VALUES "
                  . "(@{[ $q->($org_id) ]}, $prj, @{[ $q->($id) ]}, 'run.status', "
