@@ -163,3 +163,5 @@ clean:
 include packaging/packaging.mk
 # build/svc-factory, the default factory program of a run
 include mod_svc/factory/factory.mk
+# build/svc-agent, the deploy agent of a deploy target
+include mod_svc/agent/agent.mk

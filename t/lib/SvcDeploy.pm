@@ -167,7 +167,8 @@ sub processes_under {
         next if $cmd eq '';     # a zombie
         push @pids, $pid + 0;
     }
-    return sort { $a <=> $b } @pids;
+    my @sorted = sort { $a <=> $b } @pids;
+    return @sorted;     # in scalar context: how many
 }
 
 # workload_pids($agent, $deployment_id) → pids of the deployment's
