@@ -1350,4 +1350,34 @@ sub wait_request {
     }, timeout => $opt{timeout} // 90, interval => 0.25);
 }
 
+# ===========================================================================
+# Requests as bytes (issue 17): URLs no client library would send as given.
+# ===========================================================================
+
+push @EXPORT, qw(raw_http);
+
+# raw_http($request_line, headers => { Name => value }, port => $port)
+#   → ($status, $content_type, $body, $head): the request line written as
+#   given, with Host and Connection: close, the answer read to its end.
+sub raw_http {
+    my ($line, %opt) = @_;
+    require IO::Socket::INET;
+    my $s = IO::Socket::INET->new(PeerAddr => '127.0.0.1',
+                                  PeerPort => $opt{port} // Apache::Test::vars('port'),
+                                  Proto => 'tcp', Timeout => 30)
+        or die "raw_http: connect: $!\n";
+    my $req = "$line\r\nHost: 127.0.0.1\r\nConnection: close\r\n";
+    my $h = $opt{headers} // {};
+    $req .= "$_: $h->{$_}\r\n" for sort keys %$h;
+    print $s "$req\r\n";
+    local $/;
+    my $res = <$s> // '';
+    close $s;
+    my ($head, $body) = split /\r\n\r\n/, $res, 2;
+    $head //= '';
+    my ($status) = $head =~ m{^HTTP/1\.\d (\d{3})};
+    my ($ct) = $head =~ m{^Content-Type:\s*([^\r\n;]+)}mi;
+    return ($status // 0, $ct // '', $body // '', $head);
+}
+
 1;
