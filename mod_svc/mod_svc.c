@@ -926,6 +926,7 @@ static int svc_post_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptem
         }
     }
     quiet_dbd(pconf, s);
+    svc_dbwatch_setup(pconf, s);
     svc_supervisor_start(pconf, s);
     /* "mod_svc/x.y.z" in the Server header only where ServerTokens Full lets
      * components show (httpd locks the banner otherwise); always in the
@@ -942,6 +943,7 @@ static void svc_child_init(apr_pool_t *pchild, server_rec *s)
     apr_status_t rv = svc_pat_cache_init(pchild);
 
     svc_sse_child_init(pchild, s);
+    svc_dbwatch_child_init(pchild);
     if (rv != APR_SUCCESS) {
         /* Not fatal: every request then authenticates with its own round trip. */
         ap_log_error(APLOG_MARK, APLOG_WARNING, rv, s, "SVC0007: cannot create the "

@@ -123,6 +123,20 @@ void svc_url_hooks(void);
 const char *svc_glue_path(request_rec *r, int *prefused);
 int svc_glue_refusal(request_rec *r, const char *request_id);
 
+/*
+ * The database's own reason (mod_svc_dbwatch.c): svc_dbwatch_setup (at
+ * start) notes each distinct DBDParams; svc_dbwatch_child_init tries each
+ * as a child starts and logs why one fails (SVC0090); svc_dbwatch_result
+ * is told whether a request could use the database, and logs why not the
+ * first time after it could (SVC0091); svc_dbwatch_reason is why r's
+ * server cannot reach its database now (logged as SVC0091 too if that is
+ * news), or NULL when it can.
+ */
+void svc_dbwatch_setup(apr_pool_t *pconf, server_rec *s);
+void svc_dbwatch_child_init(apr_pool_t *pchild);
+void svc_dbwatch_result(request_rec *r, int ok);
+const char *svc_dbwatch_reason(request_rec *r);
+
 /* Called at start-up to resolve mod_dbd's optional functions. */
 int svc_glue_dbd_init(void);
 
