@@ -82,7 +82,8 @@ static const char *share_target_masked(apr_pool_t *p, const char *target,
 
     *ptoken = NULL;
     *prouted = 0;
-    if (!target) {
+    /* Most requests: no "share" to normalize to, and no escape to hide one. */
+    if (!target || (!strstr(target, "share") && !strchr(target, '%'))) {
         return NULL;
     }
     if (*path != '/') {
@@ -241,7 +242,8 @@ const char *svc_glue_path(request_rec *r, int *prefused)
     int rc;
 
     *prefused = 0;
-    if (note && note->token && strncmp(r->uri, masked, n) == 0 && (r->uri[n] == '/' || r->uri[n] == '\0')) {
+    if (note && note->token && strncmp(r->uri, masked, n) == 0
+        && (r->uri[n] == '/' || r->uri[n] == '\0')) {
         path = apr_pstrcat(r->pool, SHARE_PREFIX, note->token, r->uri + n, NULL);
     }
     if (!own || strcmp(own, SVC_NOTE_RAW) != 0) {
