@@ -571,7 +571,13 @@ sub csrf_ok { return (headers => { 'X-Requested-With' => 'mod_svc-tests' }) }
 my %touched = (api_tokens => [qw(last_used_at last_used_ip)],
                sessions   => [qw(last_seen_at ip)]);
 sub db_digest {
-    runs_settle();
+    # What works in the background settles first: the run supervisor (as
+    # runs_settle) and the deployment planner (issue 21), in one query.
+    wait_for(sub {
+        !psql_value("SELECT (SELECT count(*) FROM runs WHERE status = 'queued' OR "
+                    . "(status = 'running' AND lease_owner NOT LIKE 'fixture/%')) + "
+                    . "(SELECT count(*) FROM deployments WHERE status = 'planning')")
+    }, timeout => 60, interval => 0.05);
     my @tables = map { $_->[0] } psql(
         "SELECT tablename FROM pg_tables WHERE schemaname = 'public' "
         . "AND tablename NOT IN ('audit_log', 'rate_limits') ORDER BY tablename");
