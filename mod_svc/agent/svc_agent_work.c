@@ -316,6 +316,10 @@ static void bwrap_argv(argv_t *a, const dep_t *d, const replica_t *r, const char
     push(a, "--bind");
     push(a, app);
     push(a, app);
+    /* bubblewrap's own root is a tmpfs: read-only too, so the checkout and
+     * /tmp are the only places a workload can write. */
+    push(a, "--remount-ro");
+    push(a, "/");
     push(a, "--chdir");
     push(a, app);
     push(a, "--clearenv");
@@ -396,7 +400,7 @@ static void replica_start(dep_t *d, replica_t *r)
     const char *envp[8];
     char port[32];
     argv_t a = { { NULL }, 0 };
-    pid_t pid;
+    pid_t pid, parent;
     int n = 0;
 
     if (!r->port || (!port_free(r->port) && !port_ours(r->port))) {
@@ -430,6 +434,7 @@ static void replica_start(dep_t *d, replica_t *r)
         }
     }
     envp[n] = NULL;
+    parent = getpid();
     pid = fork();
     if (pid < 0) {
         alog(AL_ERROR, "deployment %s: cannot start replica %d: %s", d->id, r->index,
@@ -440,8 +445,12 @@ static void replica_start(dep_t *d, replica_t *r)
     if (pid == 0) {
         int fd;
         sigset_t none;
-        /* The replica dies with the agent (a restarted agent starts it again). */
+        /* The replica dies with the agent (a restarted agent starts it again),
+         * even if the agent died before this line. */
         prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != parent) {
+            _exit(1);
+        }
         setsid();
         sigemptyset(&none);
         sigprocmask(SIG_SETMASK, &none, NULL);
@@ -450,10 +459,12 @@ static void replica_start(dep_t *d, replica_t *r)
             _exit(126);
         }
         if (d->memory_mb > 0) {
-            /* Address space, a bound the workload cannot raise. */
+            /* The data segment and private writable memory, a bound the
+             * workload cannot raise. Not the address space: runtimes such as
+             * V8 and Go reserve gigabytes of it they never use. */
             struct rlimit rl;
             rl.rlim_cur = rl.rlim_max = (rlim_t)d->memory_mb * 1024 * 1024;
-            setrlimit(RLIMIT_AS, &rl);
+            setrlimit(RLIMIT_DATA, &rl);
         }
         fd = open("/dev/null", O_RDONLY);
         if (fd >= 0) {
@@ -515,6 +526,50 @@ static void replica_stop(dep_t *d, replica_t *r)
     alog(AL_INFO, "deployment %s: replica %d stopped (port %d)", d->id, r->index, r->port);
     r->pid = 0;
     r->healthy = 0;
+}
+
+/*
+ * Kills what still runs in the deployment's directory, left by an agent
+ * that died: its replicas die with it as a rule, but a sandbox killed in
+ * the instant it was being made can miss its parent's death. Processes of
+ * this user whose working directory is in the deployment's directory are
+ * the deployment's (a replica works in its checkout).
+ */
+static void kill_leftovers(const dep_t *d)
+{
+    char *dir = dep_dir(d), link[64], cwd[4096];
+    size_t n = strlen(dir);
+    struct dirent *de;
+    struct stat st;
+    DIR *proc = opendir("/proc");
+    int killed = 0;
+
+    while (proc && (de = readdir(proc)) != NULL) {
+        pid_t pid = (pid_t)strtol(de->d_name, NULL, 10);
+        ssize_t len;
+
+        if (pid <= 1 || pid == getpid()) {
+            continue;
+        }
+        snprintf(link, sizeof(link), "/proc/%ld/cwd", (long)pid);
+        if (lstat(link, &st) < 0 || st.st_uid != getuid()
+            || (len = readlink(link, cwd, sizeof(cwd) - 1)) <= 0) {
+            continue;
+        }
+        cwd[len] = '\0';
+        if (strncmp(cwd, dir, n) == 0 && (cwd[n] == '/' || cwd[n] == '\0')) {
+            kill(pid, SIGKILL);
+            killed++;
+        }
+    }
+    if (proc) {
+        closedir(proc);
+    }
+    if (killed) {
+        alog(AL_WARNING, "deployment %s: %d process(es) left from before were killed", d->id,
+             killed);
+    }
+    free(dir);
 }
 
 static void stop_all(dep_t *d)
@@ -726,6 +781,7 @@ static void teardown(dep_t *d)
     char *dir = dep_dir(d);
 
     stop_all(d);
+    kill_leftovers(d);
     if (rmtree(dir) < 0) {
         alog(AL_WARNING, "deployment %s: %s could not be removed entirely", d->id, dir);
     }
@@ -1088,6 +1144,7 @@ void work_restore(void)
             d->reps[i].port = (int)json_integer_value(json_array_get(ports, i));
         }
         alog(AL_INFO, "deployment %s: bringing back what ran before", d->id);
+        kill_leftovers(d);
         apply(json_object_get(st, "desired"), NULL, NULL);
         json_decref(st);
     }

@@ -163,8 +163,12 @@ $s = wait_deployment($org, $tok, $s->{id}, 'planned');
             json => { plan_version => $s->{plan}{version} });
 is($st, 200, 'a slow deployment is approved');
 my $work = psql_value("SELECT id FROM deploy_work WHERE deployment_id = '$s->{id}'");
-ok(wait_for(sub { processes_under(catfile($dirs, $s->{id}, 'app')) }, timeout => 30,
-            interval => 0.05), 'its replica is starting');
+# (Once its command runs: the sandbox is made, and dies with its parent.)
+ok(wait_for(sub { grep { /^sleep\b/ } map { my $f = "/proc/$_/cmdline";
+                                             open my $h, '<', $f or return ();
+                                             local $/; (<$h> // '') =~ s/\0/ /gr }
+                  processes_under(catfile($dirs, $s->{id}, 'app')) },
+            timeout => 30, interval => 0.05), 'its replica is starting');
 kill_agent($agent);
 is(deployment($org, $tok, $s->{id})->{status}, 'deploying', 'the agent is killed mid-deploy');
 ok(wait_for(sub { !processes_under(catfile($dirs, $s->{id})) }, timeout => 10),

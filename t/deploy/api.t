@@ -172,6 +172,31 @@ is($ev->{work_id}, $item->{work}{work_id}, 'the work is an event on the target\'
 is(psql_value("SELECT count(*) FROM events WHERE org_id = '$org_id' AND target_id IS NULL "
               . "AND kind = 'agent.work'"), 0, '... and on no user\'s stream');
 
+# The work stream: the target's events, resumed after Last-Event-ID; a
+# user's stream carries none of them; a PAT cannot open it.
+my $ws = sse_open('/api/agent/work', token => $t->{key});
+is($ws->{status}, 200, "the agent's work stream opens with its key");
+my @kinds;
+while (my $e = sse_next($ws, 3)) {
+    push @kinds, $e->{event};
+    last if $e->{event} eq 'agent.work';
+}
+sse_close($ws);
+is($kinds[-1], 'agent.work', '... from the target\'s first event: the work');
+my $last = psql_value("SELECT max(id) FROM events WHERE target_id = '$t->{id}'");
+$ws = sse_open('/api/agent/work', token => $t->{key}, last_event_id => $last);
+is($ws->{status}, 200, '... and resumes after Last-Event-ID');
+ok(!sse_next($ws, 2), '... with nothing after the last event');
+sse_close($ws);
+$ws = sse_open('/api/agent/work', token => $tok);
+is($ws->{status}, 401, '... never with a personal access token');
+$ws = sse_open("/api/orgs/$org/events?last_event_id=0", token => $tok);
+my @user_kinds;
+while (my $e = sse_next($ws, 2)) { push @user_kinds, $e->{event} }
+sse_close($ws);
+ok(scalar(grep { $_ eq 'deployment.status' } @user_kinds), 'the org\'s stream has deployment.status');
+ok(!grep({ /^(?:agent|target)\./ } @user_kinds), '... and none of the target\'s events');
+
 # The bundle: this target's deployment only.
 my (undef, undef, $res) = api(GET => "/api/agent/deployments/$dep->{id}/bundle",
                               token => $t->{key});
@@ -213,6 +238,17 @@ my ($tdoc) = grep { $_->{id} eq $t->{id} } @{ $tt->{data} };
 is($tdoc->{status}, 'online', 'the target is online');
 is($tdoc->{agent}{hostname}, 'box-1', '... with its agent\'s host');
 is($tdoc->{deployments}, 1, '... and one deployment');
+
+# An agent not heard from for a minute: the target is offline, and its
+# deployments say so (their statuses stay).
+psql("UPDATE deploy_targets SET last_seen_at = now() - interval '61 seconds' "
+     . "WHERE id = '$t->{id}'");
+(undef, $tt) = api(GET => "/api/orgs/$org/deploy-targets", token => $tok);
+($tdoc) = grep { $_->{id} eq $t->{id} } @{ $tt->{data} };
+is($tdoc->{status}, 'offline', 'no heartbeat for 60 s: the target is offline');
+$d = deployment($org, $tok, $dep->{id});
+is($d->{target_status}, 'offline', '... its deployment shows it');
+is($d->{status}, 'running', '... and keeps its status');
 
 # --- removal and rotation -----------------------------------------------------------------
 ($st, $p) = api(DELETE => "/api/orgs/$org/deploy-targets/$t->{id}", token => $tok);

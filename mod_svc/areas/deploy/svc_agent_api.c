@@ -51,11 +51,19 @@ static const svc_stmt_t st_agent_workload = {
     3, 0
 };
 
+static const svc_stmt_t st_work_of = {
+    "svc_deploy_work_of",
+    "SELECT deployment_id, org_id FROM deploy_work WHERE id = $1 AND target_id = $2",
+    2, 0
+};
+
+/* After its deployment's row: the order the users' actions lock them in
+ * (a deployment, then its work), so a report and an action never wait for
+ * each other in a circle. */
 static const svc_stmt_t st_work_lock = {
     "svc_deploy_work_lock",
-    "SELECT w.deployment_id, w.action, w.outcome, w.org_id FROM deploy_work w"
-    " WHERE w.id = $1 AND w.target_id = $2 FOR UPDATE",
-    2, 0
+    "SELECT action, outcome FROM deploy_work WHERE id = $1 FOR UPDATE",
+    1, 0
 };
 
 static const svc_stmt_t st_work_outcome = {
@@ -280,7 +288,7 @@ static apr_status_t report(svc_ctx_t *ctx, svc_db_t *db, void *baton)
     json_t *workload;
     apr_status_t rv;
 
-    if ((rv = svc_db_execv(db, &st_work_lock, ctx->pool, &res, work_id, ctx->who->target_id))
+    if ((rv = svc_db_execv(db, &st_work_of, ctx->pool, &res, work_id, ctx->who->target_id))
         != APR_SUCCESS) {
         return rv;
     }
@@ -288,12 +296,19 @@ static apr_status_t report(svc_ctx_t *ctx, svc_db_t *db, void *baton)
         return svc_fail(ctx, 404, "not_found", "No work %s for this target.", work_id);
     }
     dep_id = apr_pstrdup(ctx->pool, svc_dbres_str(res, 0, 0));
-    action = apr_pstrdup(ctx->pool, svc_dbres_str(res, 0, 1));
-    org_id = apr_pstrdup(ctx->pool, svc_dbres_str(res, 0, 3));
-    if (!svc_dbres_isnull(res, 0, 2)) {
+    org_id = apr_pstrdup(ctx->pool, svc_dbres_str(res, 0, 1));
+    if ((rv = svc_dep_lock(db, ctx->pool, org_id, dep_id, &dep)) != APR_SUCCESS
+        || (rv = svc_db_execv(db, &st_work_lock, ctx->pool, &res, work_id)) != APR_SUCCESS) {
+        return rv;
+    }
+    if (svc_dbres_rows(res) != 1) {
+        return SVC_EDB;
+    }
+    action = apr_pstrdup(ctx->pool, svc_dbres_str(res, 0, 0));
+    if (!svc_dbres_isnull(res, 0, 1)) {
         /* Reported before (or superseded): the first word stands. */
         return svc_reply_json(ctx, 200, json_pack("{s:s,s:s,s:b}", "work_id", work_id,
-                                                  "outcome", svc_dbres_str(res, 0, 2),
+                                                  "outcome", svc_dbres_str(res, 0, 1),
                                                   "recorded", 0));
     }
     if (strcmp(outcome, "failed") == 0) {
@@ -304,8 +319,7 @@ static apr_status_t report(svc_ctx_t *ctx, svc_db_t *db, void *baton)
                                 2000);
     }
     if ((rv = svc_db_execv(db, &st_work_outcome, ctx->pool, NULL, work_id, outcome, code,
-                           message)) != APR_SUCCESS
-        || (rv = svc_dep_lock(db, ctx->pool, org_id, dep_id, &dep)) != APR_SUCCESS) {
+                           message)) != APR_SUCCESS) {
         return rv;
     }
     workload = clean_workload(ctx->pool, json_object_get(ctx->body, "workload"));
