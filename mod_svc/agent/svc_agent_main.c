@@ -70,6 +70,15 @@ static char **split_words(const char *s)
 /* Sets one setting by name; an error message, or NULL. */
 static const char *set(const char *name, const char *value)
 {
+    /* An empty value (the packaged file's "key =") is no value. */
+    if (!*value && (strcmp(name, "url") == 0 || strcmp(name, "key") == 0
+                    || strcmp(name, "dir") == 0)) {
+        char **field = strcmp(name, "url") == 0 ? &conf.url
+                       : strcmp(name, "key") == 0 ? &conf.key : &conf.dir;
+        free(*field);
+        *field = NULL;
+        return NULL;
+    }
     if (strcmp(name, "url") == 0) {
         free(conf.url);
         conf.url = xstrdup(value);
