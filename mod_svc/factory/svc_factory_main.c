@@ -1,7 +1,9 @@
 /*
- * svc-factory: reads one task, prepares the repository, asks the model one
- * question through the supervisor, writes the files of its answer and
- * commits them. The protocol is docs/api/factory-protocol.md.
+ * svc-factory: reads one task, prepares the repository, and then either
+ * asks the model one question through the supervisor and writes the files
+ * of its answer ("single" mode), or lets the model work with tools until
+ * it is done (agent mode, svc_factory_agent.c); then commits. The protocol
+ * is docs/api/factory-protocol.md.
  *
  *   svc-factory            (no arguments; the protocol on stdin/stdout)
  *
@@ -22,24 +24,14 @@
 
 #define TASK_LINE_MAX   (16u * 1024 * 1024)
 #define MODEL_MAX_TOKENS 16000
-#define MODEL_REQUEST_ID 1
 #define LS_FILES_BYTES  (64 * 1024)
 #define LS_FILES_SHOWN  500
 #define HOME_NAME       ".svc-factory-home"
+#define DIFF_BYTES      (1024 * 1024)
 
-/* Not a protocol code: stdin ended, the supervisor cancelled the run. */
-static const char cancelled[] = "cancelled";
+const char svc_factory_cancelled[] = "cancelled";
 
-typedef struct {
-    svc_factory_in_t in;
-    svc_factory_task_t task;
-    svc_factory_git_t git;
-    svc_factory_reply_t reply;
-    json_t *reply_msg;              /* the supervisor's model_reply line */
-    char *home;
-    char *sha;
-    int rootfd;
-} factory_t;
+typedef svc_factory_t factory_t;
 
 /* A macro, so the compiler checks it as the format it is. */
 #define SYSTEM_PROMPT \
@@ -141,6 +133,21 @@ static int prepare_repo(factory_t *f, svc_factory_buf_t *listing, svc_factory_er
         goto cleanup;
     }
     {
+        /* Where the run starts: what it changed is measured from here. A
+         * new repository (or a clone of an empty one) has no commit yet. */
+        const char *args[] = { "rev-parse", "-q", "--verify", "HEAD^{commit}", NULL };
+        svc_factory_err_t ignored;
+        size_t n = 0;
+
+        if (svc_factory_git_run(&f->git, t->repo, args, NULL, 0, &f->start, &n, 256, NULL,
+                                &ignored) < 0) {
+            f->start = NULL;
+        }
+        while (f->start && n > 0 && (f->start[n - 1] == '\n' || f->start[n - 1] == '\r')) {
+            f->start[--n] = '\0';
+        }
+    }
+    {
         const char *args[] = { "ls-files", "-z", NULL };
 
         if (svc_factory_git_run(&f->git, t->repo, args, NULL, 0, &out, &out_len,
@@ -183,69 +190,80 @@ cleanup:
     return rv;
 }
 
-/* Sends the one model request. */
-static int ask_model(factory_t *f, const svc_factory_buf_t *listing, svc_factory_err_t *perr)
+/* A tool call of an agent-mode reply: exactly {id, name, arguments} and,
+ * when the provider's arguments were not a JSON object, arguments_error. */
+static int tool_calls_ok(const json_t *calls)
 {
-    const svc_factory_task_t *t = &f->task;
-    const svc_factory_limits_t *l = &t->limits;
-    svc_factory_buf_t system = { 0 }, user = { 0 };
-    json_t *msg = NULL;
-    int rv = -1;
+    size_t i;
+    json_t *c;
 
-    svc_factory_buf_printf(&system, SYSTEM_PROMPT, l->max_files, l->max_file_bytes,
-                           l->max_total_bytes);
-    svc_factory_buf_puts(&user, "# Task\n\n");
-    svc_factory_buf_puts(&user, t->instructions);
-    if (t->context && *t->context) {
-        svc_factory_buf_puts(&user, "\n\n# Context\n\n");
-        svc_factory_buf_puts(&user, t->context);
+    if (!json_is_array(calls)) {
+        return 0;
     }
-    svc_factory_buf_printf(&user, "\n\n# Repository\n\nBranch %s. Files already tracked:\n",
-                           t->branch);
-    svc_factory_buf_add(&user, listing->data ? listing->data : "", listing->len);
-    if (system.failed || user.failed) {
-        svc_factory_fail(perr, SVC_FACTORY_E_INTERNAL, "out of memory");
-        goto cleanup;
+    json_array_foreach(calls, i, c) {
+        const char *key;
+        json_t *v;
+
+        if (!json_is_object(c) || !json_object_get(c, "id") || !json_object_get(c, "name")
+            || !json_object_get(c, "arguments")) {
+            return 0;
+        }
+        json_object_foreach(c, key, v) {
+            if (strcmp(key, "id") == 0 || strcmp(key, "name") == 0) {
+                if (!json_is_string(v) || json_string_length(v) < 1
+                    || json_string_length(v) > 256) {
+                    return 0;
+                }
+            }
+            else if (strcmp(key, "arguments") == 0) {
+                if (!json_is_object(v)) {
+                    return 0;
+                }
+            }
+            else if (strcmp(key, "arguments_error") != 0 || !json_is_string(v)) {
+                return 0;
+            }
+        }
     }
-    msg = json_pack("{s:s, s:i, s:s, s:[{s:s, s:s}], s:b, s:i}", "type", "model",
-                    "id", MODEL_REQUEST_ID, "system", system.data, "messages", "role", "user",
-                    "content", user.data, "json", 1, "max_tokens", MODEL_MAX_TOKENS);
-    if (!msg) {
-        svc_factory_fail(perr, SVC_FACTORY_E_INTERNAL, "cannot build the model request");
-        goto cleanup;
-    }
-    svc_factory_log("asking the model (request %d, %zu bytes of prompt)", MODEL_REQUEST_ID,
-                    system.len + user.len);
-    if (svc_factory_send(msg) < 0) {
-        /* The supervisor is gone: as good as cancelled. */
-        perr->code = cancelled;
-        goto cleanup;
-    }
-    rv = 0;
-cleanup:
-    json_decref(msg);
-    svc_factory_buf_free(&system);
-    svc_factory_buf_free(&user);
-    return rv;
+    return 1;
 }
 
-/* The supervisor's answer: *ptext is the model's text (owned by
- * f->reply_msg). */
-static int await_reply(factory_t *f, const char **ptext, size_t *plen, svc_factory_err_t *perr)
+int svc_factory_model_call(svc_factory_t *f, json_t *msg, json_t **preply,
+                           svc_factory_err_t *perr)
 {
-    static const char *const passed_codes[] = { SVC_FACTORY_E_PROVIDER, SVC_FACTORY_E_NOPROV,
-                                                SVC_FACTORY_E_TIMEOUT, NULL };
+    static const char *const passed_single[] = { SVC_FACTORY_E_PROVIDER, SVC_FACTORY_E_NOPROV,
+                                                 SVC_FACTORY_E_TIMEOUT, SVC_FACTORY_E_REPLY,
+                                                 NULL };
+    static const char *const passed_agent[] = { SVC_FACTORY_E_PROVIDER, SVC_FACTORY_E_NOPROV,
+                                                SVC_FACTORY_E_TIMEOUT, SVC_FACTORY_E_REPLY,
+                                                SVC_FACTORY_E_STEPS, SVC_FACTORY_E_TOKENS,
+                                                NULL };
+    static const char *const members_agent[] = { "content", "tool_calls", "stop", "usage",
+                                                 NULL };
+    int agent = f->task.agent;
     size_t max = reply_line_max(&f->task.limits);
     json_error_t jerr;
     json_t *v, *ok;
     const char *key;
     char *line;
     size_t len;
-    int rc;
+    int id, rc;
 
+    json_decref(f->reply_msg);
+    f->reply_msg = NULL;
+    id = ++f->next_id;
+    if (json_object_set_new(msg, "type", json_string("model")) < 0
+        || json_object_set_new(msg, "id", json_integer(id)) < 0) {
+        return svc_factory_fail(perr, SVC_FACTORY_E_INTERNAL, "out of memory");
+    }
+    if (svc_factory_send(msg) < 0) {
+        /* The supervisor is gone: as good as cancelled. */
+        perr->code = svc_factory_cancelled;
+        return -1;
+    }
     rc = svc_factory_read_line(&f->in, max, &line, &len);
     if (rc == 0) {
-        perr->code = cancelled;
+        perr->code = svc_factory_cancelled;
         return -1;
     }
     if (rc < 0) {
@@ -267,9 +285,9 @@ static int await_reply(factory_t *f, const char **ptext, size_t *plen, svc_facto
                                 "model_reply line");
     }
     v = json_object_get(f->reply_msg, "id");
-    if (!json_is_integer(v) || json_integer_value(v) != MODEL_REQUEST_ID) {
+    if (!json_is_integer(v) || json_integer_value(v) != id) {
         return svc_factory_fail(perr, SVC_FACTORY_E_INTERNAL, "protocol: the model_reply is "
-                                "not for request %d", MODEL_REQUEST_ID);
+                                "not for request %d", id);
     }
     ok = json_object_get(f->reply_msg, "ok");
     if (!json_is_boolean(ok)) {
@@ -277,8 +295,15 @@ static int await_reply(factory_t *f, const char **ptext, size_t *plen, svc_facto
                                 "be true or false");
     }
     json_object_foreach(f->reply_msg, key, v) {
-        if (strcmp(key, "type") != 0 && strcmp(key, "id") != 0 && strcmp(key, "ok") != 0
-            && strcmp(key, json_is_true(ok) ? "content" : "error") != 0) {
+        const char *const *m;
+        int known = strcmp(key, "type") == 0 || strcmp(key, "id") == 0
+                    || strcmp(key, "ok") == 0
+                    || strcmp(key, json_is_true(ok) ? "content" : "error") == 0;
+
+        for (m = members_agent; agent && json_is_true(ok) && !known && *m; m++) {
+            known = strcmp(key, *m) == 0;
+        }
+        if (!known) {
             return svc_factory_fail(perr, SVC_FACTORY_E_INTERNAL, "protocol: unexpected "
                                     "member '%s' in model_reply", key);
         }
@@ -294,7 +319,7 @@ static int await_reply(factory_t *f, const char **ptext, size_t *plen, svc_facto
             return svc_factory_fail(perr, SVC_FACTORY_E_INTERNAL, "protocol: model_reply.error "
                                     "must be {code, message}");
         }
-        for (c = passed_codes; *c; c++) {
+        for (c = agent ? passed_agent : passed_single; *c; c++) {
             if (strcmp(json_string_value(code), *c) == 0) {
                 svc_factory_log("the model call failed: %s", json_string_value(code));
                 return svc_factory_fail(perr, *c, "%s", json_string_value(message));
@@ -303,15 +328,81 @@ static int await_reply(factory_t *f, const char **ptext, size_t *plen, svc_facto
         return svc_factory_fail(perr, SVC_FACTORY_E_INTERNAL, "protocol: unknown "
                                 "model_reply.error.code");
     }
-    v = json_object_get(f->reply_msg, "content");
-    if (!json_is_string(v)) {
+    if (!json_is_string(json_object_get(f->reply_msg, "content"))) {
         return svc_factory_fail(perr, SVC_FACTORY_E_INTERNAL, "protocol: model_reply.content "
                                 "must be a string");
     }
-    *ptext = json_string_value(v);
-    *plen = json_string_length(v);
-    svc_factory_log("the model replied (%zu bytes)", *plen);
+    if (agent) {
+        json_t *usage = json_object_get(f->reply_msg, "usage");
+
+        if (!tool_calls_ok(json_object_get(f->reply_msg, "tool_calls"))) {
+            return svc_factory_fail(perr, SVC_FACTORY_E_INTERNAL, "protocol: "
+                                    "model_reply.tool_calls must be an array of {id, name, "
+                                    "arguments}");
+        }
+        if (!json_is_string(json_object_get(f->reply_msg, "stop"))) {
+            return svc_factory_fail(perr, SVC_FACTORY_E_INTERNAL, "protocol: "
+                                    "model_reply.stop must be a string");
+        }
+        if (!json_is_object(usage) || json_object_size(usage) != 2
+            || !json_is_integer(json_object_get(usage, "input_tokens"))
+            || !json_is_integer(json_object_get(usage, "output_tokens"))) {
+            return svc_factory_fail(perr, SVC_FACTORY_E_INTERNAL, "protocol: "
+                                    "model_reply.usage must be {input_tokens, output_tokens}");
+        }
+    }
+    *preply = f->reply_msg;
     return 0;
+}
+
+/* The one model request of single mode; *ptext is the model's text (owned
+ * by f->reply_msg). */
+static int ask_model(factory_t *f, const svc_factory_buf_t *listing, const char **ptext,
+                     size_t *plen, svc_factory_err_t *perr)
+{
+    const svc_factory_task_t *t = &f->task;
+    const svc_factory_limits_t *l = &t->limits;
+    svc_factory_buf_t system = { 0 }, user = { 0 };
+    json_t *msg = NULL, *reply = NULL, *content;
+    int rv = -1;
+
+    svc_factory_buf_printf(&system, SYSTEM_PROMPT, l->max_files, l->max_file_bytes,
+                           l->max_total_bytes);
+    svc_factory_buf_puts(&user, "# Task\n\n");
+    svc_factory_buf_puts(&user, t->instructions);
+    if (t->context && *t->context) {
+        svc_factory_buf_puts(&user, "\n\n# Context\n\n");
+        svc_factory_buf_puts(&user, t->context);
+    }
+    svc_factory_buf_printf(&user, "\n\n# Repository\n\nBranch %s. Files already tracked:\n",
+                           t->branch);
+    svc_factory_buf_add(&user, listing->data ? listing->data : "", listing->len);
+    if (system.failed || user.failed) {
+        svc_factory_fail(perr, SVC_FACTORY_E_INTERNAL, "out of memory");
+        goto cleanup;
+    }
+    msg = json_pack("{s:s, s:[{s:s, s:s}], s:b, s:i}", "system", system.data, "messages",
+                    "role", "user", "content", user.data, "json", 1, "max_tokens",
+                    MODEL_MAX_TOKENS);
+    if (!msg) {
+        svc_factory_fail(perr, SVC_FACTORY_E_INTERNAL, "cannot build the model request");
+        goto cleanup;
+    }
+    svc_factory_log("asking the model (request %d, %zu bytes of prompt)", f->next_id + 1,
+                    system.len + user.len);
+    if (svc_factory_model_call(f, msg, &reply, perr) < 0) {
+        goto cleanup;
+    }
+    content = json_object_get(reply, "content");
+    *ptext = json_string_value(content);
+    *plen = json_string_length(content);
+    svc_factory_log("the model replied (%zu bytes)", *plen);
+    rv = 0;
+cleanup:
+    json_decref(msg);
+    svc_factory_buf_free(&system);
+    svc_factory_buf_free(&user);
+    return rv;
 }
 
 static int is_sha(const char *s, size_t len)
@@ -329,13 +420,142 @@ static int is_sha(const char *s, size_t len)
     return 1;
 }
 
-/* Checks every path, writes every file, commits. */
+/* The commit HEAD names, into f->sha. */
+static int head_sha(factory_t *f, svc_factory_err_t *perr)
+{
+    const char *head[] = { "rev-parse", "--verify", "HEAD", NULL };
+    char *out = NULL;
+    size_t out_len = 0;
+
+    if (svc_factory_git_run(&f->git, f->task.repo, head, NULL, 0, &out, &out_len, 256, NULL,
+                            perr) < 0) {
+        return -1;
+    }
+    while (out_len > 0 && (out[out_len - 1] == '\n' || out[out_len - 1] == '\r')) {
+        out[--out_len] = '\0';
+    }
+    if (!is_sha(out, out_len)) {
+        free(out);
+        return svc_factory_fail(perr, SVC_FACTORY_E_GIT, "git rev-parse HEAD gave no commit id");
+    }
+    free(f->sha);
+    f->sha = out;
+    svc_factory_log("committed %s on %s", f->sha, f->task.branch);
+    return 0;
+}
+
+static int commit(factory_t *f, const char *summary, svc_factory_err_t *perr)
+{
+    const char *args[] = { "commit", "-q", "--no-verify", "--allow-empty",
+                           "--cleanup=verbatim", "-m", summary, NULL };
+
+    return svc_factory_git_run(&f->git, f->task.repo, args, NULL, 0, NULL, NULL, 0, NULL, perr);
+}
+
+/* NUL-separated names from git into f->files, made fit for a JSON line. */
+static int files_from(factory_t *f, const char *names, size_t len, int truncated,
+                      svc_factory_err_t *perr)
+{
+    size_t i = 0;
+
+    json_decref(f->files);
+    f->files = json_array();
+    while (f->files && i < len) {
+        const char *end = memchr(names + i, '\0', len - i);
+        char clean[SVC_FACTORY_PATH_MAX * 4 + 1];
+
+        if (!end) {
+            break;          /* a name cut by the byte cap */
+        }
+        svc_factory_clean(clean, sizeof(clean) - 1, names + i, (size_t)(end - (names + i)));
+        if (json_array_append_new(f->files, json_string(clean)) < 0) {
+            return svc_factory_fail(perr, SVC_FACTORY_E_INTERNAL, "out of memory");
+        }
+        i = (size_t)(end - names) + 1;
+    }
+    if (!f->files) {
+        return svc_factory_fail(perr, SVC_FACTORY_E_INTERNAL, "out of memory");
+    }
+    if (truncated) {
+        svc_factory_log("the run changed more paths than the result lists (the first %zu)",
+                        json_array_size(f->files));
+    }
+    return 0;
+}
+
+int svc_factory_commit_all(svc_factory_t *f, const char *summary, svc_factory_err_t *perr)
+{
+    const svc_factory_task_t *t = &f->task;
+    const char *add[] = { "add", "-A", NULL };
+    char *out = NULL, *ref = NULL;
+    size_t out_len = 0;
+    int truncated = 0, rv = -1;
+
+    {
+        /* The model's commands may have moved HEAD (git checkout): the work
+         * goes on the run's branch all the same, worktree and all. */
+        const char *sym[] = { "symbolic-ref", "-q", "HEAD", NULL };
+        const char *checkout[] = { "checkout", "-q", "-B", t->branch, NULL };
+        svc_factory_err_t ignored;
+        size_t n = 0;
+        int on_branch = 0;
+
+        if (svc_factory_git_run(&f->git, t->repo, sym, NULL, 0, &ref, &n, 512, NULL,
+                                &ignored) == 0) {
+            while (n > 0 && ref[n - 1] == '\n') {
+                ref[--n] = '\0';
+            }
+            on_branch = strncmp(ref, "refs/heads/", 11) == 0 && strcmp(ref + 11, t->branch) == 0;
+        }
+        if (!on_branch && svc_factory_git_run(&f->git, t->repo, checkout, NULL, 0, NULL, NULL,
+                                              0, NULL, perr) < 0) {
+            goto cleanup;
+        }
+    }
+    if (svc_factory_git_run(&f->git, t->repo, add, NULL, 0, NULL, NULL, 0, NULL, perr) < 0
+        || commit(f, summary, perr) < 0 || head_sha(f, perr) < 0) {
+        goto cleanup;
+    }
+    if (f->start) {
+        const char *diff[] = { "diff", "--name-only", "-z", "--no-renames", f->start, f->sha,
+                               "--", NULL };
+
+        if (svc_factory_git_run(&f->git, t->repo, diff, NULL, 0, &out, &out_len, DIFF_BYTES,
+                                &truncated, perr) < 0) {
+            goto cleanup;
+        }
+    }
+    else {
+        const char *tree[] = { "ls-tree", "-r", "-z", "--name-only", f->sha, NULL };
+
+        if (svc_factory_git_run(&f->git, t->repo, tree, NULL, 0, &out, &out_len, DIFF_BYTES,
+                                &truncated, perr) < 0) {
+            goto cleanup;
+        }
+    }
+    if (files_from(f, out, out_len, truncated, perr) < 0) {
+        goto cleanup;
+    }
+    free(f->summary);
+    f->summary = strdup(summary);
+    if (!f->summary) {
+        svc_factory_fail(perr, SVC_FACTORY_E_INTERNAL, "out of memory");
+        goto cleanup;
+    }
+    svc_factory_log("the commit changes %zu path(s)", json_array_size(f->files));
+    rv = 0;
+cleanup:
+    free(out);
+    free(ref);
+    return rv;
+}
+
+/* Single mode: checks every path, writes every file, commits them. */
 static int build(factory_t *f, svc_factory_err_t *perr)
 {
     const svc_factory_reply_t *r = &f->reply;
     svc_factory_buf_t paths = { 0 };
-    char *out = NULL;
-    size_t out_len = 0, i, bytes = 0;
+    size_t i, bytes = 0;
     int rv = -1;
 
     for (i = 0; i < r->nfiles; i++) {
@@ -364,61 +584,52 @@ static int build(factory_t *f, svc_factory_err_t *perr)
          * repository does not get to drop some of them silently. */
         const char *add[] = { "add", "-f", "--pathspec-from-file=-", "--pathspec-file-nul",
                               NULL };
-        const char *commit[] = { "commit", "-q", "--no-verify", "--allow-empty",
-                                 "--cleanup=verbatim", "-m", r->summary, NULL };
-        const char *head[] = { "rev-parse", "--verify", "HEAD", NULL };
 
         if (svc_factory_git_run(&f->git, f->task.repo, add, paths.data, paths.len, NULL, NULL,
                                 0, NULL, perr) < 0) {
             goto cleanup;
         }
         svc_factory_log("staged %zu files", r->nfiles);
-        if (svc_factory_git_run(&f->git, f->task.repo, commit, NULL, 0, NULL, NULL, 0, NULL,
-                                perr) < 0
-            || svc_factory_git_run(&f->git, f->task.repo, head, NULL, 0, &out, &out_len, 256,
-                                   NULL, perr) < 0) {
+        if (commit(f, r->summary, perr) < 0 || head_sha(f, perr) < 0) {
             goto cleanup;
         }
     }
-    while (out_len > 0 && (out[out_len - 1] == '\n' || out[out_len - 1] == '\r')) {
-        out[--out_len] = '\0';
+    /* The reply's paths, in its order. */
+    f->files = json_array();
+    for (i = 0; f->files && i < r->nfiles; i++) {
+        if (json_array_append_new(f->files, json_string(r->files[i].path)) < 0) {
+            break;
+        }
     }
-    if (!is_sha(out, out_len)) {
-        svc_factory_fail(perr, SVC_FACTORY_E_GIT, "git rev-parse HEAD gave no commit id");
+    f->summary = strdup(r->summary);
+    if (!f->files || i < r->nfiles || !f->summary) {
+        svc_factory_fail(perr, SVC_FACTORY_E_INTERNAL, "out of memory");
         goto cleanup;
     }
-    f->sha = out;
-    out = NULL;
-    svc_factory_log("committed %s on %s", f->sha, f->task.branch);
     rv = 0;
 cleanup:
-    free(out);
     svc_factory_buf_free(&paths);
     return rv;
 }
 
 static int send_result(factory_t *f)
 {
-    json_t *files = json_array(), *msg = NULL;
-    size_t i;
+    json_t *msg;
     int rv = -1;
 
-    if (!files) {
+    msg = json_pack("{s:s, s:s, s:s, s:O}", "type", "result", "summary", f->summary,
+                    "commit", f->sha, "files", f->files);
+    if (msg && f->stopped.code
+        && json_object_set_new(msg, "stopped", json_pack("{s:s, s:s}", "code",
+                                                         f->stopped.code, "message",
+                                                         f->stopped.message)) < 0) {
         goto cleanup;
     }
-    for (i = 0; i < f->reply.nfiles; i++) {
-        if (json_array_append_new(files, json_string(f->reply.files[i].path)) < 0) {
-            goto cleanup;
-        }
-    }
-    msg = json_pack("{s:s, s:s, s:s, s:O}", "type", "result", "summary", f->reply.summary,
-                    "commit", f->sha, "files", files);
     if (msg && svc_factory_send(msg) == 0) {
         rv = 0;
     }
 cleanup:
     json_decref(msg);
-    json_decref(files);
     return rv;
 }
 
@@ -445,7 +656,7 @@ static int run(factory_t *f, svc_factory_err_t *perr)
 
     rc = svc_factory_read_line(&f->in, TASK_LINE_MAX, &line, &len);
     if (rc == 0) {
-        perr->code = cancelled;
+        perr->code = svc_factory_cancelled;
         goto cleanup;
     }
     if (rc < 0) {
@@ -464,11 +675,19 @@ static int run(factory_t *f, svc_factory_err_t *perr)
     svc_factory_log("task %s: branch %s; at most %zu files, %zu bytes each, %zu bytes in all",
                     f->task.run_id, f->task.branch, f->task.limits.max_files,
                     f->task.limits.max_file_bytes, f->task.limits.max_total_bytes);
-    if (prepare_repo(f, &listing, perr) < 0
-        || ask_model(f, &listing, perr) < 0
-        || await_reply(f, &text, &text_len, perr) < 0
-        || svc_factory_reply_parse(&f->reply, text, text_len, perr) < 0
-        || build(f, perr) < 0) {
+    if (prepare_repo(f, &listing, perr) < 0) {
+        goto cleanup;
+    }
+    if (f->task.agent) {
+        svc_factory_log("mode: agent (tools; at most %zu steps, %d s per command)",
+                        f->task.limits.max_steps, f->task.limits.command_timeout);
+        if (svc_factory_agent(f, &listing, perr) < 0) {
+            goto cleanup;
+        }
+    }
+    else if (ask_model(f, &listing, &text, &text_len, perr) < 0
+             || svc_factory_reply_parse(&f->reply, text, text_len, perr) < 0
+             || build(f, perr) < 0) {
         goto cleanup;
     }
     rv = 0;
@@ -500,7 +719,7 @@ int main(int argc, char **argv)
             status = SVC_FACTORY_EXIT_OK;
         }
     }
-    else if (err.code == cancelled) {
+    else if (err.code == svc_factory_cancelled) {
         fprintf(stderr, "svc-factory: stdin closed before the %s; stopping\n",
                 f.task.doc ? "model's reply" : "task");
     }
@@ -512,10 +731,13 @@ int main(int argc, char **argv)
     }
     svc_factory_reply_free(&f.reply);
     json_decref(f.reply_msg);
+    json_decref(f.files);
     svc_factory_git_free(&f.git);
     svc_factory_task_free(&f.task);
     svc_factory_in_free(&f.in);
     free(f.home);
+    free(f.start);
     free(f.sha);
+    free(f.summary);
     return status;
 }
