@@ -86,6 +86,15 @@ static void *merge_server_conf(apr_pool_t *p, void *basev, void *addv)
     if (!(add->set & SVC_SET_RUN_TIMEOUT)) {
         sc->core.run_timeout = base->core.run_timeout;
     }
+    if (!(add->set & SVC_SET_RUN_STEPS)) {
+        sc->core.run_max_steps = base->core.run_max_steps;
+    }
+    if (!(add->set & SVC_SET_RUN_TOKENS)) {
+        sc->core.run_max_tokens = base->core.run_max_tokens;
+    }
+    if (!(add->set & SVC_SET_RUN_COMMAND)) {
+        sc->core.run_command_timeout = base->core.run_command_timeout;
+    }
     if (!(add->set & SVC_SET_PUBLIC_URL)) {
         sc->core.public_url = base->core.public_url;
         sc->core.public_origin = base->core.public_origin;
@@ -635,6 +644,16 @@ static const command_rec svc_cmds[] = {
     AP_INIT_TAKE1("SvcRunTimeout", svc_cmd_run_number, (void *)SVC_RUN_TIMEOUT, RSRC_CONF,
                   "Seconds a run started through this server may take before it fails with "
                   "timeout (default 1800)"),
+    AP_INIT_TAKE1("SvcRunMaxSteps", svc_cmd_run_number, (void *)SVC_RUN_MAX_STEPS, RSRC_CONF,
+                  "Tool calls an agent run started through this server may make before it "
+                  "fails with step_limit, its work so far committed (default 50)"),
+    AP_INIT_TAKE1("SvcRunMaxTokens", svc_cmd_run_number, (void *)SVC_RUN_MAX_TOKENS, RSRC_CONF,
+                  "Model tokens (input and output) a run started through this server may use "
+                  "before it fails with token_limit, its work so far committed (default "
+                  "2000000; K, M and G allowed)"),
+    AP_INIT_TAKE1("SvcRunCommandTimeout", svc_cmd_run_number, (void *)SVC_RUN_COMMAND_TIMEOUT,
+                  RSRC_CONF, "Seconds one command an agent run executes in its sandbox may take "
+                  "before it is killed (default 120)"),
     AP_INIT_TAKE1("SvcRunMemory", svc_cmd_run_number, (void *)SVC_RUN_MEMORY, RSRC_CONF,
                   "Address space of each process of a run's sandbox, bytes, K, M or G "
                   "(default 2G; 0: no limit)"),

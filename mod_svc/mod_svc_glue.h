@@ -69,6 +69,9 @@ typedef struct {
 #define SVC_SET_ALLOW_PRIVATE 0x2000
 #define SVC_SET_RUN_TIMEOUT  0x4000
 #define SVC_SET_UPLOAD_LIMIT 0x8000
+#define SVC_SET_RUN_STEPS    0x10000
+#define SVC_SET_RUN_TOKENS   0x20000
+#define SVC_SET_RUN_COMMAND  0x40000
 
 /* The API handler ("svc") and the benchmark's no-op handler ("svc-noop"). */
 int svc_handler(request_rec *r);
@@ -132,5 +135,8 @@ const char *svc_cmd_parse_size(cmd_parms *cmd, const char *arg, apr_int64_t min,
 #define SVC_RUN_LEASE         7
 #define SVC_RUN_WORK_DIR      8
 #define SVC_RUN_FACTORY       9
+#define SVC_RUN_MAX_STEPS     10
+#define SVC_RUN_MAX_TOKENS    11
+#define SVC_RUN_COMMAND_TIMEOUT 12
 
 #endif /* SVC_MOD_SVC_GLUE_H */

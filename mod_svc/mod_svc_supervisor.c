@@ -129,9 +129,12 @@ const char *svc_cmd_run_number(cmd_parms *cmd, void *dummy, const char *arg)
     const char *err = NULL;
     apr_int64_t v;
 
-    /* Only the run timeout is per virtual host (runs take it from the host
-     * they were started through); the rest configure the one supervisor. */
-    if (which != SVC_RUN_TIMEOUT && (err = ap_check_cmd_context(cmd, GLOBAL_ONLY)) != NULL) {
+    /* The run timeout and the agent's limits are per virtual host (runs
+     * take them from the host they were started through); the rest
+     * configure the one supervisor. */
+    if (which != SVC_RUN_TIMEOUT && which != SVC_RUN_MAX_STEPS && which != SVC_RUN_MAX_TOKENS
+        && which != SVC_RUN_COMMAND_TIMEOUT
+        && (err = ap_check_cmd_context(cmd, GLOBAL_ONLY)) != NULL) {
         return err;
     }
     switch (which) {
@@ -144,6 +147,24 @@ const char *svc_cmd_run_number(cmd_parms *cmd, void *dummy, const char *arg)
         if (!(err = parse_size(cmd, arg, 1, 7 * 86400, &v))) {
             sc->core.run_timeout = (int)v;
             sc->set |= SVC_SET_RUN_TIMEOUT;
+        }
+        break;
+    case SVC_RUN_MAX_STEPS:
+        if (!(err = parse_size(cmd, arg, 1, 10000, &v))) {
+            sc->core.run_max_steps = (int)v;
+            sc->set |= SVC_SET_RUN_STEPS;
+        }
+        break;
+    case SVC_RUN_MAX_TOKENS:
+        if (!(err = parse_size(cmd, arg, 1000, 1000000000, &v))) {
+            sc->core.run_max_tokens = v;
+            sc->set |= SVC_SET_RUN_TOKENS;
+        }
+        break;
+    case SVC_RUN_COMMAND_TIMEOUT:
+        if (!(err = parse_size(cmd, arg, 1, 86400, &v))) {
+            sc->core.run_command_timeout = (int)v;
+            sc->set |= SVC_SET_RUN_COMMAND;
         }
         break;
     case SVC_RUN_MEMORY:

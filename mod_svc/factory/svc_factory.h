@@ -238,7 +238,7 @@ int svc_factory_git_run(svc_factory_git_t *git, const char *dir, const char *con
                         const char *in, size_t in_len, char **pout, size_t *pout_len,
                         size_t out_max, int *ptruncated, svc_factory_err_t *perr);
 
-/* --- svc_factory_main.c: the factory's state and what both modes share ------- */
+/* --- svc_factory_shared.c: the factory's state and what both modes share ----- */
 
 typedef struct {
     svc_factory_in_t in;
@@ -278,6 +278,14 @@ int svc_factory_model_call(svc_factory_t *f, json_t *msg, json_t **preply,
  * f->start (every path when the repository is new).
  */
 int svc_factory_commit_all(svc_factory_t *f, const char *summary, svc_factory_err_t *perr);
+
+/* git commit (of what is staged) with this message; the commit's id into
+ * f->sha. */
+int svc_factory_commit(svc_factory_t *f, const char *summary, svc_factory_err_t *perr);
+int svc_factory_head(svc_factory_t *f, svc_factory_err_t *perr);
+
+/* The size limit of the supervisor's model_reply line for these limits. */
+size_t svc_factory_reply_line_max(const svc_factory_limits_t *l);
 
 /* --- svc_factory_agent.c: the agent's loop -------------------------------------- */
 

@@ -22,7 +22,7 @@ my ($st) = api(POST => "/api/orgs/$org/projects", token => $tok,
                json => { slug => $proj, name => 'Factory' });
 is($st, 201, 'project');
 my $llm = new_llm(flavor => 'openai');
-my $prov = new_provider($org, $tok, $llm);
+my $prov = new_provider($org, $tok, $llm, tools => 'off');
 my $runs = "/api/orgs/$org/projects/$proj/runs";
 my $work = Apache::Test::vars('t_logs') . '/runs';
 
@@ -183,7 +183,7 @@ is(psql_value("SELECT status FROM model_usage WHERE subject_id = '$run->{id}'"),
                    json => { slug => 'app', name => 'App' });
     is($s2, 201, 'a project in an org with an Anthropic provider');
     my $a = new_llm(flavor => 'anthropic');
-    new_provider($org2, $tok2, $a);
+    new_provider($org2, $tok2, $a, tools => 'off');
     $a->control(replies => [ json()->encode({ summary => 'One file',
         files => [ { path => 'hello.txt', content => "hello\n" } ] }) ]);
     my ($s3, $r3) = api(POST => "/api/orgs/$org2/projects/app/runs", token => $tok2,

@@ -33,7 +33,7 @@ my ($st) = api(POST => "/api/orgs/$org/projects", token => $tok,
                json => { slug => $proj, name => 'On a repository' });
 is($st, 201, 'project');
 my $llm = new_llm(flavor => 'openai');
-new_provider($org, $tok, $llm);
+my $provider = new_provider($org, $tok, $llm, tools => 'off');
 my $runs = "/api/orgs/$org/projects/$proj/runs";
 my $work = Apache::Test::vars('t_logs') . '/runs';
 my $tmp = tempdir(CLEANUP => 1);
