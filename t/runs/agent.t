@@ -414,7 +414,8 @@ for my $flavor (qw(openai anthropic)) {
 {
     my $o = setup('openai');
     my $key = $o->{llm}->key;
-    my $other = 'sk-proj-' . join('', map { ('a' .. 'z', 0 .. 9)[rand 36] } 1 .. 40);
+    # A local server's key has no shape to find it by: only its value.
+    my $other = 'ollama-local-' . join('', map { ('a' .. 'z', 0 .. 9)[rand 36] } 1 .. 24);
     record_secret($other);
     my ($s) = api(POST => "/api/orgs/$o->{org}/providers", token => $o->{tok},
                   json => { name => 'Second', kind => 'openai', base_url => $o->{llm}->url,

@@ -1,8 +1,11 @@
-# Runs through the factory, against fake model providers: a run that
-# succeeds (its artifact clones and holds the files the model gave), a reply
-# that is not the JSON asked for, a reply that names paths outside the
-# repository, a provider that fails; the model's usage recorded against the
-# run; the provider's key nowhere.
+# Runs through the factory in single-answer mode (providers whose `tools`
+# is off: the model answers once with every file, as before the agent),
+# against fake model providers: a run that succeeds (its artifact clones
+# and holds the files the model gave), a reply that is not the JSON asked
+# for, a reply that names paths outside the repository, a provider that
+# fails, an answer larger than the old cap but within the limits the
+# factory is told, and one larger than those (issue 17, Low 1); the model's
+# usage recorded against the run; the provider's key nowhere.
 use strict;
 use warnings;
 use utf8;
@@ -164,6 +167,30 @@ ok(!-e "$work/escape.txt" && !-e "$work/up.txt" && !-e '/tmp/absolute.txt',
 ok(!-e "$work/../escape.txt", '... nor beside the work directory');
 my @left = glob("$work/run_*");
 is(scalar @left, 0, 'every workspace is gone');
+
+# --- answers as large as the limits allow, and larger (issue 17, Low 1) ------------------
+{
+    # The answer is padded with white space after its JSON (the same answer,
+    # only larger): 8 MB is past the 6,553,600 bytes that once cut answers
+    # the factory's limits allow ("provider_error ... could not be reached").
+    $llm->control(pad_bytes => 8 * 1024 * 1024, replies => [ json()->encode({
+        summary => 'Large', files => [ { path => 'large.txt', content => "large\n" } ] }) ]);
+    my $r = start_run('A large answer');
+    my $d = finished($r->{id});
+    is($d->{status}, 'succeeded', 'an 8 MB answer within the limits the factory is told succeeds')
+        or diag(explain($d->{error}));
+    is($d->{result}{mode}, 'single', '... in single-answer mode');
+    # Past what the limits could ever need: the model's answer is wrong.
+    $llm->control(pad_bytes => 48 * 1024 * 1024, replies => [ json()->encode({
+        summary => 'Huge', files => [ { path => 'huge.txt', content => "huge\n" } ] }) ]);
+    $r = start_run('A huge answer');
+    $d = finished($r->{id});
+    is($d->{status}, 'failed', 'a 48 MB answer fails the run');
+    is($d->{error}{code}, 'model_reply_invalid', '... model_reply_invalid, not provider_error');
+    like($d->{error}{message}, qr/larger than \d+ bytes/, '... saying it was too large');
+    unlike($d->{error}{message}, qr/could not be reached/, '... not that the provider was away');
+    $llm->control(pad_bytes => 0);
+}
 
 # --- the provider fails -----------------------------------------------------------------
 $llm->control(mode => 'server_error', times => 1);

@@ -416,8 +416,13 @@ const char *svc_run_model_finish(svc_run_model_t *m, svc_run_log_t *log, apr_poo
         }
     }
     else {
-        const char *msg = apr_psprintf(p, "%s%s%s", r->error_code, r->error ? ": " : "",
-                                       r->error ? r->error : "");
+        /* An answer too large is the model's, said as such: no provider
+         * code in front of it. */
+        const char *msg = r->too_large && r->error
+                          ? apr_pstrcat(p, "The model's answer is larger than the run's limits "
+                                        "allow. ", r->error, NULL)
+                          : apr_psprintf(p, "%s%s%s", r->error_code, r->error ? ": " : "",
+                                         r->error ? r->error : "");
         svc_run_log_note(log, "[mod_svc] model call %" APR_INT64_T_FMT " failed after %ld "
                          "ms: %s", c->id, r->duration_ms, msg);
         line = json_pack("{s:s,s:I,s:b,s:{s:s,s:s}}", "type", "model_reply", "id",
