@@ -404,6 +404,9 @@ for my $flavor (qw(openai anthropic)) {
     ($s, $p) = api(PATCH => $P, token => $o->{tok}, json => { tools => 'off' });
     is($s, 200, 'tools can be turned off');
     is($p->{tools}, 'off', '... and are');
+    is($p->{tools_detected}, JSON::PP::true, '... what the test found stays');
+    ($s, $p) = api(PATCH => $P, token => $o->{tok}, json => { model => 'gpt-4o' });
+    ok(!defined $p->{tools_detected}, 'another model: what the test found is forgotten');
     ($s, $p) = api(PATCH => $P, token => $o->{tok}, json => { tools => 'sometimes' });
     is($s, 400, 'tools is auto, on or off');
 }
