@@ -279,9 +279,12 @@ for my $flavor (qw(openai anthropic)) {
         return [ map { $_->{content} } @last ];
     };
     my $curl = $results->(1);
-    like($curl->[0], qr/curl exit [1-9]\d*\n\z/, 'curl to the host\'s own loopback fails');
-    like($curl->[1], qr/curl exit [1-9]\d*\n\z/, 'curl to an address fails (no network)');
-    like($curl->[2], qr/curl exit [1-9]\d*\n\z/, 'curl to a name fails (no network, no DNS)');
+    like($curl->[0], qr/Failed to connect.*\ncurl exit 7\n\z/s,
+         'curl to the host\'s own loopback fails: nothing listens in the sandbox\'s');
+    like($curl->[1], qr/(?:Failed to connect|Couldn't connect|unreachable).*\ncurl exit 7\n\z/s,
+         'curl to an address fails (no network)');
+    like($curl->[2], qr/Could not resolve host.*\ncurl exit 6\n\z/s,
+         'curl to a name fails (no network, no DNS)');
     ok((!grep { $_->{path} eq '/v1/models' && ($_->{headers}{'user-agent'} // '') =~ /curl/ }
         @{ $o->{llm}->requests }), '... the fake on the host heard nothing from inside');
     my $slow = $results->(2)->[-1];
