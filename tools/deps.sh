@@ -44,6 +44,7 @@ DEB_TEST=(
     curl procps            # health probes; ps/pgrep in the scripts; curl in a run's
                            # sandbox (t/runs/agent.t: no network there)
     python3                # what the agent's tests build and test in the sandbox
+    iproute2               # ss: the event-stream tests count sockets by state
     util-linux             # runuser, setpriv (dropping root in test.sh)
     passwd                 # useradd (the unprivileged test user)
     tar coreutils findutils
@@ -73,7 +74,7 @@ RPM_RUN=(
 RPM_TEST=(
     perl-Apache-Test perl-libwww-perl perl-HTTP-Daemon perl-JSON-PP perl-IO-Socket-SSL openssl
     perl-Time-HiRes perl-Digest-SHA perl-IPC-Cmd
-    valgrind wrk curl procps-ng util-linux shadow-utils tar coreutils findutils
+    valgrind wrk curl procps-ng iproute util-linux shadow-utils tar coreutils findutils
     python3
 )
 RPM_PKG=(

@@ -23,6 +23,7 @@ void svc_config_defaults(svc_config_t *conf, apr_pool_t *p)
     conf->run_max_steps = 50;
     conf->run_max_tokens = 2000000;
     conf->run_command_timeout = 120;
+    conf->stream_limit = 100;
     conf->rate_classes = apr_array_make(p, 4, sizeof(svc_rate_class_t));
     conf->internal_allow = apr_array_make(p, 2, sizeof(apr_ipsubnet_t *));
     conf->trusted_origins = apr_array_make(p, 2, sizeof(const char *));

@@ -53,6 +53,8 @@ struct svc_config_t {
     apr_int64_t run_max_tokens;     /* tokens a run may use in all (SvcRunMaxTokens) */
     int run_command_timeout;        /* seconds one `run` of the agent (SvcRunCommandTimeout) */
     apr_size_t upload_limit;        /* largest attachment, in bytes (SvcAttachmentLimit) */
+    int stream_limit;               /* event streams one user may hold open (SvcStreamLimit;
+                                     * 0: no limit) */
     apr_array_header_t *model_prices;   /* of svc_model_price_t (SvcModelPrice), or NULL */
 
     apr_array_header_t *rate_classes;     /* of svc_rate_class_t */
