@@ -139,7 +139,7 @@ for my $flavor (qw(openai anthropic)) {
     my @events = read_stream($stream, 120);
     my $done = finished($o, $run->{id});
     my $took = time - $t0;
-    note(sprintf "$flavor: the greenfield agent run took %.1f s (six model calls)", $took);
+    note(sprintf "$flavor: the greenfield agent run took %.1f s (five model calls, six steps)", $took);
     is($done->{status}, 'succeeded', "$flavor: the run succeeded") or diag(run_log($o, $run->{id}));
     my $res = $done->{result};
     is($res->{mode}, 'agent', '... as an agent');
