@@ -166,6 +166,40 @@ for my $c (@cases) {
 }
 $oa->reset;
 
+# A key shorter than 8 characters (a local server's placeholder) is never
+# echoed either: OpenAI quotes a short refused key whole, and neither the
+# answer nor the log line of the 502 may carry it (issue 17).
+{
+    my $short_key = 'Zq7vX2';
+    my $sk = new_llm(flavor => 'openai', key => $short_key);
+    my $sp = new_provider($org, $tok, $sk, name => 'short-key');
+    ($st) = call(POST => "/api/orgs/$org/providers/$sp->{id}/default", token => $tok);
+    $sk->control(mode => 'unauthorized');
+    my $log_from = -s error_log_path();
+    ($st, $p) = call(POST => "/api/orgs/$org/documents/$cart->{id}/regenerate", token => $mtok,
+                     json => {});
+    is($st, 502, 'a refused short key: 502');
+    like($p->{detail}, qr/Incorrect API key provided: \[REDACTED\]/,
+         '... the provider\'s message, the key redacted');
+    unlike($p->{detail}, qr/\Q$short_key\E/, '... the short key not in the answer');
+    my $logged = '';
+    wait_for(sub {
+        open my $fh, '<', error_log_path() or return 0;
+        seek $fh, $log_from, 0;
+        local $/;
+        $logged = <$fh> // '';
+        return $logged =~ /SVC0022/;
+    }, timeout => 10);
+    like($logged, qr/SVC0022.*REDACTED/, '... logged (SVC0022), redacted');
+    unlike($logged, qr/\Q$short_key\E/, '... the short key not in the log');
+    ($st, $p) = call(POST => "/api/orgs/$org/providers/$sp->{id}/test", token => $tok);
+    is($p->{error_code}, 'provider_refused', 'the test call: provider_refused');
+    unlike($p->{error}, qr/\Q$short_key\E/, '... its error without the short key');
+    ($st) = call(POST => "/api/orgs/$org/providers/$op->{id}/default", token => $tok);
+    ($st) = call(DELETE => "/api/orgs/$org/providers/$sp->{id}", token => $tok);
+    $sk->stop;
+}
+
 # A long call holds no transaction (nor a pooled connection) while it waits.
 {
     $oa->control(mode => 'slow', delay_ms => 2500,

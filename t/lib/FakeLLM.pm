@@ -521,9 +521,11 @@ sub api_error {
     return $res;
 }
 
+# As OpenAI quotes a refused key: the middle hidden, but a short one whole
+# ("Incorrect API key provided: undefined").
 sub mask_key {
     my $k = shift;
-    return '*' x length $k if length $k <= 8;
+    return $k if length $k <= 9;
     return substr($k, 0, 3) . ('*' x (length($k) - 7)) . substr($k, -4);
 }
 

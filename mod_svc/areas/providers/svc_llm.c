@@ -69,9 +69,10 @@ const char *svc_llm_scrub(apr_pool_t *p, const svc_provider_t *prov, const char 
     const char *s = text ? text : "", *hit;
     apr_size_t klen = prov && prov->key ? strlen(prov->key) : 0;
 
-    /* A provider may quote the key it refused; short keys (a local
-     * server's placeholder) would match ordinary words. */
-    if (klen >= 8) {
+    /* A provider may quote the key it refused. Whatever its length: a
+     * short key (a local server's placeholder) may blank out ordinary
+     * words with it, which is the lesser harm. */
+    if (klen > 0) {
         char *out = apr_pstrdup(p, "");
         while ((hit = strstr(s, prov->key)) != NULL) {
             out = apr_pstrcat(p, out, apr_pstrmemdup(p, s, (apr_size_t)(hit - s)), "[REDACTED]",
