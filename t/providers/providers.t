@@ -197,6 +197,42 @@ ok($p->{ok}, '... and accepts the right one again');
 ($st, $p) = call(PATCH => "/api/orgs/$org/providers/$op->{id}", token => $tok,
                  json => { kind => 'anthropic' });
 is($st, 400, 'kind cannot change');
+
+# The write-only key cannot be taken by pointing the provider elsewhere
+# (issue 17): a new base_url needs the key again, in the same request.
+{
+    my $thief = new_llm(flavor => 'openai');
+    my $row_before = psql_value("SELECT base_url || ' ' || encode(key_box, 'hex') || ' ' || "
+                                . "updated_at FROM llm_providers WHERE id = '$op->{id}'");
+    ($st, $p) = call(PATCH => "/api/orgs/$org/providers/$op->{id}", token => $tok,
+                     json => { base_url => $thief->url });
+    is($st, 400, 'a new base_url without api_key: 400');
+    is($p->{code}, 'validation_failed', '... validation_failed');
+    is($p->{errors}[0]{field}, 'api_key', '... naming api_key');
+    like($p->{errors}[0]{message}, qr/base_url/, '... saying why');
+    ($st, $p) = call(PATCH => "/api/orgs/$org/providers/$op->{id}", token => $tok,
+                     json => { base_url => $thief->url, model => 'gpt-4o' });
+    is($st, 400, '... with another field too: 400');
+    is(psql_value("SELECT base_url || ' ' || encode(key_box, 'hex') || ' ' || updated_at "
+                  . "FROM llm_providers WHERE id = '$op->{id}'"), $row_before,
+       '... and nothing changed');
+    ($st, $p) = call(POST => "/api/orgs/$org/providers/$op->{id}/test", token => $tok);
+    ok($p->{ok}, '... the provider still calls its own address');
+    is(scalar @{ $thief->requests }, 0, '... and the other address got nothing');
+    ($st, $p) = call(PATCH => "/api/orgs/$org/providers/$op->{id}", token => $tok,
+                     json => { base_url => $thief->url, api_key => $thief->key });
+    is($st, 200, 'a new base_url with its key: 200');
+    is($p->{base_url}, $thief->url, '... moved');
+    ($st, $p) = call(POST => "/api/orgs/$org/providers/$op->{id}/test", token => $tok);
+    ok($p->{ok}, '... and tested there');
+    is($thief->requests->[-1]{headers}{authorization}, 'Bearer ' . $thief->key,
+       '... with the key given for it');
+    ($st, $p) = call(PATCH => "/api/orgs/$org/providers/$op->{id}", token => $tok,
+                     json => { base_url => $oa->url, api_key => $oa->key });
+    is($st, 200, '... and back');
+    push @keys, $thief->key;
+    $thief->stop;
+}
 ($st, $p) = call(PATCH => "/api/orgs/$org/providers/$op->{id}", token => $tok, json => {});
 is($st, 400, 'nothing to change: 400');
 ($st, $p) = call(PATCH => "/api/orgs/$org/providers/$op->{id}", token => $tok,
