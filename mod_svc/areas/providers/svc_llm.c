@@ -5,7 +5,6 @@
  */
 #include "svc_llm.h"
 
-#include <arpa/inet.h>
 #include <stdarg.h>
 #include <string.h>
 
@@ -26,8 +25,7 @@ const char *svc_llm_default_url(const char *kind)
 const char *svc_llm_check_url(apr_pool_t *p, const char *url, int allow_private,
                               const char **pnorm)
 {
-    const char *why = svc_http_check_base_url(p, url, pnorm), *host, *norm;
-    unsigned char buf[16];
+    const char *why = svc_http_check_base_url(p, url, pnorm), *norm;
     apr_size_t n;
 
     if (why) {
@@ -46,21 +44,10 @@ const char *svc_llm_check_url(apr_pool_t *p, const char *url, int allow_private,
         }
     }
     *pnorm = norm;
-    /* An address written out can be refused now; names are checked on the
-     * address actually connected to, at every call. */
-    host = strstr(norm, "://") + 3;
-    if (*host == '[') {
-        host = apr_pstrmemdup(p, host + 1, strcspn(host + 1, "]"));
-    }
-    else {
-        host = apr_pstrmemdup(p, host, strcspn(host, ":/"));
-    }
-    if (!allow_private && (inet_pton(AF_INET, host, buf) == 1 || inet_pton(AF_INET6, host, buf) == 1)
-        && svc_http_addr_blocked(host)) {
-        return "names a loopback, private, link-local or metadata address, which this server "
-               "does not call (SvcProviderAllowPrivate)";
-    }
-    return NULL;
+    /* The outbound client's own rules, as it applies them at every call: an
+     * address written out is refused now; a name is judged on the address
+     * it resolves to, when it is called. */
+    return svc_http_check_untrusted(p, norm, allow_private);
 }
 
 const char *svc_llm_scrub(apr_pool_t *p, const svc_provider_t *prov, const char *text,
@@ -176,8 +163,8 @@ static apr_status_t llm_call(apr_pool_t *p, const svc_config_t *conf,
         return rv;
     }
     if (rv == SVC_HTTP_EBLOCKED) {
-        reply_fail(p, reply, "provider_error", "The provider's address is a loopback, private, "
-                   "link-local or metadata address, which this server does not call.");
+        reply_fail(p, reply, "provider_error", "The provider's URL %s.",
+                   resp->guard ? resp->guard : "was refused by the address guard");
         return rv;
     }
     if (rv != APR_SUCCESS) {

@@ -27,8 +27,10 @@ const char *svc_llm_default_url(const char *kind);
 
 /*
  * A base URL as stored: checked (http or https, a host, no query, fragment
- * or user info) and without trailing slashes or a trailing "/v1", since the
- * API paths add it. NULL when fine, else why not.
+ * or user info, and the outbound client's address guard as it will apply
+ * at every call: svc_http_check_untrusted) and without trailing slashes or
+ * a trailing "/v1", since the API paths add it. NULL when fine, else why
+ * not.
  */
 const char *svc_llm_check_url(apr_pool_t *p, const char *url, int allow_private,
                               const char **pnorm);
