@@ -43,3 +43,22 @@ DROP SEQUENCE events_id_seq;
 -- The key serves what events_org served: an org's events after an id.
 ALTER TABLE events ADD CONSTRAINT events_pkey PRIMARY KEY (org_id, id);
 DROP INDEX events_org;
+
+-- --- Model call claims ------------------------------------------------------------
+--
+-- Some changes ask the org's model first and use one answer only: a request
+-- leaving intake (its table of contents), a document's regeneration. Of
+-- simultaneous callers each paid for a call, and all but one answer were
+-- thrown away. The first caller now claims the subject before calling, in
+-- a statement of its own (no transaction or connection is held across the
+-- call: DESIGN.md), and gives the claim back when its change is written or
+-- has failed; the others find it and answer 409. A claim whose holder died
+-- ends at expires_at (SvcModelTimeout and a margin after it was taken), when
+-- the next caller takes it over.
+
+CREATE TABLE model_claims (
+    subject     text PRIMARY KEY,           -- 'request:<org id>/<request id>', ...
+    org_id      text NOT NULL REFERENCES orgs (id) ON DELETE CASCADE,
+    token       text NOT NULL,              -- the holder's, so only it gives the claim back
+    expires_at  timestamptz NOT NULL
+);

@@ -202,11 +202,13 @@ static json_t *answer_json(apr_pool_t *p, const svc_http_resp_t *resp)
     return json_is_object(doc) ? doc : NULL;
 }
 
+/* A token count as the provider reported it: 0 when absent (not every
+ * compatible server counts), else the number, checked by the caller. */
 static apr_int64_t int_at(const json_t *obj, const char *key)
 {
     json_t *v = json_object_get(obj, key);
 
-    return json_is_integer(v) && json_integer_value(v) > 0 ? (apr_int64_t)json_integer_value(v) : 0;
+    return json_is_integer(v) ? (apr_int64_t)json_integer_value(v) : 0;
 }
 
 /*
@@ -332,6 +334,21 @@ apr_status_t svc_provider_complete(apr_pool_t *p, const svc_config_t *conf,
         reply_fail(p, reply, "provider_error", "The provider's answer is not a %s: %s",
                    anthropic ? "Messages API response" : "chat completion",
                    svc_llm_scrub(p, prov, resp->body, 200));
+        return APR_EGENERAL;
+    }
+    /* Counts go into the usage table and its sums (billing, the pipeline's
+     * costs): a count no model could reach is a broken or lying server, and
+     * one such reply would overflow every sum it enters. The answer is not
+     * used, and the call is recorded without its counts. */
+    if (reply->input_tokens < 0 || reply->input_tokens > SVC_LLM_MAX_TOKENS
+        || reply->output_tokens < 0 || reply->output_tokens > SVC_LLM_MAX_TOKENS) {
+        reply_fail(p, reply, "provider_error", "The provider reported %" APR_INT64_T_FMT
+                   " input and %" APR_INT64_T_FMT " output tokens for one call, outside 0 to %d: "
+                   "its answer is not used.", reply->input_tokens, reply->output_tokens,
+                   SVC_LLM_MAX_TOKENS);
+        reply->input_tokens = 0;
+        reply->output_tokens = 0;
+        reply->content = "";
         return APR_EGENERAL;
     }
     if (req->json) {

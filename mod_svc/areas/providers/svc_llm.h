@@ -19,6 +19,12 @@ struct svc_provider_t {
 
 #define SVC_LLM_KIND_OPENAI    "openai"
 #define SVC_LLM_KIND_ANTHROPIC "anthropic"
+/* The most tokens one call may report, input or output: more than any
+ * model reads or writes at once (the largest windows hold a few million),
+ * far from what would overflow the usage table's sums. A reply beyond it
+ * is refused (provider_error). */
+#define SVC_LLM_MAX_TOKENS 100000000
+
 /* The Messages API version we speak (the anthropic-version header). */
 #define SVC_ANTHROPIC_VERSION  "2023-06-01"
 
