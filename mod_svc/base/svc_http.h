@@ -109,7 +109,8 @@ apr_status_t svc_http_do(apr_pool_t *p, const svc_http_req_t *req, svc_http_resp
  * metadata address: what an untrusted URL may not reach. Also true for the
  * other special ranges (benchmarking, documentation, reserved, broadcast,
  * 192.0.0.0/24), for IPv6 forms that embed such an IPv4 address
- * (mapped, compatible, NAT64 64:ff9b::/96, 6to4, Teredo), and for text
+ * (mapped, compatible, SIIT, NAT64 64:ff9b::/96 and the local-use
+ * 64:ff9b:1::/48, 6to4, Teredo's server or client), and for text
  * that is not an address (fail closed). "[::1]" and "fe80::1%eth0" are
  * understood. */
 int svc_http_addr_blocked(const char *ip);
