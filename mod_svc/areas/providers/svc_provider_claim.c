@@ -1,7 +1,7 @@
 /*
  * svc_provider_claim.c: claims on what a model call is about
  * (svc_providers.h), so that of simultaneous callers one pays for the call
- * whose answer is used (sql/013_hardening2.sql).
+ * whose answer is used (sql/017_hardening2.sql).
  */
 #include "svc_providers.h"
 

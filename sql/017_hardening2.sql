@@ -1,4 +1,4 @@
--- 013_hardening2: what the second hardening round (issue 17) needs of the schema.
+-- 017_hardening2: what the second hardening round (issue 17) needs of the schema.
 
 -- --- Event ids per organization ---------------------------------------------------
 --
