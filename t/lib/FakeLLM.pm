@@ -75,7 +75,7 @@ package FakeLLM;
 # Control, per server:
 #   POST /_control {...}    set any of the fields below; unknown fields are a 400
 #   POST /_control/reset    mode, times, replies, reply, delay_ms, hang_seconds,
-#                           retry_after back to defaults, request log emptied
+#                           retry_after, usage back to defaults, request log emptied
 #   GET  /_control          the state, with `requests` (the last 100) and
 #                           `children` (pids of connections held open)
 #   key           the one API key accepted
@@ -98,6 +98,9 @@ package FakeLLM;
 #   pad_bytes     a successful answer's body is padded with white space (still
 #                 valid JSON) to at least this many bytes: an answer too large
 #                 for a caller's cap (default 0)
+#   usage         {"input": N, "output": N}: the token counts completions
+#                 report instead of the counted ones, whatever they are (a
+#                 broken or lying server); null: counted again
 #
 # Modes: unauthorized answers 401 as if the key were wrong; server_error 500;
 # overloaded 529 (anthropic) / 503 (openai); rate_limited 429 with
@@ -302,6 +305,7 @@ sub reset_behaviour {
     $st{retry_after} = 2;
     $st{tools} = 'native';
     $st{pad_bytes} = 0;
+    $st{usage} = undef;
     $st{requests} = [];
     $st{served} = 0;
 }
@@ -324,7 +328,7 @@ sub jtype {
 sub apply_control {
     my $d = shift;
     my %known = map { $_ => 1 } qw(key mode times replies reply models delay_ms
-                                   hang_seconds retry_after tools pad_bytes);
+                                   hang_seconds retry_after tools pad_bytes usage);
     for my $k (sort keys %$d) {
         die "unknown control field '$k'\n" unless $known{$k};
     }
@@ -378,6 +382,13 @@ sub apply_control {
         die "models must be an array\n" unless ref $d->{models} eq 'ARRAY';
         $st{models} = [ map { _model_obj($_) } @{ $d->{models} } ];
     }
+    if (exists $d->{usage}) {
+        my $u = $d->{usage};
+        die "usage must be null or {\"input\": integer, \"output\": integer}\n"
+            if defined $u && !(ref $u eq 'HASH' && jtype($u->{input}) eq 'integer'
+                               && jtype($u->{output}) eq 'integer' && keys %$u == 2);
+        $st{usage} = $u;
+    }
     for my $k (qw(delay_ms hang_seconds retry_after pad_bytes)) {
         next unless exists $d->{$k};
         die "$k must be a non-negative integer\n"
@@ -392,8 +403,8 @@ sub public_state {
         replies => $st{replies}, reply => $st{reply},
         models => [ map { $_->{id} } @{ $st{models} } ],
         delay_ms => $st{delay_ms}, hang_seconds => $st{hang_seconds},
-        retry_after => $st{retry_after}, served => $st{served}, tools => $st{tools},
-        pad_bytes => $st{pad_bytes},
+        retry_after => $st{retry_after}, usage => $st{usage}, served => $st{served},
+        tools => $st{tools}, pad_bytes => $st{pad_bytes},
         requests => $st{requests}, children => [ sort { $a <=> $b } keys %kids ],
     };
 }
@@ -654,9 +665,11 @@ sub api_error {
     return $res;
 }
 
+# As OpenAI quotes a refused key: the middle hidden, but a short one whole
+# ("Incorrect API key provided: undefined").
 sub mask_key {
     my $k = shift;
-    return '*' x length $k if length $k <= 8;
+    return $k if length $k <= 9;
     return substr($k, 0, 3) . ('*' x (length($k) - 7)) . substr($k, -4);
 }
 
@@ -976,7 +989,8 @@ sub oa_completion {
         $text = cut_to_tokens($text, $max);
         $finish = 'length';
     }
-    my ($pt, $ct) = (tokens(prompt_text($b)), tokens($text));
+    my ($pt, $ct) = $st{usage} ? ($st{usage}{input}, $st{usage}{output})
+                               : (tokens(prompt_text($b)), tokens($text));
     return plain_json_res(200, {
         id => 'chatcmpl-' . rand_str(29),
         object => 'chat.completion',
@@ -1021,7 +1035,8 @@ sub oa_tool_completion {
     } @{ $r->{tool_calls} };
     my $content = $r->{content};
     $content = undef if defined $content && !length $content;
-    my ($pt, $ct) = (tokens(prompt_text($b)),
+    my ($pt, $ct) = $st{usage} ? ($st{usage}{input}, $st{usage}{output})
+                  : (tokens(prompt_text($b)),
                      tokens(($content // '') . calls_text($r->{tool_calls})));
     return plain_json_res(200, {
         id => 'chatcmpl-' . rand_str(29),
@@ -1279,7 +1294,8 @@ sub an_message {
             id => 'msg_' . rand_str(24), type => 'message', role => 'assistant',
             model => $b->{model}, content => \@blocks, stop_reason => 'tool_use',
             stop_sequence => undef,
-            usage => { input_tokens => tokens(prompt_text($b)), output_tokens => $ct,
+            usage => { input_tokens => $st{usage} ? $st{usage}{input} : tokens(prompt_text($b)),
+                       output_tokens => $st{usage} ? $st{usage}{output} : $ct,
                        cache_creation_input_tokens => 0, cache_read_input_tokens => 0,
                        service_tier => 'standard' },
         });
@@ -1298,7 +1314,8 @@ sub an_message {
         content => [ { type => 'text', text => $text } ],
         stop_reason => $stop,
         stop_sequence => undef,
-        usage => { input_tokens => tokens($prompt), output_tokens => tokens($text),
+        usage => { input_tokens => $st{usage} ? $st{usage}{input} : tokens($prompt),
+                   output_tokens => $st{usage} ? $st{usage}{output} : tokens($text),
                    cache_creation_input_tokens => 0, cache_read_input_tokens => 0,
                    service_tier => 'standard' },
     });
