@@ -91,6 +91,10 @@ my @bad = (
     [ 'SvcRunProcesses 1K', 'a suffix', qr/SvcRunProcesses must be a whole number/ ],
     [ 'SvcRunTimeout 0', 'zero', qr/SvcRunTimeout must be a number of seconds from 1 to 604800/ ],
     [ 'SvcRunTimeout 1K', 'a suffix', qr/SvcRunTimeout must be a number of seconds/ ],
+    [ 'SvcRunMaxSteps 0', 'zero', qr/SvcRunMaxSteps must be a whole number from 1 to 10000/ ],
+    [ 'SvcRunMaxTokens 10', 'too few', qr/SvcRunMaxTokens must be a size from 1000 to 1000000000/ ],
+    [ 'SvcRunCommandTimeout 0', 'zero',
+      qr/SvcRunCommandTimeout must be a number of seconds from 1 to 86400/ ],
     [ 'SvcRunLease 4', 'too short', qr/SvcRunLease must be a number of seconds from 5 to 3600/ ],
     [ 'SvcRunLease 1K', 'a suffix', qr/SvcRunLease must be a number of seconds/ ],
     [ 'SvcRunMemory 1M', 'under 64 MiB', qr/SvcRunMemory must be a size from 67108864 to \d+ bytes/ ],
@@ -160,6 +164,9 @@ SvcRunWorkDir /tmp/svc-config-t/runs
 SvcRunFactory /usr/libexec/mod_svc/svc-factory
 <VirtualHost 127.0.0.1:8>
     SvcRunTimeout 60
+    SvcRunMaxSteps 10000
+    SvcRunMaxTokens 2M
+    SvcRunCommandTimeout 86400
     SvcStatementTimeout 1
     SvcRateLimit runs 1 1
 </VirtualHost>

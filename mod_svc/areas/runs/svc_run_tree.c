@@ -47,8 +47,9 @@ apr_status_t svc_run_artifact(svc_db_t *db, apr_pool_t *p, const char *org_id,
     if ((rv = svc_db_execv(db, &st_artifact_run, p, &res, run_id, org_id)) != APR_SUCCESS) {
         return rv;
     }
-    if (svc_dbres_rows(res) != 1 || strcmp(svc_dbres_str(res, 0, 0), SVC_RUN_SUCCEEDED) != 0
-        || svc_dbres_int64(res, 0, 1, &size) != APR_SUCCESS) {
+    /* Whatever its status: a run stopped at its step limit or token budget
+     * has one too (its work so far). */
+    if (svc_dbres_rows(res) != 1 || svc_dbres_int64(res, 0, 1, &size) != APR_SUCCESS) {
         return SVC_ENOTFOUND;
     }
     if ((rv = svc_db_execv(db, &st_artifact_data, p, &res, run_id)) != APR_SUCCESS) {

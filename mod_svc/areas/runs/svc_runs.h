@@ -82,6 +82,11 @@ typedef struct {
     const char *task_id;            /* the build task, or NULL */
     const char *created_by;         /* the user who started it */
     int timeout_seconds;            /* SvcRunTimeout of the server it is started through */
+    /* The agent's limits of that server: SvcRunMaxSteps, SvcRunMaxTokens,
+     * SvcRunCommandTimeout (0: the defaults, 50, 2000000 and 120). */
+    int max_steps;
+    apr_int64_t max_tokens;
+    int command_timeout;
     const char *repository;         /* "owner/name" the init step clones, or NULL: the
                                      * project's linked one, else a fresh one */
     const char *repo_installation_id; /* its App installation (decimal), with repository */
@@ -107,9 +112,10 @@ apr_status_t svc_run_announce(svc_db_t *db, apr_pool_t *p, const char *org_id,
                               const char *project_id, const char *run_id, const char *status);
 
 /*
- * A succeeded run's artifact, its git bundle, read whole into p (*pdata is
+ * A run's artifact, its git bundle, read whole into p (*pdata is
  * NUL-terminated beyond *plen). SVC_ENOTFOUND: the org has no such run, or
- * the run has not succeeded. svc_run_tree.c.
+ * the run has none (a run has one once it succeeded, or stopped at its step
+ * limit or token budget). svc_run_tree.c.
  */
 apr_status_t svc_run_artifact(svc_db_t *db, apr_pool_t *p, const char *org_id,
                               const char *run_id, const char **pdata, apr_size_t *plen);
