@@ -254,8 +254,21 @@ is($d->{status}, 'running', '... and keeps its status');
 ($st, $p) = api(DELETE => "/api/orgs/$org/deploy-targets/$t->{id}", token => $tok);
 is($st, 409, 'a target in use cannot be removed');
 is($p->{code}, 'target_in_use', '... target_in_use');
+my $open = sse_open('/api/agent/work', token => $t->{key},
+                    last_event_id => psql_value("SELECT max(id) FROM events WHERE org_id = "
+                                                . "'$org_id'"));
+is($open->{status}, 200, 'a work stream is open with the key');
 ($st, my $rot) = api(POST => "/api/orgs/$org/deploy-targets/$t->{id}/rotate-key", token => $tok);
 is($st, 200, 'the key is rotated');
+my ($seen, $ended);
+for (1 .. 20) {
+    my $e = sse_next($open, 1);
+    $seen = $e->{event} if $e;
+    if ($open->{eof} || $open->{closed}) { $ended = 1; last }
+}
+sse_close($open);
+ok($ended, 'the open stream of the old key ends at once (not at the next periodic check)');
+is($seen, 'target.key_rotated', '... after the rotation\'s event');
 isnt($rot->{key}, $t->{key}, '... a new key');
 ($st) = api(GET => '/api/agent/deployments', token => $t->{key});
 is($st, 401, 'the old key is refused at once');
