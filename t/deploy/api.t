@@ -333,4 +333,27 @@ like($asked, qr/--- requirements\.txt ---\nflask==3\.0/, '... and the build file
 is(psql_value("SELECT count(*) FROM model_usage WHERE subject_id = '$d3->{id}' "
               . "AND purpose = 'deployment.plan'"), 2, '... its calls recorded as usage');
 
+# --- idle agents hold no worker thread -----------------------------------------------------
+# The test server has 4 children of 25 threads: 150 open work streams would
+# pin every worker if each held one. Two targets' agents, 75 streams each:
+# the API still answers, and a piece of one target's work reaches each of
+# its streams and none of the other's.
+{
+    my ($f1, $f2) = map { new_target($org, $tok, "idle-$_") } 1, 2;
+    my @mine = map { sse_open('/api/agent/work', token => $f1->{key}) } 1 .. 75;
+    my @theirs = map { sse_open('/api/agent/work', token => $f2->{key}) } 1 .. 75;
+    my @streams = (@mine, @theirs);
+    is(scalar(grep { $_->{status} == 200 } @streams), 150, '150 agent work streams are open');
+    ($st) = api(GET => '/api/me', token => $tok);
+    is($st, 200, '... and the API still answers');
+    my $id = psql_value("INSERT INTO events (org_id, target_id, kind, data) VALUES "
+                        . "('$org_id', '$f1->{id}', 'agent.work', '{\"probe\": 1}'::jsonb) "
+                        . "RETURNING id");
+    my $got = grep { my $e = sse_next($_, 5); $e && $e->{id} == $id } @mine;
+    is($got, 75, 'one piece of work reaches each of its target\'s 75 streams');
+    $got = grep { my $e = sse_next($_, 0.2); $e && $e->{id} == $id } @theirs;
+    is($got, 0, '... and none of the other target\'s');
+    sse_close($_) for @streams;
+}
+
 done_testing();
