@@ -3,7 +3,9 @@
 # this machine, the key needed; an agent configured by its 0600 file alone;
 # and a workload that looks around: it can write its checkout, and cannot
 # see the agent's data directory or configuration (the key), nor write the
-# system, nor see the agent's processes.
+# system, nor see the agent's processes; and another runner in place of
+# bubblewrap (SVC_AGENT_RUNNER, as podman would be configured), its words
+# filled in, a template without {command} refused.
 use strict;
 use warnings;
 
@@ -133,5 +135,39 @@ unlike(join('', map { cmdline($_) } grep { /^\d+$/ } do { opendir my $p, '/proc'
 api(POST => "/api/orgs/$org/deployments/$d->{id}/teardown", token => $tok);
 ok(wait_deployment($org, $tok, $d->{id}, 'torn_down', timeout => 30), 'torn down');
 is(stop_agent($agent), 0, 'the agent stops');
+
+# --- another runner in place of bubblewrap (podman, say) -------------------------------------
+# Here the runner is env, without a sandbox: its words are the replica's
+# command line, with {deployment}, {replica}, {memory_mb}, {port} and
+# {command} put in.
+($rc, $out) = run_agent(env => { %good, SVC_AGENT_RUNNER => '/usr/bin/env /bin/sh -c true' });
+is($rc >> 8, 1, 'a runner without {command} is refused');
+like($out, qr/runner must have a \{command\} argument/, '... saying so');
+my $rtarget = new_target($org, $tok, 'runner-box');
+my $ragent = start_agent(key => $rtarget->{key}, name => 'runner-box', env => {
+    SVC_AGENT_RUNNER => '/usr/bin/env SVC_RUNNER_WORDS={deployment}:{replica}:{memory_mb}:{port} '
+                        . '/bin/sh -c {command}' });
+my ($rb, $rc2) = git_bundle('Procfile' => "web: exec python3 -m http.server \$PORT\n");
+$run = run_fixture($org, $proj, bundle => $rb, commit => $rc2);
+(undef, $d) = api(POST => "/api/orgs/$org/deployments", token => $tok,
+                  json => { project => $proj, target_id => $rtarget->{id}, run_id => $run });
+$d = wait_deployment($org, $tok, $d->{id}, 'planned');
+api(POST => "/api/orgs/$org/deployments/$d->{id}/approve", token => $tok,
+    json => { plan_version => $d->{plan}{version} });
+$d = wait_deployment($org, $tok, $d->{id}, 'running', timeout => 60);
+ok($d, 'a workload runs through the configured runner') or diag(agent_log($ragent));
+$port = $d->{workload}{replicas}[0]{port};
+my ($rpid) = workload_pids($ragent, $d->{id});
+my $environ = do { local $/; open my $f, '<', "/proc/$rpid/environ" or die $!; <$f> // '' };
+my $mem = $d->{applied_plan}{memory_mb};
+like($environ, qr/(?:^|\0)SVC_RUNNER_WORDS=\Q$d->{id}\E:0:$mem:$port(?:\0|$)/,
+     '... its words filled in (deployment, replica, memory, port)');
+my ($nspid) = grep { /^NSpid:/ } do { open my $f, '<', "/proc/$rpid/status"; <$f> };
+like($nspid // '', qr/^NSpid:\s+\d+\s*$/, '... and no sandbox of the agent\'s around it');
+is((http_get($port, '/'))[0], 200, '... answering on its port');
+api(POST => "/api/orgs/$org/deployments/$d->{id}/teardown", token => $tok);
+ok(wait_deployment($org, $tok, $d->{id}, 'torn_down', timeout => 30), 'torn down');
+is(scalar(workload_pids($ragent, $d->{id})), 0, '... no process');
+is(stop_agent($ragent), 0, 'its agent stops');
 
 done_testing();
