@@ -105,18 +105,45 @@ apr_status_t svc_db_flush(svc_db_t *db);
 /* True while a deferred statement waits. */
 int svc_db_pending(svc_db_t *db);
 
-/* Runs plain SQL without parameters (transaction control, migrations). */
+/* Runs plain SQL without parameters (LISTEN, migrations); never BEGIN,
+ * COMMIT or ROLLBACK: transactions are svc_db_tx's. */
 apr_status_t svc_db_simple(svc_db_t *db, const char *sql, apr_pool_t *p);
 
-apr_status_t svc_db_begin(svc_db_t *db, apr_pool_t *p);
-apr_status_t svc_db_commit(svc_db_t *db, apr_pool_t *p);
-void svc_db_rollback(svc_db_t *db, apr_pool_t *p);
 /*
- * Ends a handler's transaction by how it went: commits when rv is
- * APR_SUCCESS (and returns the commit's status), else rolls back and
- * returns rv. db may be NULL (nothing was begun).
+ * The one transaction: BEGIN, then `fn` makes its change (and, in a request,
+ * builds its answer: svc_write in kernel/svc_write.h is this with the
+ * answer), then COMMIT, in that order; whatever fn returns but APR_SUCCESS,
+ * and a COMMIT that fails, roll everything back, and that status is
+ * returned. It runs in "rollback mode" (trap 7): the only way to COMMIT is
+ * fn returning APR_SUCCESS; an error, an early return in fn or a
+ * connection given back halfway all roll back (svc_db_release).
+ *
+ * fn runs statements on db with svc_db_exec and allocates from p; it never
+ * ends the transaction itself and never begins another (svc_db_tx inside
+ * fn fails: one transaction at a time). A status fn returns to say "nothing
+ * to do" (SVC_ENOTFOUND, say) rolls back an empty transaction and reaches
+ * the caller as it was.
+ *
+ * Request handlers write through svc_write; svc_db_tx itself is for what
+ * answers no request: svcctl, migrations and the run supervisor.
+ * tools/check-layers.pl fails the build on any other caller, and on any
+ * other code that sends BEGIN, COMMIT or ROLLBACK.
  */
-apr_status_t svc_db_end(svc_db_t *db, apr_pool_t *p, apr_status_t rv);
+typedef apr_status_t (*svc_db_tx_fn)(svc_db_t *db, apr_pool_t *p, void *baton);
+
+apr_status_t svc_db_tx(svc_db_t *db, apr_pool_t *p, svc_db_tx_fn fn, void *baton);
+
+/*
+ * The steps svc_db_tx is made of, for its own use and for the unit tests
+ * of this file (t/unit/test_db.c) only: tools/check-layers.pl fails the
+ * build on any other caller. A failed COMMIT has rolled back already.
+ */
+apr_status_t svc_db_begin(svc_db_t *db);
+apr_status_t svc_db_commit(svc_db_t *db);
+void svc_db_rollback(svc_db_t *db);
+/* (Transitional: goes once every handler writes through svc_write.) */
+apr_status_t svc_db_end(svc_db_t *db, apr_status_t rv);
+
 int svc_db_in_tx(svc_db_t *db);
 
 /*

@@ -426,7 +426,7 @@ apr_status_t svc_h_documents_regenerate(svc_ctx_t *ctx)
         goto cleanup;
     }
 cleanup:
-    if ((rv = svc_db_end(db, ctx->pool, rv)) != APR_SUCCESS) {
+    if ((rv = svc_db_end(db, rv)) != APR_SUCCESS) {
         return rv;
     }
     return svc_doc_reply_version(ctx, db, vid, 201);
@@ -487,7 +487,7 @@ apr_status_t svc_h_patches_create(svc_ctx_t *ctx)
         goto cleanup;
     }
 cleanup:
-    if ((rv = svc_db_end(db, ctx->pool, rv)) != APR_SUCCESS) {
+    if ((rv = svc_db_end(db, rv)) != APR_SUCCESS) {
         return rv;
     }
     return reply_patch(ctx, db, id, 201);
@@ -576,7 +576,7 @@ static apr_status_t decide_patch(svc_ctx_t *ctx, int accept)
         goto cleanup;
     }
 cleanup:
-    if ((rv = svc_db_end(db, ctx->pool, rv)) != APR_SUCCESS) {
+    if ((rv = svc_db_end(db, rv)) != APR_SUCCESS) {
         return rv;
     }
     return reply_patch(ctx, db, id, 200);

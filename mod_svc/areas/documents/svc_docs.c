@@ -272,7 +272,7 @@ apr_status_t svc_h_documents_create(svc_ctx_t *ctx)
         goto cleanup;
     }
 cleanup:
-    if ((rv = svc_db_end(db, ctx->pool, rv)) != APR_SUCCESS) {
+    if ((rv = svc_db_end(db, rv)) != APR_SUCCESS) {
         return rv;
     }
     return reply_document(ctx, db, id, 201);
@@ -356,7 +356,7 @@ apr_status_t svc_h_documents_edit(svc_ctx_t *ctx)
         goto cleanup;
     }
 cleanup:
-    if ((rv = svc_db_end(db, ctx->pool, rv)) != APR_SUCCESS) {
+    if ((rv = svc_db_end(db, rv)) != APR_SUCCESS) {
         return rv;
     }
     return svc_doc_reply_version(ctx, db, vid, 201);
@@ -412,7 +412,7 @@ static apr_status_t decide(svc_ctx_t *ctx, const char *status, const char *comme
         goto cleanup;
     }
 cleanup:
-    if ((rv = svc_db_end(db, ctx->pool, rv)) != APR_SUCCESS) {
+    if ((rv = svc_db_end(db, rv)) != APR_SUCCESS) {
         return rv;
     }
     return svc_doc_reply_version(ctx, db, vid, 200);

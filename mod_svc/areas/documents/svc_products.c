@@ -114,10 +114,10 @@ apr_status_t svc_h_products_create(svc_ctx_t *ctx)
         && (rv = svc_doc_audit(ctx, db, "product.created", "product", id,
                                json_pack("{s:s,s:s}", "name", name,
                                          "project_id", ctx->project->id))) == APR_SUCCESS) {
-        rv = svc_db_commit(db, ctx->pool);
+        rv = svc_db_commit(db);
     }
     if (rv != APR_SUCCESS) {
-        svc_db_rollback(db, ctx->pool);
+        svc_db_rollback(db);
         return rv;
     }
     return reply_product(ctx, db, id, 201);

@@ -334,7 +334,7 @@ apr_status_t svc_h_requests_run_all(svc_ctx_t *ctx)
         }
     }
 cleanup:
-    if ((rv = svc_db_end(db, ctx->pool, rv)) != APR_SUCCESS) {
+    if ((rv = svc_db_end(db, rv)) != APR_SUCCESS) {
         return rv;
     }
     if ((rv = svc_build_tasks_json(ctx, db, id, &tasks)) != APR_SUCCESS) {

@@ -157,10 +157,10 @@ apr_status_t svc_h_improvements_file(svc_ctx_t *ctx)
                               json_pack("{s:s,s:s,s:s}", "improvement_id", id, "kind", kind,
                                         "source", "user")))
            == APR_SUCCESS) {
-        rv = svc_db_commit(db, ctx->pool);
+        rv = svc_db_commit(db);
     }
     if (rv != APR_SUCCESS) {
-        svc_db_rollback(db, ctx->pool);
+        svc_db_rollback(db);
         return rv;
     }
     return reply_improvement(ctx, db, id, 201);
@@ -238,7 +238,7 @@ static apr_status_t decide(svc_ctx_t *ctx, const char *reason)
         goto cleanup;
     }
 cleanup:
-    if ((rv = svc_db_end(db, ctx->pool, rv)) != APR_SUCCESS) {
+    if ((rv = svc_db_end(db, rv)) != APR_SUCCESS) {
         return rv;
     }
     return reply_improvement(ctx, db, id, 200);

@@ -154,7 +154,7 @@ apr_status_t svc_h_requests_create(svc_ctx_t *ctx)
             goto cleanup;
         }
         if (svc_dbres_rows(res) == 0) {
-            svc_db_rollback(db, ctx->pool);
+            svc_db_rollback(db);
             return svc_idem_replay(ctx, db, &st_key_get, &svc_pl_request_get, key, fp);
         }
     }
@@ -167,11 +167,11 @@ apr_status_t svc_h_requests_create(svc_ctx_t *ctx)
                                json_pack("{s:s,s:s,s:s}", "project", slug, "kind", kind, "title",
                                          title))) == APR_SUCCESS
         && (rv = svc_request_announce(ctx, db, &req)) == APR_SUCCESS) {
-        rv = svc_db_commit(db, ctx->pool);
+        rv = svc_db_commit(db);
     }
 cleanup:
     if (rv != APR_SUCCESS) {
-        svc_db_rollback(db, ctx->pool);
+        svc_db_rollback(db);
         return rv;
     }
     return svc_request_reply(ctx, db, id, 201);
@@ -214,7 +214,7 @@ apr_status_t svc_h_requests_update(svc_ctx_t *ctx)
         goto cleanup;
     }
 cleanup:
-    if ((rv = svc_db_end(db, ctx->pool, rv)) != APR_SUCCESS) {
+    if ((rv = svc_db_end(db, rv)) != APR_SUCCESS) {
         return rv;
     }
     return svc_request_reply(ctx, db, id, 200);

@@ -214,11 +214,11 @@ static apr_status_t finish(svc_ctx_t *ctx, svc_db_t *db, const svc_request_t *re
         rv = svc_build_announce_new(ctx, db, req, tasks);
     }
     if (rv == APR_SUCCESS) {
-        rv = svc_db_commit(db, ctx->pool);
+        rv = svc_db_commit(db);
     }
     if (rv != APR_SUCCESS) {
         if (db) {
-            svc_db_rollback(db, ctx->pool);
+            svc_db_rollback(db);
         }
         return rv;
     }
@@ -392,10 +392,10 @@ apr_status_t svc_h_requests_cancel(svc_ctx_t *ctx)
         rv = svc_request_announce(ctx, db, req);
     }
     if (rv == APR_SUCCESS) {
-        rv = svc_db_commit(db, ctx->pool);
+        rv = svc_db_commit(db);
     }
     if (rv != APR_SUCCESS) {
-        svc_db_rollback(db, ctx->pool);
+        svc_db_rollback(db);
         return rv;
     }
     if (runs->nelts > 0) {
@@ -415,10 +415,10 @@ apr_status_t svc_h_requests_cancel(svc_ctx_t *ctx)
             }
         }
         if (rv == APR_SUCCESS) {
-            rv = svc_db_commit(db, ctx->pool);
+            rv = svc_db_commit(db);
         }
         if (rv != APR_SUCCESS) {
-            svc_db_rollback(db, ctx->pool);
+            svc_db_rollback(db);
             return rv;
         }
     }

@@ -207,7 +207,7 @@ apr_status_t svc_h_providers_create(svc_ctx_t *ctx)
                                                  "is_default",
                                                  svc_dbres_bool(res, 0, 0) == 1)));
 cleanup:
-    if ((rv = svc_db_end(db, ctx->pool, rv)) != APR_SUCCESS) {
+    if ((rv = svc_db_end(db, rv)) != APR_SUCCESS) {
         return rv;
     }
     return reply_provider(ctx, db, id, 201);
@@ -294,7 +294,7 @@ apr_status_t svc_h_providers_update(svc_ctx_t *ctx)
                                                  "after", json_text(ctx->pool, after),
                                                  "key_replaced", key != NULL)));
 cleanup:
-    if ((rv = svc_db_end(db, ctx->pool, rv)) != APR_SUCCESS) {
+    if ((rv = svc_db_end(db, rv)) != APR_SUCCESS) {
         return rv;
     }
     return reply_provider(ctx, db, id, 200);
@@ -320,7 +320,7 @@ apr_status_t svc_h_providers_delete(svc_ctx_t *ctx)
     rv = svc_audit_write(db, ctx->pool, &actor, ctx->org->id, "provider.deleted", "provider", id,
                          json_text(ctx->pool, before));
 cleanup:
-    if ((rv = svc_db_end(db, ctx->pool, rv)) != APR_SUCCESS) {
+    if ((rv = svc_db_end(db, rv)) != APR_SUCCESS) {
         return rv;
     }
     return svc_reply_empty(ctx);
@@ -360,7 +360,7 @@ apr_status_t svc_h_providers_default(svc_ctx_t *ctx)
                          "provider", id,
                          svc_json_pool(ctx->pool, json_pack("{s:s?}", "previous", previous)));
 cleanup:
-    if ((rv = svc_db_end(db, ctx->pool, rv)) != APR_SUCCESS) {
+    if ((rv = svc_db_end(db, rv)) != APR_SUCCESS) {
         return rv;
     }
     return reply_provider(ctx, db, id, 200);

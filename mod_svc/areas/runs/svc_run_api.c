@@ -281,7 +281,7 @@ apr_status_t svc_h_runs_create(svc_ctx_t *ctx)
             goto cleanup;
         }
         if (svc_dbres_rows(res) == 0) {
-            svc_db_rollback(db, ctx->pool);
+            svc_db_rollback(db);
             /* The same request gets its run again (200), another a 409. */
             return svc_idem_replay(ctx, db, &st_key_get, &st_runs_get_in_org, key, fp);
         }
@@ -295,7 +295,7 @@ apr_status_t svc_h_runs_create(svc_ctx_t *ctx)
         rv = run_json(ctx, db, id, &json);
     }
 cleanup:
-    if ((rv = svc_db_end(db, ctx->pool, rv)) != APR_SUCCESS) {
+    if ((rv = svc_db_end(db, rv)) != APR_SUCCESS) {
         return rv;
     }
     return svc_reply_text(ctx, 201, json);
@@ -344,10 +344,10 @@ apr_status_t svc_h_runs_cancel(svc_ctx_t *ctx)
     }
 cleanup:
     if (rv == APR_SUCCESS) {
-        rv = svc_db_commit(db, ctx->pool);
+        rv = svc_db_commit(db);
     }
     if (rv != APR_SUCCESS) {
-        svc_db_rollback(db, ctx->pool);
+        svc_db_rollback(db);
         return rv;
     }
     return reply_run(ctx, db, id, 200);

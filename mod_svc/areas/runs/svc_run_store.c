@@ -146,10 +146,10 @@ static apr_status_t status_commit(svc_db_t *db, apr_pool_t *p, apr_status_t rv,
                                  err_message);
     }
     if (rv == APR_SUCCESS) {
-        rv = svc_db_commit(db, p);
+        rv = svc_db_commit(db);
     }
     if (rv != APR_SUCCESS) {
-        svc_db_rollback(db, p);
+        svc_db_rollback(db);
     }
     return rv;
 }
@@ -204,7 +204,7 @@ apr_status_t svc_run_claim(svc_db_t *db, apr_pool_t *p, const char *node, int le
     apr_status_t rv;
 
     *pjob = NULL;
-    if ((rv = svc_db_begin(db, p)) != APR_SUCCESS) {
+    if ((rv = svc_db_begin(db)) != APR_SUCCESS) {
         return rv;
     }
     rv = svc_db_execv(db, &st_claim, p, &res, node, apr_itoa(p, lease_s));
@@ -244,7 +244,7 @@ apr_status_t svc_run_claim(svc_db_t *db, apr_pool_t *p, const char *node, int le
     }
     return rv;
 cleanup:
-    svc_db_rollback(db, p);
+    svc_db_rollback(db);
     return rv;
 }
 
@@ -305,12 +305,12 @@ apr_status_t svc_run_reap(svc_db_t *db, apr_pool_t *p, int *pcount)
         const char *id, *org, *project;
         svc_dbres_t *res;
 
-        if ((rv = svc_db_begin(db, p)) != APR_SUCCESS) {
+        if ((rv = svc_db_begin(db)) != APR_SUCCESS) {
             break;
         }
         rv = svc_db_execv(db, &st_expired, p, &res);
         if (rv != APR_SUCCESS || svc_dbres_rows(res) == 0) {
-            svc_db_rollback(db, p);
+            svc_db_rollback(db);
             break;
         }
         id = col_dup(p, res, 0);
@@ -368,7 +368,7 @@ static apr_status_t end_run(svc_db_t *db, apr_pool_t *p, const char *run_id, con
     apr_status_t rv;
     int part = 0;
 
-    if ((rv = svc_db_begin(db, p)) != APR_SUCCESS) {
+    if ((rv = svc_db_begin(db)) != APR_SUCCESS) {
         return rv;
     }
     rv = svc_db_execv(db, &st_end, p, &res, run_id, node, status, result_json,
@@ -377,7 +377,7 @@ static apr_status_t end_run(svc_db_t *db, apr_pool_t *p, const char *run_id, con
         goto cleanup;
     }
     if (svc_dbres_rows(res) == 0) {
-        svc_db_rollback(db, p);
+        svc_db_rollback(db);
         return settled(db, p, run_id, node, status, err_code);
     }
     for (at = 0; bundle && at < bundle_len && rv == APR_SUCCESS; at += ARTIFACT_PART, part++) {
@@ -393,7 +393,7 @@ static apr_status_t end_run(svc_db_t *db, apr_pool_t *p, const char *run_id, con
     return status_commit(db, p, rv, svc_dbres_str(res, 0, 0), svc_dbres_str(res, 0, 1), run_id,
                          status, err_code, err_message);
 cleanup:
-    svc_db_rollback(db, p);
+    svc_db_rollback(db);
     return rv;
 }
 
@@ -419,7 +419,7 @@ apr_status_t svc_run_requeue(svc_db_t *db, apr_pool_t *p, const char *run_id,
     svc_dbres_t *res;
     apr_status_t rv;
 
-    if ((rv = svc_db_begin(db, p)) != APR_SUCCESS) {
+    if ((rv = svc_db_begin(db)) != APR_SUCCESS) {
         return rv;
     }
     rv = svc_db_execv(db, &st_requeue, p, &res, run_id, node);
@@ -440,7 +440,7 @@ apr_status_t svc_run_requeue(svc_db_t *db, apr_pool_t *p, const char *run_id,
                   : "[mod_svc] interrupted: the supervisor stopped; the run was cancelled");
     return status_commit(db, p, rv, org, project, run_id, status, NULL, NULL);
 cleanup:
-    svc_db_rollback(db, p);
+    svc_db_rollback(db);
     return rv;
 }
 
@@ -451,7 +451,7 @@ apr_status_t svc_run_log_append(svc_db_t *db, apr_pool_t *p, const svc_run_job_t
     svc_dbres_t *res;
     apr_status_t rv;
 
-    if ((rv = svc_db_begin(db, p)) != APR_SUCCESS) {
+    if ((rv = svc_db_begin(db)) != APR_SUCCESS) {
         return rv;
     }
     rv = svc_db_execv(db, &st_log_grow, p, &res, job->id, node, i64(p, offset),
@@ -462,7 +462,7 @@ apr_status_t svc_run_log_append(svc_db_t *db, apr_pool_t *p, const svc_run_job_t
     if (svc_dbres_rows(res) == 0) {
         apr_int64_t now_len;
 
-        svc_db_rollback(db, p);
+        svc_db_rollback(db);
         rv = svc_db_execv(db, &st_status_of, p, &res, job->id, node);
         if (rv != APR_SUCCESS) {
             return rv;
@@ -486,11 +486,11 @@ apr_status_t svc_run_log_append(svc_db_t *db, apr_pool_t *p, const svc_run_job_t
         rv = emit_lines(db, p, job->org_id, job->project_id, job->id, offset, text, len);
     }
     if (rv == APR_SUCCESS) {
-        rv = svc_db_commit(db, p);
+        rv = svc_db_commit(db);
     }
 cleanup:
     if (rv != APR_SUCCESS) {
-        svc_db_rollback(db, p);
+        svc_db_rollback(db);
     }
     return rv;
 }
