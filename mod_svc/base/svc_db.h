@@ -4,7 +4,7 @@
  * The glue takes pooled connections from mod_dbd and hands us the native
  * PGconn (apr_dbd_native_handle); svcctl opens its own. Either way all
  * queries go through here, which is where the traps of mod_dbd and
- * apr_dbd_pgsql (DESIGN.md section 4) are handled once:
+ * apr_dbd_pgsql (the ten of docs/architecture.md, "Storage") are handled once:
  *
  *  - statements are prepared lazily under lowercase names, remembered per
  *    backend process id, so a silent reconnect is noticed and they are

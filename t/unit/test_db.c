@@ -1,6 +1,7 @@
 /*
  * test_db.c: the data-access layer against a real PostgreSQL, one test per
- * trap of DESIGN.md section 4 (and the invariants the schema enforces).
+ * trap of mod_dbd and apr_dbd_pgsql (docs/architecture.md, "Storage"), and
+ * the invariants the schema enforces.
  *
  * SVC_TEST_DB names a database where `svcctl migrate` has been run; the
  * database user must be allowed to terminate backends of its own role and,
