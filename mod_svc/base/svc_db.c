@@ -690,17 +690,6 @@ void svc_db_rollback(svc_db_t *db)
     }
 }
 
-apr_status_t svc_db_end(svc_db_t *db, apr_status_t rv)
-{
-    if (rv == APR_SUCCESS) {
-        return svc_db_commit(db);
-    }
-    if (db) {
-        svc_db_rollback(db);
-    }
-    return rv;
-}
-
 apr_status_t svc_db_tx(svc_db_t *db, apr_pool_t *p, svc_db_tx_fn fn, void *baton)
 {
     apr_status_t rv;

@@ -141,8 +141,6 @@ apr_status_t svc_db_tx(svc_db_t *db, apr_pool_t *p, svc_db_tx_fn fn, void *baton
 apr_status_t svc_db_begin(svc_db_t *db);
 apr_status_t svc_db_commit(svc_db_t *db);
 void svc_db_rollback(svc_db_t *db);
-/* (Transitional: goes once every handler writes through svc_write.) */
-apr_status_t svc_db_end(svc_db_t *db, apr_status_t rv);
 
 int svc_db_in_tx(svc_db_t *db);
 

@@ -43,13 +43,6 @@ apr_status_t svc_ctx_db(svc_ctx_t *ctx, svc_db_t **pdb)
     return ctx->db ? APR_SUCCESS : SVC_EDBDOWN;
 }
 
-apr_status_t svc_ctx_db_begin(svc_ctx_t *ctx, svc_db_t **pdb)
-{
-    apr_status_t rv = svc_ctx_db(ctx, pdb);
-
-    return rv == APR_SUCCESS ? svc_db_begin(*pdb) : rv;
-}
-
 apr_status_t svc_ctx_db_release(svc_ctx_t *ctx)
 {
     apr_status_t rv = APR_SUCCESS;

@@ -170,9 +170,6 @@ svc_ctx_t *svc_ctx_create(apr_pool_t *p, const svc_config_t *conf);
 /* The database handle, acquired on first call. SVC_EDBDOWN when there is none. */
 apr_status_t svc_ctx_db(svc_ctx_t *ctx, svc_db_t **pdb);
 
-/* (Transitional: goes once every handler writes through svc_write.) */
-apr_status_t svc_ctx_db_begin(svc_ctx_t *ctx, svc_db_t **pdb);
-
 /*
  * Gives the connection back to the pool now. Handlers call this before
  * waiting on anything slow, such as an outbound HTTP call, so a slow
