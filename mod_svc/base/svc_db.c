@@ -33,6 +33,7 @@ struct svc_db_t {
     svc_conncache_t *cache;
     int statement_timeout_ms;
     int in_tx;
+    int guard_writes;           /* writes only inside a transaction (svc_db_guard_writes) */
     int lost;                   /* the last failure lost the connection */
     deferred_t *deferred;
     char sqlstate[6];
@@ -130,6 +131,11 @@ void svc_db_set_statement_timeout(svc_db_t *db, int ms)
 PGconn *svc_db_conn(svc_db_t *db)
 {
     return db->conn;
+}
+
+void svc_db_guard_writes(svc_db_t *db)
+{
+    db->guard_writes = 1;
 }
 
 static void note_error(svc_db_t *db, const PGresult *res)
@@ -521,6 +527,14 @@ apr_status_t svc_db_exec(svc_db_t *db, const svc_stmt_t *st, apr_pool_t *p,
 
     if (pres) {
         *pres = NULL;
+    }
+    if (db->guard_writes && !db->in_tx && !(st->flags & (SVC_STMT_READ | SVC_STMT_ALONE))) {
+        /* A change made outside svc_write would be answered after it is
+         * saved, or saved without its answer. */
+        apr_snprintf(db->errmsg, sizeof(db->errmsg), "%s may write, outside a transaction: "
+                     "refused (a request writes through svc_write)", st->name);
+        db->sqlstate[0] = '\0';
+        return APR_EGENERAL;
     }
     if (db->deferred) {
         /* A read may travel with the deferred statement; anything else waits

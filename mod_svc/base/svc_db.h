@@ -36,6 +36,15 @@
  * boolean ones (anything else reads as invalid).
  */
 #define SVC_STMT_BINARY   0x4
+/*
+ * A write that stands on its own, outside any transaction: bookkeeping that
+ * must stay whatever the request it serves comes to, and answers nothing (a
+ * rate-limit count, a credential's last use, a model call's usage, a
+ * sign-in's state made or used up). On a connection that svc_db_guard_writes
+ * marked, any other write outside a transaction is refused: a request's
+ * changes go through svc_write (kernel/svc_write.h).
+ */
+#define SVC_STMT_ALONE    0x8
 
 /* A statement, defined once per area as a static const. */
 typedef struct {
@@ -66,6 +75,14 @@ apr_status_t svc_db_connect(svc_db_t **pdb, const char *conninfo,
 void svc_db_set_statement_timeout(svc_db_t *db, int ms);
 
 PGconn *svc_db_conn(svc_db_t *db);
+
+/*
+ * From now on, a statement that may write (neither SVC_STMT_READ nor
+ * SVC_STMT_ALONE) runs only inside a transaction (svc_db_tx); outside one
+ * it is refused with APR_EGENERAL, and svc_db_errmsg names it. The kernel
+ * marks every connection it lends a request.
+ */
+void svc_db_guard_writes(svc_db_t *db);
 
 /*
  * Runs a statement with text parameters (NULL entries are SQL NULL).

@@ -38,6 +38,10 @@ apr_status_t svc_ctx_db(svc_ctx_t *ctx, svc_db_t **pdb)
         if (rv != APR_SUCCESS) {
             return rv;
         }
+        /* A request changes nothing but through svc_write. */
+        if (ctx->db) {
+            svc_db_guard_writes(ctx->db);
+        }
     }
     *pdb = ctx->db;
     return ctx->db ? APR_SUCCESS : SVC_EDBDOWN;

@@ -594,6 +594,45 @@ SVC_TEST(db_commit_after_failed_statement_fails)
     drop_table(p, other, t);
 }
 
+/* A connection lent to a request writes inside a transaction only (but
+ * for writes declared to stand alone), so a handler cannot change anything
+ * but through svc_write. */
+SVC_TEST(db_guarded_writes_need_a_transaction)
+{
+    svc_db_t *db = svc_testdb_open(p), *other = svc_testdb_open(p);
+    const svc_stmt_t *ins, *alone, *read;
+    tx_case_t tx;
+    const char *t;
+
+    memset(&tx, 0, sizeof(tx));
+    if (!db || !other) {
+        return;
+    }
+    t = scratch_table(p, other);
+    ins = stmt(p, "svc_ut_ins", apr_psprintf(p, "INSERT INTO %s (id, v) VALUES ($1::int, $2)",
+                                             t), 2, 0);
+    alone = stmt(p, "svc_ut_ins_alone",
+                 apr_psprintf(p, "INSERT INTO %s (id, v) VALUES ($1::int, $2)", t), 2,
+                 SVC_STMT_ALONE);
+    read = stmt(p, "svc_ut_count", apr_psprintf(p, "SELECT count(*) FROM %s", t), 0,
+                SVC_STMT_READ);
+    /* Unguarded (svcctl, the supervisor): a write on its own is its business. */
+    SVC_CHECK_INT(svc_db_execv(db, ins, p, NULL, "1", "unguarded"), APR_SUCCESS);
+    svc_db_guard_writes(db);
+    SVC_CHECK_INT(svc_db_execv(db, ins, p, NULL, "2", "outside"), APR_EGENERAL);
+    SVC_CHECK(strstr(svc_db_errmsg(db), "svc_ut_ins may write") != NULL);
+    SVC_CHECK_INT(count_id(p, other, t, 2), 0);
+    SVC_CHECK_INT(svc_db_execv(db, alone, p, NULL, "3", "bookkeeping"), APR_SUCCESS);
+    SVC_CHECK_INT(svc_db_execv(db, read, p, NULL), APR_SUCCESS);
+    tx.t = t;
+    tx.ins = ins;
+    tx.id = "4";
+    SVC_CHECK_INT(svc_db_tx(db, p, tx_insert, &tx), APR_SUCCESS);
+    SVC_CHECK_INT(count_id(p, other, t, 3), 1);
+    SVC_CHECK_INT(count_id(p, other, t, 4), 1);
+    drop_table(p, other, t);
+}
+
 /* ---------------------------------------------------------------------- */
 /* Constraint violations                                                   */
 

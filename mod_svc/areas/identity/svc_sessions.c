@@ -26,7 +26,7 @@ static const svc_stmt_t st_session_auth = {
 static const svc_stmt_t st_session_touch = {
     "svc_sessions_touch",
     "UPDATE sessions SET last_seen_at = now(), ip = $2 WHERE id = $1",
-    2, SVC_STMT_RETRY
+    2, SVC_STMT_RETRY | SVC_STMT_ALONE
 };
 
 static const svc_stmt_t st_session_revoke = {

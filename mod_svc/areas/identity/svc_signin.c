@@ -17,21 +17,21 @@ static const svc_stmt_t st_signin_start = {
     "svc_signin_start",
     "INSERT INTO oauth_states (state_hash, nonce_hash, return_to, expires_at)"
     " VALUES ($1::bytea, $2::bytea, $3, now() + make_interval(secs => $4::int))",
-    4, 0
+    4, SVC_STMT_ALONE
 };
 
 /* Abandoned sign-ins: swept by whoever starts a new one. */
 static const svc_stmt_t st_signin_sweep = {
     "svc_signin_sweep",
     "DELETE FROM oauth_states WHERE expires_at < now()",
-    0, SVC_STMT_RETRY
+    0, SVC_STMT_RETRY | SVC_STMT_ALONE
 };
 
 static const svc_stmt_t st_signin_consume = {
     "svc_signin_consume",
     "DELETE FROM oauth_states WHERE state_hash = $1::bytea"
     " RETURNING coalesce(nonce_hash = $2::bytea, false), expires_at > now(), return_to",
-    2, 0
+    2, SVC_STMT_ALONE
 };
 
 static const svc_stmt_t st_signin_by_vcs = {

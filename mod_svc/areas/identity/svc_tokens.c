@@ -89,7 +89,7 @@ static const svc_stmt_t st_tok_check = {
 static const svc_stmt_t st_tok_touch = {
     "svc_tokens_touch",
     "UPDATE api_tokens SET last_used_at = now(), last_used_ip = $2 WHERE id = $1",
-    2, SVC_STMT_RETRY
+    2, SVC_STMT_RETRY | SVC_STMT_ALONE
 };
 
 static const svc_stmt_t st_tok_insert = {

@@ -33,7 +33,7 @@ static const svc_stmt_t st_usage_insert = {
     " VALUES ($1, (SELECT id FROM llm_providers WHERE id = $2), $3, $4, $5::bigint,"
     " $6::bigint, $7::int, (SELECT id FROM users WHERE id = $8), $9, $10, $11, $12, $13,"
     " nullif($14::int, 0))",
-    14, 0
+    14, SVC_STMT_ALONE
 };
 
 static apr_status_t provider_of(apr_pool_t *p, const svc_config_t *conf,
