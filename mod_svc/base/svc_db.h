@@ -152,7 +152,7 @@ apr_status_t svc_db_tx(svc_db_t *db, apr_pool_t *p, svc_db_tx_fn fn, void *baton
 
 /*
  * The steps svc_db_tx is made of, for its own use and for the unit tests
- * of this file (t/unit/test_db.c) only: tools/check-layers.pl fails the
+ * of this file (t/unit/test_base_db.c) only: tools/check-layers.pl fails the
  * build on any other caller. A failed COMMIT has rolled back already.
  */
 apr_status_t svc_db_begin(svc_db_t *db);

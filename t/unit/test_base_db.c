@@ -1,5 +1,5 @@
 /*
- * test_db.c: the data-access layer against a real PostgreSQL, one test per
+ * test_base_db.c: the data-access layer against a real PostgreSQL, one test per
  * trap of mod_dbd and apr_dbd_pgsql (docs/architecture.md, "Storage"), and
  * the invariants the schema enforces.
  *
