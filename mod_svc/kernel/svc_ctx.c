@@ -180,6 +180,18 @@ void svc_ctx_render_problem(svc_ctx_t *ctx, const svc_problem_t *pr)
     json_decref(doc);
 }
 
+void svc_ctx_forget_answer(svc_ctx_t *ctx)
+{
+    ctx->status = 0;
+    ctx->content_type = NULL;
+    ctx->resp_body = NULL;
+    ctx->resp_len = 0;
+    ctx->producer = NULL;
+    ctx->producer_baton = NULL;
+    ctx->producer_len = 0;
+    ctx->stream = NULL;
+}
+
 /* A write committed its answer: nothing may change it now. */
 static int answer_final(const svc_ctx_t *ctx)
 {

@@ -210,6 +210,11 @@ void svc_ctx_render_problem(svc_ctx_t *ctx, const svc_problem_t *pr);
  * built inside its transaction, is final (svc_write.h).
  */
 
+/* Forgets the answer set so far (status, body, producer, stream), not its
+ * headers: for an answer that is not to be sent after all (a write that
+ * did not commit; a request run again). */
+void svc_ctx_forget_answer(svc_ctx_t *ctx);
+
 /* Sets a JSON response: takes the reference to `body`. */
 apr_status_t svc_reply_json(svc_ctx_t *ctx, int status, json_t *body);
 

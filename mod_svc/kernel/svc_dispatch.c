@@ -262,10 +262,7 @@ static void reset(svc_ctx_t *ctx)
     ctx->problem = NULL;
     ctx->auth_rv = APR_SUCCESS;
     ctx->auth_problem = NULL;
-    ctx->status = 0;
-    ctx->content_type = NULL;
-    ctx->resp_body = NULL;
-    ctx->resp_len = 0;
+    svc_ctx_forget_answer(ctx);
     apr_table_clear(ctx->headers_out);
 }
 

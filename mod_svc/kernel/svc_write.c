@@ -23,20 +23,6 @@ static apr_status_t change_and_answer(svc_db_t *db, apr_pool_t *p, void *baton)
     return rv;
 }
 
-/* Forgets an answer that did not commit, and the headers set with it. */
-static void unanswer(svc_ctx_t *ctx, apr_table_t *headers_before)
-{
-    ctx->status = 0;
-    ctx->content_type = NULL;
-    ctx->resp_body = NULL;
-    ctx->resp_len = 0;
-    ctx->producer = NULL;
-    ctx->producer_baton = NULL;
-    ctx->producer_len = 0;
-    ctx->stream = NULL;
-    ctx->headers_out = headers_before;
-}
-
 apr_status_t svc_write(svc_ctx_t *ctx, svc_write_fn fn, void *baton)
 {
     write_call_t w;
@@ -58,8 +44,11 @@ apr_status_t svc_write(svc_ctx_t *ctx, svc_write_fn fn, void *baton)
     ctx->write_state = SVC_WRITE_OPEN;
     rv = svc_db_tx(db, ctx->pool, change_and_answer, &w);
     if (rv != APR_SUCCESS) {
+        /* Nothing was saved: nothing of its answer goes out, headers
+         * included. */
         ctx->write_state = SVC_WRITE_NONE;
-        unanswer(ctx, headers_before);
+        svc_ctx_forget_answer(ctx);
+        ctx->headers_out = headers_before;
         return rv;
     }
     ctx->write_state = SVC_WRITE_COMMITTED;

@@ -263,19 +263,24 @@ static apr_status_t create_document(svc_ctx_t *ctx, svc_db_t *db, void *baton)
     return reply_document(ctx, db, id, 201);
 }
 
+/* The version a user writes with the body's "body" (*nv), checked against
+ * SvcDocumentLimit. */
+static apr_status_t user_version(svc_ctx_t *ctx, const char *source, svc_new_version_t *nv)
+{
+    memset(nv, 0, sizeof(*nv));
+    nv->body = svc_json_str(ctx->body, "body");
+    nv->author_kind = "user";
+    nv->source = source;
+    nv->base_version_id = svc_json_str(ctx->body, "base_version_id");
+    return svc_doc_check_size(ctx, strlen(nv->body));
+}
+
 apr_status_t svc_h_documents_create(svc_ctx_t *ctx)
 {
     svc_new_version_t nv;
-    apr_status_t rv;
+    apr_status_t rv = user_version(ctx, "create", &nv);
 
-    memset(&nv, 0, sizeof(nv));
-    nv.body = svc_json_str(ctx->body, "body");
-    nv.author_kind = "user";
-    nv.source = "create";
-    if ((rv = svc_doc_check_size(ctx, strlen(nv.body))) != APR_SUCCESS) {
-        return rv;
-    }
-    return svc_write(ctx, create_document, &nv);
+    return rv == APR_SUCCESS ? svc_write(ctx, create_document, &nv) : rv;
 }
 
 apr_status_t svc_h_documents_get(svc_ctx_t *ctx)
@@ -350,17 +355,9 @@ static apr_status_t edit_document(svc_ctx_t *ctx, svc_db_t *db, void *baton)
 apr_status_t svc_h_documents_edit(svc_ctx_t *ctx)
 {
     svc_new_version_t nv;
-    apr_status_t rv;
+    apr_status_t rv = user_version(ctx, "edit", &nv);
 
-    memset(&nv, 0, sizeof(nv));
-    nv.body = svc_json_str(ctx->body, "body");
-    nv.author_kind = "user";
-    nv.source = "edit";
-    nv.base_version_id = svc_json_str(ctx->body, "base_version_id");
-    if ((rv = svc_doc_check_size(ctx, strlen(nv.body))) != APR_SUCCESS) {
-        return rv;
-    }
-    return svc_write(ctx, edit_document, &nv);
+    return rv == APR_SUCCESS ? svc_write(ctx, edit_document, &nv) : rv;
 }
 
 /* A decision on a version: its status, and the comment (NULL: approval). */

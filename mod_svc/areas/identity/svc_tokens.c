@@ -554,6 +554,14 @@ apr_status_t svc_h_tokens_list(svc_ctx_t *ctx)
                           svc_auth_binding(ctx), SVC_PAGE_FETCH);
 }
 
+/* The body's "org" is not one of the caller's. */
+static apr_status_t not_a_member(svc_ctx_t *ctx)
+{
+    svc_fail_field(ctx, "org", "not_found",
+                   "You are not a member of an organization with this slug.");
+    return SVC_EPROBLEM;
+}
+
 /* Creates the token *baton (svc_token_spec_t) describes, for the caller. */
 static apr_status_t create_token(svc_ctx_t *ctx, svc_db_t *db, void *baton)
 {
@@ -566,9 +574,7 @@ static apr_status_t create_token(svc_ctx_t *ctx, svc_db_t *db, void *baton)
     rv = svc_token_create(db, ctx->pool, ctx->conf, baton, &actor, &secret, &meta);
     if (rv == SVC_ENOTFOUND) {
         /* Removed from the org between the check before and the insert. */
-        svc_fail_field(ctx, "org", "not_found",
-                       "You are not a member of an organization with this slug.");
-        return SVC_EPROBLEM;
+        return not_a_member(ctx);
     }
     if (rv != APR_SUCCESS) {
         return rv;
@@ -616,9 +622,7 @@ apr_status_t svc_h_tokens_create(svc_ctx_t *ctx)
         svc_orgref_t *org;
         rv = svc_org_membership(db, ctx->pool, org_slug, ctx->who->user_id, &org);
         if (rv == SVC_ENOTFOUND) {
-            svc_fail_field(ctx, "org", "not_found",
-                           "You are not a member of an organization with this slug.");
-            return SVC_EPROBLEM;
+            return not_a_member(ctx);
         }
         if (rv != APR_SUCCESS) {
             return rv;
