@@ -40,7 +40,7 @@
  * A write that stands on its own, outside any transaction: bookkeeping that
  * must stay whatever the request it serves comes to, and answers nothing (a
  * rate-limit count, a credential's last use, a model call's usage, a
- * sign-in's state made or used up). On a connection that svc_db_guard_writes
+ * sign-in's state made or used up, an open event stream counted). On a connection that svc_db_guard_writes
  * marked, any other write outside a transaction is refused: a request's
  * changes go through svc_write (kernel/svc_write.h).
  */
