@@ -149,6 +149,9 @@ struct svc_ctx_t {
     /* Where the request's write is (svc_write.h); once committed, the
      * answer is final. */
     svc_write_state_e write_state;
+    /* Why the database cannot be reached now, as libpq says it (secrets
+     * removed), or NULL when it can: for /internal/health. May be NULL. */
+    const char *(*db_reason)(svc_ctx_t *ctx);
 
     /* The response. */
     int status;
