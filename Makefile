@@ -4,6 +4,8 @@
 #   make run        install what is missing, build, run a local instance
 #   make test       every test level (unit, integration, conformance)
 #   make bench      wrk against the running stack
+#   make fuzz       libFuzzer targets of the parsers, FUZZ_TIME s each
+#                   (make fuzz-replay: their corpora once; docs/fuzzing.md)
 #   SANITIZE=1      build (and test) with AddressSanitizer and UBSan
 #
 # The layers (docs/architecture.md) are enforced here: base/ compiles with
@@ -156,3 +158,5 @@ clean:
 include packaging/packaging.mk
 # build/svc-factory, the default factory program of a run
 include mod_svc/factory/factory.mk
+# make fuzz, make fuzz-replay: libFuzzer targets (clang), in build/fuzz
+include t/fuzz/fuzz.mk
