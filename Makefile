@@ -139,6 +139,13 @@ $(BUILD)/unit/%: t/unit/%.c t/unit/svc_test.h $(CORE_OBJ)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_UNIT) -o $@ $< $(CORE_OBJ) $(LDSAN) $(LIBS) -lpthread
 
+# The factory is a program of its own (factory.mk): the test of its path
+# rules links its objects, not the module's.
+$(BUILD)/unit/test_factory_paths: t/unit/test_factory_paths.c t/unit/svc_test.h \
+        $(BUILD)/factory/svc_factory_reply.o $(BUILD)/factory/svc_factory_text.o
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_UNIT) -Imod_svc/factory -o $@ $< $(filter %.o,$^) $(LDSAN) $(LIBS)
+
 unit: $(UNIT_BIN)
 
 test:
