@@ -270,7 +270,26 @@ sub api {
         $data = eval { $JSON->decode($body) };
     }
     _record_response_secrets($res, $data);
+    if ($ENV{SVC_FUZZ_CAPTURE}) {
+        fuzz_capture('requests', method => $method, path => $path,
+                     map({ my $v = $req->header($_); defined $v ? (lc($_) => $v) : () }
+                         qw(Authorization Cookie Content-Type Last-Event-ID)),
+                     body => substr($req->content // '', 0, 65536), status => $res->code,
+                     next_cursor => ref $data eq 'HASH' ? $data->{next_cursor} : undef);
+    }
     return ($res->code, $data, $res);
+}
+
+# SVC_FUZZ_CAPTURE=DIR (passed on by tools/test.sh): what the tests send is
+# appended to DIR/<kind>.jsonl, one JSON object a line with `body` in
+# base64, for t/fuzz/seeds.pl, which makes the fuzz targets' seed corpora
+# from it (docs/fuzzing.md). FakeLLM.pm writes its answers the same way.
+sub fuzz_capture {
+    my ($kind, %rec) = @_;
+    my $dir = $ENV{SVC_FUZZ_CAPTURE} or return;
+    require MIME::Base64;
+    $rec{body} = MIME::Base64::encode_base64($rec{body}, '') if defined $rec{body};
+    _append(catfile($dir, "$kind.jsonl"), JSON::PP->new->canonical->encode(\%rec) . "\n");
 }
 
 # Anything that looks like one of our secrets in a response is recorded, so
@@ -1062,6 +1081,9 @@ sub vcs_webhook {
     $req->content($body);
     my $res = LWP::UserAgent->new(timeout => 60, keep_alive => 0)->request($req);
     my $data = eval { $JSON->decode($res->content) };
+    fuzz_capture('webhooks', event => $event, delivery => $delivery, signature => $sig,
+                 body => substr($body, 0, 65536), status => $res->code)
+        if $ENV{SVC_FUZZ_CAPTURE};
     return ($res->code, $data, $res, $delivery);
 }
 
