@@ -77,6 +77,8 @@ static void *merge_server_conf(apr_pool_t *p, void *basev, void *addv)
     if (!(add->set & SVC_SET_UPLOAD_LIMIT)) {
         sc->core.upload_limit = base->core.upload_limit;
     }
+    /* Main server only: one count per user, whichever host a stream is on. */
+    sc->core.stream_limit = base->core.stream_limit;
     if (!add->core.model_prices) {
         sc->core.model_prices = base->core.model_prices;
     }
@@ -206,6 +208,25 @@ static const char *set_upload_limit(cmd_parms *cmd, void *dummy, const char *arg
         sc->set |= SVC_SET_UPLOAD_LIMIT;
     }
     return err;
+}
+
+/* SvcStreamLimit: event streams one user may hold open (0: no limit). */
+static const char *set_stream_limit(cmd_parms *cmd, void *dummy, const char *arg)
+{
+    svc_server_conf *sc = server_conf(cmd);
+    const char *err = ap_check_cmd_context(cmd, GLOBAL_ONLY);
+    char *end;
+    apr_int64_t v;
+
+    if (err) {
+        return err;
+    }
+    v = apr_strtoi64(arg, &end, 10);
+    if (!*arg || *end || v < 0 || v > 1000000) {
+        return "SvcStreamLimit must be an integer from 0 (no limit) to 1000000";
+    }
+    sc->core.stream_limit = (int)v;
+    return NULL;
 }
 
 /* A price in US dollars per million tokens: a decimal number, 0 to 10000. */
@@ -560,6 +581,10 @@ static const command_rec svc_cmds[] = {
     AP_INIT_TAKE1("SvcDocumentLimit", set_document_limit, NULL, RSRC_CONF,
                   "Largest planning document body in bytes (default 1048576); routes that "
                   "take a document accept a JSON body big enough to carry one"),
+    AP_INIT_TAKE1("SvcStreamLimit", set_stream_limit, NULL, RSRC_CONF,
+                  "Event streams one user may hold open at once, counted across every node "
+                  "(default 100; 0: no limit); beyond it a new stream answers 429 "
+                  "too_many_streams"),
     AP_INIT_TAKE1("SvcAttachmentLimit", set_upload_limit, NULL, RSRC_CONF,
                   "Largest attachment accepted, in bytes or with K, M or G (default 25M); "
                   "uploads are streamed to PostgreSQL, never held in memory"),
@@ -944,6 +969,7 @@ static void svc_register_hooks(apr_pool_t *p)
     ap_hook_translate_name(svc_translate_name, NULL, NULL, APR_HOOK_FIRST);
     ap_hook_map_to_storage(svc_map_to_storage, NULL, NULL, APR_HOOK_FIRST);
     ap_hook_handler(svc_handler, NULL, NULL, APR_HOOK_MIDDLE);
+    svc_sse_register(p);
 }
 
 AP_DECLARE_MODULE(svc) = {

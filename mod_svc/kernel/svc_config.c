@@ -20,6 +20,7 @@ void svc_config_defaults(svc_config_t *conf, apr_pool_t *p)
     conf->document_limit = 1024 * 1024;
     conf->upload_limit = 25 * 1024 * 1024;
     conf->run_timeout = 30 * 60;
+    conf->stream_limit = 100;
     conf->rate_classes = apr_array_make(p, 4, sizeof(svc_rate_class_t));
     conf->internal_allow = apr_array_make(p, 2, sizeof(apr_ipsubnet_t *));
     conf->trusted_origins = apr_array_make(p, 2, sizeof(const char *));
