@@ -114,7 +114,9 @@ const svc_field_t svc_body_provider_create[] = {
 
 const svc_field_t svc_body_provider_update[] = {
     { "name", SVC_FT_STRING, 0, 0, 1, 100, NULL, "A new name, unique in the organization." },
-    { "base_url", SVC_FT_STRING, 0, 0, 1, 2000, NULL, "A new base URL (without /v1)." },
+    { "base_url", SVC_FT_STRING, 0, 0, 1, 2000, NULL,
+      "A new base URL (without /v1); only together with api_key: the stored key is never "
+      "sent to another address." },
     { "model", SVC_FT_STRING, 0, 0, 1, 200, NULL, "Another model." },
     { "api_key", SVC_FT_STRING, 0, 0, 1, 1000, NULL, "A new key, replacing the old one." },
     SVC_FIELD_END
@@ -266,6 +268,14 @@ apr_status_t svc_h_providers_update(svc_ctx_t *ctx)
     if (json_object_size(ctx->body) == 0) {
         return svc_fail(ctx, 400, "validation_failed",
                         "The body names nothing to change (name, base_url, model, api_key).");
+    }
+    /* The key was given for one address: whoever points the provider
+     * elsewhere gives it again, or the sealed key would be sent to an
+     * address of their choosing (POST .../test) without their knowing it. */
+    if (url && !key) {
+        svc_fail_field(ctx, "api_key", "required", "api_key must be given again with a new "
+                       "base_url: a stored key is never sent to another address than the one "
+                       "it was given for.");
     }
     if ((rv = check_key_and_url(ctx, key, url, &norm)) != APR_SUCCESS) {
         return rv;
