@@ -20,9 +20,6 @@ APLOG_USE_MODULE(svc);
 static APR_OPTIONAL_FN_TYPE(ap_dbd_open) *dbd_open;
 static APR_OPTIONAL_FN_TYPE(ap_dbd_close) *dbd_close;
 
-/* Query strings with more parameters than this are refused. */
-#define SVC_MAX_QUERY_PARAMS 64
-
 int svc_glue_dbd_init(void)
 {
     dbd_open = APR_RETRIEVE_OPTIONAL_FN(ap_dbd_open);
@@ -139,41 +136,8 @@ static apr_status_t db_acquire(svc_ctx_t *ctx)
 
 apr_status_t svc_glue_parse_query(svc_ctx_t *ctx, request_rec *r)
 {
-    char *args, *pair, *state = NULL;
-    int n = 0;
-
-    if (!r->args || !*r->args) {
-        return APR_SUCCESS;
-    }
-    args = apr_pstrdup(r->pool, r->args);
-    for (pair = apr_strtok(args, "&", &state); pair; pair = apr_strtok(NULL, "&", &state)) {
-        char *eq = strchr(pair, '=');
-        char *val = eq ? eq + 1 : pair + strlen(pair);
-
-        if (++n > SVC_MAX_QUERY_PARAMS) {
-            return svc_fail(ctx, 400, "invalid_query",
-                            "The query string has more than %d parameters.",
-                            SVC_MAX_QUERY_PARAMS);
-        }
-        if (eq) {
-            *eq = '\0';
-        }
-        /* Form decoding ('+' is a space); %2F is an ordinary character in a
-         * query (encodeURIComponent("/x") is "%2Fx"); bad escapes and %00
-         * are refused. */
-        if (ap_unescape_urlencoded(pair) != OK || ap_unescape_urlencoded(val) != OK) {
-            return svc_fail(ctx, 400, "invalid_query",
-                            "The query string has a parameter that is not valid "
-                            "percent-encoding, or that encodes a NUL character.");
-        }
-        if (apr_table_get(ctx->query, pair)) {
-            return svc_fail(ctx, 400, "invalid_query",
-                            "The query string gives the parameter %s more than once.",
-                            svc_printable(r->pool, pair, 64));
-        }
-        apr_table_setn(ctx->query, pair, val);
-    }
-    return APR_SUCCESS;
+    /* The kernel splits and checks; httpd's decoder decodes each part. */
+    return svc_query_parse(ctx, r->args, ap_unescape_urlencoded);
 }
 
 
