@@ -36,12 +36,14 @@ static const svc_stmt_t st_agent_view = {
     1, SVC_STMT_READ
 };
 
+/* Bookkeeping, like a credential's last use: it stands alone when a work
+ * stream opens (answering nothing), and goes with a heartbeat's writes. */
 static const svc_stmt_t st_agent_seen = {
     "svc_deploy_agent_seen",
     "UPDATE deploy_targets SET last_seen_at = now(),"
     " agent_version = coalesce($2, agent_version), agent_hostname = coalesce($3, agent_hostname)"
     " WHERE id = $1 AND removed_at IS NULL",
-    3, SVC_STMT_RETRY
+    3, SVC_STMT_RETRY | SVC_STMT_ALONE
 };
 
 static const svc_stmt_t st_agent_workload = {
@@ -231,7 +233,7 @@ static apr_status_t heartbeat(svc_ctx_t *ctx, svc_db_t *db, void *baton)
 
 apr_status_t svc_h_agent_heartbeat(svc_ctx_t *ctx)
 {
-    return svc_dep_write(ctx, heartbeat, NULL);
+    return svc_write(ctx, heartbeat, NULL);
 }
 
 /* Where a piece of work, done, leaves its deployment; NULL: nowhere new. */
@@ -353,7 +355,7 @@ static apr_status_t report(svc_ctx_t *ctx, svc_db_t *db, void *baton)
 
 apr_status_t svc_h_agent_report(svc_ctx_t *ctx)
 {
-    return svc_dep_write(ctx, report, NULL);
+    return svc_write(ctx, report, NULL);
 }
 
 apr_status_t svc_h_agent_bundle(svc_ctx_t *ctx)

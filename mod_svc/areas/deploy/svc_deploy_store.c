@@ -235,14 +235,3 @@ apr_status_t svc_dep_not_found(svc_ctx_t *ctx, const char *id)
     return svc_fail(ctx, 404, "deployment_not_found", "No deployment %s in %s.", id,
                     ctx->org ? ctx->org->slug : "this organization");
 }
-
-apr_status_t svc_dep_write(svc_ctx_t *ctx, svc_dep_write_fn fn, void *baton)
-{
-    svc_db_t *db = NULL;
-    apr_status_t rv = svc_ctx_db_begin(ctx, &db);
-
-    if (rv == APR_SUCCESS) {
-        rv = fn(ctx, db, baton);
-    }
-    return svc_db_end(db, ctx->pool, rv);
-}

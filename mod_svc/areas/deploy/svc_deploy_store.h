@@ -107,14 +107,6 @@ apr_status_t svc_target_json(svc_db_t *db, apr_pool_t *p, const char *org_id, co
     " FROM deployments d JOIN projects p ON p.id = d.project_id"                    \
     " JOIN deploy_targets t ON t.id = d.target_id"
 
-/*
- * A handler's change and its answer in one transaction: fn makes the change
- * and sets the answer; then COMMIT, or, on any failure, everything is
- * rolled back and the failure is the answer.
- */
-typedef apr_status_t (*svc_dep_write_fn)(svc_ctx_t *ctx, svc_db_t *db, void *baton);
-apr_status_t svc_dep_write(svc_ctx_t *ctx, svc_dep_write_fn fn, void *baton);
-
 /* The 404 of a deployment the org does not have. */
 apr_status_t svc_dep_not_found(svc_ctx_t *ctx, const char *id);
 

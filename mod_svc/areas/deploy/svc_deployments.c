@@ -214,7 +214,7 @@ static apr_status_t create(svc_ctx_t *ctx, svc_db_t *db, void *baton)
 
 apr_status_t svc_h_deployments_create(svc_ctx_t *ctx)
 {
-    return svc_dep_write(ctx, create, NULL);
+    return svc_write(ctx, create, NULL);
 }
 
 /* An action on one deployment, in one transaction. */
@@ -313,7 +313,7 @@ static apr_status_t act(svc_ctx_t *ctx, svc_db_t *db, void *baton)
     apr_status_t fn(svc_ctx_t *ctx)                                                 \
     {                                                                               \
         static const svc_deploy_action_e action = a;                               \
-        return svc_dep_write(ctx, act, (void *)&action);                            \
+        return svc_write(ctx, act, (void *)&action);                            \
     }
 
 ACTION(svc_h_deployments_approve, DA_APPROVE)

@@ -231,43 +231,58 @@ static void plan(planner_t *pl, svc_db_t *db, apr_pool_t *p, const job_t *job, i
     ask_model(pl, db, p, job, files, contents, o);
 }
 
-/* Writes the outcome, if the deployment still waits for this planner. */
-static apr_status_t write_outcome(planner_t *pl, svc_db_t *db, apr_pool_t *p, const job_t *job,
-                                  const outcome_t *o)
+/* What write_outcome's transaction needs. */
+typedef struct {
+    planner_t *pl;
+    const job_t *job;
+    const outcome_t *o;
+} outcome_tx_t;
+
+/* Left planning meanwhile: nothing of this planner's is written (a status
+ * of the planner's own, far from the shared ones of svc_types.h). */
+#define OUTCOME_DROPPED (SVC_ERRSPACE + 2101)
+
+static apr_status_t outcome_tx(svc_db_t *db, apr_pool_t *p, void *baton)
 {
+    const outcome_tx_t *t = baton;
     svc_dep_change_t chg = { -1, NULL, NULL, NULL, NULL };
     svc_deployment_t *dep;
     svc_actor_t actor;
     apr_status_t rv;
 
-    if ((rv = svc_db_begin(db, p)) != APR_SUCCESS) {
+    if ((rv = svc_dep_lock(db, p, t->job->org_id, t->job->id, &dep)) != APR_SUCCESS) {
         return rv;
     }
-    rv = svc_dep_lock(db, p, job->org_id, job->id, &dep);
-    if (rv == APR_SUCCESS && (strcmp(dep->status, DS_PLANNING) != 0 || !dep->planner
-                              || strcmp(dep->planner, pl->node) != 0)) {
+    if (strcmp(dep->status, DS_PLANNING) != 0 || !dep->planner
+        || strcmp(dep->planner, t->pl->node) != 0) {
+        return OUTCOME_DROPPED;
+    }
+    memset(&actor, 0, sizeof(actor));
+    actor.kind = "system";
+    chg.plan = t->o->plan;
+    chg.error_code = t->o->code;
+    chg.error_message = t->o->message;
+    return svc_dep_move(db, p, &actor, dep, t->o->plan ? DS_PLANNED : DS_PLAN_FAILED, &chg,
+                        "deployment.status_changed",
+                        svc_json_pool(p, json_pack("{s:s,s:s?}", "via", "planner",
+                                                   "source", t->o->source)));
+}
+
+/* Writes the outcome, if the deployment still waits for this planner. */
+static apr_status_t write_outcome(planner_t *pl, svc_db_t *db, apr_pool_t *p, const job_t *job,
+                                  const outcome_t *o)
+{
+    outcome_tx_t t = { pl, job, o };
+    apr_status_t rv = svc_db_tx(db, p, outcome_tx, &t);
+
+    if (rv == OUTCOME_DROPPED) {
         /* Torn down, or replanned and claimed anew, meanwhile. */
         say(pl, SVC_SUP_INFO, "SVC0602: deployment %s left planning meanwhile; its plan is "
             "dropped", job->id);
-        svc_db_rollback(db, p);
         return APR_SUCCESS;
     }
-    if (rv == APR_SUCCESS) {
-        memset(&actor, 0, sizeof(actor));
-        actor.kind = "system";
-        chg.plan = o->plan;
-        chg.error_code = o->code;
-        chg.error_message = o->message;
-        rv = svc_dep_move(db, p, &actor, dep, o->plan ? DS_PLANNED : DS_PLAN_FAILED, &chg,
-                          "deployment.status_changed",
-                          svc_json_pool(p, json_pack("{s:s,s:s?}", "via", "planner",
-                                                     "source", o->source)));
-    }
-    if (rv == SVC_ENOTFOUND) {
-        svc_db_rollback(db, p);
-        return APR_SUCCESS;
-    }
-    return svc_db_end(db, p, rv);
+    /* Gone altogether (its org removed): nothing to write. */
+    return rv == SVC_ENOTFOUND ? APR_SUCCESS : rv;
 }
 
 /* Claims and plans what waits, one after the other; 0 when nothing did. */

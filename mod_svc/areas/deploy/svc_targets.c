@@ -138,7 +138,7 @@ static apr_status_t create(svc_ctx_t *ctx, svc_db_t *db, void *baton)
 
 apr_status_t svc_h_targets_create(svc_ctx_t *ctx)
 {
-    return svc_dep_write(ctx, create, NULL);
+    return svc_write(ctx, create, NULL);
 }
 
 /* Locks the org's target; 404 when it has none (or removed it). */
@@ -191,7 +191,7 @@ static apr_status_t remove_target(svc_ctx_t *ctx, svc_db_t *db, void *baton)
 
 apr_status_t svc_h_targets_delete(svc_ctx_t *ctx)
 {
-    return svc_dep_write(ctx, remove_target, NULL);
+    return svc_write(ctx, remove_target, NULL);
 }
 
 static apr_status_t rotate(svc_ctx_t *ctx, svc_db_t *db, void *baton)
@@ -220,7 +220,7 @@ static apr_status_t rotate(svc_ctx_t *ctx, svc_db_t *db, void *baton)
 
 apr_status_t svc_h_targets_rotate(svc_ctx_t *ctx)
 {
-    return svc_dep_write(ctx, rotate, NULL);
+    return svc_write(ctx, rotate, NULL);
 }
 
 apr_status_t svc_deploy_agent_verify(svc_ctx_t *ctx, const char *key, svc_principal_t **pwho)
