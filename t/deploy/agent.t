@@ -45,10 +45,14 @@ sub python_servers {
 
 # --- a run of the factory: its artifact has a Procfile ----------------------------------
 my $json = JSON::PP->new->canonical;
-$llm->control(replies => [ $json->encode({
-    summary => 'A static site',
-    files => [ { path => 'Procfile', content => "web: python3 -m http.server \$PORT\n" },
-               { path => 'index.html', content => "<h1>served by a replica</h1>\n" } ] }) ]);
+# The factory is an agent (issue 19): the fake model calls its tools.
+sub call { my ($name, %args) = @_; return { name => $name, arguments => \%args } }
+$llm->control(replies => [
+    { tool_calls => [ call('write_file', path => 'Procfile',
+                           content => "web: python3 -m http.server \$PORT\n"),
+                      call('write_file', path => 'index.html',
+                           content => "<h1>served by a replica</h1>\n") ] },
+    { tool_calls => [ call('finish', summary => 'A static site') ] } ]);
 my ($st, $run) = api(POST => "/api/orgs/$org/projects/$proj/runs", token => $tok,
                      json => { instructions => 'Make a static site served by python3.' });
 is($st, 201, 'a run is started');
@@ -56,7 +60,8 @@ $run = wait_for(sub {
     my (undef, $r) = api(GET => "/api/orgs/$org/projects/$proj/runs/$run->{id}", token => $tok);
     $r && $r->{status} =~ /^(?:succeeded|failed)$/ ? $r : undef
 }, timeout => 90, interval => 0.2);
-is($run->{status}, 'succeeded', '... and succeeds') or BAIL_OUT('no artifact to deploy');
+is($run->{status}, 'succeeded', '... and succeeds')
+    or do { diag(explain($run)); BAIL_OUT('no artifact to deploy') };
 
 # --- a target and its agent ---------------------------------------------------------------
 my $target = new_target($org, $tok, 'box-1');
@@ -72,6 +77,7 @@ is($t->{agent}{version}, '0.1.0', '... with the agent\'s version');
 my $dirs = catfile($agent->{dir}, 'deployments');
 
 # --- planned from the Procfile, approved, reachable -----------------------------------------
+my $calls = grep { $_->{path} eq '/v1/chat/completions' } @{ $llm->requests };
 ($st, my $d) = api(POST => "/api/orgs/$org/deployments", token => $tok,
                    json => { project => $proj, target_id => $target->{id}, run_id => $run->{id} });
 is($st, 201, 'a deployment of the run');
@@ -79,8 +85,8 @@ my $id = $d->{id};
 $d = wait_deployment($org, $tok, $id, 'planned');
 is($d->{plan}{source}, 'procfile', 'planned from the Procfile');
 is($d->{plan}{command}, 'python3 -m http.server $PORT', '... its web process');
-is(scalar(grep { $_->{path} eq '/v1/chat/completions' } @{ $llm->requests }), 1,
-   '... with no model call (the one call was the run\'s)');
+is(scalar(grep { $_->{path} eq '/v1/chat/completions' } @{ $llm->requests }), $calls,
+   '... with no model call (those made were the run\'s)');
 ($st, $d) = api(POST => "/api/orgs/$org/deployments/$id/approve", token => $tok,
                 json => { plan_version => $d->{plan}{version} });
 is($st, 200, 'approved');
