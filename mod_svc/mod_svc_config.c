@@ -456,6 +456,11 @@ const command_rec svc_cmds[] = {
     NUMBER("SvcDocumentLimit", VAL_BYTES, core.document_limit, 1, 8 * MIB, 1, 0,
            "Largest planning document body in bytes (default 1048576); routes that "
            "take a document accept a JSON body big enough to carry one"),
+    /* The main server's only: one count per user, whichever host a stream is on. */
+    NUMBER("SvcStreamLimit", VAL_COUNT, core.stream_limit, 0, 1000000, 1, SET_GLOBAL,
+           "Event streams one user may hold open at once, counted across every node "
+           "(default 100; 0: no limit); beyond it a new stream answers 429 "
+           "too_many_streams"),
     NUMBER("SvcAttachmentLimit", VAL_SIZE, core.upload_limit, 1, 4 * GIB, 1, 0,
            "Largest attachment accepted, in bytes or with K, M or G (default 25M); "
            "uploads are streamed to PostgreSQL, never held in memory"),

@@ -63,6 +63,11 @@ my @bad = (
       qr/SvcStatementTimeout must be a number of milliseconds/ ],
     [ 'SvcStatementTimeout 10s', 'a unit', qr/SvcStatementTimeout must be a number of milliseconds/ ],
 
+    [ 'SvcStreamLimit -1', 'negative', qr/SvcStreamLimit must be a whole number from 0 to 1000000/ ],
+    [ 'SvcStreamLimit 1K', 'a suffix', qr/SvcStreamLimit must be a whole number/ ],
+    [ "<VirtualHost 127.0.0.1:8>\nSvcStreamLimit 3\n</VirtualHost>", 'in a virtual host',
+      qr/SvcStreamLimit cannot occur within <VirtualHost> section/ ],
+
     [ 'SvcProviderAllowPrivate maybe', 'not On or Off', qr/SvcProviderAllowPrivate must be On or Off/ ],
 
     [ 'SvcTrustedOrigin app.example.com', 'no scheme', qr/SvcTrustedOrigin must be an origin/ ],
@@ -118,6 +123,7 @@ my $good = <<'EOF';
 SvcBodyLimit 2097152
 SvcDocumentLimit 8388608
 SvcAttachmentLimit 4G
+SvcStreamLimit 0
 SvcRateLimit tokens 0 60
 SvcRateLimit token_revoke 5 1
 SvcRateLimit signin 100 86400
