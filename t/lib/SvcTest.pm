@@ -499,14 +499,14 @@ sub sign_in {
 sub b64url { return MIME::Base64::encode_base64url(shift) }
 
 # jwt_forge($header_json, $claims_json) → a token of exactly these bytes,
-# signed with the server's real session key (build/unit/test_jwt --sign,
+# signed with the server's real session key (build/unit/test_base_jwt --sign,
 # which derives it from $SVC_SECRET as the module does).
 sub jwt_forge {
     my ($header, $claims) = @_;
     my $top = $ENV{SVC_TOP} // die "SvcTest: SVC_TOP is not set\n";
-    my ($rc, $out, $err) = run([catfile($top, 'build', 'unit', 'test_jwt'), '--sign',
+    my ($rc, $out, $err) = run([catfile($top, 'build', 'unit', 'test_base_jwt'), '--sign',
                                 $header, $claims]);
-    die "test_jwt --sign: $err" if $rc != 0;
+    die "test_base_jwt --sign: $err" if $rc != 0;
     chomp $out;
     record_secret($out);
     return $out;
@@ -565,8 +565,8 @@ sub csrf_ok { return (headers => { 'X-Requested-With' => 'mod_svc-tests' }) }
 # db_digest() → { table => md5 of its rows } for every table of the schema
 # but audit_log (which every refused request may not touch anyway, and which
 # grows with every allowed one), rate_limits (counters, not data) and
-# event_streams (the streams open now, which earlier tests' streams leave as
-# their children let go of them, whenever that is: bookkeeping, not data).  The
+# event_streams (the count of open streams, which a stream's watcher moves
+# on its own schedule: a stream of an earlier request may end meanwhile).  The
 # columns that authentication itself moves forward (a token's or session's
 # last use, and where from) are left out, so a digest changes only when data
 # does.
@@ -577,7 +577,7 @@ sub db_digest {
     my @tables = map { $_->[0] } psql(
         "SELECT tablename FROM pg_tables WHERE schemaname = 'public' "
         . "AND tablename NOT IN ('audit_log', 'rate_limits', 'event_streams') "
-        . "ORDER BY tablename");
+        . 'ORDER BY tablename');
     my $sql = join ' UNION ALL ', map {
         my $drop = join ', ', map { "'$_'" } @{ $touched{$_} // [] };
         my $row = $drop ? "(to_jsonb(t) - ARRAY[$drop])::text" : 'to_jsonb(t)::text';
@@ -871,8 +871,12 @@ sub new_llm {
     return $llm;
 }
 
-# new_provider($org, $token, $llm, name => ..., model => ..., base => $url)
-#   → the provider document (201 or die)
+# new_provider($org, $token, $llm, name => ..., model => ..., base => $url,
+#              tools => 'auto'|'on'|'off')
+#   → the provider document (201 or die). Runs of a provider with tools
+#   'off' ask the model once for every file (single-answer mode: the replies
+#   a test queues are that one JSON answer); otherwise they run the agent
+#   loop (the replies are tool calls, FakeLLM.pm).
 sub new_provider {
     my ($org, $token, $llm, %opt) = @_;
     my ($st, $p) = api(POST => "/api/orgs/$org/providers", token => $token,
@@ -881,7 +885,8 @@ sub new_provider {
                                  base_url => $llm->url,
                                  model => $opt{model} // ($llm->flavor eq 'anthropic'
                                      ? 'claude-sonnet-4-20250514' : 'gpt-4o-mini'),
-                                 api_key => $llm->key });
+                                 api_key => $llm->key,
+                                 $opt{tools} ? (tools => $opt{tools}) : () });
     die "new_provider: $st " . $JSON->encode($p // {}) . "\n" unless $st == 201;
     return $p;
 }
