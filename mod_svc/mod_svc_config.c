@@ -5,7 +5,7 @@
  * Every row's cmd->info is NULL or the descriptor of the setting it writes
  * (an offset into svc_server_conf and the kind of value), so one handler
  * serves each kind: whole numbers, seconds, milliseconds, bytes, sizes with
- * K/M/G, settings given as a value or a reference, secrets given by
+ * K/M/G, amounts with K/M/G (tokens), settings given as a value or a reference, secrets given by
  * reference only, absolute paths. A setting no directive wrote stays unset
  * (SVC_UNSET, NULL, an empty list): merge_server_conf takes the main
  * server's value for it, and svc_config_fill gives what is still unset its
@@ -32,6 +32,7 @@ typedef enum {
     VAL_MS,             /* a whole number of milliseconds */
     VAL_BYTES,          /* a whole number of bytes */
     VAL_SIZE,           /* bytes, or a number with K, M or G */
+    VAL_AMOUNT,         /* a whole number, or one with K, M or G (of tokens, say) */
     VAL_SETTING,        /* a value, or a reference (env:, file:, exec:) to one */
     VAL_SECRET,         /* a reference only, never the secret itself */
     VAL_URL,            /* an http(s) base URL, or a reference to one */
@@ -141,7 +142,7 @@ static const char *set_number(cmd_parms *cmd, void *dummy, const char *arg)
         v = 0;
         ok = 1;
     }
-    else if (set->kind == VAL_SIZE) {
+    else if (set->kind == VAL_SIZE || set->kind == VAL_AMOUNT) {
         ok = svc_config_parse_size(arg, set->min, set->max, &v);
     }
     else {
@@ -152,14 +153,18 @@ static const char *set_number(cmd_parms *cmd, void *dummy, const char *arg)
             [VAL_COUNT] = "a whole number", [VAL_SECONDS] = "a number of seconds",
             [VAL_MS] = "a number of milliseconds", [VAL_BYTES] = "a number of bytes"
         };
-        if (set->kind == VAL_SIZE) {
-            return apr_psprintf(cmd->pool, "%s must be a size from %" APR_INT64_T_FMT " to %"
-                                APR_INT64_T_FMT " bytes (suffixes K, M and G allowed)%s",
-                                name, set->min, set->max,
-                                (set->flags & SET_ZERO_OFF) ? ", or 0 for no limit" : "");
+        const char *zero = (set->flags & SET_ZERO_OFF) ? ", or 0 for no limit" : "";
+
+        if (set->kind == VAL_SIZE || set->kind == VAL_AMOUNT) {
+            return apr_psprintf(cmd->pool, "%s must be %s from %" APR_INT64_T_FMT " to %"
+                                APR_INT64_T_FMT "%s (suffixes K, M and G allowed)%s",
+                                name, set->kind == VAL_SIZE ? "a size" : "a number",
+                                set->min, set->max, set->kind == VAL_SIZE ? " bytes" : "",
+                                zero);
         }
         return apr_psprintf(cmd->pool, "%s must be %s from %" APR_INT64_T_FMT " to %"
-                            APR_INT64_T_FMT, name, what[set->kind], set->min, set->max);
+                            APR_INT64_T_FMT "%s", name, what[set->kind], set->min, set->max,
+                            zero);
     }
     v *= set->scale ? set->scale : 1;
     if (set->width == sizeof(int)) {
@@ -549,7 +554,7 @@ const command_rec svc_cmds[] = {
     NUMBER("SvcRunMaxSteps", VAL_COUNT, core.run_max_steps, 1, 10000, 1, 0,
            "Tool calls an agent run started through this server may make before it "
            "fails with step_limit, its work so far committed (default 50)"),
-    NUMBER("SvcRunMaxTokens", VAL_SIZE, core.run_max_tokens, 1000, 1000000000, 1, 0,
+    NUMBER("SvcRunMaxTokens", VAL_AMOUNT, core.run_max_tokens, 1000, 1000000000, 1, 0,
            "Model tokens (input and output) a run started through this server may use "
            "before it fails with token_limit, its work so far committed (default "
            "2000000; K, M and G allowed)"),

@@ -96,6 +96,14 @@ my @bad = (
     [ 'SvcRunProcesses 1K', 'a suffix', qr/SvcRunProcesses must be a whole number/ ],
     [ 'SvcRunTimeout 0', 'zero', qr/SvcRunTimeout must be a number of seconds from 1 to 604800/ ],
     [ 'SvcRunTimeout 1K', 'a suffix', qr/SvcRunTimeout must be a number of seconds/ ],
+    [ 'SvcRunMaxSteps 0', 'zero', qr/SvcRunMaxSteps must be a whole number from 1 to 10000/ ],
+    [ 'SvcRunMaxSteps 1K', 'a suffix', qr/SvcRunMaxSteps must be a whole number/ ],
+    [ 'SvcRunMaxTokens 999', 'too few',
+      qr/SvcRunMaxTokens must be a number from 1000 to 1000000000 \(suffixes K, M and G allowed\)/ ],
+    [ 'SvcRunMaxTokens 2T', 'an unknown suffix', qr/SvcRunMaxTokens must be a number from/ ],
+    [ 'SvcRunCommandTimeout 0', 'zero',
+      qr/SvcRunCommandTimeout must be a number of seconds from 1 to 86400/ ],
+    [ 'SvcRunCommandTimeout 2M', 'a suffix', qr/SvcRunCommandTimeout must be a number of seconds/ ],
     [ 'SvcRunLease 4', 'too short', qr/SvcRunLease must be a number of seconds from 5 to 3600/ ],
     [ 'SvcRunLease 1K', 'a suffix', qr/SvcRunLease must be a number of seconds/ ],
     [ 'SvcRunMemory 1M', 'under 64 MiB', qr/SvcRunMemory must be a size from 67108864 to \d+ bytes/ ],
@@ -118,7 +126,7 @@ for my $b (@bad) {
     like($out, $words, '... saying why') or diag($out);
 }
 
-# Every directive at a good value (and the run timeout per virtual host).
+# Every directive at a good value (and the run's limits per virtual host).
 my $good = <<'EOF';
 SvcBodyLimit 2097152
 SvcDocumentLimit 8388608
@@ -157,6 +165,9 @@ SvcRunSupervisor Off
 SvcRunner /usr/bin/env {workspace} {command}
 SvcRunConcurrency 256
 SvcRunTimeout 604800
+SvcRunMaxSteps 10000
+SvcRunMaxTokens 2M
+SvcRunCommandTimeout 86400
 SvcRunMemory 0
 SvcRunProcesses 8
 SvcRunFileSize 1M
@@ -166,6 +177,9 @@ SvcRunWorkDir /tmp/svc-config-t/runs
 SvcRunFactory /usr/libexec/mod_svc/svc-factory
 <VirtualHost 127.0.0.1:8>
     SvcRunTimeout 60
+    SvcRunMaxSteps 5
+    SvcRunMaxTokens 1000
+    SvcRunCommandTimeout 1
     SvcStatementTimeout 1
     SvcRateLimit runs 1 1
 </VirtualHost>
