@@ -14,7 +14,8 @@
 # build/public, so another area's private headers are out of reach); none
 # of them sees an httpd header. Only the glue (mod_svc/mod_svc*.c) does.
 # After linking, tools/check-layers.pl fails the build on any loop of
-# includes or calls between files.
+# includes or calls between files, and tools/check-logtags.pl on a log tag
+# (SVCnnnn) used at two call sites or a log call without one.
 
 # The one version number: the module (health, OpenAPI, Server token), svcctl
 # --version, and the Debian and RPM packages (packaging/packaging.mk) take it
@@ -72,7 +73,7 @@ UNIT_BIN := $(patsubst t/unit/%.c,$(BUILD)/unit/%,$(UNIT_SRC))
 SQL      := $(sort $(wildcard sql/[0-9]*.sql))
 
 .PHONY: all clean test unit run bench install check-env FORCE
-all: $(BUILD)/mod_svc.so $(BUILD)/svcctl $(BUILD)/.layers-ok
+all: $(BUILD)/mod_svc.so $(BUILD)/svcctl $(BUILD)/.layers-ok $(BUILD)/.logtags-ok
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
 
@@ -133,6 +134,12 @@ $(BUILD)/svcctl.o: mod_svc/svcctl.c $(PUBLIC_H) $(BUILD)/.flags
 # No loops between files, of includes or of calls (docs/architecture.md).
 $(BUILD)/.layers-ok: $(GLUE_OBJ) $(CORE_OBJ) $(BUILD)/svcctl.o tools/check-layers.pl
 	perl tools/check-layers.pl --build $(BUILD) mod_svc
+	@touch $@
+
+# Every log call site has a tag of its own, as httpd's APLOGNO (docs/operations.md).
+$(BUILD)/.logtags-ok: $(shell find mod_svc -name '*.c') tools/check-logtags.pl
+	@mkdir -p $(BUILD)
+	perl tools/check-logtags.pl mod_svc
 	@touch $@
 
 $(BUILD)/unit/%: t/unit/%.c t/unit/svc_test.h $(CORE_OBJ)

@@ -1,8 +1,10 @@
 /*
- * mod_svc_ctx.c: a core context for a request, and the pooled database
- * connections lent to it (mod_dbd), with the schema gate on the way. Used
- * by the request handler (mod_svc_request.c) and by event streams for the
- * work they do later on a request's behalf (mod_svc_sse.c).
+ * mod_svc_ctx.c: a request_rec into a core context, and the context back
+ * into a response: the pooled database connections lent to a context
+ * (mod_dbd), with the schema gate on the way, and the one response writer.
+ * Used by the request handler (mod_svc_request.c) and by event streams,
+ * for their head and for the work they do later on a request's behalf
+ * (mod_svc_sse.c).
  */
 #include "mod_svc_glue.h"
 
@@ -134,13 +136,6 @@ static apr_status_t db_acquire(svc_ctx_t *ctx)
     return rv;
 }
 
-apr_status_t svc_glue_parse_query(svc_ctx_t *ctx, request_rec *r)
-{
-    /* The kernel splits and checks; httpd's decoder decodes each part. */
-    return svc_query_parse(ctx, r->args, ap_unescape_urlencoded);
-}
-
-
 /*
  * The origin clients use to reach us, as httpd builds self-referential URLs:
  * the scheme from ServerName (https:// behind a TLS-terminating proxy), the
@@ -196,4 +191,93 @@ svc_ctx_t *svc_glue_ctx(request_rec *r, apr_pool_t *p)
 void svc_glue_ctx_release(svc_ctx_t *ctx)
 {
     db_return(ctx->glue);
+}
+
+/* ------------------------------------------------------------------------
+ * The answer: the context back into a response
+ */
+
+/*
+ * Writes an answer the handler produces in pieces (svc_reply_produced):
+ * each piece from a scratch pool cleared after it is written, the database
+ * connection given back before each write, and a flush after each, so
+ * neither memory nor a pooled connection grows with the size or waits on
+ * the client. A piece that fails after the head went out cuts the answer
+ * short and closes the connection: the client sees fewer bytes than
+ * Content-Length said, never a wrong file.
+ */
+static void write_produced(svc_ctx_t *ctx, request_rec *r)
+{
+    apr_pool_t *scratch;
+    apr_off_t sent = 0;
+    apr_status_t rv = APR_SUCCESS;
+
+    apr_pool_create(&scratch, r->pool);
+    while (!r->connection->aborted) {
+        const char *data = NULL;
+        apr_size_t len = 0;
+
+        apr_pool_clear(scratch);
+        rv = ctx->producer(ctx, ctx->producer_baton, scratch, &data, &len);
+        svc_glue_ctx_release(ctx);
+        if (rv != APR_SUCCESS || len == 0) {
+            break;
+        }
+        if (ap_rwrite(data, (int)len, r) < 0 || ap_rflush(r) < 0) {
+            break;
+        }
+        sent += (apr_off_t)len;
+    }
+    apr_pool_destroy(scratch);
+    if (sent != ctx->producer_len) {
+        if (!r->connection->aborted) {
+            ap_log_rerror(APLOG_MARK, APLOG_ERR, rv >= APR_OS_START_USERERR ? 0 : rv, r,
+                          "SVC0050: %s stopped after %" APR_OFF_T_FMT " of %" APR_OFF_T_FMT
+                          " bytes request_id=%s", ctx->route ? ctx->route->op_id : r->uri,
+                          sent, ctx->producer_len, ctx->request_id);
+        }
+        r->connection->keepalive = AP_CONN_CLOSE;
+        r->connection->aborted = 1;
+    }
+}
+
+static int copy_header(void *baton, const char *key, const char *val)
+{
+    request_rec *r = baton;
+
+    apr_table_add(r->err_headers_out, key, val);
+    return 1;
+}
+
+void svc_glue_write_head(svc_ctx_t *ctx, request_rec *r, int status, const char *content_type)
+{
+    /* err_headers_out survive an error status; everything we send goes there. */
+    apr_table_do(copy_header, r, ctx->headers_out, NULL);
+    apr_table_setn(r->err_headers_out, "Cache-Control", "no-store");
+    apr_table_setn(r->err_headers_out, "X-Content-Type-Options", "nosniff");
+    r->status = status;
+    if (content_type) {
+        ap_set_content_type(r, content_type);
+    }
+}
+
+int svc_glue_respond(svc_ctx_t *ctx, request_rec *r)
+{
+    svc_glue_write_head(ctx, r, ctx->status, ctx->content_type);
+    if (ctx->producer) {
+        ap_set_content_length(r, ctx->producer_len);
+        if (!r->header_only) {
+            write_produced(ctx, r);
+        }
+    }
+    else if (ctx->resp_body && ctx->status != 204) {
+        ap_set_content_length(r, (apr_off_t)ctx->resp_len);
+        if (!r->header_only) {
+            ap_rwrite(ctx->resp_body, (int)ctx->resp_len, r);
+        }
+    }
+    else {
+        ap_set_content_length(r, 0);
+    }
+    return OK;
 }

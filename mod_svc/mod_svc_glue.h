@@ -1,10 +1,14 @@
 /*
  * mod_svc_glue.h: what the httpd glue files share.
  *
- * The glue is thin on purpose: configuration and hooks (mod_svc.c), and
- * turning a request_rec into a core context and the context back into a
- * response (mod_svc_request.c). Everything else is below: base/, the
- * kernel and the areas (docs/architecture.md).
+ * The glue is what must touch httpd, and no more (docs/architecture.md,
+ * "The glue"): the module record and hooks (mod_svc.c), the directives
+ * (mod_svc_config.c), a request_rec into a core context and the context
+ * back into a response (mod_svc_ctx.c), what httpd does with our URLs
+ * around the handler (mod_svc_url.c), one API request (mod_svc_request.c),
+ * event streams (mod_svc_sse.c), the database's own reason
+ * (mod_svc_dbwatch.c), and the run supervisor's process (mod_svc_daemon.c).
+ * Everything else is below: base/, the kernel and the areas.
  */
 #ifndef SVC_MOD_SVC_GLUE_H
 #define SVC_MOD_SVC_GLUE_H
@@ -31,8 +35,6 @@ typedef struct {
     /* The code-hosting App's directives as written; resolved at start. */
     svc_vcs_refs_t vcs_refs;
     const svc_router_t *router;
-    /* Which scalar directives were set here, so a vhost inherits the rest. */
-    unsigned set;
     /*
      * Per child process (the struct is copied at fork) and per server, since
      * each virtual host may have its own DBDParams: 1 once the schema was
@@ -56,22 +58,10 @@ typedef struct {
     int sup_off;
 } svc_server_conf;
 
-#define SVC_SET_BODY_LIMIT   0x01
-#define SVC_SET_TOUCH        0x02
-#define SVC_SET_SESSION_LIFE 0x04
-#define SVC_SET_STMT_TIMEOUT 0x08
-#define SVC_SET_PUBLIC_URL   0x10
-#define SVC_SET_UI_URL       0x0100
-#define SVC_SET_VCS_TIMEOUT  0x0200
-#define SVC_SET_INVITE_LIFE  0x0400
-#define SVC_SET_MODEL_TIMEOUT 0x0800
-#define SVC_SET_DOC_LIMIT    0x1000
-#define SVC_SET_ALLOW_PRIVATE 0x2000
-#define SVC_SET_RUN_TIMEOUT  0x4000
-#define SVC_SET_UPLOAD_LIMIT 0x8000
-#define SVC_SET_RUN_STEPS    0x10000
-#define SVC_SET_RUN_TOKENS   0x20000
-#define SVC_SET_RUN_COMMAND  0x40000
+/* The directives and the per-server configuration (mod_svc_config.c). */
+extern const command_rec svc_cmds[];
+void *svc_create_server_conf(apr_pool_t *p, server_rec *s);
+void *svc_merge_server_conf(apr_pool_t *p, void *basev, void *addv);
 
 /* r->notes: set for the service's own URLs (mod_svc.c); "raw" where httpd
  * left the path undecoded for the module (svc_glue_path decodes it). */
@@ -90,13 +80,15 @@ svc_ctx_t *svc_glue_ctx(request_rec *r, apr_pool_t *p);
 void svc_glue_ctx_release(svc_ctx_t *ctx);
 
 /*
- * Decodes r's query string into ctx->query, all of it or nothing: a
- * parameter that cannot be decoded (a bad escape, an encoded NUL), more
- * than 64 parameters, or a name given twice is a 400 invalid_query.
- * Dropping what cannot be read would answer a wider question than the one
- * asked: a filter that vanished returns more than the client wanted.
+ * The one response writer (mod_svc_ctx.c). svc_glue_write_head puts
+ * the handler's headers (ctx->headers_out), Cache-Control: no-store and
+ * X-Content-Type-Options: nosniff into err_headers_out, which survive an
+ * error status, and sets the status and type; svc_glue_respond writes the
+ * whole answer ctx holds (a body, one produced in pieces, or none). An
+ * event stream writes its head with the first and its events itself.
  */
-apr_status_t svc_glue_parse_query(svc_ctx_t *ctx, request_rec *r);
+void svc_glue_write_head(svc_ctx_t *ctx, request_rec *r, int status, const char *content_type);
+int svc_glue_respond(svc_ctx_t *ctx, request_rec *r);
 
 /*
  * Event streams (mod_svc_sse.c): svc_sse_begin answers a request whose
@@ -146,35 +138,10 @@ const char *svc_dbwatch_reason(request_rec *r);
 int svc_glue_dbd_init(void);
 
 /*
- * Starts the run supervisor process (mod_svc_supervisor.c) from httpd's
+ * Starts the run supervisor process (mod_svc_daemon.c) from httpd's
  * parent, after the configuration is read (not on the first, pre-config
  * pass), and keeps it running until httpd stops or restarts.
  */
 void svc_supervisor_start(apr_pool_t *pconf, server_rec *s);
-
-/* The SvcRun* directives (mod_svc_supervisor.c), listed in svc_cmds. */
-const char *svc_cmd_run_supervisor(cmd_parms *cmd, void *dummy, int on);
-const char *svc_cmd_runner(cmd_parms *cmd, void *dummy, int argc, char *const argv[]);
-const char *svc_cmd_run_number(cmd_parms *cmd, void *dummy, const char *arg);
-const char *svc_cmd_run_path(cmd_parms *cmd, void *dummy, const char *arg);
-
-/* A directive's SIZE or number: digits, with K, M or G for sizes, from min
- * to max; else the error message (mod_svc_supervisor.c). */
-const char *svc_cmd_parse_size(cmd_parms *cmd, const char *arg, apr_int64_t min,
-                               apr_int64_t max, apr_int64_t *pv);
-
-/* Which setting svc_cmd_run_number and svc_cmd_run_path set (cmd->info). */
-#define SVC_RUN_CONCURRENCY   1
-#define SVC_RUN_TIMEOUT       2
-#define SVC_RUN_MEMORY        3
-#define SVC_RUN_PROCESSES     4
-#define SVC_RUN_FILE_SIZE     5
-#define SVC_RUN_LOG_LIMIT     6
-#define SVC_RUN_LEASE         7
-#define SVC_RUN_WORK_DIR      8
-#define SVC_RUN_FACTORY       9
-#define SVC_RUN_MAX_STEPS     10
-#define SVC_RUN_MAX_TOKENS    11
-#define SVC_RUN_COMMAND_TIMEOUT 12
 
 #endif /* SVC_MOD_SVC_GLUE_H */

@@ -1,8 +1,9 @@
 /*
  * mod_svc_request.c: one API request through httpd. Builds the core
- * context from the request_rec (mod_svc_ctx.c), reads the body under the
- * route's cap, runs the kernel's dispatch, and writes the answer (or hands
- * an event stream to mod_svc_sse.c).
+ * context from the request_rec (mod_svc_ctx.c), receives the body under
+ * the route's cap, runs the kernel's dispatch, logs a failure, and writes
+ * the answer through the one response writer (mod_svc_ctx.c), or hands an
+ * event stream to mod_svc_sse.c.
  */
 #include "mod_svc_glue.h"
 
@@ -58,25 +59,10 @@ static void hide_query(request_rec *r)
 
 static void hide_path(request_rec *r, const svc_route_t *route)
 {
-    const char *masked, *unparsed;
+    const char *masked = route ? svc_route_redact_path(r->pool, route, r->uri)
+                               : SVC_SECRET_PATH_PREFIX "[REDACTED]";
+    const char *unparsed = r->args ? apr_pstrcat(r->pool, masked, "?", r->args, NULL) : masked;
 
-    if (route) {
-        const char *t = route->path, *u = r->uri;
-        masked = "";
-        while (*t == '/' && *u == '/') {
-            apr_size_t tl = strcspn(t + 1, "/"), ul = strcspn(u + 1, "/");
-            int secret = tl == 6 && strncmp(t + 1, ":token", 6) == 0;
-            masked = apr_pstrcat(r->pool, masked, "/",
-                                 secret ? "[REDACTED]" : apr_pstrmemdup(r->pool, u + 1, ul),
-                                 NULL);
-            t += tl + 1;
-            u += ul + 1;
-        }
-    }
-    else {
-        masked = SVC_SECRET_PATH_PREFIX "[REDACTED]";
-    }
-    unparsed = r->args ? apr_pstrcat(r->pool, masked, "?", r->args, NULL) : masked;
     r->uri = apr_pstrdup(r->pool, masked);
     r->parsed_uri.path = r->uri;
     r->unparsed_uri = apr_pstrdup(r->pool, unparsed);
@@ -92,7 +78,7 @@ static void hide_path(request_rec *r, const svc_route_t *route)
  * core can refuse it with 400. The buffer grows with what arrives (a route
  * may accept 25 MiB; most bodies are small).
  */
-static apr_status_t read_body(svc_ctx_t *ctx, request_rec *r, apr_size_t limit)
+static apr_status_t receive_body(svc_ctx_t *ctx, request_rec *r, apr_size_t limit)
 {
     apr_size_t cap = limit ? limit : 1;
     apr_size_t len = 0, size;
@@ -161,7 +147,8 @@ typedef struct {
     int ended;                  /* the whole body was read */
 } stream_body_t;
 
-static apr_status_t stream_body_read(void *baton, char *buf, apr_size_t *plen)
+/* The next piece of a streamed body: the context's body_reader. */
+static apr_status_t stream_body_next(void *baton, char *buf, apr_size_t *plen)
 {
     stream_body_t *sb = baton;
     apr_size_t want = *plen;
@@ -203,90 +190,10 @@ static apr_status_t stream_body_begin(svc_ctx_t *ctx, request_rec *r, apr_size_t
     }
     sb = apr_pcalloc(r->pool, sizeof(*sb));
     sb->r = r;
-    ctx->body_reader = stream_body_read;
+    ctx->body_reader = stream_body_next;
     ctx->body_baton = sb;
     *psb = sb;
     return APR_SUCCESS;
-}
-
-/*
- * Writes an answer the handler produces in pieces (svc_reply_produced):
- * each piece from a scratch pool cleared after it is written, the database
- * connection given back before each write, and a flush after each, so
- * neither memory nor a pooled connection grows with the size or waits on
- * the client. A piece that fails after the head went out cuts the answer
- * short and closes the connection: the client sees fewer bytes than
- * Content-Length said, never a wrong file.
- */
-static void write_produced(svc_ctx_t *ctx, request_rec *r)
-{
-    apr_pool_t *scratch;
-    apr_off_t sent = 0;
-    apr_status_t rv = APR_SUCCESS;
-
-    apr_pool_create(&scratch, r->pool);
-    while (!r->connection->aborted) {
-        const char *data = NULL;
-        apr_size_t len = 0;
-
-        apr_pool_clear(scratch);
-        rv = ctx->producer(ctx, ctx->producer_baton, scratch, &data, &len);
-        svc_glue_ctx_release(ctx);
-        if (rv != APR_SUCCESS || len == 0) {
-            break;
-        }
-        if (ap_rwrite(data, (int)len, r) < 0 || ap_rflush(r) < 0) {
-            break;
-        }
-        sent += (apr_off_t)len;
-    }
-    apr_pool_destroy(scratch);
-    if (sent != ctx->producer_len) {
-        if (!r->connection->aborted) {
-            ap_log_rerror(APLOG_MARK, APLOG_ERR, rv >= APR_OS_START_USERERR ? 0 : rv, r,
-                          "SVC0050: %s stopped after %" APR_OFF_T_FMT " of %" APR_OFF_T_FMT
-                          " bytes request_id=%s", ctx->route ? ctx->route->op_id : r->uri,
-                          sent, ctx->producer_len, ctx->request_id);
-        }
-        r->connection->keepalive = AP_CONN_CLOSE;
-        r->connection->aborted = 1;
-    }
-}
-
-static int copy_header(void *baton, const char *key, const char *val)
-{
-    request_rec *r = baton;
-
-    apr_table_add(r->err_headers_out, key, val);
-    return 1;
-}
-
-static int write_response(svc_ctx_t *ctx, request_rec *r)
-{
-    /* err_headers_out survive an error status; everything we send goes there. */
-    apr_table_do(copy_header, r, ctx->headers_out, NULL);
-    apr_table_setn(r->err_headers_out, "Cache-Control", "no-store");
-    apr_table_setn(r->err_headers_out, "X-Content-Type-Options", "nosniff");
-    r->status = ctx->status;
-    if (ctx->content_type) {
-        ap_set_content_type(r, ctx->content_type);
-    }
-    if (ctx->producer) {
-        ap_set_content_length(r, ctx->producer_len);
-        if (!r->header_only) {
-            write_produced(ctx, r);
-        }
-    }
-    else if (ctx->resp_body && ctx->status != 204) {
-        ap_set_content_length(r, (apr_off_t)ctx->resp_len);
-        if (!r->header_only) {
-            ap_rwrite(ctx->resp_body, (int)ctx->resp_len, r);
-        }
-    }
-    else {
-        ap_set_content_length(r, 0);
-    }
-    return OK;
 }
 
 /*
@@ -342,9 +249,9 @@ static void log_failure(svc_ctx_t *ctx, request_rec *r, apr_status_t rv,
                           svc_redact(r->pool, svc_printable(r->pool, pr->log_detail, 1024)));
         }
         else {
-            ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, r, "%s answered %d (%s) request_id=%s",
-                          ctx->route ? ctx->route->op_id : r->uri, pr->status, pr->code,
-                          ctx->request_id);
+            ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, r, "SVC0305: %s answered %d (%s) "
+                          "request_id=%s", ctx->route ? ctx->route->op_id : r->uri,
+                          pr->status, pr->code, ctx->request_id);
         }
         return;
     }
@@ -414,7 +321,7 @@ int svc_handler(request_rec *r)
     ctx->path = refused ? ctx->path : svc_glue_path(r, &refused);
     rv = refused ? svc_dispatch_refusal(ctx, refused) : svc_dispatch_route(ctx, sc->router);
     if (rv == APR_SUCCESS) {
-        rv = svc_glue_parse_query(ctx, r);
+        rv = svc_dispatch_query(ctx, r->args);
     }
     /* Every path under /auth/ is masked, matched or not: a mistyped
      * callback URL still carries a live code and state. */
@@ -431,7 +338,7 @@ int svc_handler(request_rec *r)
     if (rv == APR_SUCCESS && ctx->route) {
         rv = (ctx->route->flags & SVC_RF_STREAM_BODY)
              ? stream_body_begin(ctx, r, svc_dispatch_body_limit(ctx), &sb)
-             : read_body(ctx, r, svc_dispatch_body_limit(ctx));
+             : receive_body(ctx, r, svc_dispatch_body_limit(ctx));
         if (rv == APR_SUCCESS && !sc->core.have_secret
             && (ctx->route->auth == SVC_AUTH_USER || ctx->route->auth == SVC_AUTH_SHARE)) {
             rv = svc_fail(ctx, 503, "not_configured",
@@ -461,5 +368,5 @@ int svc_handler(request_rec *r)
     }
     /* Give the connection back before talking to a possibly slow client. */
     svc_glue_ctx_release(ctx);
-    return write_response(ctx, r);
+    return svc_glue_respond(ctx, r);
 }

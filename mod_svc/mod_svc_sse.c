@@ -1473,21 +1473,7 @@ static int stream_refused(request_rec *r, svc_ctx_t *ctx, apr_status_t rv)
     ctx->stream = NULL;
     svc_glue_ctx_release(ctx);
     svc_ctx_render_problem(ctx, problem);
-    r->status = problem->status;
-    ap_set_content_type(r, ctx->content_type);
-    apr_table_setn(r->err_headers_out, "Cache-Control", "no-store");
-    apr_table_setn(r->err_headers_out, "X-Content-Type-Options", "nosniff");
-    ap_set_content_length(r, (apr_off_t)ctx->resp_len);
-    if (!r->header_only) {
-        ap_rwrite(ctx->resp_body, (int)ctx->resp_len, r);
-    }
-    return OK;
-}
-
-static int copy_header(void *baton, const char *key, const char *val)
-{
-    apr_table_add(((request_rec *)baton)->err_headers_out, key, val);
-    return 1;
+    return svc_glue_respond(ctx, r);
 }
 
 /*
@@ -1553,13 +1539,9 @@ int svc_sse_begin(request_rec *r, svc_ctx_t *ctx)
     if ((rv = take_place(r, ctx, hub, sc->core.stream_limit)) != APR_SUCCESS) {
         return stream_refused(r, ctx, rv);
     }
-    apr_table_do(copy_header, r, ctx->headers_out, NULL);
-    apr_table_setn(r->err_headers_out, "Cache-Control", "no-store");
-    apr_table_setn(r->err_headers_out, "X-Content-Type-Options", "nosniff");
+    svc_glue_write_head(ctx, r, 200, "text/event-stream; charset=utf-8");
     /* Proxies in front (nginx, some load balancers) must not buffer it. */
     apr_table_setn(r->err_headers_out, "X-Accel-Buffering", "no");
-    r->status = 200;
-    ap_set_content_type(r, "text/event-stream; charset=utf-8");
     if (r->header_only) {
         svc_glue_ctx_release(ctx);
         return OK;

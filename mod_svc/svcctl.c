@@ -522,7 +522,7 @@ static int cmd_audit_verify(cli_t *cli)
     if ((rc = connect_db(cli)) != 0) {
         return rc;
     }
-    rv = svc_audit_verify_all(cli->db, cli->pool, &text);
+    rv = svc_auditlog_verify_all(cli->db, cli->pool, &text);
     if (rv != APR_SUCCESS) {
         return fail("audit verify", explain(cli, rv));
     }
@@ -863,7 +863,7 @@ static int cmd_routes(cli_t *cli)
                            "paged", (r->flags & SVC_RF_PAGED) != 0,
                            "session_only", (r->flags & SVC_RF_SESSION) != 0,
                            "stream", (r->flags & SVC_RF_STREAM) != 0,
-                           "success", r->success, "op_id", r->op_id));
+                           "success", svc_route_success(r), "op_id", r->op_id));
         if (!r->body) {
             json_decref(fields);
         }

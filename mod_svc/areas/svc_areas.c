@@ -20,7 +20,7 @@ const svc_area_t *const svc_areas[] = {
     &svc_kernel_area,
     &svc_identity_area,
     &svc_tenancy_area,
-    &svc_audit_area,
+    &svc_auditlog_area,
     &svc_events_area,
     &svc_providers_area,
     &svc_documents_area,

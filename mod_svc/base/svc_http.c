@@ -1209,3 +1209,34 @@ char *svc_url_encode(apr_pool_t *p, const char *s)
     out[o] = '\0';
     return out;
 }
+
+static int hex_value(char c)
+{
+    return c >= '0' && c <= '9' ? c - '0'
+         : c >= 'a' && c <= 'f' ? c - 'a' + 10
+         : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
+int svc_url_decode_form(char *s)
+{
+    char *out = s;
+
+    for (; *s; s++) {
+        if (*s == '+') {
+            *out++ = ' ';
+        }
+        else if (*s == '%') {
+            int hi = hex_value(s[1]), lo = hi < 0 ? -1 : hex_value(s[2]);
+            if (lo < 0 || (hi == 0 && lo == 0)) {
+                return 0;
+            }
+            *out++ = (char)(hi * 16 + lo);
+            s += 2;
+        }
+        else {
+            *out++ = *s;
+        }
+    }
+    *out = '\0';
+    return 1;
+}

@@ -140,4 +140,11 @@ const char *svc_http_check_base_url(apr_pool_t *p, const char *url, const char *
 /* Percent-encodes everything but RFC 3986's unreserved characters. */
 char *svc_url_encode(apr_pool_t *p, const char *s);
 
+/*
+ * Decodes s in place as a form value ("+" is a space, %XX a byte): 1, or 0
+ * when an escape is not two hex digits or encodes a NUL (s is then partly
+ * decoded and must not be used).
+ */
+int svc_url_decode_form(char *s);
+
 #endif /* SVC_HTTP_H */

@@ -20,6 +20,12 @@ typedef enum {
     SVC_FT_TEXT         /* multi-line text: min/max length, no NUL */
 } svc_ftype_e;
 
+/*
+ * One field of a body schema, written with designated initialisers that
+ * leave out what is zero (not required, not nullable, no bounds):
+ *     { .name = "role", .type = SVC_FT_ENUM, .required = 1, .values = roles,
+ *       .description = "The member's new role." },
+ */
 struct svc_field_t {
     const char *name;           /* NULL ends a schema */
     svc_ftype_e type;
@@ -31,7 +37,7 @@ struct svc_field_t {
     const char *description;
 };
 
-#define SVC_FIELD_END { NULL, 0, 0, 0, 0, 0, NULL, NULL }
+#define SVC_FIELD_END { .name = NULL }
 
 /*
  * Parses a request body strictly: an object at the top level, duplicate

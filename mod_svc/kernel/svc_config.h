@@ -93,7 +93,30 @@ struct svc_config_t {
     const char *vcs_app_credentials;        /* SvcVcsAppCredentials: the wizard's file */
 };
 
-/* Defaults that give a working local instance. */
+/*
+ * Settings a directive may set are "unset" until one does: SVC_UNSET in
+ * numbers and flags (of whatever type: svc_config_is_unset), NULL in
+ * strings, an empty array in lists. A virtual host takes what it left
+ * unset from the main server (svc_config_merge), and what is still unset
+ * at start takes its default (svc_config_fill). Only values of 1 and more
+ * are ever set, so -1 is free to mean "unset".
+ */
+#define SVC_UNSET (-1)
+#define svc_config_is_unset(v) ((v) == (__typeof__(v))SVC_UNSET)
+
+/* Every setting unset; what start-up resolves (sign-in, the App) at its
+ * initial value. */
+void svc_config_unset(svc_config_t *conf, apr_pool_t *p);
+
+/* `into` (a copy of add) takes base's value for each setting add left
+ * unset; rate classes are base's, overridden class by class by add's. */
+void svc_config_merge(svc_config_t *into, const svc_config_t *base, const svc_config_t *add,
+                      apr_pool_t *p);
+
+/* The default of every setting still unset (SvcInternalAllow's: loopback). */
+void svc_config_fill(svc_config_t *conf, apr_pool_t *p);
+
+/* Defaults that give a working local instance: unset, then filled. */
 void svc_config_defaults(svc_config_t *conf, apr_pool_t *p);
 
 /* Adds the default rate classes that configuration did not set. */
@@ -102,6 +125,35 @@ void svc_config_default_rates(svc_config_t *conf, apr_pool_t *p);
 /* Adds or replaces a rate class. */
 void svc_config_set_rate(svc_config_t *conf, apr_pool_t *p, const char *name,
                          int limit, int period);
+
+/* The default rate classes, ended by a NULL name (svc_rate_class_known
+ * names the classes routes count against too). */
+extern const svc_rate_class_t svc_rate_defaults[];
+
+/*
+ * Configuration values as directives write them. Each returns 1 and sets
+ * *pv when `arg` is one, else 0 (the caller names the directive):
+ * svc_config_parse_int: decimal digits only, from min to max;
+ * svc_config_parse_size: digits with an optional K, M or G (powers of
+ * 1024), from min to max bytes;
+ * svc_config_parse_price: a decimal number with a point, 0 to 10000
+ * (no sign, exponent or comma).
+ */
+int svc_config_parse_int(const char *arg, apr_int64_t min, apr_int64_t max, apr_int64_t *pv);
+int svc_config_parse_size(const char *arg, apr_int64_t min, apr_int64_t max, apr_int64_t *pv);
+int svc_config_parse_price(const char *arg, double *pv);
+
+/*
+ * The origin of an http(s) URL (normalized: no trailing slash) as browsers
+ * write it in Origin headers: lowercase scheme and host, no default port.
+ */
+const char *svc_config_origin(apr_pool_t *p, const char *url);
+
+/*
+ * A virtual host that inherited the main server's SvcSecret shares its
+ * keys rather than reading the reference again.
+ */
+void svc_config_share_keys(svc_config_t *to, const svc_config_t *from);
 
 /* The class by name, or NULL when unlimited. */
 const svc_rate_class_t *svc_config_rate(const svc_config_t *conf, const char *name);

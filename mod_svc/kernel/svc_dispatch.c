@@ -6,8 +6,10 @@
 #include "svc_dispatch.h"
 #include "svc_auth.h"
 #include "svc_db.h"
+#include "svc_http.h"
 #include "svc_json.h"
 #include "svc_ratelimit.h"
+#include "svc_redact.h"
 
 #include <string.h>
 
@@ -86,6 +88,45 @@ apr_status_t svc_dispatch_route(svc_ctx_t *ctx, const svc_router_t *rt)
     }
     return svc_fail(ctx, 405, "method_not_allowed",
                     "This endpoint does not accept %s; it accepts %s.", ctx->method, allow);
+}
+
+apr_status_t svc_dispatch_query(svc_ctx_t *ctx, const char *args)
+{
+    char *copy, *pair, *state = NULL;
+    int n = 0;
+
+    if (!args || !*args) {
+        return APR_SUCCESS;
+    }
+    copy = apr_pstrdup(ctx->pool, args);
+    for (pair = apr_strtok(copy, "&", &state); pair; pair = apr_strtok(NULL, "&", &state)) {
+        char *eq = strchr(pair, '=');
+        char *val = eq ? eq + 1 : pair + strlen(pair);
+
+        if (++n > SVC_MAX_QUERY_PARAMS) {
+            return svc_fail(ctx, 400, "invalid_query",
+                            "The query string has more than %d parameters.",
+                            SVC_MAX_QUERY_PARAMS);
+        }
+        if (eq) {
+            *eq = '\0';
+        }
+        /* Form decoding ('+' is a space); %2F is an ordinary character in a
+         * query (encodeURIComponent("/x") is "%2Fx"); bad escapes and %00
+         * are refused. */
+        if (!svc_url_decode_form(pair) || !svc_url_decode_form(val)) {
+            return svc_fail(ctx, 400, "invalid_query",
+                            "The query string has a parameter that is not valid "
+                            "percent-encoding, or that encodes a NUL character.");
+        }
+        if (apr_table_get(ctx->query, pair)) {
+            return svc_fail(ctx, 400, "invalid_query",
+                            "The query string gives the parameter %s more than once.",
+                            svc_printable(ctx->pool, pair, 64));
+        }
+        apr_table_setn(ctx->query, pair, val);
+    }
+    return APR_SUCCESS;
 }
 
 apr_status_t svc_dispatch_refusal(svc_ctx_t *ctx, int status)
@@ -216,7 +257,7 @@ static int is_json_type(const char *ct)
         && strncasecmp(ct + n - 5, "+json", 5) == 0;
 }
 
-static apr_status_t read_body(svc_ctx_t *ctx)
+static apr_status_t parse_body(svc_ctx_t *ctx)
 {
     const svc_route_t *route = ctx->route;
     const char *err;
@@ -276,7 +317,7 @@ static apr_status_t run_once(svc_ctx_t *ctx)
     if ((rv = svc_auth_check(ctx)) != APR_SUCCESS) {
         return rv;
     }
-    if ((rv = read_body(ctx)) != APR_SUCCESS) {
+    if ((rv = parse_body(ctx)) != APR_SUCCESS) {
         return rv;
     }
     /*

@@ -6,7 +6,7 @@
  * router and areas (svc_route.h), dispatch (svc_dispatch.h), authentication
  * and authorization (svc_auth.h), the membership and role checks
  * (svc_access.h), paging and row-shaped JSON (svc_page.h), audit writing
- * (svc_audit.h), how a handler writes (svc_write.h: its change and its
+ * (svc_audit_write.h), how a handler writes (svc_write.h: its change and its
  * answer in one transaction), rate limits (svc_ratelimit.h), the configuration
  * (svc_config.h), OpenAPI (svc_openapi.h) and health (svc_health.h).
  */
@@ -16,7 +16,7 @@
 #include "svc_base.h"
 #include "svc_ktypes.h"
 #include "svc_access.h"
-#include "svc_audit.h"
+#include "svc_audit_write.h"
 #include "svc_auth.h"
 #include "svc_config.h"
 #include "svc_ctx.h"

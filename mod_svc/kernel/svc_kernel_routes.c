@@ -5,14 +5,14 @@
 #include "svc_kernel.h"
 
 static const svc_route_t routes[] = {
-    { "GET", "/api/openapi.json", svc_h_openapi, SVC_AUTH_NONE, SVC_SCOPE_NONE,
-      SVC_ROLE_NONE, NULL, 0, NULL, SVC_RF_NO_DB, 200, "getOpenApi",
-      "This OpenAPI document", "Service", NULL, SVC_PROLE_NONE },
-    { "GET", "/internal/health", svc_h_health, SVC_AUTH_INTERNAL, SVC_SCOPE_NONE,
-      SVC_ROLE_NONE, NULL, 0, NULL, SVC_RF_HIDDEN | SVC_RF_NO_DB, 200, "getHealth",
-      "Readiness: database reachable at the needed schema version", "Service",
-      NULL, SVC_PROLE_NONE },
-    { NULL, NULL, NULL, 0, 0, 0, NULL, 0, NULL, 0, 0, NULL, NULL, NULL, NULL, SVC_PROLE_NONE }
+    { .method = "GET", .path = "/api/openapi.json", .handler = svc_h_openapi, .auth = SVC_AUTH_NONE,
+      .flags = SVC_RF_NO_DB, .op_id = "getOpenApi", .tag = "Service",
+      .summary = "This OpenAPI document" },
+    { .method = "GET", .path = "/internal/health", .handler = svc_h_health,
+      .auth = SVC_AUTH_INTERNAL, .flags = SVC_RF_HIDDEN | SVC_RF_NO_DB, .op_id = "getHealth",
+      .tag = "Service",
+      .summary = "Readiness: database reachable at the needed schema version" },
+    SVC_ROUTE_END,
 };
 
 const svc_area_t svc_kernel_area = {

@@ -36,10 +36,14 @@ typedef enum {
     SVC_PROLE_MAINTAINER = 3
 } svc_prole_e;
 
-/* How a route's caller authenticates. */
+/*
+ * How a route's caller authenticates. A route row that says nothing
+ * (svc_route.h) takes a signed-in user, so forgetting the field fails
+ * closed: a public route says SVC_AUTH_NONE.
+ */
 typedef enum {
-    SVC_AUTH_NONE = 0,     /* public */
-    SVC_AUTH_USER,         /* session cookie or PAT */
+    SVC_AUTH_USER = 0,     /* session cookie or PAT */
+    SVC_AUTH_NONE,         /* public */
     SVC_AUTH_INTERNAL,     /* address allow-list, /internal/ only */
     SVC_AUTH_SHARE,        /* share token, /api/share/ only */
     SVC_AUTH_WEBHOOK,      /* HMAC over the raw body */

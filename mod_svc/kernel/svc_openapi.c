@@ -46,7 +46,7 @@ static json_t *operation(apr_pool_t *p, const svc_route_t *r, json_t *params)
     json_t *op = json_object();
     json_t *responses = json_object();
     const svc_qparam_t *q;
-    const char *code = apr_itoa(p, r->success ? r->success : 200);
+    const char *code = apr_itoa(p, svc_route_success(r));
 
     json_object_set_new(op, "operationId", json_string(r->op_id));
     json_object_set_new(op, "summary", json_string(r->summary));

@@ -349,13 +349,13 @@ static apr_status_t row_walk(svc_jbuf_t *b, const svc_dbres_t *res, int row, int
     return APR_SUCCESS;
 }
 
-apr_status_t svc_json_row(svc_jbuf_t *b, const svc_dbres_t *res, int row, int col,
+apr_status_t svc_row_json(svc_jbuf_t *b, const svc_dbres_t *res, int row, int col,
                           const svc_col_t *shape)
 {
     return row_walk(b, res, row, &col, shape);
 }
 
-apr_status_t svc_json_row_text(apr_pool_t *p, const svc_dbres_t *res, const svc_col_t *shape,
+apr_status_t svc_row_json_text(apr_pool_t *p, const svc_dbres_t *res, const svc_col_t *shape,
                                const char **pjson)
 {
     svc_jbuf_t b;
@@ -364,7 +364,7 @@ apr_status_t svc_json_row_text(apr_pool_t *p, const svc_dbres_t *res, const svc_
     svc_jbuf_init(&b, p, 512);
     if (svc_dbres_rows(res) < 1
         || (rv = svc_shape_check(res, 0, shape)) != APR_SUCCESS
-        || (rv = svc_json_row(&b, res, 0, 0, shape)) != APR_SUCCESS) {
+        || (rv = svc_row_json(&b, res, 0, 0, shape)) != APR_SUCCESS) {
         return SVC_EDB;
     }
     *pjson = svc_jbuf_text(&b, NULL);
@@ -380,7 +380,7 @@ apr_status_t svc_reply_row(svc_ctx_t *ctx, int status, const svc_dbres_t *res,
     if (svc_dbres_rows(res) != 1) {
         return SVC_ENOTFOUND;
     }
-    if ((rv = svc_json_row_text(ctx->pool, res, shape, &json)) != APR_SUCCESS) {
+    if ((rv = svc_row_json_text(ctx->pool, res, shape, &json)) != APR_SUCCESS) {
         return rv;
     }
     return svc_reply_text(ctx, status, json);
@@ -433,7 +433,7 @@ static apr_status_t list_query(svc_ctx_t *ctx, const svc_stmt_t *st, va_list ap,
 static apr_status_t shaped_item(svc_jbuf_t *b, const svc_dbres_t *res, int row,
                                 const void *baton)
 {
-    return svc_json_row(b, res, row, 1, baton);
+    return svc_row_json(b, res, row, 1, baton);
 }
 
 /*

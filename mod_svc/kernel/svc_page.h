@@ -47,7 +47,7 @@ apr_status_t svc_reply_page(svc_ctx_t *ctx, const svc_dbres_t *res, int json_col
 /*
  * The shape of an item built in C from plain columns, the faster way
  * (docs/performance.md): PostgreSQL returns values, in binary
- * (SVC_STMT_BINARY), and svc_json_row writes one JSON object per row.
+ * (SVC_STMT_BINARY), and svc_row_json writes one JSON object per row.
  * Each entry takes the next column; SVC_COL_OBJECT takes as many as `sub`
  * has entries and writes null when the first of them is NULL. Every column
  * may be NULL, which writes null.
@@ -78,14 +78,14 @@ typedef struct svc_col_t {
 apr_status_t svc_shape_check(const svc_dbres_t *res, int col, const svc_col_t *shape);
 
 /* Appends row `row` (columns from `col` on) as one JSON object. */
-apr_status_t svc_json_row(svc_jbuf_t *b, const svc_dbres_t *res, int row, int col,
+apr_status_t svc_row_json(svc_jbuf_t *b, const svc_dbres_t *res, int row, int col,
                           const svc_col_t *shape);
 
 /*
  * The first row of a one-row result as one JSON object (*pjson, in p):
  * checks the shape, then writes it.
  */
-apr_status_t svc_json_row_text(apr_pool_t *p, const svc_dbres_t *res, const svc_col_t *shape,
+apr_status_t svc_row_json_text(apr_pool_t *p, const svc_dbres_t *res, const svc_col_t *shape,
                                const char **pjson);
 
 /*

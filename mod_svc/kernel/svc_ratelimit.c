@@ -4,6 +4,9 @@
 #include "svc_ratelimit.h"
 #include "svc_ctx.h"
 #include "svc_db.h"
+#include "svc_route.h"
+
+#include <string.h>
 
 /* Expired windows deleted by each request that opens a new one. */
 #define SVC_RATE_SWEEP_BATCH "100"
@@ -82,4 +85,43 @@ apr_status_t svc_rate_hit(svc_ctx_t *ctx, const char *class_name, const char *su
                         "Retry after the time in Retry-After.", rc->limit, rc->period);
     }
     return APR_SUCCESS;
+}
+
+/* Adds `name` to the list unless it is there (names: ", "-separated). */
+static const char *add_name(apr_pool_t *p, const char *names, const char *name)
+{
+    const char *s = names;
+    apr_size_t n = strlen(name);
+
+    while ((s = strstr(s, name)) != NULL) {
+        if ((s == names || s[-1] == ' ') && (s[n] == ',' || s[n] == '\0')) {
+            return names;
+        }
+        s += n;
+    }
+    return *names ? apr_pstrcat(p, names, ", ", name, NULL) : name;
+}
+
+int svc_rate_class_known(const char *name, const svc_area_t *const *areas, apr_pool_t *p,
+                         const char **pnames)
+{
+    const svc_rate_class_t *d;
+    const svc_route_t *r;
+    const char *names = "";
+    int known = 0;
+
+    for (d = svc_rate_defaults; d->name; d++) {
+        known |= strcmp(d->name, name) == 0;
+        names = add_name(p, names, d->name);
+    }
+    for (; areas && *areas; areas++) {
+        for (r = (*areas)->routes; r->method; r++) {
+            if (r->rate_class) {
+                known |= strcmp(r->rate_class, name) == 0;
+                names = add_name(p, names, r->rate_class);
+            }
+        }
+    }
+    *pnames = names;
+    return known;
 }

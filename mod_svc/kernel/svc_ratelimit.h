@@ -13,4 +13,13 @@
 /* Counts one event of `class_name` for `subject`; 429 problem when over. */
 apr_status_t svc_rate_hit(svc_ctx_t *ctx, const char *class_name, const char *subject);
 
+/*
+ * Whether `name` is a rate class (SvcRateLimit may set it): one of the
+ * defaults (svc_config.h), or one a route of `areas` (NULL-ended) counts
+ * against. *pnames lists them all (from p), for the message that refuses
+ * another name.
+ */
+int svc_rate_class_known(const char *name, const svc_area_t *const *areas, apr_pool_t *p,
+                         const char **pnames);
+
 #endif /* SVC_RATELIMIT_H */

@@ -71,6 +71,21 @@ int svc_route_is_tenant(const svc_route_t *route)
     return strncmp(s, "/orgs/:orgSlug", 14) == 0 && (s[14] == '\0' || s[14] == '/');
 }
 
+const char *svc_route_redact_path(apr_pool_t *p, const svc_route_t *route, const char *path)
+{
+    const char *t = route->path, *u = path, *masked = "";
+
+    while (*t == '/' && *u == '/') {
+        apr_size_t tl = strcspn(t + 1, "/"), ul = strcspn(u + 1, "/");
+        int secret = tl == 6 && strncmp(t + 1, ":token", 6) == 0;
+        masked = apr_pstrcat(p, masked, "/",
+                             secret ? "[REDACTED]" : apr_pstrmemdup(p, u + 1, ul), NULL);
+        t += tl + 1;
+        u += ul + 1;
+    }
+    return masked;
+}
+
 int svc_route_is_project(const svc_route_t *route)
 {
     static const char prefix[] = "/api/orgs/:orgSlug/projects/:projectSlug";

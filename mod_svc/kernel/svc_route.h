@@ -77,6 +77,22 @@ typedef struct {
     const char *description;
 } svc_qparam_t;
 
+/*
+ * One endpoint. Rows are written with designated initialisers and leave
+ * out what is zero: the caller is a signed-in user (SVC_AUTH_USER) unless
+ * the row says otherwise, and needs no org or project role; no body, no
+ * rate class, no flags; success is 200:
+ *
+ *     { .method = "GET", .path = "/api/orgs/:orgSlug", .handler = svc_h_orgs_get,
+ *       .scope = SVC_SCOPE_READ, .role = SVC_ROLE_VIEWER, .op_id = "getOrg",
+ *       .tag = "Organizations",
+ *       .summary = "Organization detail: owner, counts, your role" },
+ *
+ * A row that leaves out its caller fails closed: it needs a signed-in
+ * user, whose every token may read; a change must name write or admin
+ * scope (svc_router_create refuses it otherwise). A field added here, at
+ * the end, touches no row that does not use it.
+ */
 struct svc_route_t {
     const char *method;         /* GET, POST, PUT, PATCH, DELETE */
     const char *path;           /* template, ":name" segments are parameters */
@@ -88,13 +104,19 @@ struct svc_route_t {
     apr_size_t body_limit;      /* 0: the configured default */
     const char *rate_class;     /* NULL: not rate-limited */
     unsigned flags;
-    int success;                /* the status of a successful answer */
+    int success;                /* the status of a successful answer; 0: 200 */
     const char *op_id;          /* OpenAPI operationId */
     const char *summary;
     const char *tag;            /* OpenAPI tag: the SPEC area */
     const svc_qparam_t *query;  /* extra documented query parameters, {NULL} ended */
     svc_prole_e prole;          /* least project role on routes with :projectSlug */
 };
+
+/* Ends a route array. */
+#define SVC_ROUTE_END { .method = NULL }
+
+/* The status a successful answer of the route has. */
+#define svc_route_success(r) ((r)->success ? (r)->success : 200)
 
 /* Body caps in route rows. */
 #define SVC_KB(n) ((apr_size_t)(n) * 1024)
@@ -135,6 +157,13 @@ int svc_route_is_tenant(const svc_route_t *route);
 /* True when the route addresses one project of that org
  * (/api/orgs/:orgSlug/projects/:projectSlug/...). */
 int svc_route_is_project(const svc_route_t *route);
+
+/*
+ * `path` (which `route` matched) as the access log may show it: each
+ * segment that is :token in the route's template (SVC_RF_SECRET_PATH) is
+ * [REDACTED], the others as they are.
+ */
+const char *svc_route_redact_path(apr_pool_t *p, const svc_route_t *route, const char *path);
 
 /* True for methods that change state. */
 int svc_method_is_unsafe(const char *method);

@@ -1102,16 +1102,28 @@ sub _free_port {
     return $port;
 }
 
-# scratch_httpd_conf($directives) -> ($dir, $config_file, $port): the
-# directives after a minimal server's (one child, five threads, a free port).
+# scratch_httpd_conf($directives, mpm => 'worker') -> ($dir, $config_file,
+# $port): the directives after a minimal server's (one child, five threads,
+# a free port), with the test server's modules (its MPM, event, unless
+# `mpm` names another).
 sub scratch_httpd_conf {
-    my ($directives) = @_;
+    my ($directives, %opt) = @_;
     require File::Temp;
     my $dir = File::Temp::tempdir(CLEANUP => 1);
     mkdir catfile($dir, 'logs');    # as a ServerRoot has (the RPM's svc.conf logs there)
     my $port = _free_port();
     my $conf = catfile($dir, 'httpd.conf');
     my $modules = catfile(t_logs(), '..', 'conf', 'modules.conf');
+    if ($opt{mpm}) {
+        open my $in, '<', $modules or die "$modules: $!";
+        my $text = do { local $/; <$in> };
+        $text =~ s/mpm_event_module(\s+\S*)mod_mpm_event\.so/mpm_$opt{mpm}_module$1mod_mpm_$opt{mpm}.so/
+            or die "no mpm_event_module line in $modules";
+        $modules = catfile($dir, 'modules.conf');
+        open my $out, '>', $modules or die "$modules: $!";
+        print $out $text;
+        close $out;
+    }
     my $top = $ENV{SVC_TOP} // catfile(t_logs(), '..', '..');
     open my $fh, '>', $conf or die "$conf: $!";
     print $fh <<"EOF";

@@ -14,7 +14,7 @@
 
 #include "svc_testdb.h"
 
-#include "svc_audit.h"
+#include "svc_audit_write.h"
 #include "svc_crypto.h"
 #include "svc_db.h"
 #include "svc_json.h"
@@ -1921,7 +1921,7 @@ SVC_TEST(db_json_row_matches_postgres)
         if (i) {
             svc_jbuf_raw(&b, ",", 1);
         }
-        SVC_CHECK_INT(svc_json_row(&b, res, i, 1, row_item), APR_SUCCESS);
+        SVC_CHECK_INT(svc_row_json(&b, res, i, 1, row_item), APR_SUCCESS);
     }
     svc_jbuf_raw(&b, "]", 1);
     all = json_of(p, svc_jbuf_text(&b, NULL));
@@ -1944,13 +1944,13 @@ SVC_TEST(db_json_row_matches_postgres)
 
     /* The exact text of one row: keys in shape order, no spaces. */
     svc_jbuf_init(&b, p, 0);
-    SVC_CHECK_INT(svc_json_row(&b, res, 0, 1, row_item), APR_SUCCESS);
+    SVC_CHECK_INT(svc_row_json(&b, res, 0, 1, row_item), APR_SUCCESS);
     SVC_CHECK_STR(svc_jbuf_text(&b, NULL),
                   "{\"id\":1,\"big\":1,\"small\":1,\"name\":\"plain\",\"flag\":true,"
                   "\"at\":\"2026-11-25T21:54:14Z\",\"owner\":{\"id\":10,\"name\":\"owner\","
                   "\"admin\":true,\"since\":\"2020-01-01T00:00:00Z\"},\"note\":\"n1\"}");
     svc_jbuf_init(&b, p, 0);
-    SVC_CHECK_INT(svc_json_row(&b, res, 2, 1, row_item), APR_SUCCESS);
+    SVC_CHECK_INT(svc_row_json(&b, res, 2, 1, row_item), APR_SUCCESS);
     SVC_CHECK_STR(svc_jbuf_text(&b, NULL),
                   "{\"id\":3,\"big\":null,\"small\":null,\"name\":null,\"flag\":null,"
                   "\"at\":null,\"owner\":null,\"note\":\"\"}");
@@ -1959,7 +1959,7 @@ SVC_TEST(db_json_row_matches_postgres)
 /*
  * A null object that holds an object: the columns of the inner one are
  * skipped too, so the next key reads its own column. (svc_shape_check
- * counts every column of every level; svc_json_row must agree.)
+ * counts every column of every level; svc_row_json must agree.)
  */
 SVC_TEST(db_json_row_null_object_with_nested_object)
 {
@@ -1997,7 +1997,7 @@ SVC_TEST(db_json_row_null_object_with_nested_object)
     for (i = 0; i < 3; i++) {
         svc_jbuf_t b;
         svc_jbuf_init(&b, p, 0);
-        SVC_CHECK_INT(svc_json_row(&b, res, i, 0, item), APR_SUCCESS);
+        SVC_CHECK_INT(svc_row_json(&b, res, i, 0, item), APR_SUCCESS);
         SVC_CHECK_STR(svc_jbuf_text(&b, NULL), want[i]);
     }
 }
@@ -2027,10 +2027,10 @@ SVC_TEST(db_json_row_refuses_unwritable_times)
     SVC_CHECK_INT(svc_shape_check(res, 0, item), APR_SUCCESS);
     for (i = 0; i < 4; i++) {
         svc_jbuf_init(&b, p, 0);
-        SVC_CHECK_INT(svc_json_row(&b, res, i, 0, item), SVC_EDB);
+        SVC_CHECK_INT(svc_row_json(&b, res, i, 0, item), SVC_EDB);
     }
     svc_jbuf_init(&b, p, 0);
-    SVC_CHECK_INT(svc_json_row(&b, res, 4, 0, item), APR_SUCCESS);
+    SVC_CHECK_INT(svc_row_json(&b, res, 4, 0, item), APR_SUCCESS);
     SVC_CHECK_STR(svc_jbuf_text(&b, NULL), "{\"t\":\"9999-12-31T23:59:59Z\"}");
 }
 

@@ -11,6 +11,7 @@
 #include "svc_crypto.h"
 #include "svc_github.h"
 #include "svc_signin.h"
+#include "svc_vcs.h"
 
 #include <apr_file_io.h>
 #include <stdlib.h>
@@ -301,7 +302,7 @@ SVC_TEST(authorize_url)
 /* ---------------------------------------------------------------------- */
 /* The provider's answers                                                 */
 
-#define PARSE_TOKEN(s) svc_github_parse_token(p, s, strlen(s), &tok, &err)
+#define PARSE_TOKEN(s) svc_vcs_parse_token(p, s, strlen(s), &tok, &err)
 
 SVC_TEST(parse_token)
 {

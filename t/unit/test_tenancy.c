@@ -127,17 +127,14 @@ SVC_TEST(project_routes_name_a_project_role)
 SVC_TEST(router_refuses_project_route_without_role)
 {
     static const svc_route_t bad[] = {
-        { "GET", "/api/orgs/:orgSlug/projects/:projectSlug/x", svc_h_projects_get,
-          SVC_AUTH_USER, SVC_SCOPE_READ, SVC_ROLE_VIEWER, NULL, 0, NULL, 0, 200, "x", "x",
-          "x", NULL, SVC_PROLE_NONE },
-        { NULL, NULL, NULL, 0, 0, 0, NULL, 0, NULL, 0, 0, NULL, NULL, NULL, NULL,
-          SVC_PROLE_NONE }
+        { .method = "GET", .path = "/api/orgs/:orgSlug/projects/:projectSlug/x",
+          .handler = svc_h_projects_get, .scope = SVC_SCOPE_READ, .role = SVC_ROLE_VIEWER },
+        SVC_ROUTE_END
     };
     static const svc_route_t stray[] = {
-        { "GET", "/api/orgs/:orgSlug/x", svc_h_projects_get, SVC_AUTH_USER, SVC_SCOPE_READ,
-          SVC_ROLE_VIEWER, NULL, 0, NULL, 0, 200, "x", "x", "x", NULL, SVC_PROLE_VIEWER },
-        { NULL, NULL, NULL, 0, 0, 0, NULL, 0, NULL, 0, 0, NULL, NULL, NULL, NULL,
-          SVC_PROLE_NONE }
+        { .method = "GET", .path = "/api/orgs/:orgSlug/x", .handler = svc_h_projects_get,
+          .scope = SVC_SCOPE_READ, .role = SVC_ROLE_VIEWER, .prole = SVC_PROLE_VIEWER },
+        SVC_ROUTE_END
     };
     svc_router_t *rt;
 
@@ -145,6 +142,36 @@ SVC_TEST(router_refuses_project_route_without_role)
     SVC_CHECK(svc_router_create(&rt, stray, p) == APR_EINVAL);
     /* "/projects/:projectSlugs" is another parameter, not a project route. */
     SVC_CHECK(!svc_route_is_project(&(svc_route_t){ .path = "/api/orgs/:orgSlug/projects" }));
+}
+
+/*
+ * A row that leaves out who may call it takes a signed-in user (it fails
+ * closed), and a change it leaves the scope of unsaid is refused at start
+ * rather than served to read tokens.
+ */
+SVC_TEST(route_rows_default_to_signed_in_callers)
+{
+    static const svc_route_t unsaid[] = {
+        { .method = "POST", .path = "/api/me/x", .handler = svc_h_projects_get },
+        SVC_ROUTE_END
+    };
+    static const svc_route_t read[] = {
+        { .method = "GET", .path = "/api/me/x", .handler = svc_h_projects_get,
+          .scope = SVC_SCOPE_READ },
+        SVC_ROUTE_END
+    };
+    static const svc_route_t public_[] = {
+        { .method = "GET", .path = "/api/x", .handler = svc_h_projects_get,
+          .auth = SVC_AUTH_NONE },
+        SVC_ROUTE_END
+    };
+    svc_router_t *rt;
+
+    SVC_CHECK(read[0].auth == SVC_AUTH_USER && unsaid[0].auth == SVC_AUTH_USER);
+    SVC_CHECK(svc_route_success(&read[0]) == 200);
+    SVC_CHECK(svc_router_create(&rt, unsaid, p) == APR_EINVAL);
+    SVC_CHECK(svc_router_create(&rt, read, p) == APR_SUCCESS);
+    SVC_CHECK(svc_router_create(&rt, public_, p) == APR_SUCCESS);
 }
 
 int main(int argc, const char *const *argv)

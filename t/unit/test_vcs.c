@@ -19,7 +19,7 @@
 #include "svc_json.h"
 #include "svc_jwt.h"
 #include "svc_vcs_app.h"
-#include "svc_vcs_api.h"
+#include "svc_vcs_client.h"
 #include "svc_vcs_webhook.h"
 
 #include <apr_env.h>

@@ -47,8 +47,8 @@ static const svc_stmt_t st_audit_verify_all = {
     0, SVC_STMT_READ
 };
 
-apr_status_t svc_audit_verify(svc_db_t *db, apr_pool_t *p, const char *org_id,
-                              const char **pbroken, apr_int64_t *pentries)
+apr_status_t svc_auditlog_verify(svc_db_t *db, apr_pool_t *p, const char *org_id,
+                                 const char **pbroken, apr_int64_t *pentries)
 {
     svc_dbres_t *res;
     apr_status_t rv;
@@ -64,7 +64,7 @@ apr_status_t svc_audit_verify(svc_db_t *db, apr_pool_t *p, const char *org_id,
     return APR_SUCCESS;
 }
 
-apr_status_t svc_audit_verify_all(svc_db_t *db, apr_pool_t *p, const char **pjson)
+apr_status_t svc_auditlog_verify_all(svc_db_t *db, apr_pool_t *p, const char **pjson)
 {
     svc_dbres_t *res;
     apr_status_t rv;
@@ -201,7 +201,7 @@ static apr_status_t audit_verify(svc_ctx_t *ctx)
     apr_status_t rv;
 
     if ((rv = svc_ctx_db(ctx, &db)) != APR_SUCCESS
-        || (rv = svc_audit_verify(db, ctx->pool, ctx->org->id, &broken, &entries))
+        || (rv = svc_auditlog_verify(db, ctx->pool, ctx->org->id, &broken, &entries))
            != APR_SUCCESS) {
         return rv;
     }
@@ -222,15 +222,16 @@ static const svc_qparam_t audit_query[] = {
 };
 
 static const svc_route_t routes[] = {
-    { "GET", "/api/orgs/:orgSlug/audit", audit_list, SVC_AUTH_USER, SVC_SCOPE_ADMIN,
-      SVC_ROLE_ADMIN, NULL, 0, NULL, SVC_RF_PAGED, 200, "listAudit",
-      "The organization's audit log, newest first", "Audit", audit_query, SVC_PROLE_NONE },
-    { "GET", "/api/orgs/:orgSlug/audit/verify", audit_verify, SVC_AUTH_USER,
-      SVC_SCOPE_ADMIN, SVC_ROLE_ADMIN, NULL, 0, NULL, 0, 200, "verifyAudit",
-      "Check the hash chain of the organization's audit log", "Audit", NULL, SVC_PROLE_NONE },
-    { NULL, NULL, NULL, 0, 0, 0, NULL, 0, NULL, 0, 0, NULL, NULL, NULL, NULL, SVC_PROLE_NONE }
+    { .method = "GET", .path = "/api/orgs/:orgSlug/audit", .handler = audit_list,
+      .scope = SVC_SCOPE_ADMIN, .role = SVC_ROLE_ADMIN, .flags = SVC_RF_PAGED, .op_id = "listAudit",
+      .tag = "Audit", .query = audit_query,
+      .summary = "The organization's audit log, newest first" },
+    { .method = "GET", .path = "/api/orgs/:orgSlug/audit/verify", .handler = audit_verify,
+      .scope = SVC_SCOPE_ADMIN, .role = SVC_ROLE_ADMIN, .op_id = "verifyAudit", .tag = "Audit",
+      .summary = "Check the hash chain of the organization's audit log" },
+    SVC_ROUTE_END,
 };
 
-const svc_area_t svc_audit_area = {
+const svc_area_t svc_auditlog_area = {
     "auditlog", "The organization's append-only, hash-chained audit log.", routes
 };

@@ -107,15 +107,15 @@ static const svc_stmt_t st_pch_decide = {
 };
 
 const svc_field_t svc_body_regenerate[] = {
-    { "instructions", SVC_FT_TEXT, 0, 1, 0, 10000, NULL,
-      "What to change or aim for, up to 10000 characters; omitted: rewrite it to be clear, "
-      "complete and consistent with the other documents." },
+    { .name = "instructions", .type = SVC_FT_TEXT, .nullable = 1, .max = 10000,
+      .description = "What to change or aim for, up to 10000 characters; omitted: rewrite it to "
+        "be clear, complete and consistent with the other documents." },
     SVC_FIELD_END
 };
 
 const svc_field_t svc_body_patch_create[] = {
-    { "instructions", SVC_FT_TEXT, 1, 0, 1, 10000, NULL,
-      "The change to propose, 1 to 10000 characters." },
+    { .name = "instructions", .type = SVC_FT_TEXT, .required = 1, .min = 1, .max = 10000,
+      .description = "The change to propose, 1 to 10000 characters." },
     SVC_FIELD_END
 };
 

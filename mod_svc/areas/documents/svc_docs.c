@@ -139,27 +139,29 @@ static const char *const ver_prefix[] = { "ver_", NULL };
 #define BODY_MAX (64LL * 1024 * 1024)
 
 const svc_field_t svc_body_document_create[] = {
-    { "kind", SVC_FT_ENUM, 1, 0, 0, 0, kind_values,
-      "toc: the product's table of contents (at most one per product); section: a section "
-      "document." },
-    { "title", SVC_FT_STRING, 1, 0, 1, 200, NULL, "The title, 1 to 200 characters." },
-    { "body", SVC_FT_TEXT, 1, 0, 0, BODY_MAX, NULL,
-      "The first version's text, in Markdown, at most SvcDocumentLimit bytes (default 1 MiB)." },
+    { .name = "kind", .type = SVC_FT_ENUM, .required = 1, .values = kind_values,
+      .description = "toc: the product's table of contents (at most one per product); section: "
+        "a section document." },
+    { .name = "title", .type = SVC_FT_STRING, .required = 1, .min = 1, .max = 200,
+      .description = "The title, 1 to 200 characters." },
+    { .name = "body", .type = SVC_FT_TEXT, .required = 1, .max = BODY_MAX,
+      .description = "The first version's text, in Markdown, at most SvcDocumentLimit bytes "
+        "(default 1 MiB)." },
     SVC_FIELD_END
 };
 
 const svc_field_t svc_body_document_edit[] = {
-    { "body", SVC_FT_TEXT, 1, 0, 0, BODY_MAX, NULL,
-      "The new text, in Markdown, at most SvcDocumentLimit bytes." },
-    { "base_version_id", SVC_FT_ID, 1, 0, 0, 0, ver_prefix,
-      "The version the edit was made from: the document's current version, or the edit is "
-      "refused with 409 conflict (someone else changed it meanwhile)." },
+    { .name = "body", .type = SVC_FT_TEXT, .required = 1, .max = BODY_MAX,
+      .description = "The new text, in Markdown, at most SvcDocumentLimit bytes." },
+    { .name = "base_version_id", .type = SVC_FT_ID, .required = 1, .values = ver_prefix,
+      .description = "The version the edit was made from: the document's current version, or "
+        "the edit is refused with 409 conflict (someone else changed it meanwhile)." },
     SVC_FIELD_END
 };
 
 const svc_field_t svc_body_request_changes[] = {
-    { "comment", SVC_FT_TEXT, 1, 0, 1, 10000, NULL,
-      "What should change, 1 to 10000 characters." },
+    { .name = "comment", .type = SVC_FT_TEXT, .required = 1, .min = 1, .max = 10000,
+      .description = "What should change, 1 to 10000 characters." },
     SVC_FIELD_END
 };
 
@@ -200,7 +202,7 @@ static apr_status_t reply_document(svc_ctx_t *ctx, svc_db_t *db, const char *id,
         if (i) {
             svc_jbuf_raw(&b, ",", 1);
         }
-        if ((rv = svc_json_row(&b, vres, i, 0, svc_version_item)) != APR_SUCCESS) {
+        if ((rv = svc_row_json(&b, vres, i, 0, svc_version_item)) != APR_SUCCESS) {
             return rv;
         }
     }

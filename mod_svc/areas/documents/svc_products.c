@@ -54,7 +54,8 @@ static const svc_stmt_t st_prd_name = {
 };
 
 const svc_field_t svc_body_product_create[] = {
-    { "name", SVC_FT_STRING, 1, 0, 1, 200, NULL, "Display name, 1 to 200 characters." },
+    { .name = "name", .type = SVC_FT_STRING, .required = 1, .min = 1, .max = 200,
+      .description = "Display name, 1 to 200 characters." },
     SVC_FIELD_END
 };
 

@@ -42,11 +42,12 @@ static const svc_qparam_t stream_query[] = {
 };
 
 static const svc_route_t routes[] = {
-    { "GET", "/api/orgs/:orgSlug/events", org_stream, SVC_AUTH_USER, SVC_SCOPE_READ,
-      SVC_ROLE_VIEWER, NULL, 0, NULL, SVC_RF_STREAM, 200, "streamOrgEvents",
-      "Every event of the organization as it happens (text/event-stream); resumes after "
-      "Last-Event-ID", "Events", stream_query, SVC_PROLE_NONE },
-    { NULL, NULL, NULL, 0, 0, 0, NULL, 0, NULL, 0, 0, NULL, NULL, NULL, NULL, SVC_PROLE_NONE }
+    { .method = "GET", .path = "/api/orgs/:orgSlug/events", .handler = org_stream,
+      .scope = SVC_SCOPE_READ, .role = SVC_ROLE_VIEWER, .flags = SVC_RF_STREAM,
+      .op_id = "streamOrgEvents", .tag = "Events", .query = stream_query,
+      .summary = "Every event of the organization as it happens (text/event-stream); resumes "
+        "after Last-Event-ID" },
+    SVC_ROUTE_END,
 };
 
 const svc_area_t svc_events_area = {

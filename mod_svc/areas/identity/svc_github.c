@@ -1,13 +1,12 @@
 /*
- * svc_github.c: the provider side of sign-in: the authorize URL, the
- * code-for-token exchange, GET /user and GET /user/emails.
+ * svc_github.c: the provider side of sign-in: the authorize URL, then the
+ * code-for-token exchange, GET /user and GET /user/emails through the one
+ * code-hosting client (the vcs area's svc_vcs_call, svc_vcs.h).
  */
 #include "svc_github.h"
+#include "svc_vcs.h"
 
 #include <string.h>
-
-/* The REST API version we speak (GitHub's dated versions). */
-#define GITHUB_API_VERSION "2022-11-28"
 
 const char *svc_github_authorize_url(apr_pool_t *p, const svc_config_t *conf,
                                      const char *redirect_uri, const char *state,
@@ -52,37 +51,6 @@ static const char *github_name(apr_pool_t *p, const char *s, apr_size_t max)
         }
     }
     return out;
-}
-
-apr_status_t svc_github_parse_token(apr_pool_t *p, const char *body, apr_size_t len,
-                                    const char **ptoken, const char **perr)
-{
-    json_t *doc = github_json(p, body, len);
-    const char *token, *type;
-
-    *ptoken = NULL;
-    if (!json_is_object(doc)) {
-        *perr = "the token answer is not a JSON object";
-        return APR_EINVAL;
-    }
-    /* GitHub reports a refused exchange with 200 and an "error" member. */
-    if (json_object_get(doc, "error")) {
-        const char *code = svc_json_str(doc, "error");
-        *perr = code ? svc_printable(p, code, 64) : "(error is not a string)";
-        return APR_EACCES;
-    }
-    token = svc_json_str(doc, "access_token");
-    if (!token || !svc_word_valid(token, 1024)) {
-        *perr = "the token answer has no usable access_token";
-        return APR_EINVAL;
-    }
-    type = svc_json_str(doc, "token_type");
-    if (json_object_get(doc, "token_type") && (!type || strcasecmp(type, "bearer") != 0)) {
-        *perr = "the token answer's token_type is not bearer";
-        return APR_EINVAL;
-    }
-    *ptoken = apr_pstrdup(p, token);
-    return APR_SUCCESS;
 }
 
 apr_status_t svc_github_parse_user(apr_pool_t *p, const char *body, apr_size_t len,
@@ -175,45 +143,24 @@ static apr_status_t github_bad_answer(svc_ctx_t *ctx, const char *log_detail)
                        "again later.", log_detail);
 }
 
-/* One call within the sign-in's budget; only a 200 is a success. */
-static apr_status_t github_call(svc_ctx_t *ctx, apr_time_t deadline, svc_http_req_t *req,
-                                const char *what, svc_http_resp_t **presp)
+/*
+ * The problem for a call that failed: 504 when the budget ran out, 502
+ * provider_unreachable when the provider was not reached, else 502
+ * provider_error (a refusal, an answer sign-in cannot use).
+ */
+static apr_status_t github_call_fail(svc_ctx_t *ctx, const svc_vcs_call_t *c, apr_status_t rv)
 {
-    long left_ms = (long)apr_time_as_msec(deadline - apr_time_now());
-    svc_http_resp_t *resp;
-    apr_status_t rv;
-
-    if (left_ms <= 0) {
-        return github_fail(ctx, 504, "provider_timeout",
-                           "The code-hosting provider did not answer in time; try signing in "
-                           "again.",
-                           apr_psprintf(ctx->pool, "%s: no time left of SvcVcsTimeout", what));
-    }
-    req->timeout_ms = left_ms;
-    req->connect_timeout_ms = ctx->conf->vcs_connect_timeout_ms < left_ms
-                              ? ctx->conf->vcs_connect_timeout_ms : left_ms;
-    req->max_response = SVC_GITHUB_MAX_RESPONSE;
-    req->ca_file = ctx->conf->vcs_ca_file;
-    rv = svc_http_do(ctx->pool, req, &resp);
     if (rv == SVC_HTTP_ETIMEOUT) {
         return github_fail(ctx, 504, "provider_timeout",
                            "The code-hosting provider did not answer in time; try signing in "
-                           "again.", apr_pstrcat(ctx->pool, what, ": ", resp->error, NULL));
+                           "again.", c->why);
     }
-    if (rv == SVC_HTTP_ETOOBIG) {
-        return github_bad_answer(ctx, apr_pstrcat(ctx->pool, what, ": ", resp->error, NULL));
+    if (rv == APR_EACCES || rv == APR_EINVAL || rv == SVC_HTTP_ETOOBIG) {
+        return github_bad_answer(ctx, c->why);
     }
-    if (rv != APR_SUCCESS) {
-        return github_fail(ctx, 502, "provider_unreachable",
-                           "The code-hosting provider could not be reached; try again later.",
-                           apr_pstrcat(ctx->pool, what, ": ", resp->error, NULL));
-    }
-    if (resp->status != 200) {
-        return github_bad_answer(ctx, apr_psprintf(ctx->pool, "%s answered HTTP %d", what,
-                                                   resp->status));
-    }
-    *presp = resp;
-    return APR_SUCCESS;
+    return github_fail(ctx, 502, "provider_unreachable",
+                       "The code-hosting provider could not be reached; try again later.",
+                       c->why);
 }
 
 apr_status_t svc_github_sign_in(svc_ctx_t *ctx, const char *code, const char *verifier,
@@ -221,83 +168,51 @@ apr_status_t svc_github_sign_in(svc_ctx_t *ctx, const char *code, const char *ve
 {
     const svc_config_t *conf = ctx->conf;
     apr_pool_t *p = ctx->pool;
-    apr_time_t deadline = apr_time_now() + apr_time_from_msec(conf->vcs_timeout_ms);
-    const char *secrets[4];
     const char *token = NULL, *err = NULL;
-    char *form, *bearer = NULL;
-    svc_http_req_t req;
+    char *bearer = NULL;
+    svc_vcs_call_t c;
     svc_http_resp_t *resp;
     apr_status_t rv;
 
-    secrets[0] = conf->oauth_client_secret;
-    secrets[1] = code;
-    secrets[2] = verifier;
-    secrets[3] = NULL;
-    form = apr_pstrcat(p, "client_id=", svc_url_encode(p, conf->oauth_client_id),
-                       "&client_secret=", svc_url_encode(p, conf->oauth_client_secret),
-                       "&code=", svc_url_encode(p, code),
-                       "&redirect_uri=", svc_url_encode(p, redirect_uri),
-                       "&code_verifier=", svc_url_encode(p, verifier), NULL);
-
-    memset(&req, 0, sizeof(req));
-    req.method = "POST";
-    req.url = apr_pstrcat(p, conf->vcs_web_url, "/login/oauth/access_token", NULL);
-    req.headers = apr_table_make(p, 4);
-    /* Without it GitHub answers form-encoded. */
-    apr_table_setn(req.headers, "Accept", "application/json");
-    apr_table_setn(req.headers, "Content-Type", "application/x-www-form-urlencoded");
-    req.body = form;
-    req.body_len = strlen(form);
-    req.secrets = secrets;
-    rv = github_call(ctx, deadline, &req, "POST /login/oauth/access_token", &resp);
-    svc_wipe(form, strlen(form));
-    if (rv != APR_SUCCESS) {
-        goto cleanup;
-    }
-    rv = svc_github_parse_token(p, resp->body, resp->body_len, &token, &err);
-    svc_wipe(resp->body, resp->body_len);
-    if (rv == APR_EACCES && strcmp(err, "bad_verification_code") == 0) {
+    /* One budget (SvcVcsTimeout) for the whole sign-in. */
+    svc_vcs_call_init(&c, p, conf);
+    c.max_response = SVC_GITHUB_MAX_RESPONSE;
+    rv = svc_vcs_oauth_token(&c, conf->oauth_client_id, conf->oauth_client_secret, code,
+                             redirect_uri, verifier, &token);
+    if (rv == APR_EACCES && c.status == 200 && strcmp(c.message, "bad_verification_code") == 0) {
         /* Expired, used already, or not ours: the user can only start over. */
         rv = svc_fail(ctx, 401, "code_rejected",
                       "The code-hosting provider refused the sign-in code (it expired or was "
                       "used already); sign in again.");
         goto cleanup;
     }
-    if (rv == APR_EACCES) {
+    if (rv == APR_EACCES && c.status == 200) {
         /* incorrect_client_credentials, redirect_uri_mismatch, ...: ours to fix. */
         rv = github_bad_answer(ctx, apr_pstrcat(p, "the provider refused the code exchange: ",
-                                                err, " (check SvcOAuthClientId, "
+                                                c.message, " (check SvcOAuthClientId, "
                                                 "SvcOAuthClientSecret and the app's callback "
                                                 "URL)", NULL));
         goto cleanup;
     }
     if (rv != APR_SUCCESS) {
-        rv = github_bad_answer(ctx, apr_pstrcat(p, "POST /login/oauth/access_token: ", err,
-                                                NULL));
+        rv = github_call_fail(ctx, &c, rv);
         goto cleanup;
     }
 
+    /* The token serves for these two reads only. */
     bearer = apr_pstrcat(p, "Bearer ", token, NULL);
-    secrets[0] = token;
-    secrets[1] = NULL;
-    memset(&req, 0, sizeof(req));
-    req.method = "GET";
-    req.url = apr_pstrcat(p, conf->vcs_api_url, "/user", NULL);
-    req.headers = apr_table_make(p, 4);
-    apr_table_setn(req.headers, "Authorization", bearer);
-    apr_table_setn(req.headers, "Accept", "application/vnd.github+json");
-    apr_table_setn(req.headers, "X-GitHub-Api-Version", GITHUB_API_VERSION);
-    req.secrets = secrets;
-    if ((rv = github_call(ctx, deadline, &req, "GET /user", &resp)) != APR_SUCCESS) {
+    if ((rv = svc_vcs_call(&c, "GET", "/user", bearer, NULL, 200, NULL, &resp))
+        != APR_SUCCESS) {
+        rv = github_call_fail(ctx, &c, rv);
         goto cleanup;
     }
     if (svc_github_parse_user(p, resp->body, resp->body_len, puser, &err) != APR_SUCCESS) {
         rv = github_bad_answer(ctx, err);
         goto cleanup;
     }
-
-    req.url = apr_pstrcat(p, conf->vcs_api_url, "/user/emails", NULL);
-    if ((rv = github_call(ctx, deadline, &req, "GET /user/emails", &resp)) != APR_SUCCESS) {
+    if ((rv = svc_vcs_call(&c, "GET", "/user/emails", bearer, NULL, 200, NULL, &resp))
+        != APR_SUCCESS) {
+        rv = github_call_fail(ctx, &c, rv);
         goto cleanup;
     }
     rv = svc_github_parse_emails(p, resp->body, resp->body_len, &puser->email, &err);

@@ -3,10 +3,10 @@
  * as GitHub speaks them (github.com, or GitHub Enterprise Server, or any
  * provider with the same API, through SvcVcsWebURL and SvcVcsApiURL).
  *
- * Every call goes through svc_http_do with what remains of one budget
- * (SvcVcsTimeout) for the whole sign-in, so a slow provider holds a worker
- * no longer than that. The provider URLs are the operator's, so the
- * address guard for tenant-supplied URLs does not apply.
+ * Every call goes through the one code-hosting client (svc_vcs.h) with what
+ * remains of one budget (SvcVcsTimeout) for the whole sign-in, so a slow
+ * provider holds a worker no longer than that. The provider URLs are the
+ * operator's, so the address guard for tenant-supplied URLs does not apply.
  */
 #ifndef SVC_GITHUB_H
 #define SVC_GITHUB_H
@@ -49,14 +49,9 @@ apr_status_t svc_github_sign_in(svc_ctx_t *ctx, const char *code, const char *ve
 
 /*
  * The parsers behind svc_github_sign_in, separate so they can be tested
- * without a provider. Each takes the raw body of a 200 answer.
- *
- * svc_github_parse_token: APR_SUCCESS with *ptoken; APR_EACCES when the
- * provider answered an OAuth error (*perr is its code, e.g.
- * "bad_verification_code"); APR_EINVAL when the answer is malformed.
+ * without a provider. Each takes the raw body of a 200 answer. (The code
+ * exchange's answer is the code-hosting client's: svc_vcs_parse_token.)
  */
-apr_status_t svc_github_parse_token(apr_pool_t *p, const char *body, apr_size_t len,
-                                    const char **ptoken, const char **perr);
 
 /* The id, login and name of GET /user; APR_EINVAL with *perr when malformed. */
 apr_status_t svc_github_parse_user(apr_pool_t *p, const char *body, apr_size_t len,

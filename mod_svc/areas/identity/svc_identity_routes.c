@@ -1,6 +1,6 @@
 /*
  * svc_identity_routes.c: the identity area's routes: who am I, personal
- * access tokens, sign-in and sessions. Columns: svc_route.h.
+ * access tokens, sign-in and sessions. Fields: svc_route.h.
  */
 #include "svc_identity.h"
 #include "svc_signin.h"
@@ -10,43 +10,45 @@
 
 static const svc_route_t routes[] = {
     /* Account and tokens */
-    { "GET", "/api/me", svc_h_me, SVC_AUTH_USER, SVC_SCOPE_READ, SVC_ROLE_NONE,
-      NULL, 0, NULL, 0, 200, "getMe",
-      "Who am I: user, memberships, and the credential in use", "Tokens", NULL, SVC_PROLE_NONE },
-    { "GET", "/api/me/tokens", svc_h_tokens_list, SVC_AUTH_USER, SVC_SCOPE_ADMIN,
-      SVC_ROLE_NONE, NULL, 0, NULL, SVC_RF_PAGED, 200, "listTokens",
-      "List your personal access tokens (metadata only)", "Tokens", NULL, SVC_PROLE_NONE },
-    { "POST", "/api/me/tokens", svc_h_tokens_create, SVC_AUTH_USER, SVC_SCOPE_ADMIN,
-      SVC_ROLE_NONE, svc_body_token_create, SVC_KB(16), "tokens", 0, 201, "createToken",
-      "Create a personal access token; the secret is returned this once", "Tokens",
-      NULL, SVC_PROLE_NONE },
-    { "DELETE", "/api/me/tokens/:id", svc_h_tokens_revoke, SVC_AUTH_USER, SVC_SCOPE_ADMIN,
-      SVC_ROLE_NONE, NULL, 0, "token_revoke", SVC_RF_RATE_PER_TOKEN, 204, "revokeToken",
-      "Revoke a personal access token, effective immediately", "Tokens", NULL, SVC_PROLE_NONE },
+    { .method = "GET", .path = "/api/me", .handler = svc_h_me, .scope = SVC_SCOPE_READ,
+      .op_id = "getMe", .tag = "Tokens",
+      .summary = "Who am I: user, memberships, and the credential in use" },
+    { .method = "GET", .path = "/api/me/tokens", .handler = svc_h_tokens_list,
+      .scope = SVC_SCOPE_ADMIN, .flags = SVC_RF_PAGED, .op_id = "listTokens", .tag = "Tokens",
+      .summary = "List your personal access tokens (metadata only)" },
+    { .method = "POST", .path = "/api/me/tokens", .handler = svc_h_tokens_create,
+      .scope = SVC_SCOPE_ADMIN, .body = svc_body_token_create, .body_limit = SVC_KB(16),
+      .rate_class = "tokens", .success = 201, .op_id = "createToken", .tag = "Tokens",
+      .summary = "Create a personal access token; the secret is returned this once" },
+    { .method = "DELETE", .path = "/api/me/tokens/:id", .handler = svc_h_tokens_revoke,
+      .scope = SVC_SCOPE_ADMIN, .rate_class = "token_revoke", .flags = SVC_RF_RATE_PER_TOKEN,
+      .success = 204, .op_id = "revokeToken", .tag = "Tokens",
+      .summary = "Revoke a personal access token, effective immediately" },
 
     /* Sign-in and sessions */
-    { "GET", "/auth/login", svc_h_signin_login, SVC_AUTH_NONE, SVC_SCOPE_NONE, SVC_ROLE_NONE,
-      NULL, 0, "signin", 0, 302, "signIn",
-      "Start signing in: redirects to the code-hosting provider", "Sign-in",
-      svc_q_signin_login, SVC_PROLE_NONE },
-    { "GET", "/auth/callback", svc_h_signin_callback, SVC_AUTH_NONE, SVC_SCOPE_NONE,
-      SVC_ROLE_NONE, NULL, 0, "signin", SVC_RF_SECRET_QUERY, 302, "signInCallback",
-      "The provider's return: opens a session, sets service_session, redirects to the UI",
-      "Sign-in", svc_q_signin_callback, SVC_PROLE_NONE },
-    { "POST", "/auth/logout", svc_h_signin_logout, SVC_AUTH_USER, SVC_SCOPE_WRITE,
-      SVC_ROLE_NONE, NULL, 0, NULL, 0, 204, "signOut",
-      "Sign out: ends this session and clears its cookie", "Sign-in", NULL, SVC_PROLE_NONE },
-    { "GET", "/api/me/sessions", svc_h_sessions_list, SVC_AUTH_USER, SVC_SCOPE_ADMIN,
-      SVC_ROLE_NONE, NULL, 0, NULL, SVC_RF_PAGED, 200, "listSessions",
-      "List your signed-in sessions; the one in use is marked current", "Sign-in",
-      NULL, SVC_PROLE_NONE },
-    { "DELETE", "/api/me/sessions/:id", svc_h_sessions_revoke, SVC_AUTH_USER,
-      SVC_SCOPE_ADMIN, SVC_ROLE_NONE, NULL, 0, NULL, 0, 204, "revokeSession",
-      "End one of your sessions, effective immediately", "Sign-in", NULL, SVC_PROLE_NONE },
-    { "POST", "/api/me/sessions/revoke-others", svc_h_sessions_revoke_others, SVC_AUTH_USER,
-      SVC_SCOPE_ADMIN, SVC_ROLE_NONE, NULL, 0, NULL, 0, 200, "revokeOtherSessions",
-      "End every session but the one in use", "Sign-in", NULL, SVC_PROLE_NONE },
-    { NULL, NULL, NULL, 0, 0, 0, NULL, 0, NULL, 0, 0, NULL, NULL, NULL, NULL, SVC_PROLE_NONE }
+    { .method = "GET", .path = "/auth/login", .handler = svc_h_signin_login, .auth = SVC_AUTH_NONE,
+      .rate_class = "signin", .success = 302, .op_id = "signIn", .tag = "Sign-in",
+      .query = svc_q_signin_login,
+      .summary = "Start signing in: redirects to the code-hosting provider" },
+    { .method = "GET", .path = "/auth/callback", .handler = svc_h_signin_callback,
+      .auth = SVC_AUTH_NONE, .rate_class = "signin", .flags = SVC_RF_SECRET_QUERY, .success = 302,
+      .op_id = "signInCallback", .tag = "Sign-in", .query = svc_q_signin_callback,
+      .summary = "The provider's return: opens a session, sets service_session, redirects to "
+        "the UI" },
+    { .method = "POST", .path = "/auth/logout", .handler = svc_h_signin_logout,
+      .scope = SVC_SCOPE_WRITE, .success = 204, .op_id = "signOut", .tag = "Sign-in",
+      .summary = "Sign out: ends this session and clears its cookie" },
+    { .method = "GET", .path = "/api/me/sessions", .handler = svc_h_sessions_list,
+      .scope = SVC_SCOPE_ADMIN, .flags = SVC_RF_PAGED, .op_id = "listSessions", .tag = "Sign-in",
+      .summary = "List your signed-in sessions; the one in use is marked current" },
+    { .method = "DELETE", .path = "/api/me/sessions/:id", .handler = svc_h_sessions_revoke,
+      .scope = SVC_SCOPE_ADMIN, .success = 204, .op_id = "revokeSession", .tag = "Sign-in",
+      .summary = "End one of your sessions, effective immediately" },
+    { .method = "POST", .path = "/api/me/sessions/revoke-others",
+      .handler = svc_h_sessions_revoke_others, .scope = SVC_SCOPE_ADMIN,
+      .op_id = "revokeOtherSessions", .tag = "Sign-in",
+      .summary = "End every session but the one in use" },
+    SVC_ROUTE_END,
 };
 
 const svc_area_t svc_identity_area = {

@@ -11,7 +11,7 @@
 /*
  * One token's metadata as the API shows it: these columns of the api_tokens
  * row `t` (and the binding's slug, from `slug`), in the order of
- * token_item, read in binary and written by svc_json_row.
+ * token_item, read in binary and written by svc_row_json.
  */
 #define TOKEN_COLS(slug)                                                            \
     "t.id, t.name, t.scope, t.org_id, " slug ", t.display_prefix, CASE"             \
@@ -140,16 +140,16 @@ static const svc_stmt_t st_tok_visible = {
 static const char *const scope_values[] = { "read", "write", "admin", NULL };
 
 const svc_field_t svc_body_token_create[] = {
-    { "name", SVC_FT_STRING, 1, 0, 1, 100, NULL,
-      "What the token is for, 1 to 100 characters." },
-    { "scope", SVC_FT_ENUM, 1, 0, 0, 0, scope_values,
-      "read: safe methods only; write: read plus changes to tenant resources; "
-      "admin: write plus token, member and billing administration." },
-    { "org", SVC_FT_SLUG, 0, 1, 0, 0, NULL,
-      "Bind the token to this organization (you must be a member); "
-      "omitted or null: not bound." },
-    { "expires_in_days", SVC_FT_INT, 0, 1, 1, 365, NULL,
-      "Days until the token expires, 1 to 365; omitted or null: never." },
+    { .name = "name", .type = SVC_FT_STRING, .required = 1, .min = 1, .max = 100,
+      .description = "What the token is for, 1 to 100 characters." },
+    { .name = "scope", .type = SVC_FT_ENUM, .required = 1, .values = scope_values,
+      .description = "read: safe methods only; write: read plus changes to tenant resources; "
+        "admin: write plus token, member and billing administration." },
+    { .name = "org", .type = SVC_FT_SLUG, .nullable = 1,
+      .description = "Bind the token to this organization (you must be a member); omitted or "
+        "null: not bound." },
+    { .name = "expires_in_days", .type = SVC_FT_INT, .nullable = 1, .min = 1, .max = 365,
+      .description = "Days until the token expires, 1 to 365; omitted or null: never." },
     SVC_FIELD_END
 };
 
@@ -529,7 +529,7 @@ apr_status_t svc_token_create(svc_db_t *db, apr_pool_t *p, const svc_config_t *c
                          != APR_SUCCESS)
         || (rv = svc_db_exec(db, &st_tok_insert, p, &res, params)) != APR_SUCCESS
         /* Built the way the list builds it, so both show a token alike. */
-        || (rv = svc_json_row_text(p, res, token_item, &text)) != APR_SUCCESS) {
+        || (rv = svc_row_json_text(p, res, token_item, &text)) != APR_SUCCESS) {
         return rv;
     }
     meta = svc_json_pool(p, json_loads(text, 0, &jerr));
@@ -687,7 +687,7 @@ apr_status_t svc_tokens_of(svc_db_t *db, apr_pool_t *p, const char *user_id,
         if (i) {
             svc_jbuf_raw(&b, ",", 1);
         }
-        if ((rv = svc_json_row(&b, res, i, 0, token_item)) != APR_SUCCESS) {
+        if ((rv = svc_row_json(&b, res, i, 0, token_item)) != APR_SUCCESS) {
             return rv;
         }
     }

@@ -84,16 +84,18 @@ static const svc_stmt_t st_imp_decide = {
 static const char *const kind_values[] = { "bug", "feature", NULL };
 
 const svc_field_t svc_body_improvement_file[] = {
-    { "kind", SVC_FT_ENUM, 1, 0, 0, 0, kind_values,
-      "bug: something does not work as it should; feature: something new." },
-    { "title", SVC_FT_STRING, 1, 0, 1, 200, NULL, "1 to 200 characters." },
-    { "body", SVC_FT_TEXT, 1, 0, 0, 65536, NULL,
-      "What happens, or what is wanted, in Markdown, up to 65536 characters." },
+    { .name = "kind", .type = SVC_FT_ENUM, .required = 1, .values = kind_values,
+      .description = "bug: something does not work as it should; feature: something new." },
+    { .name = "title", .type = SVC_FT_STRING, .required = 1, .min = 1, .max = 200,
+      .description = "1 to 200 characters." },
+    { .name = "body", .type = SVC_FT_TEXT, .required = 1, .max = 65536,
+      .description = "What happens, or what is wanted, in Markdown, up to 65536 characters." },
     SVC_FIELD_END
 };
 
 const svc_field_t svc_body_improvement_reject[] = {
-    { "reason", SVC_FT_TEXT, 1, 0, 1, 10000, NULL, "Why not, 1 to 10000 characters." },
+    { .name = "reason", .type = SVC_FT_TEXT, .required = 1, .min = 1, .max = 10000,
+      .description = "Why not, 1 to 10000 characters." },
     SVC_FIELD_END
 };
 

@@ -51,18 +51,20 @@ static const char *const status_values[] = {
 };
 
 const svc_field_t svc_body_request_create[] = {
-    { "project", SVC_FT_SLUG, 1, 0, 0, 0, NULL, "The project's slug." },
-    { "kind", SVC_FT_ENUM, 1, 0, 0, 0, kind_values,
-      "build: something new to build; improvement: a change to what exists." },
-    { "title", SVC_FT_STRING, 1, 0, 1, 200, NULL, "1 to 200 characters." },
-    { "body", SVC_FT_TEXT, 1, 0, 0, 65536, NULL,
-      "What is asked for, in Markdown, up to 65536 characters." },
+    { .name = "project", .type = SVC_FT_SLUG, .required = 1, .description = "The project's slug." },
+    { .name = "kind", .type = SVC_FT_ENUM, .required = 1, .values = kind_values,
+      .description = "build: something new to build; improvement: a change to what exists." },
+    { .name = "title", .type = SVC_FT_STRING, .required = 1, .min = 1, .max = 200,
+      .description = "1 to 200 characters." },
+    { .name = "body", .type = SVC_FT_TEXT, .required = 1, .max = 65536,
+      .description = "What is asked for, in Markdown, up to 65536 characters." },
     SVC_FIELD_END
 };
 
 const svc_field_t svc_body_request_update[] = {
-    { "title", SVC_FT_STRING, 0, 0, 1, 200, NULL, "1 to 200 characters." },
-    { "body", SVC_FT_TEXT, 0, 0, 0, 65536, NULL, "Up to 65536 characters." },
+    { .name = "title", .type = SVC_FT_STRING, .min = 1, .max = 200,
+      .description = "1 to 200 characters." },
+    { .name = "body", .type = SVC_FT_TEXT, .max = 65536, .description = "Up to 65536 characters." },
     SVC_FIELD_END
 };
 

@@ -103,35 +103,39 @@ static const char *const kind_values[] = { SVC_LLM_KIND_OPENAI, SVC_LLM_KIND_ANT
 static const char *const tools_values[] = { "auto", "on", "off", NULL };
 
 const svc_field_t svc_body_provider_create[] = {
-    { "name", SVC_FT_STRING, 1, 0, 1, 100, NULL,
-      "A name for people, 1 to 100 characters, unique in the organization." },
-    { "kind", SVC_FT_ENUM, 1, 0, 0, 0, kind_values,
-      "openai: any OpenAI-compatible chat-completions server (OpenAI, Azure-style gateways, "
-      "Ollama, llama.cpp, vLLM); anthropic: Anthropic's Messages API." },
-    { "base_url", SVC_FT_STRING, 0, 0, 1, 2000, NULL,
-      "The API's base URL, without /v1 (the service adds /v1/...); omitted: the vendor's "
-      "public API (https://api.openai.com, https://api.anthropic.com)." },
-    { "model", SVC_FT_STRING, 1, 0, 1, 200, NULL,
-      "The model to call, as the provider names it (gpt-4o, claude-sonnet-4-5, llama3.1, ...)." },
-    { "api_key", SVC_FT_STRING, 1, 0, 1, 1000, NULL,
-      "The provider's API key. Write-only: stored sealed, never shown again (key_hint shows "
-      "its last four characters)." },
-    { "tools", SVC_FT_ENUM, 0, 0, 0, 0, tools_values,
-      "Whether runs let the model work with tools (the agent loop) or ask it for one answer "
-      "with every file: on, off, or auto (default: what the provider test finds; tools until "
-      "a test finds none)." },
+    { .name = "name", .type = SVC_FT_STRING, .required = 1, .min = 1, .max = 100,
+      .description = "A name for people, 1 to 100 characters, unique in the organization." },
+    { .name = "kind", .type = SVC_FT_ENUM, .required = 1, .values = kind_values,
+      .description = "openai: any OpenAI-compatible chat-completions server (OpenAI, "
+        "Azure-style gateways, Ollama, llama.cpp, vLLM); anthropic: Anthropic's Messages API." },
+    { .name = "base_url", .type = SVC_FT_STRING, .min = 1, .max = 2000,
+      .description = "The API's base URL, without /v1 (the service adds /v1/...); omitted: the "
+        "vendor's public API (https://api.openai.com, https://api.anthropic.com)." },
+    { .name = "model", .type = SVC_FT_STRING, .required = 1, .min = 1, .max = 200,
+      .description = "The model to call, as the provider names it (gpt-4o, claude-sonnet-4-5, "
+        "llama3.1, ...)." },
+    { .name = "api_key", .type = SVC_FT_STRING, .required = 1, .min = 1, .max = 1000,
+      .description = "The provider's API key. Write-only: stored sealed, never shown again "
+        "(key_hint shows its last four characters)." },
+    { .name = "tools", .type = SVC_FT_ENUM, .values = tools_values,
+      .description = "Whether runs let the model work with tools (the agent loop) or ask it "
+        "for one answer with every file: on, off, or auto (default: what the provider test "
+        "finds; tools until a test finds none)." },
     SVC_FIELD_END
 };
 
 const svc_field_t svc_body_provider_update[] = {
-    { "name", SVC_FT_STRING, 0, 0, 1, 100, NULL, "A new name, unique in the organization." },
-    { "base_url", SVC_FT_STRING, 0, 0, 1, 2000, NULL,
-      "A new base URL (without /v1); only together with api_key: the stored key is never "
-      "sent to another address." },
-    { "model", SVC_FT_STRING, 0, 0, 1, 200, NULL, "Another model." },
-    { "api_key", SVC_FT_STRING, 0, 0, 1, 1000, NULL, "A new key, replacing the old one." },
-    { "tools", SVC_FT_ENUM, 0, 0, 0, 0, tools_values,
-      "Tools for runs: on, off or auto (what the provider test finds)." },
+    { .name = "name", .type = SVC_FT_STRING, .min = 1, .max = 100,
+      .description = "A new name, unique in the organization." },
+    { .name = "base_url", .type = SVC_FT_STRING, .min = 1, .max = 2000,
+      .description = "A new base URL (without /v1); only together with api_key: the stored "
+        "key is never sent to another address." },
+    { .name = "model", .type = SVC_FT_STRING, .min = 1, .max = 200,
+      .description = "Another model." },
+    { .name = "api_key", .type = SVC_FT_STRING, .min = 1, .max = 1000,
+      .description = "A new key, replacing the old one." },
+    { .name = "tools", .type = SVC_FT_ENUM, .values = tools_values,
+      .description = "Tools for runs: on, off or auto (what the provider test finds)." },
     SVC_FIELD_END
 };
 

@@ -84,16 +84,16 @@ static const char *const run_statuses[] = {
 };
 
 const svc_field_t svc_body_run_create[] = {
-    { "instructions", SVC_FT_TEXT, 1, 0, 1, 65536, NULL,
-      "What to build or change, in Markdown: 1 to 65536 characters." },
-    { "request_id", SVC_FT_STRING, 0, 0, 1, 64, NULL,
-      "The pipeline request the run belongs to (set by the pipeline)." },
-    { "task_id", SVC_FT_STRING, 0, 0, 1, 64, NULL,
-      "The build task the run carries out (set by the pipeline)." },
-    { "repository", SVC_FT_STRING, 0, 0, 1, 200, NULL,
-      "The repository to work on (owner/name): it must be the one linked to the project "
-      "(PUT .../repository), else 409 repository_not_linked. Omitted: the linked one, or a "
-      "fresh repository when the project has none." },
+    { .name = "instructions", .type = SVC_FT_TEXT, .required = 1, .min = 1, .max = 65536,
+      .description = "What to build or change, in Markdown: 1 to 65536 characters." },
+    { .name = "request_id", .type = SVC_FT_STRING, .min = 1, .max = 64,
+      .description = "The pipeline request the run belongs to (set by the pipeline)." },
+    { .name = "task_id", .type = SVC_FT_STRING, .min = 1, .max = 64,
+      .description = "The build task the run carries out (set by the pipeline)." },
+    { .name = "repository", .type = SVC_FT_STRING, .min = 1, .max = 200,
+      .description = "The repository to work on (owner/name): it must be the one linked to the "
+        "project (PUT .../repository), else 409 repository_not_linked. Omitted: the linked one, "
+        "or a fresh repository when the project has none." },
     SVC_FIELD_END
 };
 

@@ -6,7 +6,7 @@
  *
  * The API (svc_run_api.c, svc_run_output.c) queues runs and reads them; the
  * supervisor (svc_supervisor.c), a process of its own that the glue starts
- * with httpd (mod_svc_supervisor.c), claims them from PostgreSQL and carries
+ * with httpd (mod_svc_daemon.c), claims them from PostgreSQL and carries
  * each out in a sandbox (svc_sandbox.c). Nothing here needs httpd.
  */
 #ifndef SVC_RUNS_H

@@ -289,7 +289,7 @@ static void sweep_workspaces(sup_t *s, svc_db_t *db)
         }
         if (svc_workspace_remove(apr_pstrcat(sp, s->sc->work_dir, "/", name, NULL))
             != APR_SUCCESS) {
-            say(s, SVC_SUP_WARNING, "SVC0071: the workspace %s/%s could not be removed "
+            say(s, SVC_SUP_WARNING, "SVC0304: the workspace %s/%s could not be removed "
                 "entirely", s->sc->work_dir, name);
         }
     }
@@ -302,7 +302,7 @@ static int usable_work_dir(const sup_t *s)
 
     if (stat(s->sc->work_dir, &st) < 0 || !S_ISDIR(st.st_mode)
         || access(s->sc->work_dir, R_OK | W_OK | X_OK) < 0) {
-        say(s, SVC_SUP_ERR, "SVC0060: run supervisor: SvcRunWorkDir %s is not a directory "
+        say(s, SVC_SUP_ERR, "SVC0303: run supervisor: SvcRunWorkDir %s is not a directory "
             "this process can use (%s); no runs are carried out", s->sc->work_dir,
             strerror(errno));
         return 0;

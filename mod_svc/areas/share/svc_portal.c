@@ -21,11 +21,12 @@ static const svc_stmt_t st_portal_share = {
 static const char *const doc_prefix[] = { "doc_", NULL };
 
 const svc_field_t svc_body_portal_comment[] = {
-    { "document_id", SVC_FT_ID, 1, 0, 0, 0, doc_prefix,
-      "The document commented on (one of the shared product's)." },
-    { "author_name", SVC_FT_STRING, 1, 0, 1, 100, NULL,
-      "Who is commenting, as they want to be named, 1 to 100 characters." },
-    { "body", SVC_FT_TEXT, 1, 0, 1, 10000, NULL, "The comment, 1 to 10000 characters." },
+    { .name = "document_id", .type = SVC_FT_ID, .required = 1, .values = doc_prefix,
+      .description = "The document commented on (one of the shared product's)." },
+    { .name = "author_name", .type = SVC_FT_STRING, .required = 1, .min = 1, .max = 100,
+      .description = "Who is commenting, as they want to be named, 1 to 100 characters." },
+    { .name = "body", .type = SVC_FT_TEXT, .required = 1, .min = 1, .max = 10000,
+      .description = "The comment, 1 to 10000 characters." },
     SVC_FIELD_END
 };
 

@@ -1,5 +1,5 @@
 /*
- * svc_share_routes.c: the share area's routes. Columns: svc_route.h;
+ * svc_share_routes.c: the share area's routes. Fields: svc_route.h;
  * who may call what, and why: docs/authorization.md.
  */
 #include "svc_share.h"
@@ -10,33 +10,37 @@ static const svc_route_t routes[] = {
     /* A link lets people outside the org read a product: an access decision,
      * so making and revoking one takes an admin-scope token (or a session);
      * any member may decide it for their org's products. */
-    { "GET", "/api/orgs/:orgSlug/products/:productId/shares", svc_h_shares_list, SVC_AUTH_USER,
-      SVC_SCOPE_READ, SVC_ROLE_MEMBER, NULL, 0, NULL, SVC_RF_PAGED, 200, "listShares",
-      "The product's share links (never their tokens)", "Share portal", NULL,
-      SVC_PROLE_NONE },
-    { "POST", "/api/orgs/:orgSlug/products/:productId/shares", svc_h_shares_create,
-      SVC_AUTH_USER, SVC_SCOPE_ADMIN, SVC_ROLE_MEMBER, svc_body_share_create, SVC_KB(16), NULL,
-      0, 201, "createShare", "Make a share link; the answer carries its token and URL once",
-      "Share portal", NULL, SVC_PROLE_NONE },
-    { "POST", "/api/orgs/:orgSlug/shares/:shareId/revoke", svc_h_shares_revoke, SVC_AUTH_USER,
-      SVC_SCOPE_ADMIN, SVC_ROLE_MEMBER, NULL, 0, NULL, 0, 200, "revokeShare",
-      "Revoke a share link (at once; again is harmless)", "Share portal", NULL,
-      SVC_PROLE_NONE },
+    { .method = "GET", .path = "/api/orgs/:orgSlug/products/:productId/shares",
+      .handler = svc_h_shares_list, .scope = SVC_SCOPE_READ, .role = SVC_ROLE_MEMBER,
+      .flags = SVC_RF_PAGED, .op_id = "listShares", .tag = "Share portal",
+      .summary = "The product's share links (never their tokens)" },
+    { .method = "POST", .path = "/api/orgs/:orgSlug/products/:productId/shares",
+      .handler = svc_h_shares_create, .scope = SVC_SCOPE_ADMIN, .role = SVC_ROLE_MEMBER,
+      .body = svc_body_share_create, .body_limit = SVC_KB(16), .success = 201,
+      .op_id = "createShare", .tag = "Share portal",
+      .summary = "Make a share link; the answer carries its token and URL once" },
+    { .method = "POST", .path = "/api/orgs/:orgSlug/shares/:shareId/revoke",
+      .handler = svc_h_shares_revoke, .scope = SVC_SCOPE_ADMIN, .role = SVC_ROLE_MEMBER,
+      .op_id = "revokeShare", .tag = "Share portal",
+      .summary = "Revoke a share link (at once; again is harmless)" },
 
     /* The portal: the token is the credential, the client address the
      * rate-limit key. */
-    { "GET", "/api/share/:token", svc_h_portal_index, SVC_AUTH_SHARE, SVC_SCOPE_NONE,
-      SVC_ROLE_NONE, NULL, 0, "share", SVC_RF_SECRET_PATH, 200, "portalIndex",
-      "The shared product: its name and documents", "Share portal", NULL, SVC_PROLE_NONE },
-    { "GET", "/api/share/:token/documents/:docId", svc_h_portal_document, SVC_AUTH_SHARE,
-      SVC_SCOPE_NONE, SVC_ROLE_NONE, NULL, 0, "share", SVC_RF_SECRET_PATH | SVC_RF_MARKDOWN,
-      200, "portalDocument", "A shared document's text (approved, else current), as "
-      "text/markdown", "Share portal", NULL, SVC_PROLE_NONE },
-    { "POST", "/api/share/:token/comments", svc_h_portal_comment, SVC_AUTH_SHARE,
-      SVC_SCOPE_NONE, SVC_ROLE_NONE, svc_body_portal_comment, SVC_KB(64), "share",
-      SVC_RF_SECRET_PATH, 201, "portalComment", "Leave a comment on a shared document",
-      "Share portal", NULL, SVC_PROLE_NONE },
-    { NULL, NULL, NULL, 0, 0, 0, NULL, 0, NULL, 0, 0, NULL, NULL, NULL, NULL, SVC_PROLE_NONE }
+    { .method = "GET", .path = "/api/share/:token", .handler = svc_h_portal_index,
+      .auth = SVC_AUTH_SHARE, .rate_class = "share", .flags = SVC_RF_SECRET_PATH,
+      .op_id = "portalIndex", .tag = "Share portal",
+      .summary = "The shared product: its name and documents" },
+    { .method = "GET", .path = "/api/share/:token/documents/:docId",
+      .handler = svc_h_portal_document, .auth = SVC_AUTH_SHARE, .rate_class = "share",
+      .flags = SVC_RF_SECRET_PATH | SVC_RF_MARKDOWN, .op_id = "portalDocument",
+      .tag = "Share portal",
+      .summary = "A shared document's text (approved, else current), as text/markdown" },
+    { .method = "POST", .path = "/api/share/:token/comments", .handler = svc_h_portal_comment,
+      .auth = SVC_AUTH_SHARE, .body = svc_body_portal_comment, .body_limit = SVC_KB(64),
+      .rate_class = "share", .flags = SVC_RF_SECRET_PATH, .success = 201, .op_id = "portalComment",
+      .tag = "Share portal",
+      .summary = "Leave a comment on a shared document" },
+    SVC_ROUTE_END,
 };
 
 const svc_area_t svc_share_area = {

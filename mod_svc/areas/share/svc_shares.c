@@ -58,8 +58,8 @@ static const svc_stmt_t st_shr_revoke = {
 };
 
 const svc_field_t svc_body_share_create[] = {
-    { "expires_in_days", SVC_FT_INT, 0, 0, 1, 365, NULL,
-      "Days until the link stops working, 1 to 365 (default 30)." },
+    { .name = "expires_in_days", .type = SVC_FT_INT, .min = 1, .max = 365,
+      .description = "Days until the link stops working, 1 to 365 (default 30)." },
     SVC_FIELD_END
 };
 

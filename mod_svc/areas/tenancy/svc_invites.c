@@ -147,12 +147,12 @@ static const svc_stmt_t st_inv_joined_project = {
 static const char *const org_invite_roles[] = { "admin", "member", "viewer", NULL };
 
 const svc_field_t svc_body_org_invite[] = {
-    { "email", SVC_FT_EMAIL, 1, 0, 0, 0, NULL,
-      "The address to invite; the invite is offered to the user who signs in with it "
-      "(compared case-insensitively)." },
-    { "role", SVC_FT_ENUM, 1, 0, 0, 0, org_invite_roles,
-      "The role to join with. Nobody is invited as owner: ownership only moves by "
-      "transfer." },
+    { .name = "email", .type = SVC_FT_EMAIL, .required = 1,
+      .description = "The address to invite; the invite is offered to the user who signs in "
+        "with it (compared case-insensitively)." },
+    { .name = "role", .type = SVC_FT_ENUM, .required = 1, .values = org_invite_roles,
+      .description = "The role to join with. Nobody is invited as owner: ownership only moves "
+        "by transfer." },
     SVC_FIELD_END
 };
 

@@ -89,15 +89,15 @@ static const char *const member_roles[] = { "admin", "member", "viewer", NULL };
 static const char *const user_prefix[] = { "usr_", NULL };
 
 const svc_field_t svc_body_member_update[] = {
-    { "role", SVC_FT_ENUM, 1, 0, 0, 0, member_roles,
-      "The member's new role. The owner's role cannot be changed, and nobody becomes "
-      "owner but by ownership transfer." },
+    { .name = "role", .type = SVC_FT_ENUM, .required = 1, .values = member_roles,
+      .description = "The member's new role. The owner's role cannot be changed, and nobody "
+        "becomes owner but by ownership transfer." },
     SVC_FIELD_END
 };
 
 const svc_field_t svc_body_transfer[] = {
-    { "user_id", SVC_FT_ID, 1, 0, 0, 0, user_prefix,
-      "The member who becomes the owner; the current owner becomes an admin." },
+    { .name = "user_id", .type = SVC_FT_ID, .required = 1, .values = user_prefix,
+      .description = "The member who becomes the owner; the current owner becomes an admin." },
     SVC_FIELD_END
 };
 

@@ -8,7 +8,7 @@
 
 /*
  * One org as the API shows it: the columns of st_org_get in org_item's
- * order, read in binary and written by svc_json_row. The role is the
+ * order, read in binary and written by svc_row_json. The role is the
  * caller's (null for a caller who is not a member).
  */
 static const svc_col_t org_owner[] = {
@@ -105,15 +105,17 @@ static const svc_stmt_t st_org_rename = {
 };
 
 const svc_field_t svc_body_org_create[] = {
-    { "slug", SVC_FT_SLUG, 1, 0, 0, 0, NULL,
-      "The organization's address (:orgSlug): lowercase a-z, 0-9 and '-', 1 to 63, "
-      "not starting or ending with '-'. Unique; cannot be changed." },
-    { "name", SVC_FT_STRING, 1, 0, 1, 200, NULL, "Display name, 1 to 200 characters." },
+    { .name = "slug", .type = SVC_FT_SLUG, .required = 1,
+      .description = "The organization's address (:orgSlug): lowercase a-z, 0-9 and '-', 1 to "
+        "63, not starting or ending with '-'. Unique; cannot be changed." },
+    { .name = "name", .type = SVC_FT_STRING, .required = 1, .min = 1, .max = 200,
+      .description = "Display name, 1 to 200 characters." },
     SVC_FIELD_END
 };
 
 const svc_field_t svc_body_org_update[] = {
-    { "name", SVC_FT_STRING, 1, 0, 1, 200, NULL, "Display name, 1 to 200 characters." },
+    { .name = "name", .type = SVC_FT_STRING, .required = 1, .min = 1, .max = 200,
+      .description = "Display name, 1 to 200 characters." },
     SVC_FIELD_END
 };
 
@@ -153,7 +155,7 @@ apr_status_t svc_org_json(svc_db_t *db, apr_pool_t *p, const char *org_id,
     if (svc_dbres_rows(res) != 1) {
         return SVC_ENOTFOUND;
     }
-    return svc_json_row_text(p, res, org_item, pjson);
+    return svc_row_json_text(p, res, org_item, pjson);
 }
 
 apr_status_t svc_org_list_all(svc_db_t *db, apr_pool_t *p, const char **pjson)

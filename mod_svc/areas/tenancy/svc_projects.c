@@ -73,20 +73,23 @@ static const svc_stmt_t st_prj_update = {
 };
 
 const svc_field_t svc_body_project_create[] = {
-    { "slug", SVC_FT_SLUG, 1, 0, 0, 0, NULL,
-      "The project's address in the org: lowercase a-z, 0-9 and '-', 1 to 63, "
-      "not starting or ending with '-'. Unique in the org; cannot be changed." },
-    { "name", SVC_FT_STRING, 1, 0, 1, 200, NULL, "Display name, 1 to 200 characters." },
-    { "description", SVC_FT_TEXT, 0, 0, 0, 2000, NULL,
-      "What the project is, up to 2000 characters (default empty)." },
+    { .name = "slug", .type = SVC_FT_SLUG, .required = 1,
+      .description = "The project's address in the org: lowercase a-z, 0-9 and '-', 1 to 63, "
+        "not starting or ending with '-'. Unique in the org; cannot be changed." },
+    { .name = "name", .type = SVC_FT_STRING, .required = 1, .min = 1, .max = 200,
+      .description = "Display name, 1 to 200 characters." },
+    { .name = "description", .type = SVC_FT_TEXT, .max = 2000,
+      .description = "What the project is, up to 2000 characters (default empty)." },
     SVC_FIELD_END
 };
 
 const svc_field_t svc_body_project_update[] = {
-    { "name", SVC_FT_STRING, 0, 0, 1, 200, NULL, "Display name, 1 to 200 characters." },
-    { "description", SVC_FT_TEXT, 0, 0, 0, 2000, NULL, "Up to 2000 characters." },
-    { "archived", SVC_FT_BOOL, 0, 0, 0, 0, NULL,
-      "Archive (true) or restore (false) the project." },
+    { .name = "name", .type = SVC_FT_STRING, .min = 1, .max = 200,
+      .description = "Display name, 1 to 200 characters." },
+    { .name = "description", .type = SVC_FT_TEXT, .max = 2000,
+      .description = "Up to 2000 characters." },
+    { .name = "archived", .type = SVC_FT_BOOL,
+      .description = "Archive (true) or restore (false) the project." },
     SVC_FIELD_END
 };
 

@@ -78,20 +78,20 @@ static const char *const project_roles[] = { "viewer", "developer", "maintainer"
 static const char *const user_prefix[] = { "usr_", NULL };
 
 const svc_field_t svc_body_team_add[] = {
-    { "user_id", SVC_FT_ID, 0, 0, 0, 0, user_prefix,
-      "A member of the org to put on the team (give this or email)." },
-    { "email", SVC_FT_EMAIL, 0, 0, 0, 0, NULL,
-      "An address to invite to the team (give this or user_id); whoever accepts joins the "
-      "org too if they are not a member (as viewer for the viewer role, else as member), "
-      "so inviting a non-member needs an org admin or the owner." },
-    { "role", SVC_FT_ENUM, 1, 0, 0, 0, project_roles,
-      "The project role. An org viewer can only be a project viewer." },
+    { .name = "user_id", .type = SVC_FT_ID, .values = user_prefix,
+      .description = "A member of the org to put on the team (give this or email)." },
+    { .name = "email", .type = SVC_FT_EMAIL,
+      .description = "An address to invite to the team (give this or user_id); whoever accepts "
+        "joins the org too if they are not a member (as viewer for the viewer role, else as "
+        "member), so inviting a non-member needs an org admin or the owner." },
+    { .name = "role", .type = SVC_FT_ENUM, .required = 1, .values = project_roles,
+      .description = "The project role. An org viewer can only be a project viewer." },
     SVC_FIELD_END
 };
 
 const svc_field_t svc_body_team_update[] = {
-    { "role", SVC_FT_ENUM, 1, 0, 0, 0, project_roles,
-      "The new project role. An org viewer can only be a project viewer." },
+    { .name = "role", .type = SVC_FT_ENUM, .required = 1, .values = project_roles,
+      .description = "The new project role. An org viewer can only be a project viewer." },
     SVC_FIELD_END
 };
 

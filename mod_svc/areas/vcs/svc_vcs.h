@@ -15,6 +15,68 @@
 extern const svc_area_t svc_vcs_area;
 
 /*
+ * The one client of the code-hosting provider (svc_vcs_client.c): its REST API
+ * as GitHub speaks it (github.com, or GitHub Enterprise Server through
+ * SvcVcsApiURL) and its OAuth code exchange (SvcVcsWebURL), through base's
+ * outbound client, within one time budget per request (SvcVcsTimeout for
+ * all calls of one request together), with every token, secret and code
+ * kept out of traces and logs. The App's calls use it, and so does sign-in
+ * (the identity area).
+ */
+
+/* Largest answer read from the provider by default (a page of 100
+ * repositories is some 600 KB). */
+#define SVC_VCS_MAX_RESPONSE (4 * 1024 * 1024)
+
+/* One request's calls to the provider: their budget, and what went wrong. */
+typedef struct {
+    apr_pool_t *p;
+    const svc_config_t *conf;
+    apr_time_t deadline;
+    apr_size_t max_response;    /* SVC_VCS_MAX_RESPONSE unless the caller says less */
+    int status;                 /* the provider's last HTTP status, 0 when none */
+    const char *message;        /* its "message" on a refusal (printable), or "" */
+    const char *why;            /* what failed, for the operator's log: no secrets */
+} svc_vcs_call_t;
+
+void svc_vcs_call_init(svc_vcs_call_t *c, apr_pool_t *p, const svc_config_t *conf);
+
+/*
+ * One call: `path` relative to SvcVcsApiURL (or a full URL under it, for
+ * paging), `auth` the whole Authorization value or NULL, `body` JSON or
+ * NULL. APR_SUCCESS when the provider answered `expect`: *pdoc is its JSON
+ * (bound to p; pdoc may be NULL), *presp the response (may be NULL).
+ * Otherwise SVC_HTTP_ETIMEOUT (also when the budget is spent), another
+ * SVC_HTTP_E* (not reached), APR_EACCES (another status: c->status and
+ * c->message say which), or APR_EINVAL (an answer that is not JSON).
+ */
+apr_status_t svc_vcs_call(svc_vcs_call_t *c, const char *method, const char *path,
+                          const char *auth, const json_t *body, int expect, json_t **pdoc,
+                          svc_http_resp_t **presp);
+
+/*
+ * The OAuth code exchange: POST {web}/login/oauth/access_token with the
+ * client's id and secret, the code, and for sign-in the redirect URI and
+ * PKCE verifier (NULL otherwise). *ptoken in c->p: the caller wipes it and
+ * never stores or logs it. APR_EACCES with c->status 200 when the provider
+ * refused the exchange (c->message is its error code, such as
+ * bad_verification_code, as GitHub answers it); otherwise as svc_vcs_call.
+ */
+apr_status_t svc_vcs_oauth_token(svc_vcs_call_t *c, const char *client_id,
+                                 const char *client_secret, const char *code,
+                                 const char *redirect_uri, const char *verifier,
+                                 const char **ptoken);
+
+/*
+ * The parser behind svc_vcs_oauth_token, for tests without a provider: the
+ * raw body of a 200 answer. APR_SUCCESS with *ptoken; APR_EACCES when the
+ * provider answered an OAuth error (*perr is its code); APR_EINVAL when the
+ * answer is malformed (*perr says how).
+ */
+apr_status_t svc_vcs_parse_token(apr_pool_t *p, const char *body, apr_size_t len,
+                                 const char **ptoken, const char **perr);
+
+/*
  * The App's directives as written: references (env:NAME, file:/path,
  * exec:/program) or, for the app id, slug and client id, literal values;
  * NULL when the directive is absent, which means env: of the variable

@@ -12,7 +12,7 @@
  * from it.
  */
 #include "svc_vcs_installs.h"
-#include "svc_vcs_api.h"
+#include "svc_vcs_client.h"
 #include "svc_vcs_state.h"
 #include "svc_vcs_tokens.h"
 
@@ -238,7 +238,8 @@ static apr_status_t verify_user(svc_ctx_t *ctx, svc_vcs_call_t *c, const svc_vcs
     apr_status_t rv = APR_EACCES;
 
     if (svc_word_valid(code, 255)) {
-        rv = svc_vcs_api_user_token(c, app, code, &token);
+        rv = svc_vcs_oauth_token(c, app->client_id, app->client_secret, code, NULL, NULL,
+                                 &token);
     }
     if (rv == APR_EACCES && (!svc_word_valid(code, 255)
                              || (c->status == 200

@@ -9,7 +9,7 @@
  * held while the provider answers.
  */
 #include "svc_vcs_repos.h"
-#include "svc_vcs_api.h"
+#include "svc_vcs_client.h"
 #include "svc_vcs_tokens.h"
 
 #include <string.h>
@@ -88,22 +88,27 @@ static const svc_stmt_t st_link_delete = {
 };
 
 const svc_field_t svc_body_vcs_link[] = {
-    { "installation_id", SVC_FT_INT, 1, 0, 1, 9007199254740991LL, NULL,
-      "One of the org's active installations (GET /api/orgs/:orgSlug/vcs/installations)." },
-    { "full_name", SVC_FT_STRING, 1, 0, 3, 201, NULL,
-      "The repository, owner/name, in that installation's account and selection." },
+    { .name = "installation_id", .type = SVC_FT_INT, .required = 1, .min = 1,
+      .max = 9007199254740991LL,
+      .description = "One of the org's active installations (GET "
+        "/api/orgs/:orgSlug/vcs/installations)." },
+    { .name = "full_name", .type = SVC_FT_STRING, .required = 1, .min = 3, .max = 201,
+      .description = "The repository, owner/name, in that installation's account and selection." },
     SVC_FIELD_END
 };
 
 const svc_field_t svc_body_vcs_provision[] = {
-    { "name", SVC_FT_STRING, 1, 0, 1, 100, NULL,
-      "The new repository's name: letters, digits, '.', '-' and '_'." },
-    { "installation_id", SVC_FT_INT, 1, 0, 1, 9007199254740991LL, NULL,
-      "The active installation in whose account the repository is created." },
-    { "private", SVC_FT_BOOL, 0, 0, 0, 0, NULL, "A private repository (default true)." },
-    { "description", SVC_FT_STRING, 0, 0, 0, 350, NULL, "Its description at the provider." },
-    { "project", SVC_FT_SLUG, 0, 0, 0, 0, NULL,
-      "A project of the org to link the new repository to." },
+    { .name = "name", .type = SVC_FT_STRING, .required = 1, .min = 1, .max = 100,
+      .description = "The new repository's name: letters, digits, '.', '-' and '_'." },
+    { .name = "installation_id", .type = SVC_FT_INT, .required = 1, .min = 1,
+      .max = 9007199254740991LL,
+      .description = "The active installation in whose account the repository is created." },
+    { .name = "private", .type = SVC_FT_BOOL,
+      .description = "A private repository (default true)." },
+    { .name = "description", .type = SVC_FT_STRING, .max = 350,
+      .description = "Its description at the provider." },
+    { .name = "project", .type = SVC_FT_SLUG,
+      .description = "A project of the org to link the new repository to." },
     SVC_FIELD_END
 };
 

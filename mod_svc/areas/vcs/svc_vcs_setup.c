@@ -16,7 +16,7 @@
  * a form the founder submits.
  */
 #include "svc_vcs_setup.h"
-#include "svc_vcs_api.h"
+#include "svc_vcs_client.h"
 #include "svc_vcs_state.h"
 
 #include <string.h>

@@ -6,7 +6,7 @@
 #ifndef SVC_VCS_TOKENS_H
 #define SVC_VCS_TOKENS_H
 
-#include "svc_vcs_api.h"
+#include "svc_vcs_client.h"
 
 /* What a token is for, and so what it may do. */
 typedef enum {

@@ -1,8 +1,8 @@
 /*
- * svc_audit.c: writing audit entries (the chain itself lives in SQL). Reading
+ * svc_audit_write.c: writing audit entries (the chain itself lives in SQL). Reading
  * and verifying the log is the audit area's (areas/audit).
  */
-#include "svc_audit.h"
+#include "svc_audit_write.h"
 #include "svc_access.h"
 #include "svc_ctx.h"
 #include "svc_json.h"

@@ -1,6 +1,6 @@
 /*
- * mod_svc_supervisor.c: the run supervisor as a process of httpd, and the
- * SvcRun* directives.
+ * mod_svc_daemon.c: the run supervisor as a process of httpd (its
+ * SvcRun* directives are mod_svc_config.c's).
  *
  * As mod_cgid does with its daemon, httpd's parent forks the supervisor
  * once the configuration is read (not on the pre-config pass), registers it
@@ -48,180 +48,6 @@ static apr_pool_t *sup_pconf;
 static apr_time_t sup_started;
 static int sup_quick_deaths;
 
-static svc_server_conf *conf_of(cmd_parms *cmd)
-{
-    return ap_get_module_config(cmd->server->module_config, &svc_module);
-}
-
-const char *svc_cmd_run_supervisor(cmd_parms *cmd, void *dummy, int on)
-{
-    const char *err = ap_check_cmd_context(cmd, GLOBAL_ONLY);
-
-    if (err) {
-        return err;
-    }
-    conf_of(cmd)->sup_off = !on;
-    return NULL;
-}
-
-const char *svc_cmd_runner(cmd_parms *cmd, void *dummy, int argc, char *const argv[])
-{
-    const char *err = ap_check_cmd_context(cmd, GLOBAL_ONLY);
-    const char **args;
-    int i, has_command = 0, has_workspace = 0;
-
-    if (err) {
-        return err;
-    }
-    if (argc < 1) {
-        return "SvcRunner takes a program and its arguments";
-    }
-    if (argv[0][0] != '/') {
-        return "SvcRunner: the program must be an absolute path";
-    }
-    args = apr_pcalloc(cmd->pool, sizeof(*args) * (apr_size_t)(argc + 1));
-    for (i = 0; i < argc; i++) {
-        args[i] = apr_pstrdup(cmd->pool, argv[i]);
-        has_command += strcmp(argv[i], "{command}") == 0;
-        has_workspace |= strstr(argv[i], "{workspace}") != NULL;
-    }
-    if (has_command != 1 || !has_workspace) {
-        return "SvcRunner must have {command} as one argument of its own (where the command "
-               "to run in the sandbox goes) and name {workspace} (docs/operations.md)";
-    }
-    conf_of(cmd)->sup.runner = args;
-    return NULL;
-}
-
-/* "2G", "512M", "64K" or a number of bytes. */
-static const char *parse_size(cmd_parms *cmd, const char *arg, apr_int64_t min,
-                              apr_int64_t max, apr_int64_t *pv)
-{
-    char *end;
-    apr_int64_t v = apr_strtoi64(arg, &end, 10);
-    apr_int64_t unit = 1;
-
-    if (*end == 'K' || *end == 'k') {
-        unit = 1024;
-    }
-    else if (*end == 'M' || *end == 'm') {
-        unit = 1024 * 1024;
-    }
-    else if (*end == 'G' || *end == 'g') {
-        unit = 1024 * 1024 * 1024;
-    }
-    if (unit > 1) {
-        end++;
-    }
-    if (end == arg || *end || v < 0 || v > max / unit || v * unit < min) {
-        return apr_psprintf(cmd->pool, "%s must be a size from %" APR_INT64_T_FMT " to %"
-                            APR_INT64_T_FMT " bytes (suffixes K, M and G allowed)",
-                            cmd->directive->directive, min, max);
-    }
-    *pv = v * unit;
-    return NULL;
-}
-
-const char *svc_cmd_run_number(cmd_parms *cmd, void *dummy, const char *arg)
-{
-    svc_server_conf *sc = conf_of(cmd);
-    long which = (long)cmd->info;
-    const char *err = NULL;
-    apr_int64_t v;
-
-    /* The run timeout and the agent's limits are per virtual host (runs
-     * take them from the host they were started through); the rest
-     * configure the one supervisor. */
-    if (which != SVC_RUN_TIMEOUT && which != SVC_RUN_MAX_STEPS && which != SVC_RUN_MAX_TOKENS
-        && which != SVC_RUN_COMMAND_TIMEOUT
-        && (err = ap_check_cmd_context(cmd, GLOBAL_ONLY)) != NULL) {
-        return err;
-    }
-    switch (which) {
-    case SVC_RUN_CONCURRENCY:
-        if (!(err = parse_size(cmd, arg, 1, 256, &v))) {
-            sc->sup.concurrency = (int)v;
-        }
-        break;
-    case SVC_RUN_TIMEOUT:
-        if (!(err = parse_size(cmd, arg, 1, 7 * 86400, &v))) {
-            sc->core.run_timeout = (int)v;
-            sc->set |= SVC_SET_RUN_TIMEOUT;
-        }
-        break;
-    case SVC_RUN_MAX_STEPS:
-        if (!(err = parse_size(cmd, arg, 1, 10000, &v))) {
-            sc->core.run_max_steps = (int)v;
-            sc->set |= SVC_SET_RUN_STEPS;
-        }
-        break;
-    case SVC_RUN_MAX_TOKENS:
-        if (!(err = parse_size(cmd, arg, 1000, 1000000000, &v))) {
-            sc->core.run_max_tokens = v;
-            sc->set |= SVC_SET_RUN_TOKENS;
-        }
-        break;
-    case SVC_RUN_COMMAND_TIMEOUT:
-        if (!(err = parse_size(cmd, arg, 1, 86400, &v))) {
-            sc->core.run_command_timeout = (int)v;
-            sc->set |= SVC_SET_RUN_COMMAND;
-        }
-        break;
-    case SVC_RUN_MEMORY:
-        /* 0: no limit on the address space (what a sanitizer build of the
-         * factory needs: its shadow memory is reserved up front). */
-        if (strcmp(arg, "0") == 0) {
-            sc->sup.memory = 0;
-        }
-        else if (!(err = parse_size(cmd, arg, 64 * 1024 * 1024, APR_INT64_C(1) << 40, &v))) {
-            sc->sup.memory = v;
-        }
-        break;
-    case SVC_RUN_PROCESSES:
-        if (!(err = parse_size(cmd, arg, 8, 65536, &v))) {
-            sc->sup.processes = (int)v;
-        }
-        break;
-    case SVC_RUN_FILE_SIZE:
-        if (!(err = parse_size(cmd, arg, 1024 * 1024, APR_INT64_C(1) << 40, &v))) {
-            sc->sup.file_size = v;
-        }
-        break;
-    case SVC_RUN_LOG_LIMIT:
-        if (!(err = parse_size(cmd, arg, 4096, APR_INT64_C(1) << 30, &v))) {
-            sc->sup.log_limit = v;
-        }
-        break;
-    default:
-        if (!(err = parse_size(cmd, arg, 5, 3600, &v))) {
-            sc->sup.lease_seconds = (int)v;
-        }
-        break;
-    }
-    return err;
-}
-
-const char *svc_cmd_run_path(cmd_parms *cmd, void *dummy, const char *arg)
-{
-    svc_server_conf *sc = conf_of(cmd);
-    const char *err = ap_check_cmd_context(cmd, GLOBAL_ONLY);
-
-    if (err) {
-        return err;
-    }
-    if (arg[0] != '/') {
-        return apr_psprintf(cmd->pool, "%s must be an absolute path",
-                            cmd->directive->directive);
-    }
-    if ((long)cmd->info == SVC_RUN_WORK_DIR) {
-        sc->sup.work_dir = arg;
-    }
-    else {
-        sc->sup.factory = arg;
-    }
-    return NULL;
-}
-
 static void sup_log(void *baton, int level, const char *msg)
 {
     ap_log_error(APLOG_MARK, level, 0, baton, "%s", msg);
@@ -254,17 +80,17 @@ static int make_work_dir(const char *dir, server_rec *s, apr_pool_t *p)
         return -1;
     }
     if (geteuid() == 0 && chown(dir, ap_unixd_config.user_id, ap_unixd_config.group_id) < 0) {
-        ap_log_error(APLOG_MARK, APLOG_CRIT, errno, s, "SVC0060: run supervisor: cannot hand "
+        ap_log_error(APLOG_MARK, APLOG_CRIT, errno, s, "SVC0300: run supervisor: cannot hand "
                      "SvcRunWorkDir %s to httpd's user", dir);
         return -1;
     }
     if (lstat(dir, &st) < 0 || !S_ISDIR(st.st_mode)) {
-        ap_log_error(APLOG_MARK, APLOG_CRIT, errno, s, "SVC0060: run supervisor: SvcRunWorkDir "
+        ap_log_error(APLOG_MARK, APLOG_CRIT, errno, s, "SVC0301: run supervisor: SvcRunWorkDir "
                      "%s is not a directory", dir);
         return -1;
     }
     if ((st.st_mode & (S_IRWXG | S_IRWXO)) && chmod(dir, S_IRWXU) < 0) {
-        ap_log_error(APLOG_MARK, APLOG_CRIT, errno, s, "SVC0060: run supervisor: cannot make "
+        ap_log_error(APLOG_MARK, APLOG_CRIT, errno, s, "SVC0302: run supervisor: cannot make "
                      "SvcRunWorkDir %s private (0700)", dir);
         return -1;
     }
@@ -418,11 +244,4 @@ void svc_supervisor_start(apr_pool_t *pconf, server_rec *s)
     sup_quick_deaths = 0;
     proc = apr_pcalloc(pconf, sizeof(*proc));
     spawn(proc);
-}
-
-/* For the other directives that take a size (mod_svc_glue.h). */
-const char *svc_cmd_parse_size(cmd_parms *cmd, const char *arg, apr_int64_t min,
-                               apr_int64_t max, apr_int64_t *pv)
-{
-    return parse_size(cmd, arg, min, max, pv);
 }

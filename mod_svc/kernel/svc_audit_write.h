@@ -1,5 +1,5 @@
 /*
- * svc_audit.h: the append-only, hash-chained audit log.
+ * svc_audit_write.h: the append-only, hash-chained audit log.
  *
  * The database does the chaining (a BEFORE INSERT trigger locks the org's
  * chain, takes the previous entry's hash and computes this one's) and
@@ -7,8 +7,8 @@
  * caller's transaction, so an audited change and its entry commit or roll
  * back together. Reading the log is the audit area's (svc_auditlog.h).
  */
-#ifndef SVC_AUDIT_H
-#define SVC_AUDIT_H
+#ifndef SVC_AUDIT_WRITE_H
+#define SVC_AUDIT_WRITE_H
 
 #include "svc_ktypes.h"
 #include "svc_db.h"
@@ -45,4 +45,4 @@ apr_status_t svc_audit_write(svc_db_t *db, apr_pool_t *p, const svc_actor_t *act
 apr_status_t svc_audit_member(svc_ctx_t *ctx, svc_db_t *db, const char *action,
                               const char *target_type, const char *target_id, json_t *data);
 
-#endif /* SVC_AUDIT_H */
+#endif /* SVC_AUDIT_WRITE_H */

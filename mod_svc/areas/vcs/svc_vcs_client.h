@@ -1,47 +1,15 @@
 /*
- * svc_vcs_api.h: the provider's REST API as the App speaks it (GitHub's:
- * github.com, or GitHub Enterprise Server through SvcVcsApiURL), through
- * the one outbound client, within one time budget per request
- * (SvcVcsTimeout for all calls of one request together), with every token
- * and JWT kept out of traces and logs.
+ * svc_vcs_client.h: the App's calls to the provider's REST API, over the one
+ * code-hosting client (svc_vcs_call, svc_vcs.h).
  *
  * The calls take no request context, so the runs area's init step can mint
  * tokens through svc_vcs_clone_token; svc_vcs_call_fail turns a failure
  * into the problem a route answers.
  */
-#ifndef SVC_VCS_API_H
-#define SVC_VCS_API_H
+#ifndef SVC_VCS_CLIENT_H
+#define SVC_VCS_CLIENT_H
 
 #include "svc_vcs_app.h"
-
-/* Largest answer read from the provider (a page of 100 repositories is
- * some 600 KB). */
-#define SVC_VCS_MAX_RESPONSE (4 * 1024 * 1024)
-
-/* One request's calls to the provider: their budget, and what went wrong. */
-typedef struct {
-    apr_pool_t *p;
-    const svc_config_t *conf;
-    apr_time_t deadline;
-    int status;                 /* the provider's last HTTP status, 0 when none */
-    const char *message;        /* its "message" on a refusal (printable), or "" */
-    const char *why;            /* what failed, for the operator's log: no secrets */
-} svc_vcs_call_t;
-
-void svc_vcs_call_init(svc_vcs_call_t *c, apr_pool_t *p, const svc_config_t *conf);
-
-/*
- * One call: `path` relative to SvcVcsApiURL (or a full URL under it, for
- * paging), `auth` the whole Authorization value or NULL, `body` JSON or
- * NULL. APR_SUCCESS when the provider answered `expect`: *pdoc is its JSON
- * (bound to p; pdoc may be NULL), *presp the response (may be NULL).
- * Otherwise SVC_HTTP_ETIMEOUT (also when the budget is spent), another
- * SVC_HTTP_E* (not reached), APR_EACCES (another status: c->status and
- * c->message say which), or APR_EINVAL (an answer that is not JSON).
- */
-apr_status_t svc_vcs_call(svc_vcs_call_t *c, const char *method, const char *path,
-                          const char *auth, const json_t *body, int expect, json_t **pdoc,
-                          svc_http_resp_t **presp);
 
 /*
  * Attaches the problem for a failed call and returns SVC_EPROBLEM: 504
@@ -90,19 +58,12 @@ apr_status_t svc_vcs_api_repositories(svc_vcs_call_t *c, const char *token,
 /*
  * The install callback's proof that the user who installed may act for the
  * installation (the App asks for OAuth on install, request_oauth_on_install):
- *
- * svc_vcs_api_user_token exchanges the callback's `code` for a user-to-server
- * token: POST {web}/login/oauth/access_token with the App's client id and
- * secret. *ptoken in p: the caller wipes it and never stores or logs it.
- * APR_EACCES when the provider refused the code (c->message is its error,
- * such as bad_verification_code; c->status is 200, as GitHub answers it).
- *
+ * the callback's `code` is exchanged for a user-to-server token
+ * (svc_vcs_oauth_token, svc_vcs.h), then
  * svc_vcs_api_user_installation: APR_SUCCESS when installation `id` is among
  * those the token's user can reach (GET /user/installations, paged);
  * SVC_ENOTFOUND when not.
  */
-apr_status_t svc_vcs_api_user_token(svc_vcs_call_t *c, const svc_vcs_app_t *app,
-                                    const char *code, const char **ptoken);
 apr_status_t svc_vcs_api_user_installation(svc_vcs_call_t *c, const char *user_token,
                                            apr_int64_t id);
 
@@ -132,4 +93,4 @@ apr_status_t svc_vcs_api_manifest(svc_vcs_call_t *c, const char *code, json_t **
 /* True for "owner/name" as the provider allows them. */
 int svc_vcs_full_name_valid(const char *s);
 
-#endif /* SVC_VCS_API_H */
+#endif /* SVC_VCS_CLIENT_H */

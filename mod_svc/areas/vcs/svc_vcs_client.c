@@ -1,7 +1,9 @@
 /*
- * svc_vcs_api.c: the App's calls to the provider's REST API.
+ * svc_vcs_client.c: the one code-hosting client (svc_vcs.h): calls to the
+ * provider's REST API within a request's budget, the OAuth code exchange,
+ * and the App's calls made with them.
  */
-#include "svc_vcs_api.h"
+#include "svc_vcs_client.h"
 
 #include <string.h>
 
@@ -21,6 +23,7 @@ void svc_vcs_call_init(svc_vcs_call_t *c, apr_pool_t *p, const svc_config_t *con
     c->p = p;
     c->conf = conf;
     c->deadline = apr_time_now() + apr_time_from_msec(conf->vcs_timeout_ms);
+    c->max_response = SVC_VCS_MAX_RESPONSE;
     c->message = "";
     c->why = "";
 }
@@ -72,7 +75,7 @@ static apr_status_t vcs_send(svc_vcs_call_t *c, svc_http_req_t *req, const char 
     req->timeout_ms = left_ms;
     req->connect_timeout_ms = conf->vcs_connect_timeout_ms < left_ms
                               ? conf->vcs_connect_timeout_ms : left_ms;
-    req->max_response = SVC_VCS_MAX_RESPONSE;
+    req->max_response = c->max_response;
     req->ca_file = conf->vcs_ca_file;
     rv = svc_http_do(c->p, req, &resp);
     if (presp) {
@@ -108,7 +111,7 @@ apr_status_t svc_vcs_call(svc_vcs_call_t *c, const char *method, const char *pat
 {
     const svc_config_t *conf = c->conf;
     const char *what = apr_pstrcat(c->p, method, " ", path, NULL);
-    const char **secrets = apr_pcalloc(c->p, 2 * sizeof(*secrets));
+    const char **secrets = apr_pcalloc(c->p, 3 * sizeof(*secrets));
     apr_size_t base = strlen(conf->vcs_api_url);
     svc_http_req_t req;
 
@@ -139,7 +142,9 @@ apr_status_t svc_vcs_call(svc_vcs_call_t *c, const char *method, const char *pat
         req.body_len = strlen(req.body);
         apr_table_setn(req.headers, "Content-Type", "application/json");
     }
+    /* The whole value, and the credential after its scheme ("Bearer "). */
     secrets[0] = auth;
+    secrets[1] = auth && strchr(auth, ' ') ? strchr(auth, ' ') + 1 : NULL;
     req.secrets = secrets;
     return vcs_send(c, &req, what, expect, pdoc, presp);
 }
@@ -349,22 +354,68 @@ apr_status_t svc_vcs_api_repositories(svc_vcs_call_t *c, const char *token,
     return APR_SUCCESS;
 }
 
-apr_status_t svc_vcs_api_user_token(svc_vcs_call_t *c, const svc_vcs_app_t *app,
-                                    const char *code, const char **ptoken)
+/* The token of an exchange's answer (see svc_vcs_parse_token); the answer's
+ * own copy is wiped. */
+static apr_status_t token_of(apr_pool_t *p, json_t *doc, const char **ptoken, const char **perr)
 {
-    const char *secrets[3] = { app->client_secret, code, NULL };
-    const char *what = "POST /login/oauth/access_token";
     const char *token, *type;
+
+    *ptoken = NULL;
+    if (!json_is_object(doc)) {
+        *perr = "the token answer is not a JSON object";
+        return APR_EINVAL;
+    }
+    /* GitHub reports a refused exchange with 200 and an "error" member. */
+    if (json_object_get(doc, "error")) {
+        const char *code = svc_json_str(doc, "error");
+        *perr = code ? svc_printable(p, code, 64) : "(error is not a string)";
+        return APR_EACCES;
+    }
+    token = svc_json_str(doc, "access_token");
+    if (!token || !svc_word_valid(token, 1024)) {
+        *perr = "the token answer has no usable access_token";
+        return APR_EINVAL;
+    }
+    type = svc_json_str(doc, "token_type");
+    if (json_object_get(doc, "token_type") && (!type || strcasecmp(type, "bearer") != 0)) {
+        *perr = "the token answer's token_type is not bearer";
+        return APR_EINVAL;
+    }
+    *ptoken = apr_pstrdup(p, token);
+    svc_wipe((void *)token, strlen(token));
+    return APR_SUCCESS;
+}
+
+apr_status_t svc_vcs_parse_token(apr_pool_t *p, const char *body, apr_size_t len,
+                                 const char **ptoken, const char **perr)
+{
+    json_error_t jerr;
+
+    return token_of(p, svc_json_pool(p, json_loadb(body, len, JSON_REJECT_DUPLICATES, &jerr)),
+                    ptoken, perr);
+}
+
+apr_status_t svc_vcs_oauth_token(svc_vcs_call_t *c, const char *client_id,
+                                 const char *client_secret, const char *code,
+                                 const char *redirect_uri, const char *verifier,
+                                 const char **ptoken)
+{
+    const char *secrets[4] = { client_secret, code, verifier, NULL };
+    const char *what = "POST /login/oauth/access_token", *err = NULL;
     svc_http_req_t req;
     svc_http_resp_t *resp = NULL;
-    json_t *doc;
+    json_t *doc = NULL;
     char *form;
     apr_status_t rv;
 
     *ptoken = NULL;
-    form = apr_pstrcat(c->p, "client_id=", svc_url_encode(c->p, app->client_id),
-                       "&client_secret=", svc_url_encode(c->p, app->client_secret),
-                       "&code=", svc_url_encode(c->p, code), NULL);
+    form = apr_pstrcat(c->p, "client_id=", svc_url_encode(c->p, client_id),
+                       "&client_secret=", svc_url_encode(c->p, client_secret),
+                       "&code=", svc_url_encode(c->p, code),
+                       redirect_uri ? "&redirect_uri=" : "",
+                       redirect_uri ? svc_url_encode(c->p, redirect_uri) : "",
+                       verifier ? "&code_verifier=" : "",
+                       verifier ? svc_url_encode(c->p, verifier) : "", NULL);
     memset(&req, 0, sizeof(req));
     req.method = "POST";
     req.url = apr_pstrcat(c->p, c->conf->vcs_web_url, "/login/oauth/access_token", NULL);
@@ -377,32 +428,21 @@ apr_status_t svc_vcs_api_user_token(svc_vcs_call_t *c, const svc_vcs_app_t *app,
     req.secrets = secrets;
     rv = vcs_send(c, &req, what, 200, &doc, &resp);
     svc_wipe(form, strlen(form));
+    if (rv == APR_SUCCESS) {
+        rv = token_of(c->p, doc, ptoken, &err);
+    }
     if (resp && resp->body) {
         /* The answer held the user's token: it goes with the pool, wiped first. */
         svc_wipe(resp->body, resp->body_len);
     }
-    if (rv != APR_SUCCESS) {
-        return rv;
+    if (rv == APR_EACCES && err) {
+        c->message = err;
+        c->why = apr_pstrcat(c->p, what, ": the provider refused the code: ", err, NULL);
     }
-    /* GitHub reports a refused exchange with 200 and an "error" member. */
-    if (json_object_get(doc, "error")) {
-        const char *e = svc_json_str(doc, "error");
-        c->message = e ? svc_printable(c->p, e, 64) : "(error is not a string)";
-        c->why = apr_pstrcat(c->p, what, ": the provider refused the code: ", c->message,
-                             NULL);
-        return APR_EACCES;
+    else if (rv == APR_EINVAL && err) {
+        c->why = apr_pstrcat(c->p, what, ": ", err, NULL);
     }
-    token = svc_json_str(doc, "access_token");
-    type = svc_json_str(doc, "token_type");
-    if (!svc_word_valid(token, 1024)
-        || (json_object_get(doc, "token_type") && (!type || strcasecmp(type, "bearer")))) {
-        c->why = apr_pstrcat(c->p, what, ": the answer has no usable bearer access_token",
-                             NULL);
-        return APR_EINVAL;
-    }
-    *ptoken = apr_pstrdup(c->p, token);
-    svc_wipe((void *)token, strlen(token));
-    return APR_SUCCESS;
+    return rv;
 }
 
 apr_status_t svc_vcs_api_user_installation(svc_vcs_call_t *c, const char *user_token,
