@@ -3,8 +3,9 @@
  *
  * Every log line that carries text a client or provider supplied goes
  * through svc_redact first; it removes anything shaped like one of our
- * secrets (svc_<kind>_<random>), bearer credentials, JWTs and session
- * cookies.
+ * secrets (svc_<kind>_<random>), bearer credentials, JWTs, session
+ * cookies, and the payment provider's secret keys and webhook secrets
+ * (sk_live_..., sk_test_..., rk_..., whsec_...).
  */
 #ifndef SVC_REDACT_H
 #define SVC_REDACT_H
