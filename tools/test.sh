@@ -356,8 +356,12 @@ export VCS_WEB_URL VCS_API_URL
 BILLING_SECRETS=$PGTMP/billing-secrets
 BILLING_SECRET_KEY=sk_test_$(od -An -tx1 -N24 /dev/urandom | tr -d ' \n')
 BILLING_WEBHOOK_SECRET=whsec_$(od -An -tx1 -N24 /dev/urandom | tr -d ' \n')
-(umask 077; { echo "$BILLING_SECRET_KEY"; echo "$BILLING_WEBHOOK_SECRET"; } >"$BILLING_SECRETS")
-export BILLING_SECRET_KEY BILLING_WEBHOOK_SECRET
+# A key the fake refuses (t/billing/provider_down.t): its refusal must never
+# show the key.
+BILLING_BAD_KEY=sk_test_$(od -An -tx1 -N24 /dev/urandom | tr -d ' \n')
+(umask 077; { echo "$BILLING_SECRET_KEY"; echo "$BILLING_WEBHOOK_SECRET"; echo "$BILLING_BAD_KEY"; } \
+     >"$BILLING_SECRETS")
+export BILLING_SECRET_KEY BILLING_WEBHOOK_SECRET BILLING_BAD_KEY
 perl -It/lib -MFakeStripe -e FakeStripe::main -- --port-file "$PGTMP/fakestripe.port" \
     --prices price_team:2900,price_business:9900,price_capped:500 \
     >"$PGTMP/fakestripe.log" 2>&1 &

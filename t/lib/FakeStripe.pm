@@ -11,6 +11,7 @@ package FakeStripe;
 # the one secret key it accepts.
 #
 #   POST /v1/customers                        a customer (metadata[...], name, email)
+#   GET  /v1/customers/search                 query=metadata['org_id']:'...'
 #   GET  /v1/customers/{id}                   expand[]=invoice_settings.default_payment_method
 #   POST /v1/customers/{id}                   invoice_settings[default_payment_method], ...
 #   POST /v1/checkout/sessions                mode=subscription, customer, line_items[N][price]
@@ -220,6 +221,25 @@ sub customer_create {
               balance => 0, currency => undef, delinquent => JSON::PP::false };
     $obj{ $c->{id} } = $c;
     return ok($c);
+}
+
+# GET /v1/customers/search?query=metadata['k']:'v' (the one clause the
+# service uses; Stripe's query language has more). Unlike Stripe's, this
+# index is never behind.
+sub customer_search {
+    my $p = shift;
+    my $e = unknown($p, qw(query limit page));
+    return $e if $e;
+    my ($k, $v) = ($p->{query} // '') =~ /^\s*metadata\[(['"])(\w+)\1\]\s*:\s*(['"])(.*?)\3\s*\z/
+        ? ($2, $4) : ();
+    return error(400, 'invalid_request_error', "Invalid query: $p->{query}", param => 'query')
+        unless defined $k;
+    my @hits = sort { $a->{created} <=> $b->{created} || $a->{id} cmp $b->{id} }
+               grep { $_->{object} eq 'customer' && ($_->{metadata}{$k} // '') eq $v } values %obj;
+    my $limit = $p->{limit} // 10;
+    return ok({ object => 'search_result', url => '/v1/customers/search',
+                has_more => @hits > $limit ? JSON::PP::true : JSON::PP::false, next_page => undef,
+                data => [ @hits[ 0 .. ($limit < @hits ? $limit : scalar @hits) - 1 ] ] });
 }
 
 sub customer_update {
@@ -521,7 +541,12 @@ sub masked { my $k = shift // ''; return length $k > 4 ? substr($k, 0, 8) . '***
 sub route {
     my ($m, $path) = @_;
     return (\&customer_create) if $m eq 'POST' && $path eq '/v1/customers';
-    return (sub { customer_update($1, @_) }) if $m eq 'POST' && $path =~ m{^/v1/customers/([^/]+)\z};
+    # (Each id is copied: $1 is another match's by the time the sub runs.)
+    if ($m eq 'POST' && $path =~ m{^/v1/customers/([^/]+)\z}) {
+        my $id = $1;
+        return (sub { customer_update($id, @_) });
+    }
+    return (\&customer_search) if $m eq 'GET' && $path eq '/v1/customers/search';
     if ($m eq 'GET' && $path =~ m{^/v1/customers/([^/]+)\z}) {
         my $id = $1;
         return (sub {
@@ -535,9 +560,14 @@ sub route {
     }
     return (\&checkout_create) if $m eq 'POST' && $path eq '/v1/checkout/sessions';
     return (\&portal_create) if $m eq 'POST' && $path eq '/v1/billing_portal/sessions';
-    return (sub { pm_attach($1, @_) }) if $m eq 'POST' && $path =~ m{^/v1/payment_methods/([^/]+)/attach\z};
-    return (sub { subscription_update($1, @_) })
-        if $m eq 'POST' && $path =~ m{^/v1/subscriptions/([^/]+)\z};
+    if ($m eq 'POST' && $path =~ m{^/v1/payment_methods/([^/]+)/attach\z}) {
+        my $id = $1;
+        return (sub { pm_attach($id, @_) });
+    }
+    if ($m eq 'POST' && $path =~ m{^/v1/subscriptions/([^/]+)\z}) {
+        my $id = $1;
+        return (sub { subscription_update($id, @_) });
+    }
     return (\&invoice_preview) if $m eq 'POST' && $path eq '/v1/invoices/create_preview';
     return ();
 }

@@ -92,6 +92,37 @@ static void check_return_url(svc_ctx_t *ctx, const char *field)
                    ui ? " or " : "", ui ? ui : "");
 }
 
+/* A customer's id from the provider's answer, or NULL. */
+static const char *customer_id_of(const json_t *c)
+{
+    const char *id = svc_json_str(c, "id");
+
+    return id && *id && strlen(id) <= 255
+           && strspn(id, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
+              == strlen(id) ? id : NULL;
+}
+
+/*
+ * After a 5xx the provider may or may not have made the customer, and it
+ * replays that 5xx to the same key for a day: the customer the org's id
+ * names is looked for (its search), and made with a key of its own only
+ * when there is none. NULL in *pid when the search found none.
+ */
+static apr_status_t find_customer(svc_ctx_t *ctx, svc_stripe_t *s, const char **pid)
+{
+    const char *params[] = { "query", apr_psprintf(ctx->pool, "metadata['org_id']:'%s'",
+                                                   ctx->org->id), "limit", "1", NULL };
+    json_t *doc;
+    apr_status_t rv;
+
+    *pid = NULL;
+    rv = svc_stripe_call(s, "GET", "/v1/customers/search", params, NULL, &doc);
+    if (rv == APR_SUCCESS) {
+        *pid = customer_id_of(json_array_get(json_object_get(doc, "data"), 0));
+    }
+    return rv;
+}
+
 /*
  * The org's customer at the provider: the stored one, or a new one
  * (POST /v1/customers, the org's id in its metadata) stored at once. Called
@@ -102,8 +133,8 @@ static apr_status_t ensure_customer(svc_ctx_t *ctx, svc_stripe_t *s,
                                     int *pcreated)
 {
     const char *params[] = { "metadata[org_id]", ctx->org->id, NULL };
+    const char *id = NULL;
     json_t *doc;
-    const char *id;
     svc_db_t *db;
     apr_status_t rv;
 
@@ -114,18 +145,35 @@ static apr_status_t ensure_customer(svc_ctx_t *ctx, svc_stripe_t *s,
     }
     /*
      * The key is the org's: a retry after a lost answer, or a checkout at
-     * the same moment, gets the same customer back (for the provider's 24
-     * hours; after that the stored one is used). Its parameters never
-     * change, so the key never meets other ones.
+     * the same moment, gets the same customer back, and its parameters
+     * never change, so the key never meets other ones.
      */
     rv = svc_stripe_call(s, "POST", "/v1/customers", params,
                          apr_pstrcat(ctx->pool, "svc-customer-", ctx->org->id, NULL), &doc);
+    if (rv == APR_SUCCESS) {
+        *pcreated = !s->replayed;
+    }
+    else if (rv == APR_EACCES && s->status >= 500) {
+        svc_stripe_t first = *s;
+        if (find_customer(ctx, s, &id) != APR_SUCCESS) {
+            /* The search failing too says nothing new: the first failure is
+             * the one to report. */
+            *s = first;
+        }
+        else if (!id) {
+            rv = svc_stripe_call(s, "POST", "/v1/customers", params,
+                                 apr_pstrcat(ctx->pool, "svc-customer-", ctx->org->id, "-",
+                                             svc_random_base62(ctx->pool, 16), NULL), &doc);
+            *pcreated = rv == APR_SUCCESS;
+        }
+        else {
+            rv = APR_SUCCESS;
+        }
+    }
     if (rv != APR_SUCCESS) {
         return svc_stripe_fail(ctx, s, rv, "create the organization's customer");
     }
-    id = svc_json_str(doc, "id");
-    if (!id || strspn(id, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
-               != strlen(id) || strlen(id) > 255 || !*id) {
+    if (!id && !(id = customer_id_of(doc))) {
         s->why = "POST /v1/customers answered without a usable id";
         return svc_stripe_fail(ctx, s, APR_EINVAL, "create the organization's customer");
     }
@@ -134,7 +182,8 @@ static apr_status_t ensure_customer(svc_ctx_t *ctx, svc_stripe_t *s,
            != APR_SUCCESS) {
         return rv;
     }
-    *pcreated = !s->replayed && strcmp(*pcustomer, id) == 0;
+    /* Another request stored one first: that one is the org's. */
+    *pcreated = *pcreated && strcmp(*pcustomer, id) == 0;
     return svc_ctx_db_release(ctx);
 }
 
@@ -400,8 +449,9 @@ apr_status_t svc_h_billing_payment_method_put(svc_ctx_t *ctx)
     }
     if (strspn(pm_id, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
         != strlen(pm_id)) {
-        return svc_fail(ctx, 400, "validation_failed", "payment_method must be the provider's "
-                        "id of a payment method (pm_...).");
+        svc_fail_field(ctx, "payment_method", "invalid_value", "payment_method must be the "
+                       "provider's id of a payment method (pm_...).");
+        return SVC_EPROBLEM;
     }
     if ((rv = read_account(ctx, &a)) != APR_SUCCESS) {
         return rv;
@@ -434,10 +484,18 @@ apr_status_t svc_h_billing_payment_method_put(svc_ctx_t *ctx)
         return svc_stripe_fail(ctx, &s, rv, "attach the payment method");
     }
     if (!(card = card_of(ctx->pool, pm))) {
-        return svc_fail(ctx, 400, "validation_failed", "The payment method is not a card; "
-                        "only cards are accepted.");
+        svc_fail_field(ctx, "payment_method", "not_a_card", "The payment method is not a "
+                       "card; only cards are accepted.");
+        return SVC_EPROBLEM;
     }
     svc_json_pool(ctx->pool, card);
+    /* What was attached: a test token (pm_card_visa) is made into a payment
+     * method of its own, whose id is the one to use from now on. */
+    if (!svc_json_str(pm, "id") || !svc_word_valid(svc_json_str(pm, "id"), 255)) {
+        s.why = "POST /v1/payment_methods/.../attach answered without a usable id";
+        return svc_stripe_fail(ctx, &s, APR_EINVAL, "attach the payment method");
+    }
+    pm_id = svc_json_str(pm, "id");
     {
         const char *params[] = { "invoice_settings[default_payment_method]", pm_id, NULL };
         rv = svc_stripe_call(&s, "POST", apr_pstrcat(ctx->pool, "/v1/customers/",
