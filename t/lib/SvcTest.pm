@@ -1497,7 +1497,7 @@ sub stripe_do { my ($what, $data) = @_; return _stripe_call(POST => "/_control/$
 sub billing_sign {
     my ($body, %opt) = @_;
     require Digest::SHA;
-    my $t = $opt{t} // time;
+    my $t = $opt{t} // int(time);
     my @secrets = $opt{secrets} ? @{ $opt{secrets} }
                 : ($opt{secret} // $ENV{BILLING_WEBHOOK_SECRET});
     return join ',', "t=$t", map { 'v1=' . Digest::SHA::hmac_sha256_hex("$t.$body", $_) }

@@ -242,7 +242,7 @@ static const char *time_member(apr_pool_t *p, const json_t *obj, const char *key
     json_t *v = json_object_get(obj, key);
 
     return json_is_integer(v) && json_integer_value(v) >= 0
-           ? apr_psprintf(p, "%" JSON_INTEGER_FORMAT, json_integer_value(v)) : NULL;
+           ? apr_psprintf(p, "%" APR_INT64_T_FMT, (apr_int64_t)json_integer_value(v)) : NULL;
 }
 
 /* One event being handled. */

@@ -143,7 +143,7 @@ static apr_status_t check_budget(svc_db_t *db, apr_pool_t *p, const svc_config_t
         }
         rv = svc_db_execv(db, &st_alert_insert, p, &ins, org_id, apr_pstrcat(p, month, "-01",
                                                                               NULL),
-                          apr_psprintf(p, "%" JSON_INTEGER_FORMAT, level),
+                          apr_psprintf(p, "%" APR_INT64_T_FMT, (apr_int64_t)level),
                           apr_psprintf(p, "%" APR_INT64_T_FMT, budget),
                           apr_psprintf(p, "%.6f", t.model_cost_usd));
         if (rv != APR_SUCCESS) {
@@ -306,7 +306,8 @@ apr_status_t svc_h_billing_budget_put(svc_ctx_t *ctx)
     svc_json_pool(ctx->pool, before);
     rv = svc_db_execv(db, &st_budget_set, ctx->pool, NULL, ctx->org->id,
                       json_is_integer(usd)
-                      ? apr_psprintf(ctx->pool, "%" JSON_INTEGER_FORMAT, json_integer_value(usd))
+                      ? apr_psprintf(ctx->pool, "%" APR_INT64_T_FMT,
+                                     (apr_int64_t)json_integer_value(usd))
                       : NULL,
                       svc_json_dump(ctx->pool, alerts), json_is_true(hard) ? "true" : "false");
     if (rv != APR_SUCCESS) {
