@@ -4,6 +4,7 @@
  * trigger of sql/011 as their runs change status.
  */
 #include "svc_build.h"
+#include "svc_billing.h"
 #include "svc_documents.h"
 #include "svc_runs.h"
 
@@ -290,6 +291,10 @@ apr_status_t svc_h_requests_run_all(svc_ctx_t *ctx)
     if (req->archived) {
         rv = svc_fail(ctx, 409, "project_archived", "Project %s is archived; restore it to "
                       "start runs.", req->project_slug);
+        goto cleanup;
+    }
+    /* A hard budget used up refuses new build tasks' runs (402). */
+    if ((rv = svc_billing_admit(ctx)) != APR_SUCCESS) {
         goto cleanup;
     }
     if ((rv = svc_db_execv(db, &st_tasks_to_run, ctx->pool, &res, id, ctx->org->id))
