@@ -134,6 +134,7 @@ is(alerts_of(50), 1, '... and 50 % is not sent again');
     my ($s, $p) = regenerate();
     is($s, 402, 'a regeneration over the hard budget: 402');
     is($p->{code}, 'budget_exceeded', '... budget_exceeded');
+    is($p->{title}, 'Payment Required', '... titled as 402 is');
     like($p->{detail}, qr/monthly budget of \$1 for model spend is used up/, '... naming the budget');
     ($s, $p) = api(POST => "/api/orgs/$org/documents/$doc->{id}/patches", token => $tok,
                    json => { instructions => 'Change it.' });
