@@ -53,7 +53,7 @@ package FakeLLM;
 # Control, per server:
 #   POST /_control {...}    set any of the fields below; unknown fields are a 400
 #   POST /_control/reset    mode, times, replies, reply, delay_ms, hang_seconds,
-#                           retry_after back to defaults, request log emptied
+#                           retry_after, usage back to defaults, request log emptied
 #   GET  /_control          the state, with `requests` (the last 100) and
 #                           `children` (pids of connections held open)
 #   key           the one API key accepted
@@ -68,6 +68,9 @@ package FakeLLM;
 #   delay_ms      how long `slow` waits before answering (default 1500)
 #   hang_seconds  how long `timeout` holds a connection silently (default 30)
 #   retry_after   seconds in the Retry-After of `rate_limited` (default 2)
+#   usage         {"input": N, "output": N}: the token counts completions
+#                 report instead of the counted ones, whatever they are (a
+#                 broken or lying server); null: counted again
 #
 # Modes: unauthorized answers 401 as if the key were wrong; server_error 500;
 # overloaded 529 (anthropic) / 503 (openai); rate_limited 429 with
@@ -270,6 +273,7 @@ sub reset_behaviour {
     $st{delay_ms} = 1500;
     $st{hang_seconds} = 30;
     $st{retry_after} = 2;
+    $st{usage} = undef;
     $st{requests} = [];
     $st{served} = 0;
 }
@@ -292,7 +296,7 @@ sub jtype {
 sub apply_control {
     my $d = shift;
     my %known = map { $_ => 1 } qw(key mode times replies reply models delay_ms
-                                   hang_seconds retry_after);
+                                   hang_seconds retry_after usage);
     for my $k (sort keys %$d) {
         die "unknown control field '$k'\n" unless $known{$k};
     }
@@ -326,6 +330,13 @@ sub apply_control {
         die "models must be an array\n" unless ref $d->{models} eq 'ARRAY';
         $st{models} = [ map { _model_obj($_) } @{ $d->{models} } ];
     }
+    if (exists $d->{usage}) {
+        my $u = $d->{usage};
+        die "usage must be null or {\"input\": integer, \"output\": integer}\n"
+            if defined $u && !(ref $u eq 'HASH' && jtype($u->{input}) eq 'integer'
+                               && jtype($u->{output}) eq 'integer' && keys %$u == 2);
+        $st{usage} = $u;
+    }
     for my $k (qw(delay_ms hang_seconds retry_after)) {
         next unless exists $d->{$k};
         die "$k must be a non-negative integer\n"
@@ -340,7 +351,7 @@ sub public_state {
         replies => $st{replies}, reply => $st{reply},
         models => [ map { $_->{id} } @{ $st{models} } ],
         delay_ms => $st{delay_ms}, hang_seconds => $st{hang_seconds},
-        retry_after => $st{retry_after}, served => $st{served},
+        retry_after => $st{retry_after}, usage => $st{usage}, served => $st{served},
         requests => $st{requests}, children => [ sort { $a <=> $b } keys %kids ],
     };
 }
@@ -521,9 +532,11 @@ sub api_error {
     return $res;
 }
 
+# As OpenAI quotes a refused key: the middle hidden, but a short one whole
+# ("Incorrect API key provided: undefined").
 sub mask_key {
     my $k = shift;
-    return '*' x length $k if length $k <= 8;
+    return $k if length $k <= 9;
     return substr($k, 0, 3) . ('*' x (length($k) - 7)) . substr($k, -4);
 }
 
@@ -728,7 +741,8 @@ sub oa_completion {
         $finish = 'length';
     }
     my $prompt = join '', map { content_text($_->{content}) } @{ $b->{messages} };
-    my ($pt, $ct) = (tokens($prompt), tokens($text));
+    my ($pt, $ct) = $st{usage} ? ($st{usage}{input}, $st{usage}{output})
+                               : (tokens($prompt), tokens($text));
     return plain_json_res(200, {
         id => 'chatcmpl-' . rand_str(29),
         object => 'chat.completion',
@@ -900,7 +914,8 @@ sub an_message {
         content => [ { type => 'text', text => $text } ],
         stop_reason => $stop,
         stop_sequence => undef,
-        usage => { input_tokens => tokens($prompt), output_tokens => tokens($text),
+        usage => { input_tokens => $st{usage} ? $st{usage}{input} : tokens($prompt),
+                   output_tokens => $st{usage} ? $st{usage}{output} : tokens($text),
                    cache_creation_input_tokens => 0, cache_read_input_tokens => 0,
                    service_tier => 'standard' },
     });

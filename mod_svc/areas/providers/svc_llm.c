@@ -5,7 +5,6 @@
  */
 #include "svc_llm.h"
 
-#include <arpa/inet.h>
 #include <stdarg.h>
 #include <string.h>
 
@@ -26,8 +25,7 @@ const char *svc_llm_default_url(const char *kind)
 const char *svc_llm_check_url(apr_pool_t *p, const char *url, int allow_private,
                               const char **pnorm)
 {
-    const char *why = svc_http_check_base_url(p, url, pnorm), *host, *norm;
-    unsigned char buf[16];
+    const char *why = svc_http_check_base_url(p, url, pnorm), *norm;
     apr_size_t n;
 
     if (why) {
@@ -46,21 +44,10 @@ const char *svc_llm_check_url(apr_pool_t *p, const char *url, int allow_private,
         }
     }
     *pnorm = norm;
-    /* An address written out can be refused now; names are checked on the
-     * address actually connected to, at every call. */
-    host = strstr(norm, "://") + 3;
-    if (*host == '[') {
-        host = apr_pstrmemdup(p, host + 1, strcspn(host + 1, "]"));
-    }
-    else {
-        host = apr_pstrmemdup(p, host, strcspn(host, ":/"));
-    }
-    if (!allow_private && (inet_pton(AF_INET, host, buf) == 1 || inet_pton(AF_INET6, host, buf) == 1)
-        && svc_http_addr_blocked(host)) {
-        return "names a loopback, private, link-local or metadata address, which this server "
-               "does not call (SvcProviderAllowPrivate)";
-    }
-    return NULL;
+    /* The outbound client's own rules, as it applies them at every call: an
+     * address written out is refused now; a name is judged on the address
+     * it resolves to, when it is called. */
+    return svc_http_check_untrusted(p, norm, allow_private);
 }
 
 const char *svc_llm_scrub(apr_pool_t *p, const svc_provider_t *prov, const char *text,
@@ -69,9 +56,10 @@ const char *svc_llm_scrub(apr_pool_t *p, const svc_provider_t *prov, const char 
     const char *s = text ? text : "", *hit;
     apr_size_t klen = prov && prov->key ? strlen(prov->key) : 0;
 
-    /* A provider may quote the key it refused; short keys (a local
-     * server's placeholder) would match ordinary words. */
-    if (klen >= 8) {
+    /* A provider may quote the key it refused. Whatever its length: a
+     * short key (a local server's placeholder) may blank out ordinary
+     * words with it, which is the lesser harm. */
+    if (klen > 0) {
         char *out = apr_pstrdup(p, "");
         while ((hit = strstr(s, prov->key)) != NULL) {
             out = apr_pstrcat(p, out, apr_pstrmemdup(p, s, (apr_size_t)(hit - s)), "[REDACTED]",
@@ -175,8 +163,8 @@ static apr_status_t llm_call(apr_pool_t *p, const svc_config_t *conf,
         return rv;
     }
     if (rv == SVC_HTTP_EBLOCKED) {
-        reply_fail(p, reply, "provider_error", "The provider's address is a loopback, private, "
-                   "link-local or metadata address, which this server does not call.");
+        reply_fail(p, reply, "provider_error", "The provider's URL %s.",
+                   resp->guard ? resp->guard : "was refused by the address guard");
         return rv;
     }
     if (rv != APR_SUCCESS) {
@@ -214,11 +202,13 @@ static json_t *answer_json(apr_pool_t *p, const svc_http_resp_t *resp)
     return json_is_object(doc) ? doc : NULL;
 }
 
+/* A token count as the provider reported it: 0 when absent (not every
+ * compatible server counts), else the number, checked by the caller. */
 static apr_int64_t int_at(const json_t *obj, const char *key)
 {
     json_t *v = json_object_get(obj, key);
 
-    return json_is_integer(v) && json_integer_value(v) > 0 ? (apr_int64_t)json_integer_value(v) : 0;
+    return json_is_integer(v) ? (apr_int64_t)json_integer_value(v) : 0;
 }
 
 /*
@@ -344,6 +334,21 @@ apr_status_t svc_provider_complete(apr_pool_t *p, const svc_config_t *conf,
         reply_fail(p, reply, "provider_error", "The provider's answer is not a %s: %s",
                    anthropic ? "Messages API response" : "chat completion",
                    svc_llm_scrub(p, prov, resp->body, 200));
+        return APR_EGENERAL;
+    }
+    /* Counts go into the usage table and its sums (billing, the pipeline's
+     * costs): a count no model could reach is a broken or lying server, and
+     * one such reply would overflow every sum it enters. The answer is not
+     * used, and the call is recorded without its counts. */
+    if (reply->input_tokens < 0 || reply->input_tokens > SVC_LLM_MAX_TOKENS
+        || reply->output_tokens < 0 || reply->output_tokens > SVC_LLM_MAX_TOKENS) {
+        reply_fail(p, reply, "provider_error", "The provider reported %" APR_INT64_T_FMT
+                   " input and %" APR_INT64_T_FMT " output tokens for one call, outside 0 to %d: "
+                   "its answer is not used.", reply->input_tokens, reply->output_tokens,
+                   SVC_LLM_MAX_TOKENS);
+        reply->input_tokens = 0;
+        reply->output_tokens = 0;
+        reply->content = "";
         return APR_EGENERAL;
     }
     if (req->json) {

@@ -117,7 +117,8 @@ const svc_field_t svc_body_provider_update[] = {
     { .name = "name", .type = SVC_FT_STRING, .min = 1, .max = 100,
       .description = "A new name, unique in the organization." },
     { .name = "base_url", .type = SVC_FT_STRING, .min = 1, .max = 2000,
-      .description = "A new base URL (without /v1)." },
+      .description = "A new base URL (without /v1); only together with api_key: the stored "
+        "key is never sent to another address." },
     { .name = "model", .type = SVC_FT_STRING, .min = 1, .max = 200,
       .description = "Another model." },
     { .name = "api_key", .type = SVC_FT_STRING, .min = 1, .max = 1000,
@@ -271,6 +272,14 @@ apr_status_t svc_h_providers_update(svc_ctx_t *ctx)
     if (json_object_size(ctx->body) == 0) {
         return svc_fail(ctx, 400, "validation_failed",
                         "The body names nothing to change (name, base_url, model, api_key).");
+    }
+    /* The key was given for one address: whoever points the provider
+     * elsewhere gives it again, or the sealed key would be sent to an
+     * address of their choosing (POST .../test) without their knowing it. */
+    if (url && !key) {
+        svc_fail_field(ctx, "api_key", "required", "api_key must be given again with a new "
+                       "base_url: a stored key is never sent to another address than the one "
+                       "it was given for.");
     }
     if ((rv = check_key_and_url(ctx, key, url, &norm)) != APR_SUCCESS) {
         return rv;

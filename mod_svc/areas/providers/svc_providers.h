@@ -91,6 +91,32 @@ typedef struct {
 apr_status_t svc_provider_record_usage(svc_db_t *db, apr_pool_t *p, const svc_provider_t *prov,
                                        const svc_usage_t *u, const svc_llm_reply_t *reply);
 
+/*
+ * Claims on what a model call is about, for changes that use one answer
+ * only (a request's table of contents, a document's regeneration): the
+ * first caller claims the subject, calls, writes its change and gives the
+ * claim back; a caller that finds it held answers 409 instead of paying for
+ * a call whose answer would be thrown away. svc_provider_claim.c.
+ *
+ *     svc_model_claim(db, p, conf, org_id, "request:<org>/<id>", &token);
+ *     ...svc_provider_default, give the connection back, call, write...
+ *     svc_model_unclaim(db, p, "request:<org>/<id>", token);
+ *
+ * Each is one statement of its own, outside any transaction, so nothing
+ * is held open across the call. SVC_ECONFLICT when another caller holds
+ * the subject. A claim lasts SvcModelTimeout and a margin; one whose
+ * holder died (or could not give it back) is taken over after that.
+ * Unclaiming with a NULL token does nothing, and never removes a claim
+ * another caller took over.
+ */
+#define SVC_MODEL_CLAIM_MARGIN_MS 60000
+
+apr_status_t svc_model_claim(svc_db_t *db, apr_pool_t *p, const svc_config_t *conf,
+                             const char *org_id, const char *subject, const char **ptoken);
+
+apr_status_t svc_model_unclaim(svc_db_t *db, apr_pool_t *p, const char *subject,
+                               const char *token);
+
 /* What a loaded provider is. */
 const char *svc_provider_id(const svc_provider_t *prov);
 const char *svc_provider_kind(const svc_provider_t *prov);

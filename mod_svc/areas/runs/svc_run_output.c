@@ -92,8 +92,11 @@ apr_status_t svc_h_runs_logs(svc_ctx_t *ctx)
         len += dlen - skip;
     }
     out[len] = '\0';
+    /* Where the log ends now, whatever was asked: an offset past the end
+     * is the client's mistake, and echoing it would tell the next read to
+     * wait for bytes that come only once the log has grown past it. */
     apr_table_setn(ctx->headers_out, "X-Next-Offset",
-                   apr_psprintf(ctx->pool, "%" APR_INT64_T_FMT, from > total ? from : total));
+                   apr_psprintf(ctx->pool, "%" APR_INT64_T_FMT, total));
     apr_table_setn(ctx->headers_out, "X-Run-Status",
                    apr_pstrdup(ctx->pool, svc_dbres_str(res, 0, 0)));
     return svc_reply_body(ctx, 200, "text/plain; charset=utf-8", out, len);
