@@ -452,31 +452,37 @@ static apr_status_t org_of(event_t *ev, const char **porg)
     return rv;
 }
 
+/* The events that change an org's account, and how. */
+static const struct {
+    const char *type;
+    apr_status_t (*fn)(event_t *ev, int flag);
+    int flag;
+} handled[] = {
+    { "customer.subscription.created", subscription_changed, 0 },
+    { "customer.subscription.updated", subscription_changed, 0 },
+    { "customer.subscription.deleted", subscription_changed, 1 },
+    { "invoice.paid", invoice_event, 0 },
+    { "invoice.payment_failed", invoice_event, 1 },
+    { NULL, NULL, 0 }
+};
+
 static apr_status_t apply(event_t *ev)
 {
     apr_status_t rv;
+    int i;
 
+    for (i = 0; handled[i].type && strcmp(handled[i].type, ev->type) != 0; i++) {
+    }
+    if (!handled[i].type && strcmp(ev->type, "checkout.session.completed") != 0) {
+        return APR_SUCCESS;
+    }
+    /* The org's account exists from here on: each change below is an
+     * UPDATE of its row (which locks it until the commit). */
     if ((rv = svc_db_execv(ev->db, &st_account_lock, ev->ctx->pool, NULL, ev->org_id))
         != APR_SUCCESS) {
         return rv;
     }
-    if (strcmp(ev->type, "checkout.session.completed") == 0) {
-        return checkout_completed(ev);
-    }
-    if (strcmp(ev->type, "customer.subscription.created") == 0
-        || strcmp(ev->type, "customer.subscription.updated") == 0) {
-        return subscription_changed(ev, 0);
-    }
-    if (strcmp(ev->type, "customer.subscription.deleted") == 0) {
-        return subscription_changed(ev, 1);
-    }
-    if (strcmp(ev->type, "invoice.paid") == 0) {
-        return invoice_event(ev, 0);
-    }
-    if (strcmp(ev->type, "invoice.payment_failed") == 0) {
-        return invoice_event(ev, 1);
-    }
-    return APR_SUCCESS;
+    return handled[i].type ? handled[i].fn(ev, handled[i].flag) : checkout_completed(ev);
 }
 
 apr_status_t svc_h_billing_webhook(svc_ctx_t *ctx)
