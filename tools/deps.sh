@@ -41,7 +41,9 @@ DEB_TEST=(
     openssl                # makes that private CA
     valgrind               # unit tests (without SANITIZE=1)
     wrk                    # make bench
-    curl procps            # health probes; ps/pgrep in the scripts
+    curl procps            # health probes; ps/pgrep in the scripts; curl in a run's
+                           # sandbox (t/runs/agent.t: no network there)
+    python3                # what the agent's tests build and test in the sandbox
     iproute2               # ss: the event-stream tests count sockets by state
     util-linux             # runuser, setpriv (dropping root in test.sh)
     passwd                 # useradd (the unprivileged test user)
@@ -73,6 +75,7 @@ RPM_TEST=(
     perl-Apache-Test perl-libwww-perl perl-HTTP-Daemon perl-JSON-PP perl-IO-Socket-SSL openssl
     perl-Time-HiRes perl-Digest-SHA perl-IPC-Cmd
     valgrind wrk curl procps-ng iproute util-linux shadow-utils tar coreutils findutils
+    python3
 )
 RPM_PKG=(
     rpm-build rpmlint

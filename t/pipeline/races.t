@@ -45,7 +45,7 @@ is(stage_entries($r->{id}, 'review'), 1, '... entered once');
 
 # --- the same from intake, where each first asks the model -------------------------------------
 my $llm = new_llm(flavor => 'openai');
-new_provider($org, $tok, $llm);
+new_provider($org, $tok, $llm, tools => 'off');
 $llm->control(reply => json()->encode({ body => "# Plan\n\n1. One part.\n" }));
 my $r2 = new_request($org, $tok, project => $proj);
 @res = both([ $r2->{id} ], [ $r2->{id} ]);

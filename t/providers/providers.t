@@ -119,11 +119,15 @@ ok((grep { $_ eq 'gpt-4o-mini' } @{ $p->{models} }), '... its models are listed'
 ok(defined $p->{latency_ms} && $p->{latency_ms} >= 0, '... latency_ms');
 is($p->{error}, undef, '... no error');
 my @req = @{ $oa->requests };
-is($req[-2]{method} . ' ' . $req[-2]{path}, 'GET /v1/models', '... GET /v1/models first');
-is($req[-1]{path}, '/v1/chat/completions', '... then one completion');
-is($req[-1]{body}{max_tokens}, 1, '... of max_tokens 1');
-is($req[-1]{headers}{authorization}, 'Bearer ' . $oa->key, '... with the key as a bearer');
-is(usage_rows(), $before + 1, '... recorded in model_usage');
+is($req[-3]{method} . ' ' . $req[-3]{path}, 'GET /v1/models', '... GET /v1/models first');
+is($req[-2]{path}, '/v1/chat/completions', '... then one completion');
+is($req[-2]{body}{max_tokens}, 1, '... of max_tokens 1');
+is($req[-2]{headers}{authorization}, 'Bearer ' . $oa->key, '... with the key as a bearer');
+is($req[-1]{path}, '/v1/chat/completions', '... then the tool-calling probe');
+is_deeply([ map { $_->{function}{name} } @{ $req[-1]{body}{tools} } ], [ 'report_status' ],
+          '... offering one tool');
+is($p->{tools}, JSON::PP::true, '... which the model called: tools work');
+is(usage_rows(), $before + 2, '... both calls recorded in model_usage');
 my ($row) = psql("SELECT provider_id, provider_kind, model, purpose, status, subject_type, "
                  . "subject_id, user_id, input_tokens > 0, output_tokens >= 0 FROM model_usage "
                  . "WHERE org_id = '$org_id' ORDER BY id DESC LIMIT 1");
@@ -138,6 +142,9 @@ ok((grep { $_ eq 'claude-sonnet-4-20250514' } @{ $p->{models} }), '... models');
 is($req[-1]{path}, '/v1/messages', '... the Messages API');
 is($req[-1]{headers}{'x-api-key'}, $an->key, '... x-api-key');
 is($req[-1]{headers}{'anthropic-version'}, '2023-06-01', '... anthropic-version 2023-06-01');
+is_deeply($req[-1]{body}{tool_choice}, { type => 'tool', name => 'report_status' },
+          '... the probe forces its tool, in Anthropic\'s form');
+is($p->{tools}, JSON::PP::true, '... tools work');
 
 # A provider that refuses the key is an answer, not a failure of ours.
 $oa->control(mode => 'unauthorized');
@@ -147,7 +154,8 @@ is($st, 200, 'a refused key: still 200');
 ok(!$p->{ok}, '... ok false');
 is($p->{error_code}, 'provider_refused', '... provider_refused');
 like($p->{error}, qr/401.*Incorrect API key/s, "... with the provider's message");
-is(usage_rows(), $before + 1, '... and recorded');
+is(usage_rows(), $before + 1, '... and recorded (no probe of tools after a failure)');
+is($p->{tools}, undef, '... tools not tried');
 is(psql_value("SELECT status || ' ' || error_code FROM model_usage WHERE org_id = '$org_id' "
               . 'ORDER BY id DESC LIMIT 1'), 'error provider_refused', '... as an error');
 

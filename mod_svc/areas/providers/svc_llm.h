@@ -15,6 +15,8 @@ struct svc_provider_t {
     const char *base_url;       /* no trailing slash; the API paths start with /v1 */
     const char *model;
     const char *key;            /* opened; wiped with the pool */
+    const char *tools;          /* "auto", "on" or "off": whether runs use tools */
+    int tools_detected;         /* what the last test found: 1, 0, or -1 (never tested) */
 };
 
 #define SVC_LLM_KIND_OPENAI    "openai"
