@@ -66,15 +66,30 @@ package FakeStripe;
 #        {events: [customer.subscription.updated | .deleted]}
 #   POST /_control/invoice {subscription, paid}  an invoice of it is paid or
 #        fails: {events: [invoice.paid | invoice.payment_failed]}
-# Events are what Stripe would POST to the webhook; the test signs them
-# (SvcTest::billing_deliver) with BILLING_WEBHOOK_SECRET.
+#   POST /_control/deliver {url, events | ids, secrets, t}   Stripe's
+#        webhook delivery: each event (given, or one made before, by id) is
+#        POSTed to url as Stripe sends it (application/json; charset=utf-8,
+#        User-Agent Stripe/1.0, Stripe-Signature: t=T,v1=HMAC-SHA256 of
+#        "T.body" under the endpoint's secret, one v1 per secret while a
+#        rolled secret has not expired, and a v0 under a test-mode key that
+#        a receiver must ignore); {deliveries: [{id, type, status, body,
+#        signature}]}. A
+#        delivery again (Stripe's retry of an event not answered 2xx) is
+#        signed afresh with the time of sending. The endpoint's secret is
+#        BILLING_WEBHOOK_SECRET unless secrets says otherwise; t (tests of
+#        the tolerance only) backdates the signature.
+# Events are what Stripe would POST to the webhook; the fake keeps each one
+# it made, by id, and delivers it when told (above); a test may also sign
+# one itself (SvcTest::billing_deliver), to forge what Stripe never sends.
 #
 # One request per connection (Connection: close), handled in this process;
 # a slow or silent answer is handed to a forked child.
 use strict;
 use warnings;
 
+use Digest::SHA ();
 use HTTP::Daemon ();
+use HTTP::Tiny ();
 use HTTP::Response ();
 use JSON::PP ();
 use MIME::Base64 qw(decode_base64);
@@ -91,7 +106,7 @@ my %VERSIONS = map { $_ => 1 } qw(
     2025-07-30.basil 2025-08-27.basil
 );
 
-my (%st, %obj, %hanging);
+my (%st, %obj, %hanging, %events);
 
 sub reset_state {
     my $keep = shift;
@@ -138,6 +153,14 @@ sub error {
     $e->{decline_code} = $o{decline_code} if $o{decline_code};
     $e->{doc_url} = "https://stripe.com/docs/error-codes/$o{code}" if $o{code};
     return { status => $code, body => { error => $e }, save => $o{save} // 0 };
+}
+
+# Stripe links every error to its request in the dashboard's log.
+sub with_log_url {
+    my ($body, $rid) = @_;
+    return $body unless ref $body eq 'HASH' && ref $body->{error} eq 'HASH';
+    return { error => { %{ $body->{error} },
+                        request_log_url => "https://dashboard.stripe.com/test/logs/$rid" } };
 }
 
 sub ok { return { status => 200, body => $_[0], save => 1 } }
@@ -441,7 +464,51 @@ sub event {
                pending_webhooks => 1, request => { id => undef, idempotency_key => undef },
                data => { object => $object } };
     $ev->{data}{previous_attributes} = $o{previous} if $o{previous};
+    $events{ $ev->{id} } = $ev;
     return $ev;
+}
+
+# The Stripe-Signature header of a delivery: t=T, one v1 per secret (the
+# current one first; a rolled one until it expires), and v0, the scheme of
+# test-mode events that receivers must not accept as a signature.
+sub signature {
+    my ($t, $body, @secrets) = @_;
+    return join ',', "t=$t", (map { 'v1=' . Digest::SHA::hmac_sha256_hex("$t.$body", $_) } @secrets),
+                     'v0=' . Digest::SHA::hmac_sha256_hex("$t.$body", 'whsec_test_mode_v0');
+}
+
+# POST /_control/deliver: the events to the endpoint, one request each, as
+# Stripe's webhook delivery makes them.
+sub deliver {
+    my $d = shift;
+    return json_res(400, { error => 'url: an http(s) URL' })
+        unless ($d->{url} // '') =~ m{^https?://[^\s/]+/};
+    my @evs = @{ $d->{events} // [] };
+    for my $id (@{ $d->{ids} // [] }) {
+        return json_res(404, { error => "no such event $id" }) unless $events{$id};
+        push @evs, $events{$id};
+    }
+    return json_res(400, { error => 'events or ids: at least one' }) unless @evs;
+    my @secrets = @{ $d->{secrets} // [ $ENV{BILLING_WEBHOOK_SECRET} // '' ] };
+    return json_res(400, { error => 'secrets: whsec_... each' })
+        if grep { !defined || !/^whsec_\w+\z/ } @secrets;
+    my $http = HTTP::Tiny->new(timeout => 30, agent => 'Stripe/1.0 (+https://stripe.com/docs/webhooks)',
+                               verify_SSL => 0);
+    my @out;
+    for my $ev (@evs) {
+        my $body = JSON::PP->new->utf8->pretty->canonical->encode($ev);
+        my $t = $d->{t} // time;
+        my $sig = signature($t, $body, @secrets);
+        my $r = $http->request(POST => $d->{url}, {
+            content => $body,
+            headers => { 'Content-Type' => 'application/json; charset=utf-8',
+                         'Accept' => '*/*; q=0.5, application/xml',
+                         'Cache-Control' => 'no-cache',
+                         'Stripe-Signature' => $sig } });
+        push @out, { id => $ev->{id}, type => $ev->{type}, status => $r->{status},
+                     body => $r->{content}, signature => $sig };
+    }
+    return json_res(200, { deliveries => \@out });
 }
 
 sub complete_checkout {
@@ -610,7 +677,7 @@ sub api {
     my $reply = sub {
         my ($r) = @_;
         $rec->{status} = $r->{status};
-        return answer($r->{status}, $r->{body}, $rid);
+        return answer($r->{status}, with_log_url($r->{body}, $rid), $rid);
     };
 
     # The switches first: an outage is an outage whoever asks.
@@ -714,6 +781,7 @@ sub control {
     return complete_checkout($d) if $path eq '/_control/complete_checkout';
     return change_subscription($d) if $path eq '/_control/subscription';
     return invoice_event($d) if $path eq '/_control/invoice';
+    return deliver($d) if $path eq '/_control/deliver';
     if ($path eq '/_control/reset') {
         reset_state(1);
     }

@@ -1462,7 +1462,7 @@ sub raw_http {
 # BILLING_WEBHOOK_SECRET) and the provider's signed webhook deliveries.
 # ===========================================================================
 
-push @EXPORT, qw(stripe_control stripe_state stripe_reset stripe_do billing_sign
+push @EXPORT, qw(stripe_control stripe_state stripe_reset stripe_do stripe_deliver billing_sign
                  billing_deliver);
 
 my $stripe_ua;
@@ -1498,6 +1498,17 @@ sub stripe_reset { return _stripe_call(POST => '/_control/reset') }
 # what happens at the provider (a customer pays, a subscription changes, an
 # invoice fails), and the events it would send.
 sub stripe_do { my ($what, $data) = @_; return _stripe_call(POST => "/_control/$what", $data) }
+
+# stripe_deliver(events => [...] | ids => [...], secrets => [...], t => TIME,
+#                base => URL) → [{id, type, status, body}]: the fake delivers
+# the events to /webhooks/billing itself, signed as Stripe signs them
+# (t=, one v1 per secret, a v0), one POST each.
+sub stripe_deliver {
+    my (%opt) = @_;
+    my $base = delete($opt{base}) // base_url();
+    return _stripe_call(POST => '/_control/deliver',
+                        { %opt, url => "$base/webhooks/billing" })->{deliveries};
+}
 
 # billing_sign($body, t => $time, secret => $s, secrets => [...]) → the
 # Stripe-Signature header value: t=TIME,v1=HEX for each secret (the
