@@ -44,7 +44,8 @@ package FakeStripe;
 #     included, once the endpoint started) is saved and replayed for the same
 #     key with Idempotent-Replayed: true; the same key with other parameters
 #     (or another path) is 400 idempotency_error; a validation failure saves
-#     nothing. A POST without a key is executed every time.
+#     nothing; a key longer than 255 characters is 400. A POST without a key
+#     is executed every time.
 #
 # Control (tests only; SvcTest.pm wraps it):
 #   POST /_control {mode, times, path, delay_ms, hang_seconds, prices}
@@ -151,7 +152,7 @@ sub error {
     $e->{code} = $o{code} if $o{code};
     $e->{param} = $o{param} if $o{param};
     $e->{decline_code} = $o{decline_code} if $o{decline_code};
-    $e->{doc_url} = "https://stripe.com/docs/error-codes/$o{code}" if $o{code};
+    $e->{doc_url} = 'https://stripe.com/docs/error-codes/' . ($o{code} =~ tr/_/-/r) if $o{code};
     return { status => $code, body => { error => $e }, save => $o{save} // 0 };
 }
 
@@ -734,6 +735,9 @@ sub api {
                                                    map { [ $pairs[2 * $_], $pairs[2 * $_ + 1] ] }
                                                    0 .. $#pairs / 2 ] ]);
     if ($m eq 'POST' && defined $ikey) {
+        return $reply->(error(400, 'invalid_request_error', 'Invalid Idempotency-Key: keys can '
+                              . 'be at most 255 characters long.'))
+            if length $ikey > 255 || $ikey eq '';
         if (my $saved = $st{idem}{$ikey}) {
             if ($saved->{fingerprint} ne $fingerprint) {
                 return $reply->(error(400, 'idempotency_error', 'Keys for idempotent requests can '
