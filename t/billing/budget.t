@@ -28,7 +28,7 @@ is($st, 201, 'a project');
 my $llm = new_llm(flavor => 'openai', models => [ 'pricey-1' ]);
 my $doc_reply = json()->encode({ summary => 'Better.', body => "# Doc\n\nRewritten.\n" });
 $llm->control(reply => $doc_reply);
-new_provider($org, $tok, $llm, model => 'pricey-1');
+new_provider($org, $tok, $llm, model => 'pricey-1', tools => 'off');
 my $product = new_product($org, 'app', $tok);
 my $doc = new_document($org, $product->{id}, $tok, body => "# Doc\n\nFirst words.\n");
 
@@ -186,7 +186,7 @@ is_deeply($b->{alerts}, [ 80, 90, 100 ], '... the default levels back');
 {
     my $o2 = new_org($owner, prefix => 'budget-capped');
     my ($s) = api(POST => "/api/orgs/$o2/projects", token => $tok, json => { slug => 'app', name => 'App' });
-    new_provider($o2, $tok, $llm, model => 'pricey-1');
+    new_provider($o2, $tok, $llm, model => 'pricey-1', tools => 'off');
     my $p2 = new_product($o2, 'app', $tok);
     my $d2 = new_document($o2, $p2->{id}, $tok);
     my $base = base_url();

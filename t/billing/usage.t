@@ -60,8 +60,8 @@ for my $p (qw(alpha beta)) {
 # --- model calls in both projects, and runs ---------------------------------------------
 my $llm = new_llm(flavor => 'openai', models => [ 'gpt-4o-mini', 'pricey-1' ]);
 $llm->control(reply => json()->encode({ summary => 'Better.', body => "# Doc\n\nRewritten.\n" }));
-my $cheap = new_provider($org, $tok, $llm, name => 'cheap', model => 'gpt-4o-mini');
-my $dear = new_provider($org, $tok, $llm, name => 'dear', model => 'pricey-1');
+my $cheap = new_provider($org, $tok, $llm, name => 'cheap', model => 'gpt-4o-mini', tools => 'off');
+my $dear = new_provider($org, $tok, $llm, name => 'dear', model => 'pricey-1', tools => 'off');
 
 sub regenerate {
     my ($project) = @_;
@@ -113,8 +113,11 @@ is(psql_value("SELECT count(*) FROM usage_records WHERE subject_id = '$runs[0]'"
 # Every call knows its project (the trigger on model_usage), but the test's.
 is(psql_value("SELECT count(*) FROM model_usage WHERE org_id = '$org_id' AND purpose <> 'provider.test' "
               . "AND project_id IS NULL"), 0, 'every call about a document or a run has its project');
+# (A provider test makes its call, and with tools auto a probe of them too.)
 is(psql_value("SELECT count(*) FROM model_usage WHERE org_id = '$org_id' AND purpose = 'provider.test' "
-              . "AND project_id IS NULL"), 1, '... and the provider test has none');
+              . "AND project_id IS NOT NULL"), 0, '... and the provider test has none');
+ok(psql_value("SELECT count(*) FROM model_usage WHERE org_id = '$org_id' AND purpose = 'provider.test'") >= 1,
+   '... though it made a call');
 
 # Yesterday (a call of alpha) and a deployment's hours in beta, as the
 # deployments area records them.
