@@ -23,12 +23,12 @@ void svc_config_unset(svc_config_t *conf, apr_pool_t *p)
     conf->document_limit = SVC_UNSET;
     conf->provider_allow_private = SVC_UNSET;
     conf->run_timeout = SVC_UNSET;
-    conf->run_max_steps = SVC_UNSET;
-    conf->run_max_tokens = SVC_UNSET;
-    conf->run_command_timeout = SVC_UNSET;
     conf->upload_limit = SVC_UNSET;
     conf->vcs_timeout_ms = SVC_UNSET;
     conf->stream_limit = SVC_UNSET;
+    conf->run_max_steps = SVC_UNSET;
+    conf->run_max_tokens = SVC_UNSET;
+    conf->run_command_timeout = SVC_UNSET;
     conf->billing_timeout_ms = SVC_UNSET;
     conf->rate_classes = apr_array_make(p, 4, sizeof(svc_rate_class_t));
     conf->internal_allow = apr_array_make(p, 2, sizeof(apr_ipsubnet_t *));
@@ -61,11 +61,11 @@ void svc_config_merge(svc_config_t *into, const svc_config_t *base, const svc_co
     MERGE(document_limit);
     MERGE(provider_allow_private);
     MERGE(run_timeout);
+    MERGE(upload_limit);
+    MERGE(vcs_timeout_ms);
     MERGE(run_max_steps);
     MERGE(run_max_tokens);
     MERGE(run_command_timeout);
-    MERGE(upload_limit);
-    MERGE(vcs_timeout_ms);
     MERGE(billing_timeout_ms);
     /* The main server's only: one count per user, whichever host a stream
      * is on (SvcStreamLimit is GLOBAL_ONLY). */
@@ -103,12 +103,12 @@ void svc_config_fill(svc_config_t *conf, apr_pool_t *p)
     DEFAULT(document_limit, 1024 * 1024);
     DEFAULT(provider_allow_private, 0);
     DEFAULT(run_timeout, 30 * 60);
-    DEFAULT(run_max_steps, 50);
-    DEFAULT(run_max_tokens, 2000000);
-    DEFAULT(run_command_timeout, 120);
     DEFAULT(upload_limit, 25 * 1024 * 1024);
     DEFAULT(vcs_timeout_ms, 10000);
     DEFAULT(stream_limit, 100);
+    DEFAULT(run_max_steps, 50);
+    DEFAULT(run_max_tokens, 2000000);
+    DEFAULT(run_command_timeout, 120);
     DEFAULT(billing_timeout_ms, 20000);
     if (!conf->ui_url) {
         conf->ui_url = "/";

@@ -344,9 +344,8 @@ static apr_status_t run_once(svc_ctx_t *ctx)
 /* Back to the state right after routing, for a second run. */
 static void reset(svc_ctx_t *ctx)
 {
-    if (ctx->db) {
-        svc_db_rollback(ctx->db, ctx->pool);
-    }
+    /* No transaction is open here: a write ends within svc_write. */
+    ctx->write_state = SVC_WRITE_NONE;
     ctx->who = NULL;
     ctx->org = NULL;
     ctx->project = NULL;
@@ -354,10 +353,7 @@ static void reset(svc_ctx_t *ctx)
     ctx->problem = NULL;
     ctx->auth_rv = APR_SUCCESS;
     ctx->auth_problem = NULL;
-    ctx->status = 0;
-    ctx->content_type = NULL;
-    ctx->resp_body = NULL;
-    ctx->resp_len = 0;
+    svc_ctx_forget_answer(ctx);
     apr_table_clear(ctx->headers_out);
 }
 
@@ -373,7 +369,8 @@ apr_status_t svc_dispatch_run(svc_ctx_t *ctx)
      * the request once more, now without the assumption.
      */
     crv = svc_auth_confirm(ctx);
-    if (crv == SVC_ERESTART) {
+    /* (A stale assumption is found before any write: BEGIN settles it.) */
+    if (crv == SVC_ERESTART && ctx->write_state != SVC_WRITE_COMMITTED) {
         reset(ctx);
         rv = run_once(ctx);
         crv = svc_auth_confirm(ctx);

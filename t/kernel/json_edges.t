@@ -1,4 +1,6 @@
-# Strict input: every JSON edge case of DESIGN.md section 6 against
+# Strict input: every JSON edge case (duplicate keys, 2049-deep nesting,
+# \u0000, huge integers, invalid UTF-8, bare scalars, 10 MB strings, wrong
+# types, absurd limits) against
 # POST /api/me/tokens, each a 4xx problem document, never a 5xx, and none
 # creating anything; body limits with Content-Length and chunked; absurd
 # query parameters.

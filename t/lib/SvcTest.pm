@@ -499,14 +499,14 @@ sub sign_in {
 sub b64url { return MIME::Base64::encode_base64url(shift) }
 
 # jwt_forge($header_json, $claims_json) → a token of exactly these bytes,
-# signed with the server's real session key (build/unit/test_jwt --sign,
+# signed with the server's real session key (build/unit/test_base_jwt --sign,
 # which derives it from $SVC_SECRET as the module does).
 sub jwt_forge {
     my ($header, $claims) = @_;
     my $top = $ENV{SVC_TOP} // die "SvcTest: SVC_TOP is not set\n";
-    my ($rc, $out, $err) = run([catfile($top, 'build', 'unit', 'test_jwt'), '--sign',
+    my ($rc, $out, $err) = run([catfile($top, 'build', 'unit', 'test_base_jwt'), '--sign',
                                 $header, $claims]);
-    die "test_jwt --sign: $err" if $rc != 0;
+    die "test_base_jwt --sign: $err" if $rc != 0;
     chomp $out;
     record_secret($out);
     return $out;

@@ -13,11 +13,13 @@
 /* The longest span GET .../usage sums at once. */
 #define USAGE_MAX_DAYS 400
 
+/* A cache of what the provider previewed, written while GET /billing
+ * answers: it stands alone (SVC_STMT_ALONE), part of no change. */
 static const svc_stmt_t st_invoice_cache = {
     "svc_billing_invoice_cache",
     "UPDATE billing_accounts SET next_invoice = $3::jsonb, next_invoice_at = now()"
     " WHERE org_id = $1 AND subscription_id = $2",
-    3, SVC_STMT_RETRY
+    3, SVC_STMT_RETRY | SVC_STMT_ALONE
 };
 
 const svc_qparam_t svc_q_billing_usage[] = {

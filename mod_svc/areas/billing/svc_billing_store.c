@@ -25,6 +25,9 @@ static const svc_stmt_t st_account = {
     2, SVC_STMT_READ
 };
 
+/* The provider's customer of an org, kept the moment the provider made it,
+ * whatever the request comes to (SVC_STMT_ALONE): a customer nobody knows
+ * would be made twice (docs/decisions.md, "One customer per org"). */
 static const svc_stmt_t st_customer_store = {
     "svc_billing_customer_store",
     "INSERT INTO billing_accounts AS a (org_id, customer_id) VALUES ($1, $2)"
@@ -32,7 +35,7 @@ static const svc_stmt_t st_customer_store = {
     " SET customer_id = coalesce(a.customer_id, EXCLUDED.customer_id),"
     "     updated_at = CASE WHEN a.customer_id IS NULL THEN now() ELSE a.updated_at END"
     " RETURNING customer_id",
-    2, SVC_STMT_RETRY
+    2, SVC_STMT_RETRY | SVC_STMT_ALONE
 };
 
 /*

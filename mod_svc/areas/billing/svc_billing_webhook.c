@@ -252,6 +252,7 @@ typedef struct {
     const char *event_id;
     const char *type;
     const char *created;        /* the event's creation, decimal seconds */
+    const char *livemode;       /* "true" or "false" */
     const json_t *obj;          /* data.object */
     const char *org_id;         /* the org it is about, or NULL */
     /* What changed, for the audit entry and the billing.updated event. */
@@ -485,15 +486,43 @@ static apr_status_t apply(event_t *ev)
     return handled[i].type ? handled[i].fn(ev, handled[i].flag) : checkout_completed(ev);
 }
 
+/* The event recorded once, with its effect, and the answer: one write. */
+static apr_status_t record_event(svc_ctx_t *ctx, svc_db_t *db, void *baton)
+{
+    event_t *ev = baton;
+    svc_dbres_t *res;
+    apr_status_t rv;
+
+    ev->db = db;
+    if ((rv = org_of(ev, &ev->org_id)) != APR_SUCCESS) {
+        return rv;
+    }
+    /* A redelivery waits here for the first delivery's transaction, then
+     * finds its row; if that one rolled back, this one goes ahead. */
+    rv = svc_db_execv(db, &st_event_record, ctx->pool, &res, ev->event_id, ev->type,
+                      ev->org_id, ev->livemode, ev->created, ctx->raw_body);
+    if (rv != APR_SUCCESS) {
+        return rv;
+    }
+    if (svc_dbres_rows(res) == 0) {
+        /* Recorded before: nothing was written, nothing changes. */
+        return svc_reply_json(ctx, 200, json_pack("{s:s,s:s}", "status", "duplicate",
+                                                  "event_id", ev->event_id));
+    }
+    if (ev->org_id && (rv = apply(ev)) != APR_SUCCESS) {
+        return rv;
+    }
+    return svc_reply_json(ctx, 200, json_pack("{s:s,s:s}", "status", "accepted",
+                                              "event_id", ev->event_id));
+}
+
 apr_status_t svc_h_billing_webhook(svc_ctx_t *ctx)
 {
     const svc_billing_t *b = svc_billing_of(ctx->conf);
-    const char *why, *livemode, *created;
+    const char *why, *created;
     json_t *doc, *data;
     event_t ev;
-    svc_dbres_t *res;
     int expired;
-    apr_status_t rv;
 
     if (!b->webhook_secret) {
         return svc_fail(ctx, 503, "billing_not_configured",
@@ -535,35 +564,8 @@ apr_status_t svc_h_billing_webhook(svc_ctx_t *ctx)
                         "created or data.object.");
     }
     ev.created = created;
-    livemode = json_is_true(json_object_get(doc, "livemode")) ? "true" : "false";
-
-    if ((rv = svc_ctx_db_begin(ctx, &ev.db)) != APR_SUCCESS) {
-        return rv;
-    }
-    if ((rv = org_of(&ev, &ev.org_id)) != APR_SUCCESS) {
-        goto cleanup;
-    }
-    /* A redelivery waits here for the first delivery's transaction, then
-     * finds its row; if that one rolled back, this one goes ahead. */
-    rv = svc_db_execv(ev.db, &st_event_record, ctx->pool, &res, ev.event_id, ev.type,
-                      ev.org_id, livemode, created, ctx->raw_body);
-    if (rv != APR_SUCCESS) {
-        goto cleanup;
-    }
-    if (svc_dbres_rows(res) == 0) {
-        svc_db_rollback(ev.db, ctx->pool);
-        return svc_reply_json(ctx, 200, json_pack("{s:s,s:s}", "status", "duplicate",
-                                                  "event_id", ev.event_id));
-    }
-    if (ev.org_id) {
-        rv = apply(&ev);
-    }
-cleanup:
-    if ((rv = svc_db_end(ev.db, ctx->pool, rv)) != APR_SUCCESS) {
-        return rv;
-    }
-    return svc_reply_json(ctx, 200, json_pack("{s:s,s:s}", "status", "accepted",
-                                              "event_id", ev.event_id));
+    ev.livemode = json_is_true(json_object_get(doc, "livemode")) ? "true" : "false";
+    return svc_write(ctx, record_event, &ev);
 }
 
 apr_status_t svc_h_billing_events_list(svc_ctx_t *ctx)

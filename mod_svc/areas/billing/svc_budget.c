@@ -1,11 +1,13 @@
 /*
  * svc_budget.c: budgets and hard limits (svc_billing.h, svc_billing_api.h):
- * an org's monthly budget for model spend and its alerts, what the
- * supervisors' sweep writes when spend crosses them, and the admission
+ * an org's monthly budget for model spend and its alerts, what is written
+ * when spend crosses them (at once when a budget is set below the spend;
+ * else by the supervisors' sweep, svc_budget_sweep.c), and the admission
  * check the areas that start spending call first.
  */
 #include "svc_billing_api.h"
 #include "svc_billing_store.h"
+#include "svc_budget.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -70,16 +72,6 @@ static const svc_stmt_t st_checked = {
     2, 0
 };
 
-static const svc_stmt_t st_sweep_orgs = {
-    "svc_billing_sweep_orgs",
-    "SELECT a.org_id FROM billing_accounts a"
-    " WHERE a.budget_usd IS NOT NULL AND EXISTS (SELECT 1 FROM model_usage u"
-    "   WHERE u.org_id = a.org_id"
-    "     AND u.created_at > coalesce(a.budget_checked_at, '-infinity'::timestamptz))"
-    " ORDER BY a.budget_checked_at NULLS FIRST LIMIT 100",
-    0, SVC_STMT_READ
-};
-
 static const svc_stmt_t st_record_usage = {
     "svc_billing_record_usage",
     "INSERT INTO usage_records (org_id, project_id, kind, subject_id, quantity, started_at,"
@@ -97,15 +89,8 @@ static double cents(double usd)
 /* ------------------------------------------------------------------------ */
 /* Crossing the alert levels                                                */
 
-/*
- * The org's month spend against its budget, in the caller's transaction:
- * each alert level reached for the first time this month is written, with
- * an audit entry (by `actor`) and a billing.budget event (last: it takes
- * the org's event lock). *pnew counts them. The account row is locked
- * first, so a budget changed at the same moment is seen as it ends up.
- */
-static apr_status_t check_budget(svc_db_t *db, apr_pool_t *p, const svc_config_t *conf,
-                                 const char *org_id, const svc_actor_t *actor, int *pnew)
+apr_status_t svc_budget_check(svc_db_t *db, apr_pool_t *p, const svc_config_t *conf,
+                              const char *org_id, const svc_actor_t *actor, int *pnew)
 {
     const char *from, *to, *month;
     apr_array_header_t *fresh = apr_array_make(p, 4, sizeof(int));
@@ -187,41 +172,6 @@ static apr_status_t check_budget(svc_db_t *db, apr_pool_t *p, const svc_config_t
     return APR_SUCCESS;
 }
 
-apr_status_t svc_billing_sweep(svc_db_t *db, apr_pool_t *p, const svc_config_t *conf,
-                               int *palerts)
-{
-    svc_actor_t actor;
-    svc_dbres_t *res;
-    apr_status_t rv;
-    int i, total = 0;
-
-    if (palerts) {
-        *palerts = 0;
-    }
-    if ((rv = svc_db_execv(db, &st_sweep_orgs, p, &res)) != APR_SUCCESS) {
-        return rv;
-    }
-    memset(&actor, 0, sizeof(actor));
-    actor.kind = "system";
-    for (i = 0; i < svc_dbres_rows(res); i++) {
-        const char *org = apr_pstrdup(p, svc_dbres_str(res, i, 0));
-        int n = 0;
-        /* One transaction per org: one org's failure holds up no other. */
-        if ((rv = svc_db_begin(db, p)) != APR_SUCCESS) {
-            return rv;
-        }
-        rv = check_budget(db, p, conf, org, &actor, &n);
-        if ((rv = svc_db_end(db, p, rv)) != APR_SUCCESS) {
-            return rv;
-        }
-        total += n;
-    }
-    if (palerts) {
-        *palerts = total;
-    }
-    return APR_SUCCESS;
-}
-
 /* ------------------------------------------------------------------------ */
 /* The budget's routes                                                      */
 
@@ -279,29 +229,20 @@ apr_status_t svc_h_billing_budget_get(svc_ctx_t *ctx)
     return svc_reply_json(ctx, 200, doc);
 }
 
-apr_status_t svc_h_billing_budget_put(svc_ctx_t *ctx)
+/* The budget set, audited, its alerts checked, and the answer: one write. */
+static apr_status_t set_budget(svc_ctx_t *ctx, svc_db_t *db, void *baton)
 {
     json_t *usd = json_object_get(ctx->body, "monthly_usd");
-    json_t *alerts = json_object_get(ctx->body, "alerts");
+    json_t *alerts = baton;
     json_t *hard = json_object_get(ctx->body, "hard");
     json_t *before = NULL, *after = NULL;
     svc_actor_t actor;
-    svc_db_t *db;
     apr_status_t rv;
     int n;
 
-    if (!alerts || json_is_null(alerts)) {
-        alerts = svc_json_pool(ctx->pool, json_pack("[iii]", 80, 90, 100));
-    }
-    if (json_array_size(alerts) > 10) {
-        return svc_fail(ctx, 400, "validation_failed", "alerts has at most 10 levels.");
-    }
-    if ((rv = svc_ctx_db_begin(ctx, &db)) != APR_SUCCESS) {
-        return rv;
-    }
     if ((rv = svc_access_recheck(ctx, db, SVC_ROLE_ADMIN, SVC_PROLE_NONE)) != APR_SUCCESS
         || (rv = budget_doc(ctx, db, &before)) != APR_SUCCESS) {
-        goto cleanup;
+        return rv;
     }
     svc_json_pool(ctx->pool, before);
     rv = svc_db_execv(db, &st_budget_set, ctx->pool, NULL, ctx->org->id,
@@ -311,7 +252,7 @@ apr_status_t svc_h_billing_budget_put(svc_ctx_t *ctx)
                       : NULL,
                       svc_json_dump(ctx->pool, alerts), json_is_true(hard) ? "true" : "false");
     if (rv != APR_SUCCESS) {
-        goto cleanup;
+        return rv;
     }
     svc_actor_from_ctx(ctx, &actor);
     rv = svc_audit_write(db, ctx->pool, &actor, ctx->org->id, "billing.budget.updated", "org",
@@ -327,18 +268,26 @@ apr_status_t svc_h_billing_budget_put(svc_ctx_t *ctx)
                                                  "hard", json_is_true(hard))));
     /* A budget set below what is spent already alerts now, not at the
      * next sweep. */
-    if (rv == APR_SUCCESS) {
-        rv = check_budget(db, ctx->pool, ctx->conf, ctx->org->id, &actor, &n);
-    }
-    if (rv == APR_SUCCESS) {
-        rv = budget_doc(ctx, db, &after);
-    }
-cleanup:
-    if ((rv = svc_db_end(db, ctx->pool, rv)) != APR_SUCCESS) {
-        json_decref(after);
+    if (rv != APR_SUCCESS
+        || (rv = svc_budget_check(db, ctx->pool, ctx->conf, ctx->org->id, &actor, &n))
+           != APR_SUCCESS
+        || (rv = budget_doc(ctx, db, &after)) != APR_SUCCESS) {
         return rv;
     }
     return svc_reply_json(ctx, 200, after);
+}
+
+apr_status_t svc_h_billing_budget_put(svc_ctx_t *ctx)
+{
+    json_t *alerts = json_object_get(ctx->body, "alerts");
+
+    if (!alerts || json_is_null(alerts)) {
+        alerts = svc_json_pool(ctx->pool, json_pack("[iii]", 80, 90, 100));
+    }
+    if (json_array_size(alerts) > 10) {
+        return svc_fail(ctx, 400, "validation_failed", "alerts has at most 10 levels.");
+    }
+    return svc_write(ctx, set_budget, alerts);
 }
 
 /* ------------------------------------------------------------------------ */

@@ -200,25 +200,47 @@ static apr_status_t read_account(svc_ctx_t *ctx, svc_billing_account_t *a)
     return svc_ctx_db_release(ctx);
 }
 
-/* The audit entry of an admin's action at the provider, in one transaction
- * with the caller still an admin. `data` is taken. */
-static apr_status_t audit_admin(svc_ctx_t *ctx, const char *action, json_t *data)
+/* An admin's action at the provider, done: its audit entry and the answer. */
+typedef struct {
+    const char *action;
+    json_t *data;               /* the audit entry's details */
+    int status;
+    json_t *reply;
+} audited_t;
+
+static apr_status_t write_audited(svc_ctx_t *ctx, svc_db_t *db, void *baton)
 {
+    audited_t *w = baton;
     svc_actor_t actor;
-    svc_db_t *db;
     apr_status_t rv;
 
-    if ((rv = svc_ctx_db_begin(ctx, &db)) != APR_SUCCESS) {
-        json_decref(data);
+    /* Still an admin now that the provider has answered. */
+    if ((rv = svc_access_recheck(ctx, db, SVC_ROLE_ADMIN, SVC_PROLE_NONE)) != APR_SUCCESS) {
         return rv;
     }
-    svc_json_pool(ctx->pool, data);
-    if ((rv = svc_access_recheck(ctx, db, SVC_ROLE_ADMIN, SVC_PROLE_NONE)) == APR_SUCCESS) {
-        svc_actor_from_ctx(ctx, &actor);
-        rv = svc_audit_write(db, ctx->pool, &actor, ctx->org->id, action, "org", ctx->org->id,
-                             data);
+    svc_actor_from_ctx(ctx, &actor);
+    if ((rv = svc_audit_write(db, ctx->pool, &actor, ctx->org->id, w->action, "org",
+                              ctx->org->id, w->data)) != APR_SUCCESS) {
+        return rv;
     }
-    return svc_db_end(db, ctx->pool, rv);
+    return svc_reply_json(ctx, w->status, json_incref(w->reply));
+}
+
+/* Writes the audit entry of what was done at the provider with the answer
+ * (svc_write). `data` and `reply` are taken. */
+static apr_status_t answer_audited(svc_ctx_t *ctx, const char *action, json_t *data,
+                                   int status, json_t *reply)
+{
+    audited_t w;
+
+    w.action = action;
+    w.data = svc_json_pool(ctx->pool, data);
+    w.status = status;
+    w.reply = svc_json_pool(ctx->pool, reply);
+    if (!w.data || !w.reply) {
+        return APR_ENOMEM;
+    }
+    return svc_write(ctx, write_audited, &w);
 }
 
 /* The provider's key of a POST a client may send again with its own
@@ -335,11 +357,12 @@ apr_status_t svc_h_billing_checkout(svc_ctx_t *ctx)
         /* The same checkout again: audited when it was made. */
         apr_table_setn(ctx->headers_out, "Idempotent-Replayed", "true");
     }
-    else if ((rv = audit_admin(ctx, "billing.checkout.created",
-                               json_pack("{s:s,s:s,s:s,s:b}", "plan", plan->id, "session_id",
-                                         id, "customer_id", customer, "customer_created",
-                                         created))) != APR_SUCCESS) {
-        return rv;
+    else {
+        return answer_audited(ctx, "billing.checkout.created",
+                              json_pack("{s:s,s:s,s:s,s:b}", "plan", plan->id, "session_id",
+                                        id, "customer_id", customer, "customer_created",
+                                        created),
+                              201, json_pack("{s:s,s:s}", "url", url, "id", id));
     }
     return svc_reply_json(ctx, 201, json_pack("{s:s,s:s}", "url", url, "id", id));
 }
@@ -378,14 +401,13 @@ apr_status_t svc_h_billing_portal(svc_ctx_t *ctx)
         return svc_stripe_fail(ctx, &s, rv, "create a customer-portal session");
     }
     if ((rv = session_of(ctx, &s, doc, "create a customer-portal session", &url, &id))
-        != APR_SUCCESS
-        || (rv = audit_admin(ctx, "billing.portal.opened",
-                             json_pack("{s:s,s:s,s:b}", "session_id", id, "customer_id",
-                                       customer, "customer_created", created)))
-           != APR_SUCCESS) {
+        != APR_SUCCESS) {
         return rv;
     }
-    return svc_reply_json(ctx, 201, json_pack("{s:s}", "url", url));
+    return answer_audited(ctx, "billing.portal.opened",
+                          json_pack("{s:s,s:s,s:b}", "session_id", id, "customer_id",
+                                    customer, "customer_created", created),
+                          201, json_pack("{s:s}", "url", url));
 }
 
 /* {"brand", "last4", "exp_month", "exp_year"} of a card payment method
@@ -519,11 +541,9 @@ apr_status_t svc_h_billing_payment_method_put(svc_ctx_t *ctx)
             return svc_stripe_fail(ctx, &s, rv, "make the payment method the subscription's");
         }
     }
-    if ((rv = audit_admin(ctx, "billing.payment_method.set",
+    return answer_audited(ctx, "billing.payment_method.set",
                           json_pack("{s:O,s:O,s:b}", "brand", json_object_get(card, "brand"),
                                     "last4", json_object_get(card, "last4"), "customer_created",
-                                    created))) != APR_SUCCESS) {
-        return rv;
-    }
-    return svc_reply_json(ctx, 200, json_incref(card));
+                                    created),
+                          200, json_incref(card));
 }

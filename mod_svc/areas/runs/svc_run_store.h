@@ -31,8 +31,8 @@
     " ELSE json_build_object('code', r.error_code, 'message', r.error_message) END)::text"
 
 /*
- * Emits run.status for a change made in the caller's transaction (the last
- * statement before COMMIT: it takes the org's event lock). err_code and
+ * Emits run.status for a change made in the caller's transaction (its last
+ * write: it takes the org's event lock). err_code and
  * err_message may be NULL.
  */
 apr_status_t svc_run_emit_status(svc_db_t *db, apr_pool_t *p, const char *org_id,

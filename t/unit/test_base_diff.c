@@ -1,5 +1,5 @@
 /*
- * test_diff.c: unified diffs and the strict applier (base/svc_diff.c).
+ * test_base_diff.c: unified diffs and the strict applier (base/svc_diff.c).
  *
  * Fixed cases pin the format (as GNU diff -u writes it); property tests
  * run many random edits of random texts through diff and apply, check that

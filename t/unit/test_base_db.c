@@ -1,6 +1,7 @@
 /*
- * test_db.c: the data-access layer against a real PostgreSQL, one test per
- * trap of DESIGN.md section 4 (and the invariants the schema enforces).
+ * test_base_db.c: the data-access layer against a real PostgreSQL, one test per
+ * trap of mod_dbd and apr_dbd_pgsql (docs/architecture.md, "Storage"), and
+ * the invariants the schema enforces.
  *
  * SVC_TEST_DB names a database where `svcctl migrate` has been run; the
  * database user must be allowed to terminate backends of its own role and,
@@ -344,7 +345,7 @@ SVC_TEST(db_read_in_transaction_not_retried)
     if (!db || !other) {
         return;
     }
-    SVC_CHECK_INT(svc_db_begin(db, p), APR_SUCCESS);
+    SVC_CHECK_INT(svc_db_begin(db), APR_SUCCESS);
     SVC_CHECK_INT(svc_db_exec(db, &st_one, p, NULL, NULL), APR_SUCCESS);
     if (!kill_backend(p, other, db)) {
         svc_db_release(db);
@@ -356,10 +357,10 @@ SVC_TEST(db_read_in_transaction_not_retried)
     svc_db_release(db);
     SVC_CHECK(!svc_db_in_tx(db));
     /* A new transaction starts on a fresh backend. */
-    SVC_CHECK_INT(svc_db_begin(db, p), APR_SUCCESS);
+    SVC_CHECK_INT(svc_db_begin(db), APR_SUCCESS);
     SVC_CHECK(backend_pid_via_stmt(p, db, &rv) > 0);
     SVC_CHECK_INT(rv, APR_SUCCESS);
-    SVC_CHECK_INT(svc_db_commit(db, p), APR_SUCCESS);
+    SVC_CHECK_INT(svc_db_commit(db), APR_SUCCESS);
 }
 
 SVC_TEST(db_begin_retried_after_kill)
@@ -378,10 +379,10 @@ SVC_TEST(db_begin_retried_after_kill)
     /* Prepared on the first backend, which then dies. */
     SVC_CHECK_INT(svc_db_execv(db, ins, p, NULL, "1", "one"), APR_SUCCESS);
     if (kill_backend(p, other, db)) {
-        SVC_CHECK_INT(svc_db_begin(db, p), APR_SUCCESS);
+        SVC_CHECK_INT(svc_db_begin(db), APR_SUCCESS);
         SVC_CHECK(svc_db_in_tx(db));
         SVC_CHECK_INT(svc_db_execv(db, ins, p, NULL, "2", "two"), APR_SUCCESS);
-        SVC_CHECK_INT(svc_db_commit(db, p), APR_SUCCESS);
+        SVC_CHECK_INT(svc_db_commit(db), APR_SUCCESS);
         SVC_CHECK(!svc_db_in_tx(db));
         SVC_CHECK_INT(count_id(p, other, t, 2), 1);
         svc_db_stats(db, &s);
@@ -477,6 +478,28 @@ SVC_TEST(db_bad_statement_does_not_poison)
 /* ---------------------------------------------------------------------- */
 /* Trap 7: transactions                                                    */
 
+/* A change for svc_db_tx: inserts row `id`, then returns `rv` (after
+ * trying a transaction inside this one, when `nested`). */
+typedef struct {
+    const char *t;
+    const svc_stmt_t *ins;
+    const char *id;
+    apr_status_t rv;
+    int nested;
+} tx_case_t;
+
+static apr_status_t tx_insert(svc_db_t *db, apr_pool_t *p, void *baton)
+{
+    tx_case_t *c = baton;
+    apr_status_t rv = svc_db_execv(db, c->ins, p, NULL, c->id, "in svc_db_tx");
+
+    if (rv == APR_SUCCESS && c->nested) {
+        c->nested = 0;
+        return svc_db_tx(db, p, tx_insert, c);
+    }
+    return rv == APR_SUCCESS ? c->rv : rv;
+}
+
 SVC_TEST(db_release_rolls_back)
 {
     svc_db_t *db = svc_testdb_open(p), *other = svc_testdb_open(p);
@@ -489,10 +512,10 @@ SVC_TEST(db_release_rolls_back)
     t = scratch_table(p, other);
     ins = stmt(p, "svc_ut_ins", apr_psprintf(p, "INSERT INTO %s (id, v) VALUES ($1::int, $2)",
                                              t), 2, 0);
-    SVC_CHECK_INT(svc_db_begin(db, p), APR_SUCCESS);
+    SVC_CHECK_INT(svc_db_begin(db), APR_SUCCESS);
     SVC_CHECK(svc_db_in_tx(db));
     /* No nested transactions. */
-    SVC_CHECK(svc_db_begin(db, p) != APR_SUCCESS);
+    SVC_CHECK(svc_db_begin(db) != APR_SUCCESS);
     SVC_CHECK_INT(svc_db_execv(db, ins, p, NULL, "1", "half a write"), APR_SUCCESS);
     SVC_CHECK_INT(count_id(p, other, t, 1), 0);
     /* The early error return: no commit, the connection goes back. */
@@ -504,9 +527,9 @@ SVC_TEST(db_release_rolls_back)
     SVC_CHECK_INT(svc_db_execv(db, ins, p, NULL, "1", "whole"), APR_SUCCESS);
     SVC_CHECK_INT(count_id(p, other, t, 1), 1);
     /* Explicit rollback too. */
-    SVC_CHECK_INT(svc_db_begin(db, p), APR_SUCCESS);
+    SVC_CHECK_INT(svc_db_begin(db), APR_SUCCESS);
     SVC_CHECK_INT(svc_db_execv(db, ins, p, NULL, "2", "x"), APR_SUCCESS);
-    svc_db_rollback(db, p);
+    svc_db_rollback(db);
     SVC_CHECK_INT(count_id(p, other, t, 2), 0);
     /* Releasing outside a transaction, or twice, is harmless. */
     svc_db_release(db);
@@ -520,7 +543,10 @@ SVC_TEST(db_commit_after_failed_statement_fails)
 {
     svc_db_t *db = svc_testdb_open(p), *other = svc_testdb_open(p);
     const svc_stmt_t *ins;
+    tx_case_t tx;
     const char *t;
+
+    memset(&tx, 0, sizeof(tx));
 
     if (!db || !other) {
         return;
@@ -528,37 +554,82 @@ SVC_TEST(db_commit_after_failed_statement_fails)
     t = scratch_table(p, other);
     ins = stmt(p, "svc_ut_ins", apr_psprintf(p, "INSERT INTO %s (id, v) VALUES ($1::int, $2)",
                                              t), 2, 0);
-    SVC_CHECK_INT(svc_db_begin(db, p), APR_SUCCESS);
+    SVC_CHECK_INT(svc_db_begin(db), APR_SUCCESS);
     SVC_CHECK_INT(svc_db_execv(db, ins, p, NULL, "1", "first"), APR_SUCCESS);
     /* A failed statement (a code path that ignores it) aborts the transaction... */
     SVC_CHECK_INT(svc_db_execv(db, ins, p, NULL, "1", "duplicate"), SVC_ECONFLICT);
     SVC_CHECK(svc_db_in_tx(db));
     /* ...and COMMIT (which PostgreSQL answers with ROLLBACK) is no success. */
-    SVC_CHECK(svc_db_commit(db, p) != APR_SUCCESS);
+    SVC_CHECK(svc_db_commit(db) != APR_SUCCESS);
     SVC_CHECK(!svc_db_in_tx(db));
     SVC_CHECK_INT(PQtransactionStatus(svc_db_conn(db)), PQTRANS_IDLE);
     SVC_CHECK_INT(count_id(p, other, t, 1), 0);
     /* Commit outside a transaction is refused. */
-    SVC_CHECK(svc_db_commit(db, p) != APR_SUCCESS);
+    SVC_CHECK(svc_db_commit(db) != APR_SUCCESS);
     /* The handle is fine for the next transaction. */
-    SVC_CHECK_INT(svc_db_begin(db, p), APR_SUCCESS);
+    SVC_CHECK_INT(svc_db_begin(db), APR_SUCCESS);
     SVC_CHECK_INT(svc_db_execv(db, ins, p, NULL, "1", "again"), APR_SUCCESS);
-    SVC_CHECK_INT(svc_db_commit(db, p), APR_SUCCESS);
+    SVC_CHECK_INT(svc_db_commit(db), APR_SUCCESS);
     SVC_CHECK_INT(count_id(p, other, t, 1), 1);
 
-    /* svc_db_end, how handlers finish: a failure rolls back and is returned
-     * as it was, success commits; nothing begun (no handle) is a no-op. */
-    SVC_CHECK_INT(svc_db_begin(db, p), APR_SUCCESS);
-    SVC_CHECK_INT(svc_db_execv(db, ins, p, NULL, "2", "failed"), APR_SUCCESS);
-    SVC_CHECK_INT(svc_db_end(db, p, SVC_ECONFLICT), SVC_ECONFLICT);
+    /* svc_db_tx, the one transaction: what fn returns but success rolls
+     * back and is returned as it was; success commits; a transaction
+     * cannot begin inside one. */
+    tx.t = t;
+    tx.ins = ins;
+    tx.id = "2";
+    tx.rv = SVC_ECONFLICT;
+    SVC_CHECK_INT(svc_db_tx(db, p, tx_insert, &tx), SVC_ECONFLICT);
     SVC_CHECK(!svc_db_in_tx(db));
     SVC_CHECK_INT(count_id(p, other, t, 2), 0);
-    SVC_CHECK_INT(svc_db_begin(db, p), APR_SUCCESS);
-    SVC_CHECK_INT(svc_db_execv(db, ins, p, NULL, "2", "done"), APR_SUCCESS);
-    SVC_CHECK_INT(svc_db_end(db, p, APR_SUCCESS), APR_SUCCESS);
+    tx.rv = APR_SUCCESS;
+    SVC_CHECK_INT(svc_db_tx(db, p, tx_insert, &tx), APR_SUCCESS);
     SVC_CHECK(!svc_db_in_tx(db));
     SVC_CHECK_INT(count_id(p, other, t, 2), 1);
-    SVC_CHECK_INT(svc_db_end(NULL, p, APR_EGENERAL), APR_EGENERAL);
+    tx.id = "3";
+    tx.nested = 1;
+    SVC_CHECK(svc_db_tx(db, p, tx_insert, &tx) != APR_SUCCESS);
+    SVC_CHECK(!svc_db_in_tx(db));
+    SVC_CHECK_INT(count_id(p, other, t, 3), 0);
+    drop_table(p, other, t);
+}
+
+/* A connection lent to a request writes inside a transaction only (but
+ * for writes declared to stand alone), so a handler cannot change anything
+ * but through svc_write. */
+SVC_TEST(db_guarded_writes_need_a_transaction)
+{
+    svc_db_t *db = svc_testdb_open(p), *other = svc_testdb_open(p);
+    const svc_stmt_t *ins, *alone, *read;
+    tx_case_t tx;
+    const char *t;
+
+    memset(&tx, 0, sizeof(tx));
+    if (!db || !other) {
+        return;
+    }
+    t = scratch_table(p, other);
+    ins = stmt(p, "svc_ut_ins", apr_psprintf(p, "INSERT INTO %s (id, v) VALUES ($1::int, $2)",
+                                             t), 2, 0);
+    alone = stmt(p, "svc_ut_ins_alone",
+                 apr_psprintf(p, "INSERT INTO %s (id, v) VALUES ($1::int, $2)", t), 2,
+                 SVC_STMT_ALONE);
+    read = stmt(p, "svc_ut_count", apr_psprintf(p, "SELECT count(*) FROM %s", t), 0,
+                SVC_STMT_READ);
+    /* Unguarded (svcctl, the supervisor): a write on its own is its business. */
+    SVC_CHECK_INT(svc_db_execv(db, ins, p, NULL, "1", "unguarded"), APR_SUCCESS);
+    svc_db_guard_writes(db);
+    SVC_CHECK_INT(svc_db_execv(db, ins, p, NULL, "2", "outside"), APR_EGENERAL);
+    SVC_CHECK(strstr(svc_db_errmsg(db), "svc_ut_ins may write") != NULL);
+    SVC_CHECK_INT(count_id(p, other, t, 2), 0);
+    SVC_CHECK_INT(svc_db_execv(db, alone, p, NULL, "3", "bookkeeping"), APR_SUCCESS);
+    SVC_CHECK_INT(svc_db_execv(db, read, p, NULL), APR_SUCCESS);
+    tx.t = t;
+    tx.ins = ins;
+    tx.id = "4";
+    SVC_CHECK_INT(svc_db_tx(db, p, tx_insert, &tx), APR_SUCCESS);
+    SVC_CHECK_INT(count_id(p, other, t, 3), 1);
+    SVC_CHECK_INT(count_id(p, other, t, 4), 1);
     drop_table(p, other, t);
 }
 
@@ -644,16 +715,16 @@ SVC_TEST(db_set_local_does_not_survive)
     session = svc_dbres_str(res, 0, 0);
     SVC_CHECK(session && strcmp(session, "1234ms") != 0);
 
-    SVC_CHECK_INT(svc_db_begin(db, p), APR_SUCCESS);
+    SVC_CHECK_INT(svc_db_begin(db), APR_SUCCESS);
     SVC_CHECK_INT(svc_db_simple(db, "SET LOCAL statement_timeout = 1234", p), APR_SUCCESS);
     SVC_CHECK_INT(svc_db_exec(db, &show, p, &res, NULL), APR_SUCCESS);
     SVC_CHECK_STR(svc_dbres_str(res, 0, 0), "1234ms");
-    SVC_CHECK_INT(svc_db_commit(db, p), APR_SUCCESS);
+    SVC_CHECK_INT(svc_db_commit(db), APR_SUCCESS);
     SVC_CHECK_INT(svc_db_exec(db, &show, p, &res, NULL), APR_SUCCESS);
     SVC_CHECK_STR(svc_dbres_str(res, 0, 0), session);
 
     /* Nor after a transaction that was released without commit. */
-    SVC_CHECK_INT(svc_db_begin(db, p), APR_SUCCESS);
+    SVC_CHECK_INT(svc_db_begin(db), APR_SUCCESS);
     SVC_CHECK_INT(svc_db_simple(db, "SET LOCAL statement_timeout = 4321", p), APR_SUCCESS);
     svc_db_release(db);
     SVC_CHECK_INT(svc_db_exec(db, &show, p, &res, NULL), APR_SUCCESS);
@@ -729,7 +800,7 @@ static const char *audit_verify(apr_pool_t *p, svc_db_t *db, const char *org, in
 static apr_status_t audit_as_superuser(apr_pool_t *p, svc_db_t *db, const svc_stmt_t *st,
                                        const char *arg)
 {
-    apr_status_t rv = svc_db_begin(db, p);
+    apr_status_t rv = svc_db_begin(db);
 
     if (rv == APR_SUCCESS) {
         rv = svc_db_simple(db, "ALTER TABLE audit_log DISABLE TRIGGER USER", p);
@@ -741,7 +812,7 @@ static apr_status_t audit_as_superuser(apr_pool_t *p, svc_db_t *db, const svc_st
         rv = svc_db_simple(db, "ALTER TABLE audit_log ENABLE TRIGGER USER", p);
     }
     if (rv == APR_SUCCESS) {
-        rv = svc_db_commit(db, p);
+        rv = svc_db_commit(db);
     }
     svc_db_release(db);
     return rv;
@@ -769,13 +840,13 @@ SVC_TEST(db_audit_chain)
     /* Interleaved writes to two chains; one inside a transaction. */
     SVC_CHECK_INT(audit_entry(p, db, org_a, 1), APR_SUCCESS);
     SVC_CHECK_INT(audit_entry(p, db, org_b, 1), APR_SUCCESS);
-    SVC_CHECK_INT(svc_db_begin(db, p), APR_SUCCESS);
+    SVC_CHECK_INT(svc_db_begin(db), APR_SUCCESS);
     SVC_CHECK_INT(audit_entry(p, db, org_a, 2), APR_SUCCESS);
-    SVC_CHECK_INT(svc_db_commit(db, p), APR_SUCCESS);
+    SVC_CHECK_INT(svc_db_commit(db), APR_SUCCESS);
     SVC_CHECK_INT(audit_entry(p, db, org_b, 2), APR_SUCCESS);
     SVC_CHECK_INT(audit_entry(p, db, org_a, 3), APR_SUCCESS);
     /* An entry rolled back with its transaction leaves no link behind. */
-    SVC_CHECK_INT(svc_db_begin(db, p), APR_SUCCESS);
+    SVC_CHECK_INT(svc_db_begin(db), APR_SUCCESS);
     SVC_CHECK_INT(audit_entry(p, db, org_a, 100), APR_SUCCESS);
     svc_db_release(db);
 
@@ -837,15 +908,15 @@ SVC_TEST(db_audit_append_only)
     SVC_CHECK_INT(audit_entry(p, db, org, 1), APR_SUCCESS);
     /* Each attempt runs in a transaction that is rolled back whatever the
      * answer, so a missing trigger cannot wipe the shared audit log. */
-    SVC_CHECK_INT(svc_db_begin(db, p), APR_SUCCESS);
+    SVC_CHECK_INT(svc_db_begin(db), APR_SUCCESS);
     SVC_CHECK_INT(svc_db_execv(db, &upd, p, NULL, org), SVC_EDB);
     SVC_CHECK_STR(svc_db_sqlstate(db), "42501");
     svc_db_release(db);
-    SVC_CHECK_INT(svc_db_begin(db, p), APR_SUCCESS);
+    SVC_CHECK_INT(svc_db_begin(db), APR_SUCCESS);
     SVC_CHECK_INT(svc_db_execv(db, &del, p, NULL, org), SVC_EDB);
     SVC_CHECK_STR(svc_db_sqlstate(db), "42501");
     svc_db_release(db);
-    SVC_CHECK_INT(svc_db_begin(db, p), APR_SUCCESS);
+    SVC_CHECK_INT(svc_db_begin(db), APR_SUCCESS);
     SVC_CHECK_INT(svc_db_exec(db, &trunc, p, NULL, NULL), SVC_EDB);
     SVC_CHECK_STR(svc_db_sqlstate(db), "42501");
     svc_db_release(db);
@@ -982,9 +1053,9 @@ SVC_TEST(db_exactly_one_owner)
                                apr_pstrcat(p, tag, "-2@example.test", NULL)), APR_SUCCESS);
 
     /* An org without an owner: accepted statement by statement, refused at COMMIT. */
-    SVC_CHECK_INT(svc_db_begin(db, p), APR_SUCCESS);
+    SVC_CHECK_INT(svc_db_begin(db), APR_SUCCESS);
     SVC_CHECK_INT(svc_db_execv(db, &st_org_ins, p, NULL, o1, slug1), APR_SUCCESS);
-    rv = svc_db_commit(db, p);
+    rv = svc_db_commit(db);
     SVC_CHECK_INT(rv, SVC_EINTEGRITY);
     SVC_CHECK_STR(svc_db_constraint(db), "org_exactly_one_owner");
     SVC_CHECK(!svc_db_in_tx(db));
@@ -994,10 +1065,10 @@ SVC_TEST(db_exactly_one_owner)
     SVC_CHECK_STR(org_count(p, other, o1), "0");
 
     /* With its owner in the same transaction: fine. */
-    SVC_CHECK_INT(svc_db_begin(db, p), APR_SUCCESS);
+    SVC_CHECK_INT(svc_db_begin(db), APR_SUCCESS);
     SVC_CHECK_INT(svc_db_execv(db, &st_org_ins, p, NULL, o2, slug2), APR_SUCCESS);
     SVC_CHECK_INT(svc_db_execv(db, &st_member_ins, p, NULL, o2, u1, "owner"), APR_SUCCESS);
-    SVC_CHECK_INT(svc_db_commit(db, p), APR_SUCCESS);
+    SVC_CHECK_INT(svc_db_commit(db), APR_SUCCESS);
     SVC_CHECK_STR(owner_of(p, other, o2), u1);
 
     /* A second owner is refused at once, by the unique index. */
@@ -1007,22 +1078,22 @@ SVC_TEST(db_exactly_one_owner)
     SVC_CHECK_INT(svc_db_execv(db, &st_member_role, p, NULL, o2, u2, "owner"), SVC_ECONFLICT);
 
     /* Ownership transfer: demote, then promote, in one transaction. */
-    SVC_CHECK_INT(svc_db_begin(db, p), APR_SUCCESS);
+    SVC_CHECK_INT(svc_db_begin(db), APR_SUCCESS);
     SVC_CHECK_INT(svc_db_execv(db, &st_member_role, p, NULL, o2, u1, "admin"), APR_SUCCESS);
     SVC_CHECK_INT(svc_db_execv(db, &st_member_role, p, NULL, o2, u2, "owner"), APR_SUCCESS);
-    SVC_CHECK_INT(svc_db_commit(db, p), APR_SUCCESS);
+    SVC_CHECK_INT(svc_db_commit(db), APR_SUCCESS);
     SVC_CHECK_STR(owner_of(p, other, o2), u2);
 
     /* Promoting first collides with the unique index (it cannot be deferred). */
-    SVC_CHECK_INT(svc_db_begin(db, p), APR_SUCCESS);
+    SVC_CHECK_INT(svc_db_begin(db), APR_SUCCESS);
     SVC_CHECK_INT(svc_db_execv(db, &st_member_role, p, NULL, o2, u1, "owner"), SVC_ECONFLICT);
     svc_db_release(db);
     SVC_CHECK_STR(owner_of(p, other, o2), u2);
 
     /* Demoting the owner without a successor fails at COMMIT... */
-    SVC_CHECK_INT(svc_db_begin(db, p), APR_SUCCESS);
+    SVC_CHECK_INT(svc_db_begin(db), APR_SUCCESS);
     SVC_CHECK_INT(svc_db_execv(db, &st_member_role, p, NULL, o2, u2, "admin"), APR_SUCCESS);
-    SVC_CHECK_INT(svc_db_commit(db, p), SVC_EINTEGRITY);
+    SVC_CHECK_INT(svc_db_commit(db), SVC_EINTEGRITY);
     SVC_CHECK_STR(owner_of(p, other, o2), u2);
     /* ...and so does removing the owner's membership. */
     SVC_CHECK_INT(svc_db_execv(db, &st_member_del, p, NULL, o2, u2), SVC_EINTEGRITY);
@@ -1140,7 +1211,7 @@ SVC_TEST(db_deferred_check_runs_before_a_write)
     /* BEGIN waits for the check too. */
     b.answer = SVC_EPROBLEM;
     SVC_CHECK_INT(svc_db_defer(db, &st_echo, params, record_check, &b, p), APR_SUCCESS);
-    SVC_CHECK_INT(svc_db_begin(db, p), SVC_EPROBLEM);
+    SVC_CHECK_INT(svc_db_begin(db), SVC_EPROBLEM);
     SVC_CHECK(!svc_db_in_tx(db));
     SVC_CHECK_INT(b.calls, 3);
     svc_db_stats(db, &s);
@@ -1290,8 +1361,8 @@ SVC_TEST(db_deadlock_is_retry_later)
      */
     SVC_CHECK_INT(svc_db_simple(a, "SET deadlock_timeout = 20", p), APR_SUCCESS);
     SVC_CHECK_INT(svc_db_simple(b, "SET deadlock_timeout = '30s'", p), APR_SUCCESS);
-    SVC_CHECK_INT(svc_db_begin(a, p), APR_SUCCESS);
-    SVC_CHECK_INT(svc_db_begin(b, p), APR_SUCCESS);
+    SVC_CHECK_INT(svc_db_begin(a), APR_SUCCESS);
+    SVC_CHECK_INT(svc_db_begin(b), APR_SUCCESS);
     SVC_CHECK_INT(svc_db_execv(a, up, p, NULL, "1"), APR_SUCCESS);
     SVC_CHECK_INT(svc_db_execv(b, up, p, NULL, "2"), APR_SUCCESS);
     SVC_CHECK(PQsendQuery(svc_db_conn(b),
@@ -1311,8 +1382,8 @@ SVC_TEST(db_deadlock_is_retry_later)
     SVC_CHECK_INT(ra, SVC_EDBDOWN);
     SVC_CHECK_STR(svc_db_sqlstate(a), "40P01");
     SVC_CHECK_INT(rb, APR_SUCCESS);
-    svc_db_rollback(a, p);
-    svc_db_rollback(b, p);
+    svc_db_rollback(a);
+    svc_db_rollback(b);
     svc_db_release(b);
     drop_table(p, obs, t);
 }

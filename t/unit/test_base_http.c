@@ -1,5 +1,5 @@
 /*
- * test_http.c: the outbound HTTP client against small servers of our own,
+ * test_base_http.c: the outbound HTTP client against small servers of our own,
  * each a thread on 127.0.0.1 with an ephemeral port, behaving well or
  * badly (silent, trickling, oversized, redirecting, TLS with a throwaway
  * certificate).
