@@ -5,6 +5,7 @@
 #include "svc_ctx.h"
 #include "svc_db.h"
 #include "svc_json.h"
+#include "svc_redact.h"
 
 #include <stdarg.h>
 #include <string.h>

@@ -264,6 +264,9 @@ apr_status_t svc_reply_redirect(svc_ctx_t *ctx, const char *location);
 void svc_cookie_set(svc_ctx_t *ctx, const char *name, const char *value, const char *path,
                     int max_age);
 
+/* Query strings with more parameters than this are refused. */
+#define SVC_MAX_QUERY_PARAMS 64
+
 /*
  * Where a stream resumes: the Last-Event-ID header, or the last_event_id
  * query parameter (a browser's EventSource cannot set a header on its first

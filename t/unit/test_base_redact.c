@@ -57,6 +57,18 @@ SVC_TEST(redact_our_tokens_and_jwts)
     CHECK_REDACT(apr_pstrcat(p, "x=", jwt, NULL), "x=[REDACTED]");
     CHECK_GONE(apr_pstrcat(p, "a ", pat, " b", NULL), pat + 8);
     CHECK_GONE(apr_pstrcat(p, "a ", jwt, " b", NULL), jwt);
+    /*
+     * A token right after something secret-shaped: the first match used to
+     * take the token's "svc" as the end of its own run and leave
+     * "_pat_<random part>" in the clear (found by t/fuzz/fuzz_auth.c; its
+     * corpus keeps the input, regress-redact-adjacent).
+     */
+    CHECK_GONE(apr_pstrcat(p, "x svc_ab_AAAAAAAAAAAAAAAA", pat, " y", NULL), pat + 8);
+    CHECK_GONE(apr_pstrcat(p, "svc_whsec_0123456789abcdefXYZ", pat, NULL), pat + 8);
+    CHECK_GONE(apr_pstrcat(p, "svc_shr_0123456789abcdefXYZ", pat, pat, NULL), pat + 8);
+    CHECK_REDACT(apr_pstrcat(p, "svc_ab_AAAAAAAAAAAAAAAA", pat, "!", NULL), "[REDACTED]!");
+    /* A run ending in "svc_" that no secret follows stays as it was. */
+    CHECK_REDACT("svc_ab_AAAAAAAAAAAAAAAAsvc_x", "[REDACTED]_x");
 }
 
 SVC_TEST(redact_credentials_after_keywords)

@@ -17,6 +17,9 @@
 #include "svc_json.h"
 #include "svc_page.h"
 #include "svc_route.h"
+#include "svc_utf8.h"
+
+#include <string.h>
 
 /* ---------------------------------------------------------------------- */
 /* Pages and cursors                                                       */
@@ -345,4 +348,78 @@ int main(int argc, const char *const *argv)
         return 1;
     }
     return svc_test_run(argc, argv);
+}
+
+/* ---------------------------------------------------------------------- */
+/* A body's parse error, in a problem document                            */
+
+/*
+ * The message quotes what jansson quotes of the body: bytes cut at any
+ * point of a UTF-8 sequence, or not UTF-8 at all. It must stay valid UTF-8,
+ * or the problem document that carries it cannot be written and the client
+ * gets the body "null" (found by t/fuzz/fuzz_json_body.c; the inputs are in
+ * its corpus, regress-*).
+ */
+static int utf8_valid(const char *s)
+{
+    apr_size_t n = strlen(s), at = 0, k;
+    unsigned long cp;
+
+    while (at < n) {
+        if ((k = svc_utf8_next((const unsigned char *)s + at, n - at, &cp)) == 0) {
+            return 0;
+        }
+        at += k;
+    }
+    return 1;
+}
+
+static void check_message_renders(apr_pool_t *p, const char *body, apr_size_t len)
+{
+    svc_config_t *conf = apr_palloc(p, sizeof(*conf));
+    const char *err = NULL;
+    svc_ctx_t *ctx;
+    json_t *o, *doc;
+
+    SVC_CHECK_INT(svc_json_parse_body(&o, body, len, p, &err), APR_EINVAL);
+    if (!err) {
+        svc_test_failed_checks++;
+        return;
+    }
+    SVC_CHECK(utf8_valid(err));
+    svc_config_defaults(conf, p);
+    ctx = svc_ctx_create(p, conf);
+    svc_fail(ctx, 400, "invalid_json", "%s", err);
+    svc_ctx_render_problem(ctx, ctx->problem);
+    doc = svc_json_pool(p, json_loads(ctx->resp_body, 0, NULL));
+    if (!json_is_object(doc)) {
+        fprintf(stderr, "message \"%s\" gives the problem document %s\n", err,
+                ctx->resp_body);
+        svc_test_failed_checks++;
+    }
+    SVC_CHECK_STR(svc_json_str(doc, "code"), "invalid_json");
+}
+
+SVC_TEST(json_parse_message_is_utf8)
+{
+    /* An invalid escape after two 2-byte characters: jansson quotes the
+     * token up to the escape's first byte, half a character. */
+    static const char bad_escape[] =
+        "{\"name\":\"\xcc\x92\xcc\x90" "4\\\xcc\x92\xcc\x90" "4\"}";
+    int i, k;
+
+    check_message_renders(p, bad_escape, sizeof(bad_escape) - 1);
+    /* A repeated key of 2-byte characters, longer than jansson's 160 bytes
+     * of message: cut in the middle of one, at either parity. */
+    for (i = 0; i < 2; i++) {
+        const char *key = i ? "x" : "";
+        const char *body;
+        for (k = 0; k < 120; k++) {
+            key = apr_pstrcat(p, key, "\xc3\xa9", NULL);
+        }
+        body = apr_psprintf(p, "{\"%s\":1,\"%s\":2}", key, key);
+        check_message_renders(p, body, strlen(body));
+    }
+    /* Bytes that are not UTF-8 where a value should start. */
+    check_message_renders(p, "{\"a\":\xff\xfe}", 9);
 }

@@ -108,9 +108,7 @@ int svc_vcs_signature_ok(apr_pool_t *p, const char *secret, apr_size_t secret_le
     return svc_ct_equal(want, given, 64);
 }
 
-/* [{id, full_name, private}] of the payload's repository objects that have
- * them (the provider's lists of added, removed or selected repositories). */
-static json_t *repo_list(apr_pool_t *p, const json_t *arr)
+json_t *svc_vcs_repo_list(apr_pool_t *p, const json_t *arr)
 {
     json_t *out = svc_json_pool(p, json_array()), *r;
     size_t i;
@@ -178,7 +176,7 @@ static apr_status_t apply(svc_ctx_t *ctx, svc_db_t *db, const char *event, const
             /* Known only when the install callback came first. */
             return svc_db_execv(db, &st_wh_created, ctx->pool, NULL, idtext, selection,
                                 svc_json_dump(ctx->pool,
-                                              repo_list(ctx->pool,
+                                              svc_vcs_repo_list(ctx->pool,
                                                         json_object_get(doc, "repositories"))));
         }
         return APR_SUCCESS;
@@ -187,10 +185,10 @@ static apr_status_t apply(svc_ctx_t *ctx, svc_db_t *db, const char *event, const
         && (strcmp(action, "added") == 0 || strcmp(action, "removed") == 0)) {
         return svc_db_execv(db, &st_wh_repos, ctx->pool, NULL, idtext, selection,
                             svc_json_dump(ctx->pool,
-                                          repo_list(ctx->pool, json_object_get(
+                                          svc_vcs_repo_list(ctx->pool, json_object_get(
                                                                    doc, "repositories_added"))),
                             svc_json_dump(ctx->pool,
-                                          repo_list(ctx->pool, json_object_get(
+                                          svc_vcs_repo_list(ctx->pool, json_object_get(
                                                                    doc, "repositories_removed"))));
     }
     return APR_SUCCESS;
