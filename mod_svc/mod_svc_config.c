@@ -115,6 +115,11 @@ void *svc_merge_server_conf(apr_pool_t *p, void *basev, void *addv)
     MERGE_PTR(vcs_refs.webhook_secret);
     MERGE_PTR(vcs_refs.private_key);
     MERGE_PTR(vcs_refs.credentials);
+    MERGE_PTR(billing_refs.secret_key);
+    MERGE_PTR(billing_refs.webhook_secret);
+    MERGE_PTR(billing_refs.api_url);
+    /* A virtual host's plans replace the main server's, all of them. */
+    MERGE_PTR(billing_refs.plans);
     return sc;
 }
 
@@ -197,7 +202,7 @@ static const char *set_string(cmd_parms *cmd, void *dummy, const char *arg)
         if (!svc_secret_is_ref(arg)
             && (err = svc_signin_check_base_url(cmd->pool, arg, &norm)) != NULL) {
             return apr_pstrcat(cmd->pool, name, " ", err, " (or give a reference such as "
-                               "env:VCS_WEB_URL)", NULL);
+                               "env:NAME)", NULL);
         }
         break;
     case VAL_PATH:
@@ -411,6 +416,37 @@ static const char *set_runner(cmd_parms *cmd, void *dummy, int argc, char *const
 }
 
 /*
+ * SvcBillingPlan ID NAME PRICE_ID AMOUNT CURRENCY [key=value ...], repeatable;
+ * the arguments are the billing area's to read (svc_billing_plan_parse). Two
+ * plans may not share an id or a price: the provider's events name the
+ * price, and clients the id.
+ */
+static const char *add_billing_plan(cmd_parms *cmd, void *dummy, int argc, char *const argv[])
+{
+    svc_server_conf *sc = server_conf(cmd);
+    svc_billing_plan_t plan;
+    const char *err = NULL;
+    int i;
+
+    if (svc_billing_plan_parse(cmd->pool, argc, argv, &plan, &err) != APR_SUCCESS) {
+        return err;
+    }
+    if (!sc->billing_refs.plans) {
+        sc->billing_refs.plans = apr_array_make(cmd->pool, 4, sizeof(svc_billing_plan_t));
+    }
+    for (i = 0; i < sc->billing_refs.plans->nelts; i++) {
+        const svc_billing_plan_t *e = &APR_ARRAY_IDX(sc->billing_refs.plans, i,
+                                                     svc_billing_plan_t);
+        if (strcmp(e->id, plan.id) == 0 || strcmp(e->price_id, plan.price_id) == 0) {
+            return apr_psprintf(cmd->pool, "SvcBillingPlan: plan %s or price %s is named "
+                                "twice", plan.id, plan.price_id);
+        }
+    }
+    APR_ARRAY_PUSH(sc->billing_refs.plans, svc_billing_plan_t) = plan;
+    return NULL;
+}
+
+/*
  * DBDParams belongs to mod_dbd; mod_svc reads it on the way (the table of
  * the module loaded last is searched first, and DECLINE_CMD passes the
  * directive on to mod_dbd), because the connections that must not come
@@ -533,6 +569,25 @@ const command_rec svc_cmds[] = {
     STRING("SvcVcsAppCredentials", VAL_SERVER_PATH, vcs_refs.credentials, 0,
            "The file (mode 0600) where the setup wizard writes the App's keys, and "
            "whose entries stand in for unset VCS_APP_* variables"),
+
+    /* Billing: resolved at start (svc_billing_configure), so an unset env:
+     * variable leaves the payment routes off instead of failing start-up. */
+    STRING("SvcBillingSecretKey", VAL_SECRET, billing_refs.secret_key, 0,
+           "The payment provider's secret API key, by reference only (default "
+           "env:BILLING_SECRET_KEY); unset, the payment routes answer 503 "
+           "billing_not_configured"),
+    STRING("SvcBillingWebhookSecret", VAL_SECRET, billing_refs.webhook_secret, 0,
+           "The signing secret of the provider's webhook endpoint, by reference only "
+           "(default env:BILLING_WEBHOOK_SECRET)"),
+    STRING("SvcBillingApiURL", VAL_URL, billing_refs.api_url, 0,
+           "The payment provider's API base URL, or a reference to it (default "
+           "env:BILLING_API_URL, else https://api.stripe.com)"),
+    NUMBER("SvcBillingTimeout", VAL_SECONDS, core.billing_timeout_ms, 1, 300, 1000, 0,
+           "Seconds one call to the payment provider may take (default 20)"),
+    AP_INIT_TAKE_ARGV("SvcBillingPlan", add_billing_plan, NULL, RSRC_CONF,
+                      "ID NAME PRICE_ID AMOUNT CURRENCY [run_minutes=N] [model_tokens=N] "
+                      "[deployment_hours=N] [hard=on|off] [interval=month|year]: a plan "
+                      "organizations may subscribe to (repeatable)"),
 
     /* Runs: one supervisor per httpd, so its settings are the main server's;
      * only the run timeout and the agent's limits are per virtual host (a run

@@ -19,6 +19,7 @@
 
 #include "svc_kernel.h"
 #include "svc_areas.h"
+#include "svc_billing.h"
 #include "svc_identity.h"
 #include "svc_runs.h"
 #include "svc_vcs.h"
@@ -34,6 +35,8 @@ typedef struct {
     svc_signin_refs_t signin_refs;
     /* The code-hosting App's directives as written; resolved at start. */
     svc_vcs_refs_t vcs_refs;
+    /* The billing directives as written (SvcBilling*); resolved at start. */
+    svc_billing_refs_t billing_refs;
     const svc_router_t *router;
     /*
      * Per child process (the struct is copied at fork) and per server, since

@@ -84,6 +84,22 @@ my @bad = (
     (map { ([ "$_ hunter2hunter2", 'an inline secret', qr/$_ takes a reference/ ]) }
      qw(SvcVcsAppClientSecret SvcVcsAppWebhookSecret SvcVcsAppPrivateKey)),
 
+    (map { ([ "$_ sk_test_hunter2hunter2", 'an inline secret', qr/$_ takes a reference/ ]) }
+     qw(SvcBillingSecretKey SvcBillingWebhookSecret)),
+    [ 'SvcBillingApiURL ftp://api.stripe.com', 'not http(s)', qr/SvcBillingApiURL must be an http/ ],
+    [ 'SvcBillingTimeout 0', 'zero', qr/SvcBillingTimeout must be a number of seconds from 1 to 300/ ],
+    [ 'SvcBillingTimeout 301', 'over five minutes', qr/SvcBillingTimeout must be a number of seconds/ ],
+    [ 'SvcBillingPlan team Team price_a', 'too few arguments',
+      qr/SvcBillingPlan takes ID NAME PRICE_ID AMOUNT CURRENCY/ ],
+    [ 'SvcBillingPlan team Team price_a 19.99 usd', 'a decimal amount',
+      qr/SvcBillingPlan: the AMOUNT is the price in the currency's smallest unit/ ],
+    [ 'SvcBillingPlan team Team price_a 1999 usd hard=maybe', 'hard neither on nor off',
+      qr/SvcBillingPlan: hard must be hard=on or hard=off/ ],
+    [ 'SvcBillingPlan team Team price_a 1999 usd seats=5', 'an unknown setting',
+      qr/SvcBillingPlan: unknown setting seats/ ],
+    [ "SvcBillingPlan team Team price_a 1999 usd\nSvcBillingPlan team Again price_b 1 usd",
+      'an id twice', qr/SvcBillingPlan: plan team or price price_b is named twice/ ],
+
     [ 'SvcRunSupervisor maybe', 'not On or Off', qr/SvcRunSupervisor must be On or Off/ ],
     [ 'SvcRunner bwrap {command} {workspace}', 'a relative program',
       qr/SvcRunner: the program must be an absolute path/ ],
@@ -161,6 +177,12 @@ SvcVcsAppClientSecret env:SVC_T_APP_SECRET
 SvcVcsAppWebhookSecret file:/nonexistent/webhook
 SvcVcsAppPrivateKey exec:/bin/true
 SvcVcsAppCredentials vcs-app.env
+SvcBillingSecretKey env:SVC_T_BILLING_KEY
+SvcBillingWebhookSecret file:/nonexistent/whsec
+SvcBillingApiURL https://api.stripe.com
+SvcBillingTimeout 300
+SvcBillingPlan team "Team plan" price_1Team 2900 usd run_minutes=1000 model_tokens=5000000 deployment_hours=720
+SvcBillingPlan biz Business price_1Biz 9900 EUR hard=on interval=year
 SvcRunSupervisor Off
 SvcRunner /usr/bin/env {workspace} {command}
 SvcRunConcurrency 256
