@@ -165,7 +165,7 @@ bench:
 	tools/bench.sh
 
 clean:
-	rm -rf $(BUILD) t/logs t/conf/httpd.conf t/conf/apache_test_config.pm t/TEST \
+	rm -rf $(BUILD) build-fuzz t/logs t/conf/httpd.conf t/conf/apache_test_config.pm t/TEST \
 	    t/conf/extra.conf t/htdocs/index.html
 
 # make deb, make rpm, make srpm, make test-packages
@@ -174,5 +174,5 @@ include packaging/packaging.mk
 include mod_svc/factory/factory.mk
 # build/svc-agent, the deploy agent of a deploy target
 include mod_svc/agent/agent.mk
-# make fuzz, make fuzz-replay: libFuzzer targets (clang), in build/fuzz
+# make fuzz, make fuzz-replay: libFuzzer targets (clang), in build-fuzz
 include t/fuzz/fuzz.mk

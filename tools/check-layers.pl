@@ -109,6 +109,7 @@ my %tx_callers = map { ("$src/$_" => 1) } (
     'svcctl',                   # the operator's commands
     'areas/runs/svc_run_store', # the run supervisor's status changes and logs
     'areas/deploy/svc_planner', # a plan written, in the run supervisor's process
+    'areas/billing/svc_budget_sweep', # the run supervisors' budget sweep
 );
 for my $mod (sort keys %uses) {
     for my $sym (@{ $uses{$mod} }) {

@@ -7,6 +7,7 @@
 #include "svc_attachments.h"
 #include "svc_auditlog.h"
 #include "svc_deploy.h"
+#include "svc_billing.h"
 #include "svc_documents.h"
 #include "svc_events.h"
 #include "svc_identity.h"
@@ -31,6 +32,7 @@ const svc_area_t *const svc_areas[] = {
     &svc_attachments_area,
     &svc_vcs_area,
     &svc_deploy_area,
+    &svc_billing_area,
     NULL
 };
 

@@ -13,9 +13,6 @@
 
 #include <string.h>
 
-/* Query strings with more parameters than this are refused. */
-#define SVC_MAX_QUERY_PARAMS 64
-
 /* The longest id a path may carry (ours are a prefix and 22 characters). */
 #define SVC_ID_MAX 64
 

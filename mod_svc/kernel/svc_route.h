@@ -88,9 +88,10 @@ typedef struct {
  *       .tag = "Organizations",
  *       .summary = "Organization detail: owner, counts, your role" },
  *
- * A user route must name its least scope (svc_router_create refuses one
- * that does not), so a row cannot leave both who and how much unsaid. A
- * field added here, at the end, touches no row that does not use it.
+ * A row that leaves out its caller fails closed: it needs a signed-in
+ * user, whose every token may read; a change must name write or admin
+ * scope (svc_router_create refuses it otherwise). A field added here, at
+ * the end, touches no row that does not use it.
  */
 struct svc_route_t {
     const char *method;         /* GET, POST, PUT, PATCH, DELETE */

@@ -356,6 +356,20 @@ my %call = (
         ({ id => fresh_deployment($_[0], 'planned') }) },
     'POST /api/orgs/:orgSlug/deployments/:id/separate' => sub {
         ({ id => fresh_deployment($_[0], 'running') }) },
+    # Billing, against the fake payment provider (t/lib/FakeStripe.pm).
+    'GET /api/orgs/:orgSlug/billing/plans'       => sub { ({}) },
+    'GET /api/orgs/:orgSlug/billing'             => sub { ({}) },
+    'GET /api/orgs/:orgSlug/usage'               => sub { ({}) },
+    'POST /api/orgs/:orgSlug/billing/checkout'   => sub {
+        ({}, { plan => 'team', success_url => base_url() . '/billing/ok',
+               cancel_url => base_url() . '/billing' }) },
+    'POST /api/orgs/:orgSlug/billing/portal'     => sub {
+        ({}, { return_url => base_url() . '/billing' }) },
+    'GET /api/orgs/:orgSlug/billing/payment-method' => sub { ({}) },
+    'PUT /api/orgs/:orgSlug/billing/payment-method' => sub {
+        ({}, { payment_method => 'pm_card_visa' }) },
+    'GET /api/orgs/:orgSlug/billing/budget'      => sub { ({}) },
+    'PUT /api/orgs/:orgSlug/billing/budget'      => sub { ({}, { monthly_usd => 100 }) },
 );
 
 # The fixture's deploy target, and fresh ones (made by the owner).

@@ -93,12 +93,13 @@ static const svc_qparam_t cursor_query[] = {
     { NULL, NULL, NULL }
 };
 static const svc_route_t cursor_route = {
-    "GET", "/api/orgs/:orgSlug/projects", NULL, SVC_AUTH_USER, SVC_SCOPE_READ, SVC_ROLE_VIEWER,
-    NULL, 0, NULL, SVC_RF_PAGED, 200, "listProjects", NULL, NULL, cursor_query, SVC_PROLE_NONE
+    .method = "GET", .path = "/api/orgs/:orgSlug/projects", .scope = SVC_SCOPE_READ,
+    .role = SVC_ROLE_VIEWER, .flags = SVC_RF_PAGED, .op_id = "listProjects",
+    .query = cursor_query
 };
 static const svc_route_t cursor_other_route = {
-    "GET", "/api/orgs/:orgSlug/members", NULL, SVC_AUTH_USER, SVC_SCOPE_READ, SVC_ROLE_VIEWER,
-    NULL, 0, NULL, SVC_RF_PAGED, 200, "listMembers", NULL, NULL, NULL, SVC_PROLE_NONE
+    .method = "GET", .path = "/api/orgs/:orgSlug/members", .scope = SVC_SCOPE_READ,
+    .role = SVC_ROLE_VIEWER, .flags = SVC_RF_PAGED, .op_id = "listMembers"
 };
 
 /* A context on that list: org `org`, caller `user`, archived filter (or NULL). */

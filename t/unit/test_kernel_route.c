@@ -31,11 +31,9 @@ static apr_status_t h_dummy(svc_ctx_t *ctx)
     return APR_SUCCESS;
 }
 
-#define ROW(m_, path_, auth_, scope_)                                         \
-    { m_, path_, h_dummy, auth_, scope_, SVC_ROLE_NONE, NULL, 0, NULL, 0,     \
-      200, NULL, NULL, NULL, NULL, SVC_PROLE_NONE }
-#define ROW_END { NULL, NULL, NULL, 0, 0, 0, NULL, 0, NULL, 0, 0, NULL, NULL, NULL, NULL,     \
-                  SVC_PROLE_NONE }
+#define ROW(m_, path_, auth_, scope_) \
+    { .method = m_, .path = path_, .handler = h_dummy, .auth = auth_, .scope = scope_ }
+#define ROW_END SVC_ROUTE_END
 
 /* Parameter templates first... */
 static const svc_route_t table_a[] = {

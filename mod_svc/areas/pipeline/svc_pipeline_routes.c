@@ -19,9 +19,9 @@
 
 /* A POST on a request that takes no body: member in the route, developer
  * (maintainer to approve) in the handler. */
-#define REQUEST_ACTION(path, fn, op, summary)                                       \
-    { "POST", REQ path, fn, SVC_AUTH_USER, SVC_SCOPE_WRITE, SVC_ROLE_MEMBER, NULL, 0, \
-      NULL, 0, 200, op, summary, TAG, NULL, SVC_PROLE_NONE }
+#define REQUEST_ACTION(path_, fn, op, summary_)                                   \
+    { .method = "POST", .path = REQ path_, .handler = fn, .scope = SVC_SCOPE_WRITE, \
+      .role = SVC_ROLE_MEMBER, .op_id = op, .tag = TAG, .summary = summary_ }
 
 static const svc_route_t routes[] = {
     { .method = "GET", .path = "/api/orgs/:orgSlug/requests", .handler = svc_h_requests_list,
