@@ -73,6 +73,20 @@ sub agent_binary {
     return catfile($top, 'build', 'svc-agent');
 }
 
+# Agents this test started and has not stopped: a test that dies halfway
+# leaves none running (nor their replicas, which die with them).
+my %started;
+my $starter = $$;
+END {
+    local $?;   # the test's own exit status stands
+    return unless $$ == $starter;
+    for my $pid (keys %started) {
+        next unless kill 0, $pid;
+        kill 'TERM', $pid;
+        waitpid($pid, 0);
+    }
+}
+
 # start_agent(key => ..., name => ..., env => {...}, dir => ...) → the
 # agent: its pid, data directory, log file, ports. The agent reads the
 # service's URL, its key and its directory from the environment (never
@@ -96,6 +110,7 @@ sub start_agent {
         $ENV{$_} = $env{$_} for grep { defined $env{$_} } keys %env;
         exec agent_binary() or die "exec: $!";
     }
+    $started{$pid} = 1;
     return { pid => $pid, dir => $dir, log => $log, name => $name, env => \%env,
              key => $opt{key} };
 }
@@ -104,7 +119,10 @@ sub _reap {
     my ($a, $timeout) = @_;
     my $deadline = time + $timeout;
     while (time < $deadline) {
-        return 1 if waitpid($a->{pid}, WNOHANG) == $a->{pid};
+        if (waitpid($a->{pid}, WNOHANG) == $a->{pid}) {
+            delete $started{$a->{pid}};
+            return 1;
+        }
         select(undef, undef, undef, 0.05);
     }
     return 0;
@@ -127,6 +145,7 @@ sub kill_agent {
     my $a = shift;
     kill 'KILL', $a->{pid};
     waitpid($a->{pid}, 0);
+    delete $started{$a->{pid}};
 }
 
 sub agent_log {
