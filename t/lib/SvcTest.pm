@@ -569,9 +569,12 @@ sub csrf_ok { return (headers => { 'X-Requested-With' => 'mod_svc-tests' }) }
 # on its own schedule: a stream of an earlier request may end meanwhile).  The
 # columns that authentication itself moves forward (a token's or session's
 # last use, and where from) are left out, so a digest changes only when data
-# does.
-my %touched = (api_tokens => [qw(last_used_at last_used_ip)],
-               sessions   => [qw(last_seen_at ip)]);
+# does; so are those a deploy agent's reports move on its own schedule (what
+# its workload is doing, when its target was last heard from).
+my %touched = (api_tokens     => [qw(last_used_at last_used_ip)],
+               sessions       => [qw(last_seen_at ip)],
+               deployments    => [qw(workload workload_at)],
+               deploy_targets => [qw(last_seen_at agent_version agent_hostname)]);
 sub db_digest {
     # What works in the background settles first: the run supervisor (as
     # runs_settle) and the deployment planner (issue 21), in one query.
