@@ -839,6 +839,16 @@ static void *APR_THREAD_FUNC hub_main(apr_thread_t *thd, void *data)
             db = NULL;
         }
     }
+    /*
+     * The child is going away, and every stream it holds with it: their
+     * places are given back now, whether or not their requests' cleanups
+     * got to hand them over (a child that exits with streams open would
+     * otherwise leave places counted for 90 s and kept for five minutes).
+     */
+    if (db) {
+        apr_pool_clear(tp);
+        svc_streams_release_all(db, tp, holder);
+    }
     if (cp) {
         apr_pool_destroy(cp);
     }

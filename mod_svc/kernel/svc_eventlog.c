@@ -55,6 +55,12 @@ static const svc_stmt_t st_streams_refresh = {
     1, SVC_STMT_RETRY | SVC_STMT_ALONE
 };
 
+static const svc_stmt_t st_streams_release_all = {
+    "svc_streams_release_all",
+    "DELETE FROM event_streams WHERE holder = $1",
+    1, SVC_STMT_RETRY | SVC_STMT_ALONE
+};
+
 apr_status_t svc_event_emit(svc_db_t *db, apr_pool_t *p, const char *org_id,
                             const char *project_id, const char *run_id, const char *kind,
                             const json_t *data)
@@ -139,6 +145,11 @@ apr_status_t svc_streams_release(svc_db_t *db, apr_pool_t *p, const char *ids)
 apr_status_t svc_streams_refresh(svc_db_t *db, apr_pool_t *p, const char *holder)
 {
     return svc_db_execv(db, &st_streams_refresh, p, NULL, holder);
+}
+
+apr_status_t svc_streams_release_all(svc_db_t *db, apr_pool_t *p, const char *holder)
+{
+    return svc_db_execv(db, &st_streams_release_all, p, NULL, holder);
 }
 
 apr_status_t svc_events_parse_notice(apr_pool_t *p, const char *payload, const char **porg,

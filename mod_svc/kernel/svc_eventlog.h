@@ -77,11 +77,13 @@ apr_status_t svc_events_parse_notice(apr_pool_t *p, const char *payload, const c
  * places back with svc_streams_release (ids as a PostgreSQL array literal,
  * "{1,2}") and keeps them counted with svc_streams_refresh at least every
  * 90 s; places not refreshed that long are not counted, and
- * svc_streams_refresh removes those older than five minutes.
+ * svc_streams_refresh removes those older than five minutes. A holder that
+ * goes away gives back all it still holds with svc_streams_release_all.
  */
 apr_status_t svc_streams_claim(svc_db_t *db, apr_pool_t *p, const char *principal,
                                const char *holder, int limit, apr_int64_t *pid);
 apr_status_t svc_streams_release(svc_db_t *db, apr_pool_t *p, const char *ids);
 apr_status_t svc_streams_refresh(svc_db_t *db, apr_pool_t *p, const char *holder);
+apr_status_t svc_streams_release_all(svc_db_t *db, apr_pool_t *p, const char *holder);
 
 #endif /* SVC_EVENTLOG_H */
