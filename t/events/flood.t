@@ -63,7 +63,9 @@ sub me_ok {
     return $r->code == 200;
 }
 
-# Filling the node is what httpd's parent reports (AH00484, AH10159).
+# Filling the node is what httpd's parent reports (AH00484, AH10159): on its
+# own schedule, up to the end of this file (a loaded machine's children stay
+# busy for a while after the waves; a full run saw AH10159 during the cap).
 my $mark = expect_errors_begin();
 for my $wave (1 .. 2) {
     my $f = SseFlood->new(port => $port, path => $path, tokens => \@tokens);
@@ -90,7 +92,6 @@ for my $wave (1 .. 2) {
 }
 ok(wait_for(sub { close_wait() == 0 }, timeout => 17, interval => 0.5),
    'the third wave is freed too');
-expect_errors_end($mark);
 
 # --- the cap ---------------------------------------------------------------
 {
@@ -130,5 +131,6 @@ expect_errors_end($mark);
     ok($back, 'a place comes back when one of the streams ends');
     $f->close_all;
 }
+expect_errors_end($mark);
 
 done_testing();
