@@ -4,8 +4,9 @@
 # stop; GET /usage (by kind and by project) shows what the deployment's
 # timestamps say; a second stop and a replayed agent report add nothing; a
 # piece of time running past full hours is written by the planners' sweep
-# one record per UTC hour, so a month's end splits it; and a restart of
-# PostgreSQL while a deployment runs loses and doubles nothing.
+# one record per UTC hour, so a month's end splits it; a restart of
+# PostgreSQL while a deployment runs loses and doubles nothing; and a plan
+# with hard limits refuses new runs once its deployment hours are used.
 use strict;
 use warnings;
 
@@ -243,6 +244,36 @@ ok($last * 3600 >= $secs - 1 && $last * 3600 <= $secs + 1,
 my $total = psql_value("SELECT sum(quantity)::text FROM usage_records WHERE subject_id = '$id'");
 ok(abs(kind_hours() - $total) <= 0.00005, "the usage is every record's, once ($total h)");
 ok(wait_deployment($org, $tok, $id, 'stopped', timeout => 30), '... stopped');
+
+# --- a plan with hard limits: its deployment hours (docs/api/billing.md) ------------------
+# The org subscribes to the capped plan (one deployment hour, hard) at the
+# fake provider; its period is then put back to last month, as if it had
+# begun then, so the hours above are the period's.
+{
+    my $base = base_url();
+    ($st, my $co) = api(POST => "/api/orgs/$org/billing/checkout", token => $tok,
+                        json => { plan => 'capped', success_url => "$base/ok",
+                                  cancel_url => "$base/no" });
+    is($st, 201, 'a checkout for the capped plan (one deployment hour, hard)');
+    my $paid = stripe_do('complete_checkout', { session => $co->{id} });
+    billing_deliver($_) for @{ $paid->{events} };
+    my (undef, $b) = api(GET => "/api/orgs/$org/billing", token => $tok);
+    is($b->{plan}{id}, 'capped', '... the org is on it');
+    ok($b->{usage}{deployment_hours}{used} < 1, '... with less than its hour used this period');
+    psql("UPDATE billing_accounts SET current_period_start = date_trunc('month', now(), 'UTC') "
+         . "- interval '1 month' WHERE org_id = '$org_id'");
+    (undef, $b) = api(GET => "/api/orgs/$org/billing", token => $tok);
+    is($b->{usage}{deployment_hours}{included}, 1, '... of 1 included');
+    ok(abs($b->{usage}{deployment_hours}{used} - kind_hours()) <= 0.0001,
+       "the period from last month: its deployment hours used ($b->{usage}{deployment_hours}{used})");
+    my $p;
+    ($st, $p) = api(POST => "/api/orgs/$org/projects/$proj/runs", token => $tok,
+                    json => { instructions => 'Go.' });
+    is($st, 402, 'a new run is refused: 402');
+    is($p->{code}, 'budget_exceeded', '... budget_exceeded');
+    like($p->{detail}, qr/Capped plan's allowance of 1 deployment hours/,
+         '... naming the plan and its deployment hours');
+}
 
 is(stop_agent($agent), 0, 'the agent stops cleanly');
 
