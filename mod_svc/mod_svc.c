@@ -277,6 +277,7 @@ static void svc_register_hooks(apr_pool_t *p)
     ap_hook_translate_name(svc_translate_name, NULL, NULL, APR_HOOK_FIRST);
     ap_hook_map_to_storage(svc_map_to_storage, NULL, NULL, APR_HOOK_FIRST);
     ap_hook_handler(svc_handler, NULL, NULL, APR_HOOK_MIDDLE);
+    svc_sse_register(p);
 }
 
 AP_DECLARE_MODULE(svc) = {

@@ -159,7 +159,8 @@ static const char *set_number(cmd_parms *cmd, void *dummy, const char *arg)
                                 (set->flags & SET_ZERO_OFF) ? ", or 0 for no limit" : "");
         }
         return apr_psprintf(cmd->pool, "%s must be %s from %" APR_INT64_T_FMT " to %"
-                            APR_INT64_T_FMT, name, what[set->kind], set->min, set->max);
+                            APR_INT64_T_FMT "%s", name, what[set->kind], set->min, set->max,
+                            (set->flags & SET_ZERO_OFF) ? ", or 0 for no limit" : "");
     }
     v *= set->scale ? set->scale : 1;
     if (set->width == sizeof(int)) {
@@ -456,6 +457,13 @@ const command_rec svc_cmds[] = {
     NUMBER("SvcDocumentLimit", VAL_BYTES, core.document_limit, 1, 8 * MIB, 1, 0,
            "Largest planning document body in bytes (default 1048576); routes that "
            "take a document accept a JSON body big enough to carry one"),
+    /* The main server's only: one count per user, whichever host a stream
+     * is on. */
+    NUMBER("SvcStreamLimit", VAL_COUNT, core.stream_limit, 1, 1000000, 1,
+           SET_GLOBAL | SET_ZERO_OFF,
+           "Event streams one user may hold open at once, counted across every node "
+           "(default 100; 0: no limit); beyond it a new stream answers 429 "
+           "too_many_streams"),
     NUMBER("SvcAttachmentLimit", VAL_SIZE, core.upload_limit, 1, 4 * GIB, 1, 0,
            "Largest attachment accepted, in bytes or with K, M or G (default 25M); "
            "uploads are streamed to PostgreSQL, never held in memory"),

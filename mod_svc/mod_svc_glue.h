@@ -92,6 +92,8 @@ int svc_glue_respond(svc_ctx_t *ctx, request_rec *r);
  * every stream when the child is about to exit.
  */
 int svc_sse_begin(request_rec *r, svc_ctx_t *ctx);
+/* Registers the streams' network writer (an output filter); register_hooks. */
+void svc_sse_register(apr_pool_t *p);
 void svc_sse_child_init(apr_pool_t *pchild, server_rec *s);
 void svc_sse_stopping(void);
 

@@ -1,23 +1,38 @@
 /*
  * mod_svc_sse.c: live event streams (text/event-stream) that hold no worker
- * thread while they wait.
+ * thread while they wait, never block one while they write, and let go of
+ * a client that left or stopped reading.
  *
  * A stream route's handler only authorizes and says what to stream
- * (ctx->stream, kernel/svc_ctx.h). Here the stream replays the event log
- * after the client's Last-Event-ID on the worker that took the request,
- * gives the database connection back, and then suspends the connection
- * (the handler returns SUSPENDED, the event MPM's mechanism): the worker
- * thread goes back to the pool, and the stream lives on as a small record
- * that timed callbacks, run on any worker, pick up when there is something
- * to do:
+ * (ctx->stream, kernel/svc_ctx.h). Here the stream takes a place among the
+ * streams its user may hold (SvcStreamLimit, counted in PostgreSQL across
+ * nodes: 429 beyond it), replays the event log after the client's
+ * Last-Event-ID on the worker that took the request, gives the database
+ * connection back, and then suspends the connection (the handler returns
+ * SUSPENDED, the event MPM's mechanism): the worker thread goes back to the
+ * pool, and the stream lives on as a small record that callbacks, run on
+ * any worker, pick up when there is something to do:
  *
  *  - a wake-up, when an event of its org commits. Each child has one hub: a
  *    thread with one LISTEN connection of its own (never a pooled one),
  *    which reads every new event once into a ring of recent events and
  *    schedules an immediate callback for each stream of that org;
- *  - a heartbeat every 15 s (an SSE comment), which also notices a client
- *    that left, and every 30 s checks the caller's access again: a revoked
- *    token, an ended session or a removed member ends the stream.
+ *  - a wake-up from the child's watcher: a thread with an epoll set of
+ *    every stream's socket, which sees at once a client that closed its end
+ *    (the stream ends then, not at its next write) and a socket that can
+ *    take more of a backlog;
+ *  - a heartbeat every 15 s (an SSE comment), which drops a client that
+ *    took nothing of its backlog since the last heartbeat, and every 30 s
+ *    checks the caller's access again: a revoked token, an ended session or
+ *    a removed member ends the stream.
+ *
+ * Writing never blocks: from its start a stream's bytes go through a filter
+ * of ours right above the core's network filter (after TLS), which writes
+ * what the socket takes without waiting and keeps the rest. A stream stops
+ * framing events while SSE_BACKLOG bytes wait, and goes on (from the ring,
+ * or the table when it fell behind) when the watcher says the socket can
+ * take more; so a client that reads slowly costs a bounded backlog, and one
+ * that does not read at all is dropped, never a worker that waits for it.
  *
  * A stream that fell behind the ring, or whose org the hub has not covered
  * since it (re)connected, reads the log from the database instead, through
@@ -41,14 +56,19 @@
 #include <mpm_common.h>
 #include <apr_atomic.h>
 #include <apr_hash.h>
+#include <apr_portable.h>
 #include <apr_strings.h>
 #include <apr_thread_mutex.h>
 #include <apr_thread_proc.h>
 
+#include <errno.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
+#include <sys/uio.h>
+#include <unistd.h>
 
 APLOG_USE_MODULE(svc);
 
@@ -64,6 +84,20 @@ APLOG_USE_MODULE(svc);
 #define SSE_SETTLE      apr_time_from_sec(1)
 /* What the client's EventSource waits before reconnecting, in ms. */
 #define SSE_RETRY_MS    2000
+/* Bytes a stream lets wait for its client before it frames no more events;
+ * it goes on when the socket has taken them. */
+#define SSE_BACKLOG     (64 * 1024)
+/* How often the watcher makes the MPM's listener look at its timers. */
+#define SSE_TICK        apr_time_from_sec(1)
+/* How often a child confirms the stream places it holds (sql/016). */
+#define SSE_REFRESH     apr_time_from_sec(30)
+/* Streams of a child that may catch up from the table at once: each holds a
+ * worker and a pooled connection meanwhile, and a burst of events must not
+ * take every one of them from the requests. The others wait their turn, in
+ * order, without a worker (see table_enter). */
+#define SSE_TABLE_READERS 4
+/* What a client refused for holding too many streams waits, in seconds. */
+#define SSE_LIMIT_RETRY "15"
 
 typedef struct sse_hub sse_hub;
 typedef struct sse_stream sse_stream;
@@ -98,9 +132,27 @@ struct sse_hub {
     apr_uint64_t head;          /* arrival number of the next entry */
     apr_hash_t *orgs;           /* org id -> hub_org */
     int connected;
+    /* Stream places (sql/016) given back, for the hub's thread to delete. */
+    apr_array_header_t *released;   /* of apr_int64_t */
     volatile apr_uint32_t stopping;
     sse_hub *next;
 };
+
+/*
+ * The stream's writer: a connection filter right above the core's network
+ * filter (below TLS), which writes what the socket takes without waiting
+ * and keeps the rest in `backlog`. Once detached (the stream ends, or the
+ * request turned out not to be a suspended stream) it passes everything on
+ * to the core as any response is written.
+ */
+typedef struct {
+    apr_socket_t *sock;
+    apr_bucket_brigade *backlog;
+    apr_size_t pending;         /* bytes in backlog */
+    apr_uint64_t written;       /* bytes the socket took, in all */
+    int detached;
+    int failed;                 /* the socket failed: the client is gone */
+} sse_net;
 
 /*
  * A stream's record outlives its request and connection (a heartbeat may
@@ -112,37 +164,243 @@ struct sse_stream {
     pthread_mutex_t lock;       /* callbacks of this stream, one at a time */
     volatile apr_uint32_t refs; /* the hub's registration + pending callbacks */
     volatile apr_uint32_t wake_pending;
+    volatile apr_uint32_t gone; /* the watcher saw the client close its end */
     int ended;                  /* under lock: r and c are gone */
     int ending;                 /* under lock: end at the next callback */
     request_rec *r;
     conn_rec *c;
     sse_hub *hub;
     hub_org *org;
+    sse_net *net;
+    int fd;                     /* the socket's, for the watcher */
+    apr_uint32_t slot, gen;     /* the watcher's: where it is registered */
     const char *run_id;
     int until_run_ends;
     apr_int64_t last_id;
     apr_uint64_t ring_pos;      /* arrival number to scan the ring from */
+    apr_uint64_t written_at_beat;   /* net->written at the last heartbeat */
     apr_time_t suspended_at;
     apr_time_t next_recheck;
     const svc_route_t *route;
     apr_table_t *params;
     apr_bucket_brigade *bb;
     sse_stream *prev, *next;
+    sse_stream *tprev, *tnext; /* waiting for the table (table_lock) */
+    int table_waiting;
 };
 
-/* The child's hubs (one per database the servers stream from) and its
- * state. Set in child_init, read by request threads afterwards. */
+/*
+ * The child's watcher: one thread, one epoll set of every stream's socket.
+ * A stream is registered one-shot for the peer closing its end, and for the
+ * socket taking more while the stream has a backlog; each event wakes the
+ * stream, which arms the registration again from its callback. Events name
+ * a slot and its generation, so one that arrives for a stream that has
+ * ended meanwhile finds the slot empty or reused and is ignored.
+ */
+typedef struct {
+    int epfd;
+    pthread_mutex_t lock;       /* the slots */
+    apr_thread_t *thread;
+    sse_stream **slots;
+    apr_uint32_t *gens;
+    apr_uint32_t *free_slots;
+    apr_uint32_t nslots, cap, nfree;
+    volatile apr_uint32_t streams;
+    volatile apr_uint32_t stopping;
+} sse_watch;
+
+/* The child's hubs (one per database the servers stream from), its watcher
+ * and its state. Set in child_init or under hubs_lock, read by request
+ * threads afterwards. */
 static sse_hub *hubs;
+static sse_watch *watcher;
 static apr_thread_mutex_t *hubs_lock;
 static apr_pool_t *child_pool;
+static const char *holder;      /* this child, as event_streams.holder names it */
 static volatile apr_uint32_t child_stopping;
+/* Streams reading the table now, and those waiting their turn. */
+static pthread_mutex_t table_lock = PTHREAD_MUTEX_INITIALIZER;
+static int table_readers;
+static sse_stream *table_head, *table_tail;
 static int mpm_is_async;
+static ap_filter_rec_t *net_filter;
 
 static void wake_cb(void *baton);
 static void beat_cb(void *baton);
 
+/*
+ * Asks for a callback as soon as a worker is free. The event MPM of httpd
+ * 2.4 wakes its listener for a new timer only when the timer is due earlier
+ * than the earliest it knows of, and that value goes stale: after a socket
+ * woke the listener without a due timer, it polls with no timeout at all,
+ * and a timer due "now" is then not earlier than the stale value, so
+ * nothing wakes the listener until a socket does. A child whose connections
+ * are all suspended streams and that accepts no more (at its connection
+ * limit) never gets one, and every wake-up, heartbeat and end of its
+ * streams waits forever: the node that never let go of its clients. A
+ * timer due at the start of the epoch is earlier than anything the listener
+ * can hold, so registering one always wakes it; it then runs every due
+ * timer and takes its next timeout from the first that is not due.
+ */
+static apr_status_t call_soon(ap_mpm_callback_fn_t *cb, void *baton)
+{
+    return ap_mpm_register_timed_callback(1 - apr_time_now(), cb, baton);
+}
+
 /* ------------------------------------------------------------------------
- * Writing
+ * The writer
+ */
+
+/* Drops the first n bytes of the backlog (written). */
+static void net_consume(sse_net *net, apr_size_t n)
+{
+    apr_bucket *b;
+
+    while (!APR_BRIGADE_EMPTY(net->backlog)) {
+        b = APR_BRIGADE_FIRST(net->backlog);
+        if (b->length > n) {
+            if (n) {
+                apr_bucket_split(b, n);
+                net->pending -= n;
+                apr_bucket_delete(b);
+            }
+            return;
+        }
+        n -= b->length;
+        net->pending -= b->length;
+        apr_bucket_delete(b);
+    }
+}
+
+/* Writes what the socket takes now. APR_SUCCESS also when some is left;
+ * anything else: the client is gone. */
+static apr_status_t net_write(sse_net *net)
+{
+    apr_status_t rv = APR_SUCCESS;
+
+    if (net->failed) {
+        return APR_ECONNABORTED;
+    }
+    while (net->pending && rv == APR_SUCCESS) {
+        struct iovec vec[64];
+        apr_bucket *b;
+        apr_size_t n = 0;
+        int nv = 0;
+
+        for (b = APR_BRIGADE_FIRST(net->backlog);
+             b != APR_BRIGADE_SENTINEL(net->backlog) && nv < 64; b = APR_BUCKET_NEXT(b)) {
+            const char *data;
+            apr_size_t len;
+
+            if ((rv = apr_bucket_read(b, &data, &len, APR_BLOCK_READ)) != APR_SUCCESS) {
+                break;
+            }
+            if (len) {
+                vec[nv].iov_base = (void *)data;
+                vec[nv].iov_len = len;
+                nv++;
+            }
+        }
+        if (rv != APR_SUCCESS || !nv) {
+            break;
+        }
+        rv = apr_socket_sendv(net->sock, vec, nv, &n);
+        net->written += n;
+        net_consume(net, n);
+    }
+    if (APR_STATUS_IS_EAGAIN(rv)) {
+        return APR_SUCCESS;
+    }
+    if (rv != APR_SUCCESS) {
+        net->failed = 1;
+    }
+    return rv;
+}
+
+static apr_status_t net_out(ap_filter_t *f, apr_bucket_brigade *bb)
+{
+    sse_net *net = f->ctx;
+    apr_status_t rv;
+
+    if (!net->detached && net->failed) {
+        apr_brigade_cleanup(bb);
+        return APR_ECONNABORTED;
+    }
+    while (!net->detached && !APR_BRIGADE_EMPTY(bb)) {
+        apr_bucket *b = APR_BRIGADE_FIRST(bb);
+
+        if (APR_BUCKET_IS_FLUSH(b)) {
+            /* Everything is written as soon as it comes anyway. */
+            apr_bucket_delete(b);
+            continue;
+        }
+        if (APR_BUCKET_IS_METADATA(b)) {
+            /* The end of the request (EOS, EOR): the core writes it, after
+             * what is left (the stream detaches before; this is a guard). */
+            net->detached = 1;
+            break;
+        }
+        if (b->length == (apr_size_t)-1) {
+            const char *data;
+            apr_size_t len;
+            if ((rv = apr_bucket_read(b, &data, &len, APR_BLOCK_READ)) != APR_SUCCESS) {
+                apr_brigade_cleanup(bb);
+                return rv;
+            }
+        }
+        rv = apr_bucket_setaside(b, f->c->pool);
+        if (rv != APR_SUCCESS && rv != APR_ENOTIMPL) {
+            apr_brigade_cleanup(bb);
+            return rv;
+        }
+        APR_BUCKET_REMOVE(b);
+        APR_BRIGADE_INSERT_TAIL(net->backlog, b);
+        net->pending += b->length;
+    }
+    if (net->detached) {
+        if (!APR_BRIGADE_EMPTY(net->backlog)) {
+            APR_BRIGADE_PREPEND(bb, net->backlog);
+            net->pending = 0;
+        }
+        return ap_pass_brigade(f->next, bb);
+    }
+    if ((rv = net_write(net)) != APR_SUCCESS) {
+        f->c->aborted = 1;
+    }
+    return rv;
+}
+
+/* Puts the writer under the request's output (after TLS); the socket
+ * becomes non-blocking for the stream's life. NULL where there is no socket
+ * of our own to write (an HTTP/2 stream). */
+static sse_net *net_attach(request_rec *r)
+{
+    conn_rec *c = r->connection;
+    apr_socket_t *sock = ap_get_conn_socket(c);
+    sse_net *net;
+
+    if (!net_filter || !sock || c->master) {
+        return NULL;
+    }
+    net = apr_pcalloc(c->pool, sizeof(*net));
+    net->sock = sock;
+    net->backlog = apr_brigade_create(c->pool, c->bucket_alloc);
+    apr_socket_timeout_set(sock, 0);
+    ap_add_output_filter_handle(net_filter, net, r, c);
+    return net;
+}
+
+/* From now on the core writes (what is left first), with this socket timeout:
+ * the server's for a request that goes on as any other, 0 for a stream
+ * whose connection closes now (its last bytes go if the socket takes them). */
+static void net_detach(sse_net *net, apr_interval_time_t timeout)
+{
+    net->detached = 1;
+    apr_socket_timeout_set(net->sock, timeout);
+}
+
+/* ------------------------------------------------------------------------
+ * Writing events
  */
 
 static int is_final_status(const char *kind, const char *text)
@@ -162,15 +420,19 @@ static int is_final_status(const char *kind, const char *text)
     return final;
 }
 
-/* Appends one event in the SSE format; data is one line of JSON. */
-static void frame(apr_bucket_brigade *bb, apr_int64_t id, const char *kind, const char *data)
+/* Appends one event in the SSE format (data is one line of JSON); about
+ * how many bytes that took. */
+static apr_size_t frame(apr_bucket_brigade *bb, apr_int64_t id, const char *kind,
+                        const char *data)
 {
     apr_brigade_printf(bb, NULL, NULL, "id: %" APR_INT64_T_FMT "\nevent: %s\ndata: %s\n\n",
                        id, kind, data);
+    return 40 + strlen(kind) + strlen(data);
 }
 
-/* Sends what the brigade holds, now. Anything but APR_SUCCESS: the client
- * is gone. */
+/* Sends what the brigade holds, now (without waiting for the client: the
+ * writer keeps what the socket does not take). Anything but APR_SUCCESS:
+ * the client is gone. */
 static apr_status_t flush(request_rec *r, apr_bucket_brigade *bb)
 {
     apr_status_t rv;
@@ -184,39 +446,55 @@ static apr_status_t flush(request_rec *r, apr_bucket_brigade *bb)
     return rv;
 }
 
-/*
- * Writes the events (an array of svc_event_t) the stream has not sent and
- * flushes them. *pfinal is set when a run stream sent its run's final
- * status.
- */
+/* Where a replay or a delivery stopped. */
+typedef struct {
+    apr_size_t budget;          /* bytes it may still frame */
+    int more;                   /* it stopped at the budget: more is waiting */
+    int final;                  /* a run stream sent its run's final status */
+    int later;                  /* queued for the table: woken in its turn */
+} sse_pass;
+
+/* Writes the events (an array of svc_event_t) the stream has not sent,
+ * within the pass's budget, and flushes them. */
 static apr_status_t send_events(request_rec *r, apr_bucket_brigade *bb,
                                 const apr_array_header_t *events, apr_int64_t *plast,
-                                int until_run_ends, int *pfinal)
+                                int until_run_ends, sse_pass *pass)
 {
-    int i;
+    int i, wrote = 0;
 
     for (i = 0; i < events->nelts; i++) {
         const svc_event_t *e = &APR_ARRAY_IDX(events, i, svc_event_t);
+        apr_size_t n;
+
         if (e->id <= *plast) {
             continue;
         }
-        frame(bb, e->id, e->kind, e->data);
+        if (!pass->budget) {
+            pass->more = 1;
+            break;
+        }
+        n = frame(bb, e->id, e->kind, e->data);
+        pass->budget = n < pass->budget ? pass->budget - n : 0;
         *plast = e->id;
+        wrote = 1;
         if (until_run_ends && is_final_status(e->kind, e->data)) {
-            *pfinal = 1;
+            pass->final = 1;
             break;
         }
     }
-    return events->nelts ? flush(r, bb) : APR_SUCCESS;
+    return wrote ? flush(r, bb) : APR_SUCCESS;
 }
 
 /*
  * Reads the stream's events after *plast from the table and sends them,
- * batch by batch, through a pooled connection lent to a context in p.
+ * batch by batch, through a pooled connection lent to a context in p, until
+ * it has caught up, spent the pass's budget, or the socket stopped taking
+ * what it wrote (the rest comes when it does).
  */
 static apr_status_t replay(request_rec *r, svc_ctx_t *ctx, apr_pool_t *p,
-                           apr_bucket_brigade *bb, const char *org_id, const char *run_id,
-                           int until_run_ends, apr_int64_t *plast, int *pfinal)
+                           apr_bucket_brigade *bb, const sse_net *net, const char *org_id,
+                           const char *run_id, int until_run_ends, apr_int64_t *plast,
+                           sse_pass *pass)
 {
     apr_array_header_t *events;
     apr_pool_t *bp;
@@ -226,24 +504,36 @@ static apr_status_t replay(request_rec *r, svc_ctx_t *ctx, apr_pool_t *p,
     if ((rv = svc_ctx_db(ctx, &db)) != APR_SUCCESS) {
         return rv;
     }
-    /* The first batch in p; a long replay's further ones in a pool cleared
-     * batch by batch (most streams replay little, and a pool of its own
-     * would stay in the connection's allocator for the stream's life). */
-    rv = svc_events_after(db, p, org_id, run_id, *plast, SSE_BATCH, &events);
-    if (rv == APR_SUCCESS) {
-        rv = send_events(r, bb, events, plast, until_run_ends, pfinal);
-    }
-    if (rv != APR_SUCCESS || *pfinal || events->nelts < SSE_BATCH) {
-        return rv;
-    }
+    /* Batches in a pool cleared batch by batch (a long replay must not grow
+     * the request's pool, which lives as long as the stream). */
     apr_pool_create(&bp, p);
-    do {
+    for (;;) {
+        apr_size_t asked = pass->budget ? pass->budget : 1, got = 0;
+        int i;
+
         apr_pool_clear(bp);
-        rv = svc_events_after(db, bp, org_id, run_id, *plast, SSE_BATCH, &events);
-        if (rv == APR_SUCCESS) {
-            rv = send_events(r, bb, events, plast, until_run_ends, pfinal);
+        rv = svc_events_after(db, bp, org_id, run_id, *plast, SSE_BATCH, asked, &events);
+        if (rv != APR_SUCCESS || !events->nelts) {
+            break;
         }
-    } while (rv == APR_SUCCESS && !*pfinal && events->nelts == SSE_BATCH);
+        for (i = 0; i < events->nelts; i++) {
+            got += strlen(APR_ARRAY_IDX(events, i, svc_event_t).data);
+        }
+        rv = send_events(r, bb, events, plast, until_run_ends, pass);
+        if (rv != APR_SUCCESS || pass->final || pass->more) {
+            break;
+        }
+        /* Fewer rows than asked, and not cut by the byte budget (a cut
+         * read's data reaches it): caught up. */
+        if (events->nelts < SSE_BATCH && got < asked) {
+            break;
+        }
+        if (!pass->budget || net->pending) {
+            /* Spent, or the client has not taken the last batch yet. */
+            pass->more = 1;
+            break;
+        }
+    }
     apr_pool_destroy(bp);
     return rv;
 }
@@ -265,12 +555,13 @@ static hub_org *hub_org_get(sse_hub *hub, const char *org_id)
 }
 
 /* Schedules an immediate callback for the stream, unless one is pending.
- * Called with the hub locked (the stream is registered, so it lives). */
+ * Called while the stream is registered with the hub or the watcher (under
+ * its lock), so it lives. */
 static void wake(sse_stream *st)
 {
     if (apr_atomic_cas32(&st->wake_pending, 1, 0) == 0) {
         apr_atomic_inc32(&st->refs);
-        if (ap_mpm_register_timed_callback(0, wake_cb, st) != APR_SUCCESS) {
+        if (call_soon(wake_cb, st) != APR_SUCCESS) {
             apr_atomic_dec32(&st->refs);
             apr_atomic_set32(&st->wake_pending, 0);
         }
@@ -372,7 +663,8 @@ static apr_status_t hub_fetch(sse_hub *hub, svc_db_t *db, apr_pool_t *p, notices
         after = o->covered ? o->fetched : low - 1;
         apr_thread_mutex_unlock(hub->lock);
         do {
-            rv = svc_events_after(db, p, org_id, NULL, after, SSE_BATCH, &events);
+            rv = svc_events_after(db, p, org_id, NULL, after, SSE_BATCH,
+                                  (apr_size_t)APR_INT64_MAX, &events);
             if (rv != APR_SUCCESS) {
                 break;
             }
@@ -407,15 +699,41 @@ static void hub_forget(sse_hub *hub)
 }
 
 /*
- * The event MPM of httpd 2.4 bounds its poll() by the next timer only right
- * after it ran due timers: a timer registered for later while nothing else
- * is due (a heartbeat in 15 s) waits until something else wakes the
- * listener, which on a quiet server may be never. A timer due now does wake
- * it, runs, and lets it take the next expiry into account; so the hub
- * registers one, doing nothing, every second while it has streams.
+ * The stream places (sql/016) this child gave back since the last call are
+ * deleted, and every 30 s the ones it holds are confirmed. On the hub's own
+ * connection; what fails waits for the next connection.
  */
-static void tick_cb(void *baton)
+static apr_status_t hub_places(sse_hub *hub, svc_db_t *db, apr_pool_t *p,
+                               apr_time_t *prefreshed)
 {
+    apr_array_header_t *ids;
+    apr_status_t rv = APR_SUCCESS;
+
+    apr_thread_mutex_lock(hub->lock);
+    ids = hub->released->nelts ? apr_array_copy(p, hub->released) : NULL;
+    hub->released->nelts = 0;
+    apr_thread_mutex_unlock(hub->lock);
+    if (ids) {
+        char *list = apr_pstrcat(p, "{", NULL);
+        int i;
+        for (i = 0; i < ids->nelts; i++) {
+            list = apr_psprintf(p, "%s%s%" APR_INT64_T_FMT, list, i ? "," : "",
+                                APR_ARRAY_IDX(ids, i, apr_int64_t));
+        }
+        rv = svc_streams_release(db, p, apr_pstrcat(p, list, "}", NULL));
+        if (rv != APR_SUCCESS) {
+            apr_thread_mutex_lock(hub->lock);
+            apr_array_cat(hub->released, ids);
+            apr_thread_mutex_unlock(hub->lock);
+            return rv;
+        }
+    }
+    if (apr_time_now() - *prefreshed >= SSE_REFRESH) {
+        if ((rv = svc_streams_refresh(db, p, holder)) == APR_SUCCESS) {
+            *prefreshed = apr_time_now();
+        }
+    }
+    return rv;
 }
 
 /* The hub's thread: LISTEN, read, wake; reconnect when the database goes. */
@@ -424,7 +742,7 @@ static void *APR_THREAD_FUNC hub_main(apr_thread_t *thd, void *data)
     sse_hub *hub = data;
     apr_pool_t *cp = NULL, *tp;
     svc_db_t *db = NULL;
-    apr_time_t last_tick = 0;
+    apr_time_t refreshed = 0;
     int warned = 0;
 
     apr_pool_create(&tp, NULL);
@@ -432,14 +750,7 @@ static void *APR_THREAD_FUNC hub_main(apr_thread_t *thd, void *data)
         struct pollfd pfd;
         notices_t n;
         const char *err = NULL;
-        apr_time_t now = apr_time_now();
 
-        if (now - last_tick >= apr_time_from_sec(1)) {
-            last_tick = now;
-            if (apr_hash_count(hub->orgs)) {
-                ap_mpm_register_timed_callback(0, tick_cb, NULL);
-            }
-        }
         apr_pool_clear(tp);
         if (!db) {
             if (cp) {
@@ -478,15 +789,21 @@ static void *APR_THREAD_FUNC hub_main(apr_thread_t *thd, void *data)
         pfd.fd = svc_db_socket(db);
         pfd.events = POLLIN;
         pfd.revents = 0;
-        if (pfd.fd < 0 || poll(&pfd, 1, 500) < 0) {
+        if (pfd.fd < 0 || (poll(&pfd, 1, 500) < 0 && errno != EINTR)) {
+            hub_forget(hub);
+            db = NULL;
             continue;
         }
-        if (!pfd.revents) {
-            continue;
-        }
+        /*
+         * Every time round, readable or not: the statements below (and the
+         * reads of events) run on this connection too, and libpq queues the
+         * notifications that arrive meanwhile, where poll() no longer sees
+         * them.
+         */
         n.pool = tp;
         n.lowest = apr_hash_make(tp);
-        if (svc_db_notifications(db, collect_notice, &n) != APR_SUCCESS
+        if (hub_places(hub, db, tp, &refreshed) != APR_SUCCESS
+            || svc_db_notifications(db, collect_notice, &n) != APR_SUCCESS
             || hub_fetch(hub, db, tp, &n) != APR_SUCCESS) {
             hub_forget(hub);
             db = NULL;
@@ -544,6 +861,7 @@ static sse_hub *hub_for(server_rec *s, const char *conninfo)
         hub->s = s;
         apr_pool_create(&hub->pool, child_pool);
         hub->orgs = apr_hash_make(hub->pool);
+        hub->released = apr_array_make(hub->pool, 64, sizeof(apr_int64_t));
         if (apr_thread_mutex_create(&hub->lock, APR_THREAD_MUTEX_DEFAULT, child_pool)
                 != APR_SUCCESS
             || apr_thread_create(&hub->thread, NULL, hub_main, hub, child_pool)
@@ -560,9 +878,260 @@ static sse_hub *hub_for(server_rec *s, const char *conninfo)
     return hub;
 }
 
+/* A stream place taken in PostgreSQL, given back when its request's pool
+ * goes (the stream ended, or never got suspended). */
+typedef struct {
+    sse_hub *hub;
+    apr_int64_t id;
+} sse_place;
+
+static apr_status_t place_release(void *data)
+{
+    sse_place *pl = data;
+
+    apr_thread_mutex_lock(pl->hub->lock);
+    APR_ARRAY_PUSH(pl->hub->released, apr_int64_t) = pl->id;
+    apr_thread_mutex_unlock(pl->hub->lock);
+    return APR_SUCCESS;
+}
+
+/* ------------------------------------------------------------------------
+ * The watcher
+ */
+
+/* A callback that only makes the listener run the timers that are due. */
+static void tick_cb(void *baton)
+{
+}
+
+static void *APR_THREAD_FUNC watch_main(apr_thread_t *thd, void *data)
+{
+    sse_watch *w = data;
+    apr_time_t last_tick = 0;
+
+    while (!apr_atomic_read32(&w->stopping)) {
+        struct epoll_event evs[256];
+        apr_time_t now;
+        int i, n = epoll_wait(w->epfd, evs, 256, 250);
+
+        if (n > 0) {
+            pthread_mutex_lock(&w->lock);
+            for (i = 0; i < n; i++) {
+                apr_uint32_t slot = (apr_uint32_t)(evs[i].data.u64 & 0xffffffffu);
+                apr_uint32_t gen = (apr_uint32_t)(evs[i].data.u64 >> 32);
+                sse_stream *st;
+
+                if (slot >= w->nslots || w->gens[slot] != gen || !(st = w->slots[slot])) {
+                    continue;   /* ended meanwhile */
+                }
+                if (evs[i].events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) {
+                    apr_atomic_set32(&st->gone, 1);
+                }
+                wake(st);
+            }
+            pthread_mutex_unlock(&w->lock);
+        }
+        /*
+         * While streams are suspended, make the listener look at its timers
+         * every second (call_soon says why it may not otherwise), so no
+         * heartbeat waits past its time by more than that.
+         */
+        now = apr_time_now();
+        if (apr_atomic_read32(&w->streams) && now - last_tick >= SSE_TICK) {
+            last_tick = now;
+            call_soon(tick_cb, NULL);
+        }
+    }
+    return NULL;
+}
+
+static apr_status_t watch_stop(void *data)
+{
+    sse_watch *w = data;
+    apr_status_t trv;
+
+    apr_atomic_set32(&w->stopping, 1);
+    apr_thread_join(&trv, w->thread);
+    close(w->epfd);
+    pthread_mutex_destroy(&w->lock);
+    free(w->slots);
+    free(w->gens);
+    free(w->free_slots);
+    return APR_SUCCESS;
+}
+
+/* The child's watcher, started with its first stream. */
+static sse_watch *watch_get(void)
+{
+    sse_watch *w;
+
+    apr_thread_mutex_lock(hubs_lock);
+    if (!watcher) {
+        w = apr_pcalloc(child_pool, sizeof(*w));
+        w->epfd = epoll_create1(EPOLL_CLOEXEC);
+        if (w->epfd >= 0 && pthread_mutex_init(&w->lock, NULL) == 0) {
+            if (apr_thread_create(&w->thread, NULL, watch_main, w, child_pool)
+                    == APR_SUCCESS) {
+                apr_pool_cleanup_register(child_pool, w, watch_stop, apr_pool_cleanup_null);
+                watcher = w;
+            }
+            else {
+                pthread_mutex_destroy(&w->lock);
+                close(w->epfd);
+            }
+        }
+        else if (w->epfd >= 0) {
+            close(w->epfd);
+        }
+    }
+    w = watcher;
+    apr_thread_mutex_unlock(hubs_lock);
+    return w;
+}
+
+static apr_uint32_t watch_events(const sse_stream *st)
+{
+    return EPOLLRDHUP | EPOLLONESHOT | (st->net->pending ? EPOLLOUT : 0);
+}
+
+/* Registers the stream's socket; not APR_SUCCESS when it cannot be watched. */
+static apr_status_t watch_add(sse_watch *w, sse_stream *st)
+{
+    struct epoll_event ev;
+    apr_uint32_t slot;
+
+    pthread_mutex_lock(&w->lock);
+    if (w->nfree) {
+        slot = w->free_slots[--w->nfree];
+    }
+    else {
+        if (w->nslots == w->cap) {
+            apr_uint32_t cap = w->cap ? w->cap * 2 : 256;
+            sse_stream **slots = realloc(w->slots, cap * sizeof(*slots));
+            apr_uint32_t *gens = slots ? realloc(w->gens, cap * sizeof(*gens)) : NULL;
+            apr_uint32_t *fr = gens ? realloc(w->free_slots, cap * sizeof(*fr)) : NULL;
+            if (slots) {
+                w->slots = slots;
+            }
+            if (gens) {
+                w->gens = gens;
+            }
+            if (!fr) {
+                pthread_mutex_unlock(&w->lock);
+                return APR_ENOMEM;
+            }
+            w->free_slots = fr;
+            w->cap = cap;
+        }
+        slot = w->nslots++;
+        w->gens[slot] = 0;
+    }
+    w->gens[slot]++;
+    w->slots[slot] = st;
+    st->slot = slot;
+    st->gen = w->gens[slot];
+    ev.events = watch_events(st);
+    ev.data.u64 = ((apr_uint64_t)st->gen << 32) | slot;
+    if (epoll_ctl(w->epfd, EPOLL_CTL_ADD, st->fd, &ev) != 0) {
+        apr_status_t rv = errno;
+        w->slots[slot] = NULL;
+        w->free_slots[w->nfree++] = slot;
+        pthread_mutex_unlock(&w->lock);
+        return rv;
+    }
+    apr_atomic_inc32(&w->streams);
+    pthread_mutex_unlock(&w->lock);
+    return APR_SUCCESS;
+}
+
+/* Arms the one-shot registration again, after the stream's callback. */
+static void watch_arm(sse_stream *st)
+{
+    struct epoll_event ev;
+
+    ev.events = watch_events(st);
+    ev.data.u64 = ((apr_uint64_t)st->gen << 32) | st->slot;
+    epoll_ctl(watcher->epfd, EPOLL_CTL_MOD, st->fd, &ev);
+}
+
+static void watch_del(sse_stream *st)
+{
+    sse_watch *w = watcher;
+
+    pthread_mutex_lock(&w->lock);
+    epoll_ctl(w->epfd, EPOLL_CTL_DEL, st->fd, NULL);
+    w->slots[st->slot] = NULL;
+    w->gens[st->slot]++;
+    w->free_slots[w->nfree++] = st->slot;
+    apr_atomic_dec32(&w->streams);
+    pthread_mutex_unlock(&w->lock);
+}
+
 /* ------------------------------------------------------------------------
  * Streams
  */
+
+/*
+ * A turn at reading the table: 1 when the stream may read now; otherwise 0,
+ * and the stream is queued and woken when a reader is done (it holds no
+ * worker meanwhile).
+ */
+static int table_enter(sse_stream *st)
+{
+    int ok = 0;
+
+    pthread_mutex_lock(&table_lock);
+    if (table_readers < SSE_TABLE_READERS) {
+        table_readers++;
+        ok = 1;
+    }
+    else if (!st->table_waiting) {
+        st->table_waiting = 1;
+        st->tnext = NULL;
+        st->tprev = table_tail;
+        if (table_tail) {
+            table_tail->tnext = st;
+        }
+        else {
+            table_head = st;
+        }
+        table_tail = st;
+    }
+    pthread_mutex_unlock(&table_lock);
+    return ok;
+}
+
+/* Takes the stream out of the queue; table_lock held. */
+static void table_unqueue(sse_stream *st)
+{
+    if (st->tprev) {
+        st->tprev->tnext = st->tnext;
+    }
+    else {
+        table_head = st->tnext;
+    }
+    if (st->tnext) {
+        st->tnext->tprev = st->tprev;
+    }
+    else {
+        table_tail = st->tprev;
+    }
+    st->table_waiting = 0;
+}
+
+/* A reader is done: the first stream waiting gets its turn. (A queued
+ * stream lives: it leaves the queue before it ends.) */
+static void table_leave(void)
+{
+    pthread_mutex_lock(&table_lock);
+    table_readers--;
+    if (table_head) {
+        sse_stream *next = table_head;
+        table_unqueue(next);
+        wake(next);
+    }
+    pthread_mutex_unlock(&table_lock);
+}
 
 static void unref(sse_stream *st)
 {
@@ -605,10 +1174,19 @@ static void end_stream(sse_stream *st)
                   APR_INT64_T_FMT ")", st, st->last_id);
     st->ended = 1;
     hub_unregister(st);
+    watch_del(st);
+    pthread_mutex_lock(&table_lock);
+    if (st->table_waiting) {
+        table_unqueue(st);
+    }
+    pthread_mutex_unlock(&table_lock);
+    /* The last bytes go if the socket takes them now; nothing waits. */
+    net_detach(st->net, 0);
     ap_finalize_request_protocol(r);
     apr_thread_mutex_unlock(r->invoke_mtx);
     ap_process_request_after_handler(r);
-    /* r is gone. Whatever the output filters still hold goes out now. */
+    /* r is gone (and with its pool the stream's place). Whatever the output
+     * filters still hold goes out now, or not at all. */
     bb = apr_brigade_create(c->pool, c->bucket_alloc);
     APR_BRIGADE_INSERT_TAIL(bb, apr_bucket_flush_create(c->bucket_alloc));
     ap_pass_brigade(c->output_filters, bb);
@@ -637,9 +1215,11 @@ static int enter(sse_stream *st)
     return 1;
 }
 
+/* Leaves a callback: the watcher is armed again for a stream that goes on. */
 static void leave(sse_stream *st)
 {
     if (!st->ended) {
+        watch_arm(st);
         apr_thread_mutex_unlock(st->r->invoke_mtx);
     }
     pthread_mutex_unlock(&st->lock);
@@ -665,15 +1245,15 @@ static void finish(sse_stream *st)
 }
 
 /*
- * Sends what the stream has not sent: from the ring when the hub covers
- * the stream's org from its last id on, else from the table. Returns
- * non-zero when the stream must end (client gone, run over).
+ * Frames, within the pass's budget, what the stream has not sent: from the
+ * ring when the hub covers the stream's org from its last id on, else from
+ * the table; and flushes it.
  */
-static int deliver(sse_stream *st)
+static apr_status_t next_events(sse_stream *st, sse_pass *pass)
 {
     sse_hub *hub = st->hub;
     apr_uint64_t pos, tail;
-    int from_table = 0, final = 0, wrote = 0;
+    int from_table = 0, wrote = 0;
     apr_status_t rv = APR_SUCCESS;
 
     apr_thread_mutex_lock(hub->lock);
@@ -685,32 +1265,44 @@ static int deliver(sse_stream *st)
         tail = hub->head > SSE_RING ? hub->head - SSE_RING : 0;
         for (pos = st->ring_pos > tail ? st->ring_pos : tail; pos < hub->head; pos++) {
             const ring_entry *re = &hub->ring[pos % SSE_RING];
+            apr_size_t n;
+
             if (re->id <= st->last_id || strcmp(re->org_id, st->org->org_id) != 0
                 || (st->run_id && (!re->run_id || strcmp(re->run_id, st->run_id) != 0))) {
                 continue;
             }
-            frame(st->bb, re->id, re->kind, re->data);
+            if (!pass->budget) {
+                pass->more = 1;
+                break;
+            }
+            n = frame(st->bb, re->id, re->kind, re->data);
+            pass->budget = n < pass->budget ? pass->budget - n : 0;
             st->last_id = re->id;
             wrote = 1;
             if (st->until_run_ends && is_final_status(re->kind, re->data)) {
-                final = 1;
+                pass->final = 1;
+                pos++;
                 break;
             }
         }
-        st->ring_pos = final ? pos + 1 : hub->head;
+        st->ring_pos = pos;
     }
     apr_thread_mutex_unlock(hub->lock);
 
-    if (from_table) {
+    if (from_table && !table_enter(st)) {
+        pass->later = 1;
+    }
+    else if (from_table) {
         apr_pool_t *tp;
         svc_ctx_t *ctx;
 
         apr_pool_create(&tp, st->r->pool);
         ctx = svc_glue_ctx(st->r, tp);
-        rv = replay(st->r, ctx, tp, st->bb, st->org->org_id, st->run_id, st->until_run_ends,
-                    &st->last_id, &final);
+        rv = replay(st->r, ctx, tp, st->bb, st->net, st->org->org_id, st->run_id,
+                    st->until_run_ends, &st->last_id, pass);
         svc_glue_ctx_release(ctx);
         apr_pool_destroy(tp);
+        table_leave();
         /* The database being away is no reason to end a stream. */
         if (rv == SVC_EDBDOWN || rv == SVC_ESCHEMA) {
             rv = APR_SUCCESS;
@@ -721,7 +1313,38 @@ static int deliver(sse_stream *st)
     else if (wrote) {
         rv = flush(st->r, st->bb);
     }
-    return rv != APR_SUCCESS || final;
+    return rv;
+}
+
+/*
+ * Sends what waits for the client, then what the stream has not sent yet,
+ * as far as the backlog allows (the rest when the watcher says the socket
+ * takes more). Returns non-zero when the stream must end (client gone, run
+ * over).
+ */
+static int deliver(sse_stream *st)
+{
+    for (;;) {
+        sse_pass pass = { 0, 0, 0, 0 };
+
+        if (net_write(st->net) != APR_SUCCESS) {
+            return 1;
+        }
+        if (st->net->pending >= SSE_BACKLOG) {
+            return 0;
+        }
+        pass.budget = SSE_BACKLOG - st->net->pending;
+        if (next_events(st, &pass) != APR_SUCCESS || pass.final) {
+            return 1;
+        }
+        if (pass.later) {
+            /* Queued for the table: woken in its turn. */
+            return 0;
+        }
+        if (!pass.more || st->net->pending) {
+            return 0;
+        }
+    }
 }
 
 /*
@@ -761,6 +1384,13 @@ static int still_allowed(sse_stream *st)
     return allowed;
 }
 
+/* Whether the stream must end before anything else: its child is stopping,
+ * or its client closed its end. */
+static int must_end(sse_stream *st)
+{
+    return apr_atomic_read32(&child_stopping) || apr_atomic_read32(&st->gone);
+}
+
 static void wake_cb(void *baton)
 {
     sse_stream *st = baton;
@@ -769,11 +1399,7 @@ static void wake_cb(void *baton)
     if (!enter(st)) {
         return;
     }
-    if (st->ending) {
-        leave(st);
-        return;
-    }
-    if (apr_atomic_read32(&child_stopping) || deliver(st)) {
+    if (!st->ending && (must_end(st) || deliver(st))) {
         finish(st);
     }
     leave(st);
@@ -794,8 +1420,25 @@ static void beat_cb(void *baton)
         leave(st);
         return;
     }
-    apr_brigade_puts(st->bb, NULL, NULL, ": heartbeat\n\n");
-    done = apr_atomic_read32(&child_stopping) || flush(st->r, st->bb) != APR_SUCCESS;
+    if (must_end(st)) {
+        done = 1;
+    }
+    else if (st->net->pending) {
+        /* Not idle: bytes wait for the client. One that took none of them
+         * since the last heartbeat is not reading; it is dropped (and may
+         * come back with Last-Event-ID). */
+        if (st->net->written == st->written_at_beat) {
+            ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, st->r, "SVC0190: event stream "
+                          "dropped: the client took nothing of %" APR_SIZE_T_FMT " bytes "
+                          "for a heartbeat interval", st->net->pending);
+            done = 1;
+        }
+    }
+    else {
+        apr_brigade_puts(st->bb, NULL, NULL, ": heartbeat\n\n");
+        done = flush(st->r, st->bb) != APR_SUCCESS;
+    }
+    st->written_at_beat = st->net->written;
     if (!done && apr_time_now() >= st->next_recheck) {
         st->next_recheck = apr_time_now() + SSE_RECHECK;
         done = !still_allowed(st);
@@ -822,13 +1465,48 @@ static void beat_cb(void *baton)
  * The start of a stream, on the worker that took the request
  */
 
-static int stream_refused(request_rec *r, svc_ctx_t *ctx, int status, const char *code,
-                          const char *detail)
+/* Answers the request with the problem rv stands for, instead of a stream. */
+static int stream_refused(request_rec *r, svc_ctx_t *ctx, apr_status_t rv)
 {
+    svc_problem_t *problem = svc_ctx_problem(ctx, rv);
+
     ctx->stream = NULL;
     svc_glue_ctx_release(ctx);
-    svc_ctx_render_problem(ctx, svc_ctx_problem(ctx, svc_fail(ctx, status, code, "%s", detail)));
+    svc_ctx_render_problem(ctx, problem);
     return svc_glue_respond(ctx, r);
+}
+
+/*
+ * Takes a place among the streams the caller holds (SvcStreamLimit), given
+ * back when the request's pool goes. APR_SUCCESS, or a problem: 429 when
+ * the caller holds as many as allowed.
+ */
+static apr_status_t take_place(request_rec *r, svc_ctx_t *ctx, sse_hub *hub, int limit)
+{
+    const svc_principal_t *who = ctx->who;
+    sse_place *pl;
+    svc_db_t *db;
+    apr_status_t rv;
+
+    if (!limit || !who || !who->user_id) {
+        return APR_SUCCESS;
+    }
+    pl = apr_pcalloc(r->pool, sizeof(*pl));
+    pl->hub = hub;
+    if ((rv = svc_ctx_db(ctx, &db)) != APR_SUCCESS
+        || (rv = svc_streams_claim(db, r->pool, apr_pstrcat(r->pool, "user:", who->user_id,
+                                                            NULL),
+                                   holder, limit, &pl->id)) != APR_SUCCESS) {
+        return rv;
+    }
+    if (!pl->id) {
+        apr_table_setn(r->err_headers_out, "Retry-After", SSE_LIMIT_RETRY);
+        return svc_fail(ctx, 429, "too_many_streams", "You hold %d event streams open "
+                        "already, as many as one user may (SvcStreamLimit); close one, or "
+                        "try again when one has ended.", limit);
+    }
+    apr_pool_cleanup_register(r->pool, pl, place_release, apr_pool_cleanup_null);
+    return APR_SUCCESS;
 }
 
 int svc_sse_begin(request_rec *r, svc_ctx_t *ctx)
@@ -836,16 +1514,30 @@ int svc_sse_begin(request_rec *r, svc_ctx_t *ctx)
     svc_server_conf *sc = ap_get_module_config(r->server->module_config, &svc_module);
     const svc_stream_t *spec = ctx->stream;
     apr_bucket_brigade *bb = apr_brigade_create(r->pool, r->connection->bucket_alloc);
+    sse_pass pass = { SSE_BACKLOG, 0, 0, 0 };
     apr_int64_t last = spec->after;
     sse_stream *st;
+    sse_watch *w;
     sse_hub *hub;
-    int final = 0;
+    sse_net *net;
     apr_status_t rv;
 
     if (!mpm_is_async || !sc->db_conninfo || !child_pool) {
-        return stream_refused(r, ctx, 503, "streams_unavailable",
+        return stream_refused(r, ctx, svc_fail(ctx, 503, "streams_unavailable",
                               "Event streams need httpd's event MPM and DBDParams; this "
-                              "server cannot hold them open.");
+                              "server cannot hold them open."));
+    }
+    if (r->connection->master) {
+        return stream_refused(r, ctx, svc_fail(ctx, 503, "streams_unavailable",
+                              "Event streams are served over HTTP/1.1 connections; this "
+                              "request came over HTTP/2."));
+    }
+    if (!(hub = hub_for(r->server, sc->db_conninfo)) || !(w = watch_get())) {
+        return stream_refused(r, ctx, svc_fail(ctx, 503, "streams_unavailable",
+                              "This server cannot hold event streams open right now."));
+    }
+    if ((rv = take_place(r, ctx, hub, sc->core.stream_limit)) != APR_SUCCESS) {
+        return stream_refused(r, ctx, rv);
     }
     svc_glue_write_head(ctx, r, 200, "text/event-stream; charset=utf-8");
     /* Proxies in front (nginx, some load balancers) must not buffer it. */
@@ -854,29 +1546,35 @@ int svc_sse_begin(request_rec *r, svc_ctx_t *ctx)
         svc_glue_ctx_release(ctx);
         return OK;
     }
+    if (!(net = net_attach(r))) {
+        return stream_refused(r, ctx, svc_fail(ctx, 503, "streams_unavailable",
+                              "This connection cannot carry an event stream."));
+    }
     apr_brigade_printf(bb, NULL, NULL, "retry: %d\n\n", SSE_RETRY_MS);
     rv = flush(r, bb);
     if (rv == APR_SUCCESS) {
-        rv = replay(r, ctx, r->pool, bb, spec->org_id, spec->run_id, spec->until_run_ends,
-                    &last, &final);
+        rv = replay(r, ctx, r->pool, bb, net, spec->org_id, spec->run_id,
+                    spec->until_run_ends, &last, &pass);
     }
     /* Idle streams hold no pooled connection. */
     svc_glue_ctx_release(ctx);
-    if (rv != APR_SUCCESS || final || r->connection->aborted) {
-        /* Done (the run is over) or the client left: an ordinary ending. */
+    if (rv != APR_SUCCESS || pass.final || r->connection->aborted
+        || !(st = calloc(1, sizeof(*st)))) {
+        /* Done (the run is over), the client left, or no memory: an
+         * ordinary ending, written by the core as any response. */
+        net_detach(net, r->server->timeout);
         return OK;
     }
-    hub = hub_for(r->server, sc->db_conninfo);
-    if (!hub || !(st = calloc(1, sizeof(*st)))) {
-        return OK;
-    }
-    if (pthread_mutex_init(&st->lock, NULL) != 0) {
+    if (pthread_mutex_init(&st->lock, NULL) != 0
+        || apr_os_sock_get(&st->fd, net->sock) != APR_SUCCESS) {
         free(st);
+        net_detach(net, r->server->timeout);
         return OK;
     }
     st->r = r;
     st->c = r->connection;
     st->hub = hub;
+    st->net = net;
     st->run_id = spec->run_id;
     st->until_run_ends = spec->until_run_ends;
     st->last_id = last;
@@ -885,8 +1583,10 @@ int svc_sse_begin(request_rec *r, svc_ctx_t *ctx)
     st->bb = bb;
     st->suspended_at = apr_time_now();
     st->next_recheck = apr_time_now() + SSE_RECHECK;
+    st->written_at_beat = net->written;
     /* The hub's reference, and the heartbeat's and a first wake-up's: what
-     * committed between the replay and now is sent at once. */
+     * committed between the replay and now (or what the replay left for
+     * later) is sent at once. */
     apr_atomic_set32(&st->refs, 3);
     apr_atomic_set32(&st->wake_pending, 1);
 
@@ -898,13 +1598,20 @@ int svc_sse_begin(request_rec *r, svc_ctx_t *ctx)
     }
     st->org->streams = st;
     apr_thread_mutex_unlock(hub->lock);
+    if (watch_add(w, st) != APR_SUCCESS) {
+        hub_unregister(st);
+        pthread_mutex_destroy(&st->lock);
+        free(st);
+        net_detach(net, r->server->timeout);
+        return OK;
+    }
 
     /* Callbacks wait for r->invoke_mtx, which httpd holds until this
      * handler has returned. */
     if (ap_mpm_register_timed_callback(SSE_HEARTBEAT, beat_cb, st) != APR_SUCCESS) {
         apr_atomic_dec32(&st->refs);
     }
-    if (ap_mpm_register_timed_callback(0, wake_cb, st) != APR_SUCCESS) {
+    if (call_soon(wake_cb, st) != APR_SUCCESS) {
         apr_atomic_dec32(&st->refs);
     }
     return SUSPENDED;
@@ -914,13 +1621,28 @@ int svc_sse_begin(request_rec *r, svc_ctx_t *ctx)
  * Child life
  */
 
+void svc_sse_register(apr_pool_t *p)
+{
+    /* Right above the core's network filter: below TLS, so what it keeps
+     * is what goes on the wire. */
+    net_filter = ap_register_output_filter("SVC_SSE_NET", net_out, NULL,
+                                           AP_FTYPE_NETWORK - 1);
+}
+
 void svc_sse_child_init(apr_pool_t *pchild, server_rec *s)
 {
+    char host[APRMAXHOSTLEN + 1];
     int async = 0;
 
     if (ap_mpm_query(AP_MPMQ_IS_ASYNC, &async) == APR_SUCCESS && async) {
         mpm_is_async = 1;
     }
+    if (apr_gethostname(host, sizeof(host), pchild) != APR_SUCCESS) {
+        apr_cpystrn(host, "localhost", sizeof(host));
+    }
+    /* Node, process and start: a pid reused later is another holder. */
+    holder = apr_psprintf(pchild, "%.200s:%" APR_PID_T_FMT ":%" APR_TIME_T_FMT, host,
+                          getpid(), apr_time_now());
     if (apr_thread_mutex_create(&hubs_lock, APR_THREAD_MUTEX_DEFAULT, pchild) == APR_SUCCESS) {
         child_pool = pchild;
     }

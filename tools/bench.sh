@@ -156,9 +156,11 @@ BENCH_USER=
 bench_forget_user() {
     [ -n "$BENCH_USER" ] || return 0
     local n
-    n=$(printf '%s\n' "DELETE FROM users WHERE email = :'email';" |
+    # The stream phase's users are named after the bench user.
+    n=$(printf '%s\n' "DELETE FROM users WHERE email = :'email' OR email LIKE :'streams';" |
         as_pg "$PGBIN/psql" -X -q -tA -h "$PGSOCK" -d svc -v ON_ERROR_STOP=1 \
-            -v email="$BENCH_USER" 2>&1) || { echo "bench: could not remove $BENCH_USER: $n" >&2; return 0; }
+            -v email="$BENCH_USER" -v streams="stream%-$BENCH_USER" 2>&1) \
+        || { echo "bench: could not remove $BENCH_USER: $n" >&2; return 0; }
     say "removed the bench user $BENCH_USER and its tokens"
     BENCH_USER=
 }
@@ -325,10 +327,19 @@ main_bench() {
         else
             psql_cmd="$PGBIN/psql -X -q -tA -h $PGSOCK -d svc"
         fi
+        # One user holds at most SvcStreamLimit (100) streams: viewers of
+        # the demo org, 100 streams each, as that many people would.
+        local i stream_args=()
+        for i in $(seq 1 $(( (STREAMS + 99) / 100 ))); do
+            "$SVCCTL" user add "stream$i-$BENCH_USER" >/dev/null
+            "$SVCCTL" org add-member "$DEMO_ORG" "stream$i-$BENCH_USER" --role viewer >/dev/null
+            stream_args+=(--stream-token "$("$SVCCTL" token create "stream$i-$BENCH_USER" --scope read)")
+        done
         ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
         (cd / && perl "$TOP/tools/sse-bench.pl" --url "http://127.0.0.1:$PORT" \
             --org "$DEMO_ORG" --org-id "$org_id" --token "$token" --httpd-pid "$HTTPD_PID" \
-            --psql "$psql_cmd" --streams "$STREAMS" --events "$STREAM_EVENTS") \
+            --psql "$psql_cmd" --streams "$STREAMS" --events "$STREAM_EVENTS" \
+            "${stream_args[@]}") \
             || echo "bench: the stream phase failed" >&2
     fi
     set -- $before; local b_kib=$1 b_n=$2

@@ -42,6 +42,7 @@ DEB_TEST=(
     valgrind               # unit tests (without SANITIZE=1)
     wrk                    # make bench
     curl procps            # health probes; ps/pgrep in the scripts
+    iproute2               # ss: the event-stream tests count sockets by state
     util-linux             # runuser, setpriv (dropping root in test.sh)
     passwd                 # useradd (the unprivileged test user)
     tar coreutils findutils
@@ -71,7 +72,7 @@ RPM_RUN=(
 RPM_TEST=(
     perl-Apache-Test perl-libwww-perl perl-HTTP-Daemon perl-JSON-PP perl-IO-Socket-SSL openssl
     perl-Time-HiRes perl-Digest-SHA perl-IPC-Cmd
-    valgrind wrk curl procps-ng util-linux shadow-utils tar coreutils findutils
+    valgrind wrk curl procps-ng iproute util-linux shadow-utils tar coreutils findutils
 )
 RPM_PKG=(
     rpm-build rpmlint

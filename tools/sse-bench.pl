@@ -27,7 +27,7 @@ use Errno qw(EINPROGRESS EAGAIN);
 use Time::HiRes qw(time sleep);
 
 my %o = (streams => 2000, events => 20, seconds => 10);
-GetOptions(\%o, 'url=s', 'org=s', 'org-id=s', 'token=s', 'httpd-pid=i', 'psql=s',
+GetOptions(\%o, 'url=s', 'org=s', 'org-id=s', 'token=s', 'stream-token=s@', 'httpd-pid=i', 'psql=s',
            'streams=i', 'events=i', 'seconds=i') or die "sse-bench: bad arguments\n";
 for (qw(url org org-id token httpd-pid psql)) {
     die "sse-bench: --$_ is required\n" unless defined $o{$_};
@@ -62,8 +62,14 @@ sleep 1;
 my $rss0 = rss_kib();
 
 # --- open the streams ------------------------------------------------------------
-my $req = "GET /api/orgs/$o{org}/events HTTP/1.1\r\nHost: $host:$port\r\n"
-        . "Authorization: Bearer $o{token}\r\nAccept: text/event-stream\r\n\r\n";
+# The streams' tokens, taken in turn (one user may hold SvcStreamLimit
+# streams: --stream-token once per user), else --token for all.
+my @stream_tokens = @{ $o{'stream-token'} // [ $o{token} ] };
+sub stream_request {
+    my $t = $stream_tokens[ $_[0] % @stream_tokens ];
+    return "GET /api/orgs/$o{org}/events HTTP/1.1\r\nHost: $host:$port\r\n"
+         . "Authorization: Bearer $t\r\nAccept: text/event-stream\r\n\r\n";
+}
 my (@s, %by_fd);
 my $poll = IO::Poll->new;
 my $t_open = time;
@@ -71,7 +77,7 @@ for my $i (1 .. $o{streams}) {
     my $sock = IO::Socket::INET->new(PeerAddr => $host, PeerPort => $port, Proto => 'tcp',
                                      Blocking => 0);
     die "sse-bench: socket $i: $!\n" unless $sock;
-    my $st = { sock => $sock, out => $req, buf => '', ready => 0, got => {} };
+    my $st = { sock => $sock, out => stream_request($i), buf => '', ready => 0, got => {} };
     push @s, $st;
     $by_fd{fileno $sock} = $st;
     $poll->mask($sock => POLLOUT);

@@ -375,6 +375,9 @@ fi
 
 harness_out=$PGTMP/harness.out
 set +e
+# The event-stream tests hold a couple of thousand sockets at once (client
+# and server): the soft limit of open files goes up to the hard one.
+ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 perl t/TEST "$@" 2>&1 | tee "$harness_out"
 rc=${PIPESTATUS[0]}
 set -e

@@ -25,6 +25,7 @@ void svc_config_unset(svc_config_t *conf, apr_pool_t *p)
     conf->run_timeout = SVC_UNSET;
     conf->upload_limit = SVC_UNSET;
     conf->vcs_timeout_ms = SVC_UNSET;
+    conf->stream_limit = SVC_UNSET;
     conf->rate_classes = apr_array_make(p, 4, sizeof(svc_rate_class_t));
     conf->internal_allow = apr_array_make(p, 2, sizeof(apr_ipsubnet_t *));
     conf->trusted_origins = apr_array_make(p, 2, sizeof(const char *));
@@ -57,6 +58,7 @@ void svc_config_merge(svc_config_t *into, const svc_config_t *base, const svc_co
     MERGE(run_timeout);
     MERGE(upload_limit);
     MERGE(vcs_timeout_ms);
+    MERGE(stream_limit);
     MERGE_PTR(model_prices);
     MERGE_PTR(ui_url);
     MERGE_PTR(vcs_ca_file);
@@ -92,6 +94,7 @@ void svc_config_fill(svc_config_t *conf, apr_pool_t *p)
     DEFAULT(run_timeout, 30 * 60);
     DEFAULT(upload_limit, 25 * 1024 * 1024);
     DEFAULT(vcs_timeout_ms, 10000);
+    DEFAULT(stream_limit, 100);
     if (!conf->ui_url) {
         conf->ui_url = "/";
     }

@@ -50,6 +50,8 @@ struct svc_config_t {
     int provider_allow_private;     /* tenant provider URLs may reach private addresses */
     int run_timeout;                /* seconds a run created here may take (SvcRunTimeout) */
     apr_size_t upload_limit;        /* largest attachment, in bytes (SvcAttachmentLimit) */
+    int stream_limit;               /* event streams one user may hold open (SvcStreamLimit;
+                                     * 0: no limit) */
     apr_array_header_t *model_prices;   /* of svc_model_price_t (SvcModelPrice), or NULL */
 
     apr_array_header_t *rate_classes;     /* of svc_rate_class_t */

@@ -13,12 +13,38 @@ static const svc_stmt_t st_event_insert = {
     5, 0
 };
 
+/* The running total of the events' sizes keeps a read within its byte
+ * budget in PostgreSQL (the first event always comes, whatever its size). */
 static const svc_stmt_t st_events_after = {
     "svc_events_after",
-    "SELECT id, kind, run_id, data::text FROM events"
+    "SELECT id, kind, run_id, data FROM ("
+    "SELECT id, kind, run_id, data::text AS data,"
+    " sum(octet_length(data::text)) OVER (ORDER BY id) AS upto"
+    " FROM events"
     " WHERE org_id = $1 AND id > $2::bigint AND ($3::text IS NULL OR run_id = $3)"
-    " ORDER BY id LIMIT $4::int",
-    4, SVC_STMT_READ
+    " ORDER BY id LIMIT $4::int) e"
+    " WHERE upto - octet_length(data) < $5::bigint ORDER BY id",
+    5, SVC_STMT_READ
+};
+
+static const svc_stmt_t st_streams_claim = {
+    "svc_streams_claim",
+    "SELECT svc_stream_claim($1, $2, $3::int)",
+    3, 0
+};
+
+static const svc_stmt_t st_streams_release = {
+    "svc_streams_release",
+    "DELETE FROM event_streams WHERE id = ANY($1::bigint[])",
+    1, SVC_STMT_RETRY
+};
+
+static const svc_stmt_t st_streams_refresh = {
+    "svc_streams_refresh",
+    "WITH seen AS (UPDATE event_streams SET seen_at = now() WHERE holder = $1)"
+    " DELETE FROM event_streams WHERE seen_at < now() - interval '5 minutes'"
+    " AND holder <> $1",
+    1, SVC_STMT_RETRY
 };
 
 apr_status_t svc_event_emit(svc_db_t *db, apr_pool_t *p, const char *org_id,
@@ -35,7 +61,7 @@ apr_status_t svc_event_emit(svc_db_t *db, apr_pool_t *p, const char *org_id,
 
 apr_status_t svc_events_after(svc_db_t *db, apr_pool_t *p, const char *org_id,
                               const char *run_id, apr_int64_t after, int limit,
-                              apr_array_header_t **pevents)
+                              apr_size_t max_bytes, apr_array_header_t **pevents)
 {
     apr_array_header_t *out;
     svc_dbres_t *res;
@@ -44,7 +70,7 @@ apr_status_t svc_events_after(svc_db_t *db, apr_pool_t *p, const char *org_id,
 
     rv = svc_db_execv(db, &st_events_after, p, &res, org_id,
                       apr_psprintf(p, "%" APR_INT64_T_FMT, after), run_id,
-                      apr_itoa(p, limit));
+                      apr_itoa(p, limit), apr_psprintf(p, "%" APR_SIZE_T_FMT, max_bytes));
     if (rv != APR_SUCCESS) {
         return rv;
     }
@@ -61,6 +87,36 @@ apr_status_t svc_events_after(svc_db_t *db, apr_pool_t *p, const char *org_id,
     }
     *pevents = out;
     return APR_SUCCESS;
+}
+
+apr_status_t svc_streams_claim(svc_db_t *db, apr_pool_t *p, const char *principal,
+                               const char *holder, int limit, apr_int64_t *pid)
+{
+    svc_dbres_t *res;
+    apr_status_t rv;
+
+    rv = svc_db_execv(db, &st_streams_claim, p, &res, principal, holder, apr_itoa(p, limit));
+    if (rv != APR_SUCCESS) {
+        return rv;
+    }
+    *pid = 0;
+    if (svc_dbres_rows(res) != 1) {
+        return SVC_EDB;
+    }
+    if (!svc_dbres_isnull(res, 0, 0) && svc_dbres_int64(res, 0, 0, pid) != APR_SUCCESS) {
+        return SVC_EDB;
+    }
+    return APR_SUCCESS;
+}
+
+apr_status_t svc_streams_release(svc_db_t *db, apr_pool_t *p, const char *ids)
+{
+    return svc_db_execv(db, &st_streams_release, p, NULL, ids);
+}
+
+apr_status_t svc_streams_refresh(svc_db_t *db, apr_pool_t *p, const char *holder)
+{
+    return svc_db_execv(db, &st_streams_refresh, p, NULL, holder);
 }
 
 apr_status_t svc_events_parse_notice(apr_pool_t *p, const char *payload, const char **porg,

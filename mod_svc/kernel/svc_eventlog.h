@@ -36,15 +36,33 @@ apr_status_t svc_event_emit(svc_db_t *db, apr_pool_t *p, const char *org_id,
                             const json_t *data);
 
 /*
- * The org's events after `after`, oldest first, at most `limit`; only the
- * run's when run_id is not NULL. *pevents is an array of svc_event_t in p.
+ * The org's events after `after`, oldest first, at most `limit` of them and
+ * (but for the first) at most max_bytes of data together; only the run's
+ * when run_id is not NULL. *pevents is an array of svc_event_t in p. Fewer
+ * than `limit` does not mean the end: ask again after the last one.
  */
 apr_status_t svc_events_after(svc_db_t *db, apr_pool_t *p, const char *org_id,
                               const char *run_id, apr_int64_t after, int limit,
-                              apr_array_header_t **pevents);
+                              apr_size_t max_bytes, apr_array_header_t **pevents);
 
 /* Parses "org_id:id" (a notification's payload); APR_EINVAL otherwise. */
 apr_status_t svc_events_parse_notice(apr_pool_t *p, const char *payload, const char **porg,
                                      apr_int64_t *pid);
+
+/*
+ * The event streams a principal holds open, counted across every node
+ * (sql/016_event_streams.sql). svc_streams_claim takes a place for one more
+ * stream of `principal` (such as "user:<id>"), held by `holder` (the httpd
+ * child: node, pid, start time): *pid is its id, or 0 when the principal
+ * holds `limit` streams already (limit 0: no limit). The holder gives its
+ * places back with svc_streams_release (ids as a PostgreSQL array literal,
+ * "{1,2}") and keeps them counted with svc_streams_refresh at least every
+ * 90 s; places not refreshed that long are not counted, and
+ * svc_streams_refresh removes those older than five minutes.
+ */
+apr_status_t svc_streams_claim(svc_db_t *db, apr_pool_t *p, const char *principal,
+                               const char *holder, int limit, apr_int64_t *pid);
+apr_status_t svc_streams_release(svc_db_t *db, apr_pool_t *p, const char *ids);
+apr_status_t svc_streams_refresh(svc_db_t *db, apr_pool_t *p, const char *holder);
 
 #endif /* SVC_EVENTLOG_H */

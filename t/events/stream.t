@@ -91,9 +91,12 @@ my $before = emit('test.before', { n => 0 });
 
 # --- streams hold no worker ---------------------------------------------------------
 # The test server has 4 children of 25 threads: 150 open streams would
-# pin every worker if they each held one.
+# pin every worker if they each held one. (Two users: one may hold 100.)
 {
-    my @streams = map { sse_open($path, token => $pat) } 1 .. 150;
+    my $second = new_user('sse2');
+    svcctl('org', 'add-member', $org, $second, '--role', 'viewer');
+    my $pat2 = new_token($second, scope => 'read');
+    my @streams = map { sse_open($path, token => $_ % 2 ? $pat : $pat2) } 1 .. 150;
     is(scalar(grep { $_->{status} == 200 } @streams), 150, '150 streams are open at once');
     my ($st) = api(GET => '/api/me', token => $pat);
     is($st, 200, '... and the API still answers');
