@@ -1287,10 +1287,8 @@ static apr_status_t h_dummy(svc_ctx_t *ctx)
 }
 
 #define ROW(m_, path_, auth_, scope_)                                         \
-    { m_, path_, h_dummy, auth_, scope_, SVC_ROLE_NONE, NULL, 0, NULL, 0,     \
-      200, NULL, NULL, NULL, NULL, SVC_PROLE_NONE }
-#define ROW_END { NULL, NULL, NULL, 0, 0, 0, NULL, 0, NULL, 0, 0, NULL, NULL, NULL, NULL,     \
-                  SVC_PROLE_NONE }
+    { .method = m_, .path = path_, .handler = h_dummy, .auth = auth_, .scope = scope_ }
+#define ROW_END SVC_ROUTE_END
 
 /* Parameter templates first... */
 static const svc_route_t table_a[] = {
@@ -2265,12 +2263,13 @@ static const svc_qparam_t cursor_query[] = {
     { NULL, NULL, NULL }
 };
 static const svc_route_t cursor_route = {
-    "GET", "/api/orgs/:orgSlug/projects", NULL, SVC_AUTH_USER, SVC_SCOPE_READ, SVC_ROLE_VIEWER,
-    NULL, 0, NULL, SVC_RF_PAGED, 200, "listProjects", NULL, NULL, cursor_query, SVC_PROLE_NONE
+    .method = "GET", .path = "/api/orgs/:orgSlug/projects", .scope = SVC_SCOPE_READ,
+    .role = SVC_ROLE_VIEWER, .flags = SVC_RF_PAGED, .op_id = "listProjects",
+    .query = cursor_query
 };
 static const svc_route_t cursor_other_route = {
-    "GET", "/api/orgs/:orgSlug/members", NULL, SVC_AUTH_USER, SVC_SCOPE_READ, SVC_ROLE_VIEWER,
-    NULL, 0, NULL, SVC_RF_PAGED, 200, "listMembers", NULL, NULL, NULL, SVC_PROLE_NONE
+    .method = "GET", .path = "/api/orgs/:orgSlug/members", .scope = SVC_SCOPE_READ,
+    .role = SVC_ROLE_VIEWER, .flags = SVC_RF_PAGED, .op_id = "listMembers"
 };
 
 /* A context on that list: org `org`, caller `user`, archived filter (or NULL). */

@@ -109,6 +109,93 @@ static const svc_stmt_t st_sweep_keys = {
     0, SVC_STMT_RETRY
 };
 
+const char *const svc_run_statuses[] = {
+    SVC_RUN_QUEUED, SVC_RUN_RUNNING, SVC_RUN_SUCCEEDED, SVC_RUN_FAILED, SVC_RUN_CANCELLED,
+    NULL
+};
+
+/* The run document as SVC_RUN_DOC_SQL builds it. */
+static const svc_col_t run_result_keys[] = {
+    { .key = "summary", .type = SVC_COL_TEXT, .example = "Add a README",
+      .description = "The commit's message." },
+    { .key = "commit", .type = SVC_COL_TEXT, .format = "sha",
+      .description = "The commit on svc/run-<id>." },
+    { .key = "files", .type = SVC_COL_ARRAY, .item = SVC_COL_TEXT,
+      .description = "The files it wrote." },
+    SVC_COL_END
+};
+
+static const svc_col_t run_error_keys[] = {
+    { .key = "code", .type = SVC_COL_TEXT, .example = "provider_error",
+      .description = "Why it failed, for programs (docs/api/runs.md lists the codes)." },
+    { .key = "message", .type = SVC_COL_TEXT, .description = "Why, for people." },
+    SVC_COL_END
+};
+
+static const svc_col_t run_keys[] = {
+    { .key = "id", .type = SVC_COL_TEXT, .id = "run" },
+    { .key = "project", .type = SVC_COL_TEXT, .format = "slug",
+      .description = "The project's slug." },
+    { .key = "status", .type = SVC_COL_TEXT, .values = svc_run_statuses },
+    { .key = "instructions", .type = SVC_COL_TEXT, .example = "Add a README that says hello." },
+    { .key = "request_id", .type = SVC_COL_TEXT, .flags = SVC_COL_NULL,
+      .example = "rqs_3kTq0dKc5gWm1xQ9aZr2Lb",
+      .description = "The pipeline request it builds for (set by the pipeline)." },
+    { .key = "task_id", .type = SVC_COL_TEXT, .flags = SVC_COL_NULL,
+      .example = "tsk_3kTq0dKc5gWm1xQ9aZr2Lb",
+      .description = "The build task it carries out (set by the pipeline)." },
+    { .key = "repository", .type = SVC_COL_TEXT, .flags = SVC_COL_NULL, .example = "acme/site",
+      .description = "The repository it works on (owner/name); null: a fresh one." },
+    { .key = "created_by", .type = SVC_COL_TEXT, .flags = SVC_COL_NULL, .id = "usr" },
+    { .key = "created_at", .type = SVC_COL_TIME },
+    { .key = "started_at", .type = SVC_COL_TIME, .flags = SVC_COL_NULL },
+    { .key = "finished_at", .type = SVC_COL_TIME, .flags = SVC_COL_NULL },
+    { .key = "cancel_requested", .type = SVC_COL_BOOL },
+    { .key = "result", .type = SVC_COL_OBJECT, .flags = SVC_COL_NULL, .sub = run_result_keys,
+      .description = "Once succeeded: the commit." },
+    { .key = "error", .type = SVC_COL_OBJECT, .flags = SVC_COL_NULL, .sub = run_error_keys,
+      .description = "Once failed: why." },
+    SVC_COL_END
+};
+
+const svc_schema_t svc_schema_run = {
+    .name = "Run",
+    .description = "A factory run (docs/api/runs.md).",
+    .keys = run_keys
+};
+
+/* The events svc_run_emit_status and svc_run_log_append write. */
+static const svc_col_t run_status_event_keys[] = {
+    { .key = "run_id", .type = SVC_COL_TEXT, .id = "run" },
+    { .key = "status", .type = SVC_COL_TEXT, .values = svc_run_statuses },
+    { .key = "error", .type = SVC_COL_OBJECT, .flags = SVC_COL_NULL, .sub = run_error_keys },
+    SVC_COL_END
+};
+
+static const svc_col_t run_log_event_keys[] = {
+    { .key = "run_id", .type = SVC_COL_TEXT, .id = "run" },
+    { .key = "offset", .type = SVC_COL_INT,
+      .description = "The line's byte offset in the log (as GET .../logs?offset= counts)." },
+    { .key = "line", .type = SVC_COL_TEXT },
+    SVC_COL_END
+};
+
+static const svc_schema_t run_status_event = {
+    .name = "RunStatusEvent", .description = "run.status: a run was made, or its status changed.",
+    .keys = run_status_event_keys
+};
+
+static const svc_schema_t run_log_event = {
+    .name = "RunLogEvent", .description = "run.log: the runner wrote a line to the run's log.",
+    .keys = run_log_event_keys
+};
+
+const svc_event_kind_t svc_run_events[] = {
+    { "run.status", &run_status_event, "A run is made (queued) and at every status change." },
+    { "run.log", &run_log_event, "The runner wrote a line to the run's log." },
+    { NULL, NULL, NULL }
+};
+
 static const char *i64(apr_pool_t *p, apr_int64_t v)
 {
     return apr_psprintf(p, "%" APR_INT64_T_FMT, v);
