@@ -265,16 +265,20 @@ static json_t *schema_ref(oa_t *oa, const svc_schema_t *s)
     return ref_of(oa, "schemas", s->name);
 }
 
-/* The schema of any JSON value (what a handler passes through). */
+/*
+ * The schema of any JSON value (what a handler passes through: an audit
+ * entry's data, a webhook's payload). Not recursive: generators cannot
+ * type a value that contains itself through an array (TypeScript refuses
+ * openapi-typescript's output for it), so what is inside an array or an
+ * object of it is any JSON, unsaid.
+ */
 static json_t *json_value_schema(void)
 {
-    const char *self = "#/components/schemas/JsonValue";
-
-    return json_pack("{s:s,s:s,s:[{s:s},{s:s},{s:s},{s:s},{s:s,s:{s:s}},{s:s,s:{s:s}}]}",
-                     "title", "JsonValue", "description", "Any JSON value.", "anyOf",
+    return json_pack("{s:s,s:s,s:[{s:s},{s:s},{s:s},{s:s},{s:s,s:{}},{s:s,s:{}}]}",
+                     "title", "JsonValue", "description", "Any JSON value, as the service "
+                     "passes it through.", "anyOf",
                      "type", "string", "type", "number", "type", "boolean", "type", "null",
-                     "type", "array", "items", "$ref", self,
-                     "type", "object", "additionalProperties", "$ref", self);
+                     "type", "array", "items", "type", "object", "additionalProperties");
 }
 
 /* ------------------------------------------------------------------------
@@ -825,7 +829,7 @@ static void success(oa_t *oa, const svc_route_t *r, json_t *op, json_t *response
         json_t *replay = json_deep_copy(resp);
         json_t *rh = json_object_get(replay, "headers");
         if (code != 201) {
-            oa_fail(oa, "%s %s: only a creation (201) can be idempotent", r->method, r->path);
+            oa_fail(oa, "%s %s: only a creation (201) can be idempotent (SVC_RF_IDEMPOTENT)", r->method, r->path);
         }
         use_header(oa, rh, "Idempotent-Replayed", "IdempotentReplayed", 1);
         json_object_set_new(replay, "description",
@@ -1084,7 +1088,7 @@ json_t *svc_openapi_build_checked(apr_pool_t *p, const svc_area_t *const *areas,
     const svc_area_t *const *a;
 
     define_problems(&oa, responses);
-    schema_ref(&oa, &svc_schema_problem);
+    json_decref(schema_ref(&oa, &svc_schema_problem));
     json_object_set_new(oa.schemas, "JsonValue", json_value_schema());
     /* Operations are tagged by the part of the specification they belong
      * to; x-tagGroups (read by Redoc and others) groups those tags by area,

@@ -189,6 +189,15 @@ sub _component {
     return $strict_doc->{components}{schemas}{ $_[0] };
 }
 
+# What is wrong with an example of the document (as strict as answers are).
+sub example_errors {
+    my ($m, $path, $code, $example) = @_;
+    _schema();
+    my $c = $strict_doc->{paths}{$path}{$m}{responses}{$code}{content}{'application/json'};
+    return ('no such answer') unless $c;
+    return map { "$_" } $schema->validate($example, $c->{schema});
+}
+
 # The operation of a method and a path: (its entry, whether the path exists
 # under another method).
 sub _operation {
@@ -237,27 +246,30 @@ sub _bare_type {
 
 # contract_check(method => 'GET', path => '/api/me', status => 200,
 #                header => sub { lc name -> value or undef },
-#                content_type => ..., body => bytes or undef)
+#                content_type => ..., body => bytes or undef,
+#                head_only => 1 when only the head was read)
+# Reports a violation as a failing assertion of the running test.
 sub contract_check {
-    my %a = @_;
     return if $checking;
     local $checking = 1;
+    my ($what, $tag, @errors) = contract_errors(@_);
+    _log_line(($tag =~ /^FAIL|^OK/ ? '' : (@errors ? 'FAIL ' : 'OK ')) . $tag);
+    _report($what, @errors) if @errors;
+}
+
+# The same, reporting nothing: (what, log tag, errors...).
+sub contract_errors {
+    my %a = @_;
     my $what = "$a{method} $a{path} -> $a{status}";
     my $ct = _bare_type($a{content_type});
     my $header = $a{header};
-    my ($o, $other) = eval { _operation($a{method}, $a{path}) };
-    if ($@) {
-        _report($what, "the document could not be read: $@");
-        return;
-    }
+    my ($o) = eval { _operation($a{method}, $a{path}) };
+    return ($what, 'FAIL document', "the document could not be read: $@") if $@;
     my $has_body = defined $a{body} && length $a{body} && $a{method} ne 'HEAD';
     my $data;
     if ($has_body && $ct =~ m{^application/(?:problem\+)?json$}) {
         $data = eval { $JSON->decode($a{body}) };
-        if ($@) {
-            _report($what, "the body is not JSON: $@");
-            return;
-        }
+        return ($what, 'FAIL json', "the body is not JSON: $@") if $@;
     }
     if (!$o) {
         # No operation: an unknown path, or another method (405). mod_svc's
@@ -271,29 +283,23 @@ sub contract_check {
             push @e, map { "$_" } _schema()->validate($data, _component('Problem'));
         }
         push @e, 'a 405 without Allow' if $a{status} == 405 && !$header->('allow');
-        _log_line(sprintf "%s %s %s %s", @e ? 'FAIL' : 'OK', '-', uc $a{method}, $a{status});
-        _report($what, @e) if @e;
-        return;
+        return ($what, "- \U$a{method}\E $a{status}", @e);
     }
     my $op = $o->{op};
     my $id = $op->{operationId} // "$o->{method} $o->{path}";
     my $st = $a{status};
+    $what .= " ($id)";
     unless ($op->{responses}{$st}) {
-        _log_line("FAIL $id $st");
-        _report("$what ($id)", "status $st is not declared for $id (declared: "
+        return ($what, "FAIL $id $st", "status $st is not declared for $id (declared: "
                 . join(', ', sort keys %{ $op->{responses} }) . ')');
-        return;
     }
     my @errors;
     my $decl = $op->{responses}{$st};
     my @types = sort keys %{ $decl->{content} // {} };
     if ($a{method} ne 'HEAD') {
-        if (!@types && $has_body) {
-            push @errors, "a body, where $st declares none";
-        }
-        if (@types && !$has_body && $st != 204 && !$a{head_only}) {
-            push @errors, "no body, where $st declares " . join(', ', @types);
-        }
+        push @errors, "a body, where $st declares none" if !@types && $has_body;
+        push @errors, "no body, where $st declares " . join(', ', @types)
+            if @types && !$has_body && $st != 204 && !$a{head_only};
     }
     my %get = (
         header => sub {
@@ -304,23 +310,20 @@ sub contract_check {
             return { exists => defined $v, value => $v };
         },
         body => sub {
-            return { exists => 0 } unless $has_body || ($a{method} ne 'HEAD' && @types);
-            my $value = defined $data ? $data : $a{body};
-            return { exists => ($has_body ? 1 : 0), value => $value,
-                     content_type => ($has_body ? ($ct eq '' ? undef : $ct) : undef) };
+            return { exists => 0 } unless $has_body;
+            return { exists => 1, value => (defined $data ? $data : $a{body}),
+                     content_type => ($ct eq '' ? undef : $ct) };
         },
     );
     if ($a{method} eq 'HEAD' || $a{head_only}) {
         # The head only: the body is not there to see; its type is.
         $get{body} = sub { { exists => 0 } };
-        if (@types && $ct && !grep { _type_fits($_, $ct) } @types) {
-            push @errors, "content type $ct, declared: @types";
-        }
+        push @errors, "content type $ct, declared: @types"
+            if @types && $ct && !grep { _type_fits($_, $ct) } @types;
     }
     push @errors, map { "$_" } _schema()->validate_response([$o->{method}, $o->{path}, $st],
                                                              \%get);
-    _log_line(sprintf "%s %s %s", @errors ? 'FAIL' : 'OK', $id, $st);
-    _report("$what ($id)", @errors) if @errors;
+    return ($what, "$id $st", @errors);
 }
 
 sub _type_fits {
@@ -337,19 +340,20 @@ sub contract_event {
     my ($path, $kind, $data) = @_;
     return if $checking;
     local $checking = 1;
-    my ($o) = eval { _operation('GET', $path) };
-    return unless $o;
-    my $what = "event $kind of GET $path";
-    my $events = $o->{op}{'x-svc-events'} // {};
-    my $s = $events->{$kind};
-    unless ($s) {
-        _log_line("FAIL event $kind");
-        _report($what, "the kind $kind is not declared (x-svc-events)");
-        return;
-    }
-    my @e = map { "$_" } _schema()->validate($data, _deref($strict_doc, $s));
+    my @e = event_errors($path, $kind, $data);
     _log_line(sprintf "%s event %s", @e ? 'FAIL' : 'OK', $kind);
-    _report($what, @e) if @e;
+    _report("event $kind of GET $path", @e) if @e;
+}
+
+# The same, reporting nothing: the errors (none when it fits; the stream's
+# operation unknown counts as an error too).
+sub event_errors {
+    my ($path, $kind, $data) = @_;
+    my ($o) = eval { _operation('GET', $path) };
+    return ("GET $path is no operation") unless $o;
+    my $s = ($o->{op}{'x-svc-events'} // {})->{$kind};
+    return ("the kind $kind is not declared (x-svc-events)") unless $s;
+    return map { "$_" } _schema()->validate($data, _deref($strict_doc, $s));
 }
 
 # ---------------------------------------------------------------------------

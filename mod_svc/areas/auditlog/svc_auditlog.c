@@ -249,7 +249,10 @@ static const svc_col_t audit_keys[] = {
       .description = "What changed, by action (before and after, mostly)." },
     { .key = "ip", .type = SVC_COL_TEXT, .flags = SVC_COL_NULL, .example = "192.0.2.7" },
     { .key = "user_agent", .type = SVC_COL_TEXT, .flags = SVC_COL_NULL, .example = "curl/8.0" },
-    { .key = "request_id", .type = SVC_COL_TEXT, .flags = SVC_COL_NULL, .id = "req" },
+    { .key = "request_id", .type = SVC_COL_TEXT, .flags = SVC_COL_NULL,
+      .example = "req_3kTq0dKc5gWm1xQ9aZr2Lb",
+      .description = "The API request that made the change (its X-Request-Id), or svcctl "
+        "for the operator's tool; null for the service's own." },
     { .key = "created_at", .type = SVC_COL_TIME },
     { .key = "hash", .type = SVC_COL_TEXT, .format = "hex",
       .description = "SHA-256 of the entry and the previous entry's hash." },

@@ -45,9 +45,9 @@ static const svc_col_t provider_test_keys[] = {
     { .key = "models", .type = SVC_COL_ARRAY, .item = SVC_COL_TEXT,
       .description = "The models it lists (empty when it lists none)." },
     { .key = "latency_ms", .type = SVC_COL_INT },
-    { .key = "error", .type = SVC_COL_TEXT, .flags = SVC_COL_OPTIONAL,
+    { .key = "error", .type = SVC_COL_TEXT, .flags = SVC_COL_NULL,
       .description = "When not ok: what went wrong, for people." },
-    { .key = "error_code", .type = SVC_COL_TEXT, .flags = SVC_COL_OPTIONAL,
+    { .key = "error_code", .type = SVC_COL_TEXT, .flags = SVC_COL_NULL,
       .example = "provider_refused",
       .description = "When not ok: provider_error, provider_refused (the key), "
         "provider_rate_limited, provider_timeout or key_unreadable." },

@@ -200,8 +200,9 @@ static const svc_col_t joined_project_keys[] = {
 static const svc_col_t invite_accepted_keys[] = {
     { .key = "org", .type = SVC_COL_OBJECT, .ref = &svc_schema_org,
       .description = "The organization you are a member of now." },
-    { .key = "project", .type = SVC_COL_OBJECT, .flags = SVC_COL_OPTIONAL,
-      .sub = joined_project_keys, .description = "For a project invite: the project joined." },
+    { .key = "project", .type = SVC_COL_OBJECT, .flags = SVC_COL_NULL,
+      .sub = joined_project_keys,
+      .description = "For a project invite: the project joined; null for an org invite." },
     SVC_COL_END
 };
 
