@@ -118,28 +118,55 @@ static void quiet_dbd(apr_pool_t *pconf, server_rec *s)
 }
 
 /*
- * The service's own URLs name no file, yet httpd's map_to_storage phase
- * would walk the filesystem for them (<Directory> sections, .htaccess): six
- * stat calls per request. Whether a URL is ours is known from SetHandler,
- * which only the <Location> walk before translate_name has merged (the
+ * The service's own URLs name no file, yet httpd would map them to one:
+ * core's translate_name joins the path to the DocumentRoot (a path past
+ * the file system's limits is a 403 there, AH00127), and map_to_storage
+ * walks the filesystem (<Directory> sections, .htaccess: six stat calls
+ * per request). Whether a URL is ours is known from SetHandler, which only
+ * the <Location> walk before (pre_)translate_name has merged (the
  * configuration is reset to the server's before map_to_storage), so it is
- * read here and remembered in a note.
+ * read then and remembered in a note.
  */
-#define SVC_NOTE_OWN "svc-own-url"
-
-static int svc_translate_name(request_rec *r)
+static int own_url(request_rec *r)
 {
     core_dir_config *d = ap_get_core_module_config(r->per_dir_config);
     const char *h, *err = NULL;
 
     if (!d || !d->expr_handler) {
-        return DECLINED;
+        return 0;
     }
     h = ap_expr_str_exec(r, d->expr_handler, &err);
-    if (!err && h && strncmp(h, "svc", 3) == 0 && (h[3] == '\0' || h[3] == '-')) {
+    return !err && h && strncmp(h, "svc", 3) == 0 && (h[3] == '\0' || h[3] == '-');
+}
+
+/*
+ * httpd decodes the path after this hook, and answers a malformed escape
+ * (400) or an encoded '/' or NUL (404) with its own page, before any
+ * Location's ErrorDocument applies. DONE leaves our paths raw: the handler
+ * decodes them the same way and answers with problem documents
+ * (svc_glue_path).
+ */
+static int svc_pre_translate_name(request_rec *r)
+{
+    if (!own_url(r)) {
+        return DECLINED;
+    }
+    apr_table_setn(r->notes, SVC_NOTE_OWN, SVC_NOTE_RAW);
+    return DONE;
+}
+
+/* Ours: the translation ends here, as mod_proxy's does, with a filename
+ * that is no file. */
+static int svc_translate_name(request_rec *r)
+{
+    if (!apr_table_get(r->notes, SVC_NOTE_OWN)) {
+        if (!own_url(r)) {
+            return DECLINED;
+        }
         apr_table_setn(r->notes, SVC_NOTE_OWN, "1");
     }
-    return DECLINED;
+    r->filename = apr_pstrdup(r->pool, "svc:");
+    return OK;
 }
 
 static int svc_map_to_storage(request_rec *r)
@@ -240,6 +267,7 @@ static int svc_post_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptem
         }
     }
     quiet_dbd(pconf, s);
+    svc_dbwatch_setup(pconf, s);
     svc_supervisor_start(pconf, s);
     /* "mod_svc/x.y.z" in the Server header only where ServerTokens Full lets
      * components show (httpd locks the banner otherwise); always in the
@@ -256,6 +284,7 @@ static void svc_child_init(apr_pool_t *pchild, server_rec *s)
     apr_status_t rv = svc_pat_cache_init(pchild);
 
     svc_sse_child_init(pchild, s);
+    svc_dbwatch_child_init(pchild);
     if (rv != APR_SUCCESS) {
         /* Not fatal: every request then authenticates with its own round trip. */
         ap_log_error(APLOG_MARK, APLOG_WARNING, rv, s, "SVC0007: cannot create the "
@@ -282,10 +311,12 @@ static void svc_register_hooks(apr_pool_t *p)
     ap_hook_post_config(svc_post_config, pre, NULL, APR_HOOK_MIDDLE);
     ap_hook_child_init(svc_child_init, NULL, NULL, APR_HOOK_MIDDLE);
     ap_hook_child_stopping(svc_child_stopping, NULL, NULL, APR_HOOK_MIDDLE);
+    ap_hook_pre_translate_name(svc_pre_translate_name, NULL, NULL, APR_HOOK_FIRST);
     ap_hook_translate_name(svc_translate_name, NULL, NULL, APR_HOOK_FIRST);
     ap_hook_map_to_storage(svc_map_to_storage, NULL, NULL, APR_HOOK_FIRST);
     ap_hook_handler(svc_handler, NULL, NULL, APR_HOOK_MIDDLE);
     svc_sse_register(p);
+    svc_url_hooks();
 }
 
 AP_DECLARE_MODULE(svc) = {

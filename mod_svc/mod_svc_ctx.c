@@ -94,6 +94,11 @@ static apr_status_t schema_gate(svc_db_t *db, request_rec *r, svc_server_conf *s
     return SVC_ESCHEMA;
 }
 
+static const char *db_reason(svc_ctx_t *ctx)
+{
+    return svc_dbwatch_reason(((svc_lease_t *)ctx->glue)->r);
+}
+
 static apr_status_t db_acquire(svc_ctx_t *ctx)
 {
     svc_lease_t *lease = ctx->glue;
@@ -102,6 +107,7 @@ static apr_status_t db_acquire(svc_ctx_t *ctx)
     apr_status_t rv;
 
     lease->dbd = dbd_open(lease->pool, r->server);
+    svc_dbwatch_result(r, lease->dbd != NULL);
     if (!lease->dbd) {
         return SVC_EDBDOWN;
     }
@@ -177,6 +183,7 @@ svc_ctx_t *svc_glue_ctx(request_rec *r, apr_pool_t *p)
     ctx->glue = lease;
     ctx->db_acquire = db_acquire;
     ctx->db_release = db_release;
+    ctx->db_reason = db_reason;
     apr_pool_cleanup_register(p, lease, db_return_cleanup, apr_pool_cleanup_null);
     return ctx;
 }

@@ -62,6 +62,11 @@ extern const command_rec svc_cmds[];
 void *svc_create_server_conf(apr_pool_t *p, server_rec *s);
 void *svc_merge_server_conf(apr_pool_t *p, void *basev, void *addv);
 
+/* r->notes: set for the service's own URLs (mod_svc.c); "raw" where httpd
+ * left the path undecoded for the module (svc_glue_path decodes it). */
+#define SVC_NOTE_OWN "svc-own-url"
+#define SVC_NOTE_RAW "raw"
+
 /* The API handler ("svc") and the benchmark's no-op handler ("svc-noop"). */
 int svc_handler(request_rec *r);
 
@@ -96,6 +101,37 @@ int svc_sse_begin(request_rec *r, svc_ctx_t *ctx);
 void svc_sse_register(apr_pool_t *p);
 void svc_sse_child_init(apr_pool_t *pchild, server_rec *s);
 void svc_sse_stopping(void);
+
+/*
+ * The service's URLs as httpd handles them (mod_svc_url.c): svc_url_hooks
+ * registers the hooks that keep share tokens out of every line httpd logs;
+ * svc_glue_path is the path the handler routes: r->uri with the token that
+ * was masked in it put back, decoded here where httpd left it raw (see
+ * svc_pre_translate_name), or *prefused set to 400 (a malformed escape) or
+ * 404 (an encoded '/' or NUL) as httpd would; svc_glue_refusal is the status httpd refused
+ * the original request with when r is the ErrorDocument that brought the
+ * refusal to the module (0 otherwise), and puts request_id on the original.
+ */
+void svc_url_hooks(void);
+/* Where the ErrorDocuments of the configuration (and svc_url_hooks) send
+ * httpd's refusals: any path the module serves would do. */
+#define SVC_ERROR_URL "/api/_error"
+const char *svc_glue_path(request_rec *r, int *prefused);
+int svc_glue_refusal(request_rec *r, const char *request_id);
+
+/*
+ * The database's own reason (mod_svc_dbwatch.c): svc_dbwatch_setup (at
+ * start) notes each distinct DBDParams; svc_dbwatch_child_init tries each
+ * as a child starts and logs why one fails (SVC0090); svc_dbwatch_result
+ * is told whether a request could use the database, and logs why not the
+ * first time after it could (SVC0091); svc_dbwatch_reason is why r's
+ * server cannot reach its database now (logged as SVC0091 too if that is
+ * news), or NULL when it can.
+ */
+void svc_dbwatch_setup(apr_pool_t *pconf, server_rec *s);
+void svc_dbwatch_child_init(apr_pool_t *pchild);
+void svc_dbwatch_result(request_rec *r, int ok);
+const char *svc_dbwatch_reason(request_rec *r);
 
 /* Called at start-up to resolve mod_dbd's optional functions. */
 int svc_glue_dbd_init(void);

@@ -256,6 +256,10 @@ static void log_failure(svc_ctx_t *ctx, request_rec *r, apr_status_t rv,
         return;
     }
     if (rv == SVC_EDBDOWN || rv == SVC_ESCHEMA) {
+        /* A pooled connection that died mid-request is an outage too. */
+        if (rv == SVC_EDBDOWN) {
+            svc_dbwatch_result(r, 0);
+        }
         report_db_unavailable(ctx, r, pr);
         return;
     }
@@ -293,6 +297,7 @@ int svc_handler(request_rec *r)
     stream_body_t *sb = NULL;
     svc_ctx_t *ctx;
     apr_status_t rv;
+    int refused;
 
     if (!r->handler || strncmp(r->handler, "svc", 3) != 0) {
         return DECLINED;
@@ -310,7 +315,11 @@ int svc_handler(request_rec *r)
     /* The access log can show it too: LogFormat "... %{SVC_REQUEST_ID}e". */
     apr_table_setn(r->subprocess_env, "SVC_REQUEST_ID", ctx->request_id);
 
-    rv = svc_dispatch_route(ctx, sc->router);
+    /* httpd refused the request before we saw it (its ErrorDocument
+     * brought it here), or its path does not decode. */
+    refused = svc_glue_refusal(r, ctx->request_id);
+    ctx->path = refused ? ctx->path : svc_glue_path(r, &refused);
+    rv = refused ? svc_dispatch_refusal(ctx, refused) : svc_dispatch_route(ctx, sc->router);
     if (rv == APR_SUCCESS) {
         rv = svc_dispatch_query(ctx, r->args);
     }

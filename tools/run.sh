@@ -342,6 +342,30 @@ SvcVcsAppPrivateKey    env:VCS_APP_PRIVATE_KEY_PEM
     Require all granted
     SetHandler svc
 </LocationMatch>
+# httpd refuses some requests before the module sees them: a malformed
+# percent-escape in the path (400), an encoded '/' or NUL (404), a URL or a
+# body over its limits. These send every such refusal on the service's URLs
+# to the module, which answers it as the problem document of the same status
+# (application/problem+json with a code, docs/api/conventions.md). Requests
+# refused before httpd has read a URL at all (a request line over
+# LimitRequestLine, a malformed header) keep httpd's own page.
+<LocationMatch "^/(api|internal|auth)/|^/webhooks/vcs|^/admin/vcs-app/|^/orgs/[^/]+/vcs/install\$">
+    ErrorDocument 400 /api/_error
+    ErrorDocument 401 /api/_error
+    ErrorDocument 403 /api/_error
+    ErrorDocument 404 /api/_error
+    ErrorDocument 405 /api/_error
+    ErrorDocument 408 /api/_error
+    ErrorDocument 411 /api/_error
+    ErrorDocument 413 /api/_error
+    ErrorDocument 414 /api/_error
+    ErrorDocument 415 /api/_error
+    ErrorDocument 500 /api/_error
+    ErrorDocument 501 /api/_error
+    ErrorDocument 502 /api/_error
+    ErrorDocument 503 /api/_error
+    ErrorDocument 504 /api/_error
+</LocationMatch>
 <Location /noop>
     Require all granted
     SetHandler svc-noop

@@ -131,6 +131,11 @@ ok "conffiles: svc.conf and svc.load"
 load=$(dpkg-deb --fsys-tarfile "$DEB_MOD1" | tar -xOf - ./etc/apache2/mods-available/svc.load)
 grep -qx '# Depends: dbd' <<<"$load" || fail "svc.load does not make a2enmod enable mod_dbd"
 ok "svc.load declares '# Depends: dbd' for a2enmod"
+svcconf=$(dpkg-deb --fsys-tarfile "$DEB_MOD1" | tar -xOf - ./etc/apache2/mods-available/svc.conf)
+grep -qxF 'LogFormat "%h %l %u %t \"%r\" %>s %b \"%{User-agent}i\" %{X-Request-Id}o" svc' <<<"$svcconf" \
+    && grep -qxF 'GlobalLog ${APACHE_LOG_DIR}/svc_access.log svc env=SVC_REQUEST_ID' <<<"$svcconf" \
+    || fail "svc.conf does not ship the access log with request ids on"
+ok "svc.conf logs each answer's X-Request-Id to \${APACHE_LOG_DIR}/svc_access.log"
 deps=$(dpkg-deb -f "$DEB_MOD1" Depends)
 for d in apache2-api-20120211 apache2 libaprutil1-dbd-pgsql libjansson4 libsodium23 libpq5 \
          libcurl4 libssl3 bubblewrap git "svc-tools (= ${V1}-1)"; do
@@ -173,6 +178,11 @@ flags=$(rpm -qp --qf '[%{FILEFLAGS:fflags} %{FILENAMES}\n]' "$RPM1")
 grep -qx 'cn /etc/httpd/conf.d/svc.conf' <<<"$flags" && grep -qx 'cn /etc/httpd/conf.modules.d/10-svc.conf' <<<"$flags" \
     || fail "the .conf files are not %config(noreplace): $flags"
 ok "both are %config(noreplace)"
+svcconf=$(cd "$OUT" && rpm2cpio "$RPM1" | cpio -i --quiet --to-stdout ./etc/httpd/conf.d/svc.conf)
+grep -qxF 'LogFormat "%h %l %u %t \"%r\" %>s %b \"%{User-agent}i\" %{X-Request-Id}o" svc' <<<"$svcconf" \
+    && grep -qxF 'GlobalLog logs/svc_access_log svc env=SVC_REQUEST_ID' <<<"$svcconf" \
+    || fail "the RPM's svc.conf does not ship the access log with request ids on (logs/svc_access_log)"
+ok "svc.conf logs each answer's X-Request-Id to logs/svc_access_log"
 reqs=$(rpm -qp --requires "$RPM1")
 mmn=$(sed -n 's/^#define MODULE_MAGIC_NUMBER_MAJOR \([0-9]*\).*/\1/p' "$(apxs -q INCLUDEDIR)/ap_mmn.h")
 for r in "httpd-mmn = ${mmn}x8664" apr-util-pgsql httpd-filesystem 'libpq.so.5()(64bit)' \
@@ -539,6 +549,17 @@ http /api/me -H "Authorization: Bearer $TOKEN"
 [ "$CODE" = 200 ] || fail "GET /api/me answered $CODE: $BODY" "$ROOT/var/log/apache2/error.log"
 grep -qF "\"$EMAIL\"" <<<"$BODY" || fail "GET /api/me does not name $EMAIL: $BODY"
 ok "GET /api/me with the token: 200, $EMAIL (401 without it)"
+rid=$(sed -n 's/^x-request-id: *//Ip' <<<"$HEADERS")
+[ -n "$rid" ] || fail "GET /api/me answered without X-Request-Id"
+for _ in $(seq 50); do
+    grep -qF "\"GET /api/me HTTP/1.1\" 200 " "$ROOT/var/log/apache2/svc_access.log" 2>/dev/null \
+        && grep -qF " $rid" "$ROOT/var/log/apache2/svc_access.log" && break
+    sleep 0.1
+done
+grep -F " $rid" "$ROOT/var/log/apache2/svc_access.log" 2>/dev/null | grep -qF '"GET /api/me HTTP/1.1" 200 ' \
+    || fail "svc_access.log has no line for GET /api/me with its request id $rid" \
+            "$ROOT/var/log/apache2/svc_access.log"
+ok "/var/log/apache2/svc_access.log: GET /api/me with its X-Request-Id ($rid)"
 
 # The run supervisor started with httpd, as httpd's user, with its work
 # directory made for it; it claims a run and fails it at once, as the org has

@@ -61,6 +61,24 @@ apr_status_t svc_db_wrap(svc_db_t **pdb, PGconn *conn, apr_pool_t *conn_pool,
 apr_status_t svc_db_connect(svc_db_t **pdb, const char *conninfo,
                             apr_pool_t *p, const char **perr);
 
+/*
+ * Whether a database can be reached with conninfo, and if not why, in
+ * libpq's words (svc_dbprobe.c): connects on a connection of its own (5
+ * seconds at most unless the conninfo sets connect_timeout) and closes it
+ * again. APR_SUCCESS, or SVC_EDBDOWN with *preason as svc_db_reason makes
+ * it.
+ */
+apr_status_t svc_db_probe(const char *conninfo, apr_pool_t *p, const char **preason);
+
+/*
+ * libpq's message `msg` about a connection made with conninfo, fit for a
+ * log line: on one line, at most 512 bytes, with the conninfo's password
+ * (and sslpassword) wherever they appear, any piece of a conninfo that does
+ * not parse but keyword names, and anything shaped like one of our
+ * secrets, replaced by [REDACTED].
+ */
+const char *svc_db_reason(apr_pool_t *p, const char *conninfo, const char *msg);
+
 /* The statement timeout of a connection of our own (svc_db_connect sets
  * none); call it before the first statement. */
 void svc_db_set_statement_timeout(svc_db_t *db, int ms);

@@ -139,6 +139,9 @@ struct svc_ctx_t {
     apr_status_t (*db_acquire)(svc_ctx_t *ctx);
     void (*db_release)(svc_ctx_t *ctx);
     void *glue;                 /* baton for db_acquire and db_release */
+    /* Why the database cannot be reached now, as libpq says it (secrets
+     * removed), or NULL when it can: for /internal/health. May be NULL. */
+    const char *(*db_reason)(svc_ctx_t *ctx);
 
     /* The response. */
     int status;

@@ -19,6 +19,14 @@
 /* The longest id a path may carry (ours are a prefix and 22 characters). */
 #define SVC_ID_MAX 64
 
+/*
+ * The longest path (decoded, without the query) that is routed: no route's
+ * path with valid parameters comes near it (parameters are at most 200
+ * bytes), so anything longer names nothing and is refused before the
+ * router splits it (docs/decisions.md).
+ */
+#define SVC_PATH_MAX 2048
+
 /* An id as a path names one: ASCII letters, digits, '_' and '-'. */
 static int id_valid(const char *s)
 {
@@ -43,6 +51,10 @@ apr_status_t svc_dispatch_route(svc_ctx_t *ctx, const svc_router_t *rt)
 {
     const char *allow = NULL;
 
+    if (strlen(ctx->path) > SVC_PATH_MAX) {
+        return svc_fail(ctx, 414, "uri_too_long", "The path is longer than any endpoint's "
+                        "(%d bytes at most).", SVC_PATH_MAX);
+    }
     ctx->route = svc_router_match(rt, ctx->method, ctx->path, ctx->pool, ctx->params, &allow);
     if (ctx->route) {
         /*
@@ -118,6 +130,41 @@ apr_status_t svc_dispatch_query(svc_ctx_t *ctx, const char *args)
         apr_table_setn(ctx->query, pair, val);
     }
     return APR_SUCCESS;
+}
+
+apr_status_t svc_dispatch_refusal(svc_ctx_t *ctx, int status)
+{
+    switch (status) {
+    case 400:
+        return svc_fail(ctx, 400, "bad_request", "The request could not be read: a malformed "
+                        "percent-encoding in its path, or a malformed header.");
+    case 403:
+        return svc_fail(ctx, 403, "forbidden", "The server's configuration refuses this "
+                        "request.");
+    case 404:
+        return svc_fail(ctx, 404, "not_found", "There is no endpoint at this path (an "
+                        "encoded '/' or NUL never names one).");
+    case 408:
+        return svc_fail(ctx, 408, "request_timeout", "The request did not arrive in time.");
+    case 413:
+        return svc_fail(ctx, 413, "payload_too_large", "The request body is larger than the "
+                        "server accepts.");
+    case 414:
+        return svc_fail(ctx, 414, "uri_too_long", "The request's URL is longer than the "
+                        "server accepts.");
+    default:
+        break;
+    }
+    if (status >= 500 && status <= 599) {
+        return svc_fail(ctx, status, status == 500 ? "internal_error"
+                                     : status == 503 ? "service_unavailable" : "server_error",
+                        "The server could not answer this request (HTTP %d).", status);
+    }
+    if (status < 400 || status > 499) {
+        status = 400;
+    }
+    return svc_fail(ctx, status, "request_refused", "The server refused this request before "
+                    "the service saw it (HTTP %d).", status);
 }
 
 apr_size_t svc_dispatch_body_limit(const svc_ctx_t *ctx)

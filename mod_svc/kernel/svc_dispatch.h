@@ -11,7 +11,8 @@
 #include "svc_route.h"
 
 /*
- * Finds ctx->route for ctx->method and ctx->path. Unknown path: 404;
+ * Finds ctx->route for ctx->method and ctx->path. A path longer than any
+ * route's (2,048 bytes): 414 uri_too_long. Unknown path: 404;
  * known path, other method: 405 with Allow; OPTIONS: 204 with Allow (then
  * ctx->route stays NULL and the response is complete).
  */
@@ -26,6 +27,14 @@ apr_status_t svc_dispatch_route(svc_ctx_t *ctx, const svc_router_t *rt);
  * vanished returns more than the client wanted.
  */
 apr_status_t svc_dispatch_query(svc_ctx_t *ctx, const char *args);
+
+/*
+ * httpd refused the request before the service saw it, and its
+ * ErrorDocument brought the refusal here: the same status as a problem
+ * document (400 bad_request for a malformed percent-encoding, 404
+ * not_found for an encoded '/' or NUL, 414, 413, 408, ...).
+ */
+apr_status_t svc_dispatch_refusal(svc_ctx_t *ctx, int status);
 
 /* The body cap of the matched route, in bytes (0: no body accepted); for
  * streamed bodies, SvcAttachmentLimit. */

@@ -15,8 +15,15 @@ apr_status_t svc_h_health(svc_ctx_t *ctx)
         rv = svc_migrate_current(db, ctx->pool, &version);
     }
     if (rv != APR_SUCCESS) {
+        /* Only operators reach this (SvcInternalAllow): they are told why,
+         * in libpq's words, secrets removed. */
+        const char *why = rv == SVC_EDBDOWN && ctx->db_reason ? ctx->db_reason(ctx) : NULL;
+
         apr_table_setn(ctx->headers_out, "Retry-After", "1");
-        return svc_fail(ctx, 503, "database_unavailable", "The database is not reachable.");
+        return why ? svc_fail(ctx, 503, "database_unavailable", "The database is not "
+                              "reachable: %s", why)
+                   : svc_fail(ctx, 503, "database_unavailable", "The database is not "
+                              "reachable.");
     }
     if (version < svc_schema_version) {
         return svc_fail(ctx, 503, "schema_behind",

@@ -1100,7 +1100,8 @@ sub vcs_base {
 # with the test server's modules, the built module, its database and secret.
 # ===========================================================================
 
-push @EXPORT, qw(scratch_httpd_conf httpd_config_test);
+push @EXPORT, qw(scratch_httpd_conf httpd_config_test scratch_httpd_start scratch_httpd_stop
+                 scratch_httpd_log);
 
 sub _free_port {
     require IO::Socket::INET;
@@ -1119,6 +1120,7 @@ sub scratch_httpd_conf {
     my ($directives, %opt) = @_;
     require File::Temp;
     my $dir = File::Temp::tempdir(CLEANUP => 1);
+    mkdir catfile($dir, 'logs');    # as a ServerRoot has (the RPM's svc.conf logs there)
     my $port = _free_port();
     my $conf = catfile($dir, 'httpd.conf');
     my $modules = catfile(t_logs(), '..', 'conf', 'modules.conf');
@@ -1158,6 +1160,60 @@ $directives
 EOF
     close $fh;
     return ($dir, $conf, $port);
+}
+
+# scratch_httpd_start($directives, env => { NAME => value or undef to unset })
+#   -> { dir, conf, port, pid, url, log } of a running scratch httpd (its
+#   start line logged, its pid file written), or dies with its error log.
+#   scratch_httpd_stop($h) stops it; scratch_httpd_log($h) is its error log.
+sub scratch_httpd_start {
+    my ($directives, %opt) = @_;
+    require POSIX;
+    my ($dir, $conf, $port) = scratch_httpd_conf($directives);
+    my $httpd = $ENV{SVC_TEST_HTTPD} // Apache::Test::config()->{vars}{httpd};
+    my $pid = fork() // die "fork: $!";
+    if (!$pid) {
+        my $env = $opt{env} // {};
+        for my $k (keys %$env) {
+            if (defined $env->{$k}) { $ENV{$k} = $env->{$k} } else { delete $ENV{$k} }
+        }
+        open STDOUT, '>', "$dir/stdout";
+        open STDERR, '>', "$dir/stderr";
+        exec $httpd, '-f', $conf, '-DFOREGROUND' or POSIX::_exit(127);
+    }
+    my $h = { dir => $dir, conf => $conf, port => $port, pid => $pid,
+              url => "http://127.0.0.1:$port", log => "$dir/error_log" };
+    my $up = wait_for(sub {
+        return -1 if waitpid($pid, POSIX::WNOHANG()) == $pid;
+        return -s "$dir/httpd.pid" && scratch_httpd_log($h) =~ /AH00489:/;
+    }, timeout => 20);
+    if (!$up || $up eq '-1') {
+        if (!$up) {
+            kill 'KILL', $pid;
+            waitpid($pid, 0);
+        }
+        die "scratch httpd did not start:\n" . scratch_httpd_log($h);
+    }
+    return $h;
+}
+
+sub scratch_httpd_log {
+    my $h = shift;
+    open my $fh, '<', $h->{log} or return '';
+    local $/;
+    return <$fh> // '';
+}
+
+sub scratch_httpd_stop {
+    my $h = shift;
+    return unless $h->{pid};
+    kill 'TERM', $h->{pid};
+    my $gone = wait_for(sub { waitpid($h->{pid}, POSIX::WNOHANG()) == $h->{pid} }, timeout => 20);
+    if (!$gone) {
+        kill 'KILL', $h->{pid};
+        waitpid($h->{pid}, 0);
+    }
+    delete $h->{pid};
 }
 
 # httpd_config_test($directives) -> ($exit_status, $output) of `httpd -t`:
@@ -1378,6 +1434,36 @@ sub wait_request {
         my $l = lifecycle($org, $token, $id);
         return $cond->($l) ? $l : undef;
     }, timeout => $opt{timeout} // 90, interval => 0.25);
+}
+
+# ===========================================================================
+# Requests as bytes (issue 17): URLs no client library would send as given.
+# ===========================================================================
+
+push @EXPORT, qw(raw_http);
+
+# raw_http($request_line, headers => { Name => value }, port => $port)
+#   → ($status, $content_type, $body, $head): the request line written as
+#   given, with Host and Connection: close, the answer read to its end.
+sub raw_http {
+    my ($line, %opt) = @_;
+    require IO::Socket::INET;
+    my $s = IO::Socket::INET->new(PeerAddr => '127.0.0.1',
+                                  PeerPort => $opt{port} // Apache::Test::vars('port'),
+                                  Proto => 'tcp', Timeout => 30)
+        or die "raw_http: connect: $!\n";
+    my $req = "$line\r\nHost: 127.0.0.1\r\nConnection: close\r\n";
+    my $h = $opt{headers} // {};
+    $req .= "$_: $h->{$_}\r\n" for sort keys %$h;
+    print $s "$req\r\n";
+    local $/;
+    my $res = <$s> // '';
+    close $s;
+    my ($head, $body) = split /\r\n\r\n/, $res, 2;
+    $head //= '';
+    my ($status) = $head =~ m{^HTTP/1\.\d (\d{3})};
+    my ($ct) = $head =~ m{^Content-Type:\s*([^\r\n;]+)}mi;
+    return ($status // 0, $ct // '', $body // '', $head);
 }
 
 1;

@@ -2,8 +2,10 @@
 # newcomer's first server runs, so it carries what a production server
 # should (issue 14, items 9 and 10): mod_reqtimeout with Debian's values,
 # so clients that trickle headers or a body in cannot hold every worker,
-# and TraceEnable Off. tools/run.sh's own function writes it here, into a
-# scratch directory, and httpd's configuration test must accept it.
+# and TraceEnable Off; and (issue 17) the request id in the access log and
+# httpd's refusals as problem documents. tools/run.sh's own function writes
+# it here, into a scratch directory, and httpd's configuration test must
+# accept it.
 use strict;
 use warnings;
 
@@ -38,5 +40,13 @@ like($out, qr{^RequestReadTimeout handshake=0 header=20-40,MinRate=500 body=20,M
 like($out, qr{^TraceEnable Off$}m, 'TRACE is off');
 like($out, qr{^SvcPublicURL\s+http://127\.0\.0\.1:18089$}m,
      'the public URL is set, so sign-in may be switched on');
+# Issue 17: the access log names each answer's request id, and httpd's
+# refusals on the service's URLs go to the module's problem documents.
+like($out, qr{^LogFormat "[^"\n]*(?:\\"[^"\n]*)*%\{X-Request-Id\}o" svc$}m,
+     'the access log format ends with the request id');
+like($out, qr{^CustomLog "[^"]+/access_log" svc$}m, '... and the access log uses it');
+for my $code (400, 403, 404, 413, 414, 500) {
+    like($out, qr{^\s+ErrorDocument $code /api/_error$}m, "ErrorDocument $code goes to the module");
+}
 
 done_testing();
