@@ -733,6 +733,12 @@ static void success(oa_t *oa, const svc_route_t *r, json_t *op, json_t *response
     if (code == 204) {
         json_object_set_new(resp, "description", json_string("Done; no body."));
     }
+    else if (code == 302) {
+        /* A redirect's body is nothing a client reads. */
+        if (r->response) {
+            oa_fail(oa, "%s %s redirects, and names a JSON schema", r->method, r->path);
+        }
+    }
     else if (answers_json(r)) {
         json_t *schema, *example;
         if (!r->response) {
