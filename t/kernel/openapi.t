@@ -103,7 +103,7 @@ ok(scalar(keys %{ $doc->{components}{schemas} }) >= 50,
             }
         }
     }
-    is(scalar @bad, 0, 'every example fits its schema') or diag($_) for @bad[0 .. 4];
+    is(scalar @bad, 0, 'every example fits its schema') or diag(join "\n", @bad);
 }
 
 # --- the tools -----------------------------------------------------------------
@@ -132,7 +132,7 @@ ok(-x catfile($bin, 'redocly') && -x catfile($bin, 'openapi-typescript')
         push @unexplained, "$p->{severity} $p->{ruleId} at $ptr: $p->{message}";
     }
     is(scalar @unexplained, 0, 'redocly lint: no warning but a redirect-only operation\'s '
-       . '(docs/decisions.md)') or diag($_) for @unexplained;
+       . '(docs/decisions.md)') or diag(join "\n", @unexplained);
     is($lint->{totals}{warnings}, scalar(keys %redirect_only),
        'one warning for each redirect-only operation, no other');
 }
@@ -146,7 +146,8 @@ my $types = catfile($work, 'api.d.ts');
 my $ts = do { local (@ARGV, $/) = ($types); <> } // '';
 my @empty = grep { /Record<string, never>/ && !/^export type (?:webhooks|\$defs)\b/ }
             split /\n/, $ts;
-is(scalar @empty, 0, 'no Record<string, never> in the generated types') or diag($_) for @empty;
+is(scalar @empty, 0, 'no Record<string, never> in the generated types')
+    or diag(join "\n", @empty);
 
 my @tsc = ('--strict', '--noEmit', '--target', 'es2022', '--module', 'es2022',
            '--moduleResolution', 'bundler', '--lib', 'es2022,dom');

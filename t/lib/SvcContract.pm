@@ -413,7 +413,7 @@ sub _seen {
 # of them read and prepare the document (seconds) before its first check:
 # the parent prepares it once, before it forks, and they share it.
 BEGIN {
-    *CORE::GLOBAL::fork = sub {
+    *CORE::GLOBAL::fork = sub () {
         eval { _schema() } if !$schema && !$checking && _vars('port');
         return CORE::fork();
     };
