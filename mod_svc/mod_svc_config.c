@@ -547,6 +547,18 @@ const command_rec svc_cmds[] = {
     NUMBER("SvcRunTimeout", VAL_SECONDS, core.run_timeout, 1, 7 * 86400, 1, 0,
            "Seconds a run started through this server may take before it fails with "
            "timeout (default 1800)"),
+    /* The agent's limits are per virtual host too: a run takes them from
+     * the host it was started through. */
+    NUMBER("SvcRunMaxSteps", VAL_COUNT, core.run_max_steps, 1, 10000, 1, 0,
+           "Tool calls an agent run started through this server may make before it "
+           "fails with step_limit, its work so far committed (default 50)"),
+    NUMBER("SvcRunMaxTokens", VAL_SIZE, core.run_max_tokens, 1000, 1000000000, 1, 0,
+           "Model tokens (input and output) a run started through this server may use "
+           "before it fails with token_limit, its work so far committed (default "
+           "2000000; K, M and G allowed)"),
+    NUMBER("SvcRunCommandTimeout", VAL_SECONDS, core.run_command_timeout, 1, 86400, 1, 0,
+           "Seconds one command an agent run executes in its sandbox may take before it "
+           "is killed (default 120)"),
     /* 0: no limit on the address space (what a sanitizer build of the
      * factory needs: its shadow memory is reserved up front). */
     NUMBER("SvcRunMemory", VAL_SIZE, sup.memory, 64 * MIB, 1024 * GIB, 1,

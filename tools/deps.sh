@@ -45,7 +45,9 @@ DEB_TEST=(
     openssl                # makes that private CA
     valgrind               # unit tests (without SANITIZE=1)
     wrk                    # make bench
-    curl procps            # health probes; ps/pgrep in the scripts
+    curl procps            # health probes; ps/pgrep in the scripts; curl in a run's
+                           # sandbox (t/runs/agent.t: no network there)
+    python3                # what the agent's tests build and test in the sandbox
     iproute2               # ss: the event-stream tests count sockets by state
     libjson-validator-perl # every answer checked against the OpenAPI document (SvcContract.pm)
     nodejs                 # t/kernel/openapi.t: Redocly, openapi-typescript, tsc (npm ci;
@@ -82,6 +84,7 @@ RPM_TEST=(
     perl-Time-HiRes perl-Digest-SHA perl-IPC-Cmd perl-JSON-Validator
     nodejs npm
     valgrind wrk curl procps-ng iproute util-linux shadow-utils tar coreutils findutils
+    python3
 )
 RPM_PKG=(
     rpm-build rpmlint

@@ -151,6 +151,45 @@ static int http_zero(const unsigned char *b, apr_size_t n)
     return 1;
 }
 
+/* The stricter of two classes: the enum is ordered from open to closed. */
+static http_addr_e http_worst(http_addr_e a, http_addr_e b)
+{
+    return a > b ? a : b;
+}
+
+/* The class of the IPv4 address made of the bytes at b[i[0..3]]. */
+static http_addr_e http_class_v4_at(const unsigned char *b, const int *i)
+{
+    unsigned char v4[4];
+
+    v4[0] = b[i[0]];
+    v4[1] = b[i[1]];
+    v4[2] = b[i[2]];
+    v4[3] = b[i[3]];
+    return http_class_v4(v4);
+}
+
+/*
+ * An address under a NAT64 prefix other than the well-known /96: where the
+ * IPv4 address sits depends on the length of the prefix the network chose
+ * (RFC 6052 2.2: /48, /56, /64 or /96 here; bits 64-71 are always skipped),
+ * which the address does not say, so each place is read and the strictest
+ * class wins. The prefix itself is for local use only (RFC 8215).
+ */
+static http_addr_e http_class_nat64_local(const unsigned char *b)
+{
+    static const int at48[4] = { 6, 7, 9, 10 };
+    static const int at56[4] = { 7, 9, 10, 11 };
+    static const int at64[4] = { 9, 10, 11, 12 };
+    static const int at96[4] = { 12, 13, 14, 15 };
+    http_addr_e cls = HTTP_ADDR_LOCAL;
+
+    cls = http_worst(cls, http_class_v4_at(b, at48));
+    cls = http_worst(cls, http_class_v4_at(b, at56));
+    cls = http_worst(cls, http_class_v4_at(b, at64));
+    return http_worst(cls, http_class_v4_at(b, at96));
+}
+
 static http_addr_e http_class_v6(const unsigned char *b)
 {
     static const unsigned char aws_md[16] = {
@@ -165,9 +204,11 @@ static http_addr_e http_class_v6(const unsigned char *b)
         return HTTP_ADDR_METADATA;
     }
     /*
-     * Forms that carry an IPv4 address take that address's class: the
-     * kernel (mapped), a translator (NAT64, SIIT) or a relay (6to4, Teredo)
-     * may deliver the packets to it.
+     * Forms that carry an IPv4 address take that address's class (at
+     * least): the kernel (mapped), a translator (NAT64, SIIT) or a relay
+     * (6to4, Teredo) may deliver the packets to it. A metadata address so
+     * written stays a metadata address, refused even where local ones are
+     * allowed.
      */
     if (http_zero(b, 10) && b[10] == 0xff && b[11] == 0xff) {
         return http_class_v4(b + 12);               /* ::ffff:a.b.c.d mapped */
@@ -185,22 +226,21 @@ static http_addr_e http_class_v6(const unsigned char *b)
         if (http_zero(b + 4, 8)) {
             return http_class_v4(b + 12);           /* 64:ff9b::/96 NAT64 */
         }
-        if (b[4] == 0x00 && b[5] == 0x01) {
-            return HTTP_ADDR_LOCAL;                 /* 64:ff9b:1::/48 local NAT64 */
-        }
+        /* 64:ff9b:1::/48 local-use NAT64; the rest of 64:ff9b::/32 is
+         * unassigned, so it is read the same way (fail closed). */
+        return http_class_nat64_local(b);
     }
     if (b[0] == 0x20 && b[1] == 0x02) {
         return http_class_v4(b + 2);                /* 2002::/16 6to4 */
     }
     if (b[0] == 0x20 && b[1] == 0x01 && b[2] == 0x00 && b[3] == 0x00) {
-        v4[0] = (unsigned char)~b[12];              /* 2001::/32 Teredo, client */
-        v4[1] = (unsigned char)~b[13];              /* address stored inverted */
+        /* 2001::/32 Teredo: the server's address, then the client's,
+         * stored inverted (RFC 4380 4); the packets reach either. */
+        v4[0] = (unsigned char)~b[12];
+        v4[1] = (unsigned char)~b[13];
         v4[2] = (unsigned char)~b[14];
         v4[3] = (unsigned char)~b[15];
-        if (http_class_v4(v4) != HTTP_ADDR_PUBLIC || http_class_v4(b + 4) != HTTP_ADDR_PUBLIC) {
-            return HTTP_ADDR_LOCAL;
-        }
-        return HTTP_ADDR_PUBLIC;
+        return http_worst(http_class_v4(b + 4), http_class_v4(v4));
     }
     if (b[0] == 0x01 && b[1] == 0x00 && http_zero(b + 2, 6)) {
         return HTTP_ADDR_LOCAL;                     /* 100::/64 discard */
@@ -261,6 +301,134 @@ static http_addr_e http_class_text(const char *ip)
 int svc_http_addr_blocked(const char *ip)
 {
     return http_class_text(ip) != HTTP_ADDR_PUBLIC;
+}
+
+/* True when a host name's last label is a number (decimal, or 0x and hex
+ * digits): resolvers then read the whole name as an IPv4 address, in any
+ * of inet_aton's spellings, and so does libcurl (WHATWG's "ends in a
+ * number"). */
+static int http_ends_in_number(const char *host, apr_size_t n)
+{
+    apr_size_t start, i;
+
+    if (n > 0 && host[n - 1] == '.') {
+        n--;
+    }
+    for (start = n; start > 0 && host[start - 1] != '.'; start--) {
+    }
+    if (start == n) {
+        return 0;
+    }
+    i = start;
+    if (n - start >= 2 && host[i] == '0' && (host[i + 1] == 'x' || host[i + 1] == 'X')) {
+        for (i += 2; i < n && apr_isxdigit(host[i]); i++) {
+        }
+        return i == n;
+    }
+    for (; i < n && apr_isdigit(host[i]); i++) {
+    }
+    return i == n;
+}
+
+/*
+ * The guard's verdict on the host and port written in an untrusted URL,
+ * before anything is resolved: NULL when they may be called (a name is
+ * judged again on each address it resolves to, in http_opensocket), else
+ * why not, in words that complete "<the URL> ...".
+ */
+static const char *http_untrusted_why(apr_pool_t *p, const char *url, int allow_private)
+{
+    const char *auth, *host, *port = NULL, *c;
+    apr_size_t alen, hlen;
+    http_addr_e cls = HTTP_ADDR_PUBLIC;
+    unsigned char a[16];
+    char *text;
+    int portnum;
+
+    auth = url ? strstr(url, "://") : NULL;
+    if (!auth) {
+        return "is not an absolute URL";
+    }
+    auth += 3;
+    alen = strcspn(auth, "/?#");
+    if (memchr(auth, '@', alen)) {
+        return "must not carry user information";
+    }
+    if (alen > 0 && auth[0] == '[') {
+        c = memchr(auth, ']', alen);
+        if (!c) {
+            return "has an IPv6 address without its closing bracket";
+        }
+        host = auth + 1;
+        hlen = (apr_size_t)(c - host);
+        if (c + 1 < auth + alen) {
+            if (c[1] != ':') {
+                return "has something other than a port after its IPv6 address";
+            }
+            port = c + 2;
+        }
+        if (memchr(host, '%', hlen)) {
+            /* An interface name means something only on this machine. */
+            return "names a network interface (an IPv6 zone), which a base URL may not";
+        }
+        text = apr_pstrmemdup(p, host, hlen);
+        if (inet_pton(AF_INET6, text, a) != 1) {
+            return "has a host in brackets that is not an IPv6 address";
+        }
+        cls = http_class_v6(a);
+    }
+    else {
+        host = auth;
+        c = memchr(auth, ':', alen);
+        hlen = c ? (apr_size_t)(c - auth) : alen;
+        if (c) {
+            port = c + 1;
+        }
+        if (hlen == 0) {
+            return "has no host";
+        }
+        for (c = host; c < host + hlen; c++) {
+            if (!apr_isalnum(*c) && *c != '-' && *c != '.' && *c != '_') {
+                return "has a host with characters a host name cannot have (letters, digits, "
+                       "'-', '.' and '_' only)";
+            }
+        }
+        if (http_ends_in_number(host, hlen)) {
+            /* 127.1, 2130706433, 0x7f000001, 0177.0.0.1 and 0 all reach an
+             * address; only its plain spelling is accepted, so what is
+             * stored says where calls go. */
+            text = apr_pstrmemdup(p, host, hlen);
+            if (inet_pton(AF_INET, text, a) != 1) {
+                return "writes an IPv4 address in a form other than four decimal numbers "
+                       "from 0 to 255 (a.b.c.d, no leading zeros): octal, hex, decimal and "
+                       "shortened forms are refused";
+            }
+            cls = http_class_v4(a);
+        }
+    }
+    if (port) {
+        apr_size_t plen = (apr_size_t)(auth + alen - port);
+        portnum = 0;
+        for (c = port; c < port + plen && apr_isdigit(*c) && portnum <= 65535; c++) {
+            portnum = portnum * 10 + (*c - '0');
+        }
+        if (plen == 0 || c != port + plen || portnum < 1 || portnum > 65535) {
+            return "has a port that is not a number from 1 to 65535";
+        }
+    }
+    if (cls == HTTP_ADDR_METADATA) {
+        return "names a cloud metadata address, which this server never calls";
+    }
+    if (cls != HTTP_ADDR_PUBLIC && !allow_private) {
+        return "names a loopback, private, link-local or other local address, which this "
+               "server does not call (SvcProviderAllowPrivate is off)";
+    }
+    return NULL;
+}
+
+const char *svc_http_check_untrusted(apr_pool_t *p, const char *url, int allow_private)
+{
+    return http_untrusted_why(p, url, allow_private);
 }
 
 static http_addr_e http_class_sockaddr(const struct curl_sockaddr *sa)
@@ -844,6 +1012,14 @@ apr_status_t svc_http_do(apr_pool_t *p, const svc_http_req_t *req, svc_http_resp
     if ((rv = http_check_url(u, req->url, p, needles, &shown, &why)) != APR_SUCCESS) {
         goto cleanup;
     }
+    /* The same verdict as when the URL was stored (svc_http_check_untrusted):
+     * one set of rules. The connected address is judged again below. */
+    if (req->untrusted
+        && (resp->guard = http_untrusted_why(p, req->url, req->allow_private)) != NULL) {
+        why = apr_pstrcat(p, "refused by the address guard: the URL ", resp->guard, NULL);
+        rv = SVC_HTTP_EBLOCKED;
+        goto cleanup;
+    }
 
     has_body = (req->body != NULL) || !strcmp(method, "POST") || !strcmp(method, "PUT")
                || !strcmp(method, "PATCH");
@@ -941,6 +1117,8 @@ apr_status_t svc_http_do(apr_pool_t *p, const svc_http_req_t *req, svc_http_resp
         else if (rv == SVC_HTTP_EBLOCKED) {
             /* The address is left out on purpose: it would tell a tenant
              * how names resolve inside our network. */
+            resp->guard = "reaches a loopback, private, link-local or metadata address, "
+                          "which this server does not call";
             why = apr_pstrcat(p, kind, ": the host is a loopback, private, link-local or "
                               "metadata address", NULL);
         }

@@ -25,7 +25,7 @@
 /* Failure statuses beyond APR's. */
 #define SVC_HTTP_ETIMEOUT  (APR_OS_START_USERERR + 5101) /* connect or total timeout */
 #define SVC_HTTP_ETOOBIG   (APR_OS_START_USERERR + 5102) /* response over the cap */
-#define SVC_HTTP_EBLOCKED  (APR_OS_START_USERERR + 5103) /* address guard refused */
+#define SVC_HTTP_EBLOCKED  (APR_OS_START_USERERR + 5103) /* address guard refused (resp->guard) */
 #define SVC_HTTP_EURL      (APR_OS_START_USERERR + 5104) /* bad URL or scheme */
 #define SVC_HTTP_EHEADER   (APR_OS_START_USERERR + 5105) /* CR/LF in a header, bad method */
 #define SVC_HTTP_ECONNECT  (APR_OS_START_USERERR + 5106) /* could not connect */
@@ -54,6 +54,8 @@ typedef struct {
     apr_size_t body_len;
     const char *error;          /* why it failed, redacted, for logs and problems */
     const char *primary_ip;     /* the address actually connected to, "" when none */
+    const char *guard;          /* SVC_HTTP_EBLOCKED: why, completing "the URL ...";
+                                 * else NULL */
 } svc_http_resp_t;
 
 /*
@@ -107,10 +109,26 @@ apr_status_t svc_http_do(apr_pool_t *p, const svc_http_req_t *req, svc_http_resp
  * metadata address: what an untrusted URL may not reach. Also true for the
  * other special ranges (benchmarking, documentation, reserved, broadcast,
  * 192.0.0.0/24), for IPv6 forms that embed such an IPv4 address
- * (mapped, compatible, NAT64 64:ff9b::/96, 6to4, Teredo), and for text
+ * (mapped, compatible, SIIT, NAT64 64:ff9b::/96 and the local-use
+ * 64:ff9b:1::/48, 6to4, Teredo's server or client), and for text
  * that is not an address (fail closed). "[::1]" and "fe80::1%eth0" are
  * understood. */
 int svc_http_addr_blocked(const char *ip);
+
+/*
+ * The guard's verdict on an untrusted URL as written, before anything is
+ * resolved: NULL when its host and port may be called (a name is judged
+ * again on the addresses it resolves to, at every call), else why not, in
+ * words that complete "<the URL> ...". Refused: a port outside 1-65535, an
+ * IPv6 zone ("%25eth0"), a host that is not a plain name or address, an
+ * IPv4 address in any spelling but four decimal numbers (127.1,
+ * 2130706433, 0x7f000001, 0177.0.0.1, 0: resolvers read them all as
+ * addresses), metadata addresses in every form, and other local addresses
+ * unless allow_private. svc_http_do applies the same verdict to every
+ * untrusted request (SVC_HTTP_EBLOCKED, the why in resp->guard), so what
+ * was accepted when a URL was stored is what is called.
+ */
+const char *svc_http_check_untrusted(apr_pool_t *p, const char *url, int allow_private);
 
 /*
  * NULL when `url` is usable as the base of outbound calls (http or https, a

@@ -1,5 +1,7 @@
 /*
- * svc_redact.c: secret-shaped substrings out, for logs.
+ * svc_redact.c: secret-shaped substrings out, for logs: ours, other
+ * services' tokens and keys, credentials after a scheme or a setting's
+ * name, the password of a URL.
  */
 #include "svc_redact.h"
 
@@ -55,31 +57,126 @@ static apr_size_t secret_at(const char *s)
     return 0;
 }
 
-/* Length of a credential following a keyword at s ("Bearer x", "session=x"). */
-static apr_size_t keyword_at(const char *s, apr_size_t *pkw)
+/*
+ * Length of another service's credential starting at s, at the start of a
+ * word: GitHub's tokens (ghp_, gho_, ghu_, ghs_, ghr_, github_pat_), API
+ * keys of the sk- kind (OpenAI's sk-..., sk-proj-..., Anthropic's
+ * sk-ant-...), AWS access key ids. Or 0.
+ */
+static apr_size_t foreign_at(const char *s)
 {
-    static const char *const kws[] = {
-        "bearer ", "basic ", "service_session=", "token=", "secret=", "password=",
-        "code=", "access_token=", "client_secret=", NULL
-    };
-    int i;
     apr_size_t n;
 
-    for (i = 0; kws[i]; i++) {
-        if (ci_prefix(s, kws[i])) {
-            *pkw = strlen(kws[i]);
-            /* RFC 9110 allows more than one space after the scheme. */
-            while (s[*pkw] == ' ') {
-                (*pkw)++;
-            }
-            for (n = 0; s[*pkw + n] && !isspace((unsigned char)s[*pkw + n])
-                        && s[*pkw + n] != '&' && s[*pkw + n] != ';'
-                        && s[*pkw + n] != '"' && s[*pkw + n] != ','; n++) {
-            }
+    if (s[0] == 'g' && s[1] == 'h' && s[2] && strchr("pousr", s[2]) && s[3] == '_') {
+        for (n = 4; is_b62(s[n]); n++) {
+        }
+        if (n - 4 >= 20) {
+            return n;
+        }
+    }
+    if (strncmp(s, "github_pat_", 11) == 0) {
+        for (n = 11; is_b62(s[n]) || s[n] == '_'; n++) {
+        }
+        if (n - 11 >= 20) {
+            return n;
+        }
+    }
+    if (strncmp(s, "sk-", 3) == 0) {
+        for (n = 3; is_b64url(s[n]); n++) {
+        }
+        if (n - 3 >= 16) {
+            return n;
+        }
+    }
+    if (strncmp(s, "AKIA", 4) == 0 || strncmp(s, "ASIA", 4) == 0) {
+        for (n = 4; (s[n] >= 'A' && s[n] <= 'Z') || (s[n] >= '0' && s[n] <= '9'); n++) {
+        }
+        if (n == 20) {
             return n;
         }
     }
     return 0;
+}
+
+/* Where a value after a keyword ends. */
+static apr_size_t value_len(const char *v)
+{
+    apr_size_t n;
+
+    for (n = 0; v[n] && !isspace((unsigned char)v[n]) && v[n] != '&' && v[n] != ';'
+                && v[n] != '"' && v[n] != '\'' && v[n] != ',' && v[n] != '}'; n++) {
+    }
+    return n;
+}
+
+/* Length of a credential following a keyword at s ("Bearer x", "session=x",
+ * "password: x", "\"api_key\": \"x\""): *pkw is how much of s to keep. */
+static apr_size_t keyword_at(const char *s, apr_size_t *pkw)
+{
+    static const char *const schemes[] = { "bearer ", "basic ", "service_session=", "code=",
+                                           NULL };
+    /* Settings that hold a secret, longest first where one begins another. */
+    static const char *const names[] = {
+        "access_token", "refresh_token", "client_secret", "secret_key", "access_key",
+        "private_key", "auth_token", "api_key", "api-key", "apikey", "password", "passwd",
+        "secret", "token", NULL
+    };
+    apr_size_t k, n;
+    int i;
+
+    for (i = 0; schemes[i]; i++) {
+        if (ci_prefix(s, schemes[i])) {
+            *pkw = strlen(schemes[i]);
+            /* RFC 9110 allows more than one space after the scheme. */
+            while (s[*pkw] == ' ') {
+                (*pkw)++;
+            }
+            return value_len(s + *pkw);
+        }
+    }
+    for (i = 0; names[i]; i++) {
+        if (!ci_prefix(s, names[i])) {
+            continue;
+        }
+        /* name, a quote that closes a JSON or Python key, spaces, '=' or
+         * ':', spaces, a quote that opens the value. */
+        k = strlen(names[i]);
+        if (s[k] == '"' || s[k] == '\'') {
+            k++;
+        }
+        while (s[k] == ' ') {
+            k++;
+        }
+        if (s[k] != '=' && s[k] != ':') {
+            return 0;
+        }
+        k++;
+        while (s[k] == ' ') {
+            k++;
+        }
+        if (s[k] == '"' || s[k] == '\'') {
+            k++;
+        }
+        n = value_len(s + k);
+        *pkw = k;
+        return n;
+    }
+    return 0;
+}
+
+/* At "://": the length of the user information's password (the URL's
+ * "user:" is kept, *pkeep), or 0. */
+static apr_size_t url_password_at(const char *s, apr_size_t *pkeep)
+{
+    apr_size_t end = strcspn(s + 3, "/?#@ \t\r\n\"'<>"), colon;
+    const char *c;
+
+    if (s[3 + end] != '@' || !(c = memchr(s + 3, ':', end))) {
+        return 0;
+    }
+    colon = (apr_size_t)(c - s);
+    *pkeep = colon + 1;
+    return 3 + end - colon - 1;
 }
 
 const char *svc_redact(apr_pool_t *p, const char *s)
@@ -99,10 +196,19 @@ const char *svc_redact(apr_pool_t *p, const char *s)
 
         /* Our secret shapes are distinctive enough to redact wherever they
          * start (after "%20", inside a word): over-redacting costs nothing. */
-        if ((n = secret_at(s + i)) > 0) {
+        if ((n = secret_at(s + i)) > 0 || (boundary && (n = foreign_at(s + i)) > 0)) {
             memcpy(out + o, "[REDACTED]", 10);
             o += 10;
             i += n;
+            continue;
+        }
+        if (s[i] == ':' && s[i + 1] == '/' && s[i + 2] == '/'
+            && (n = url_password_at(s + i, &kw)) > 0) {
+            memcpy(out + o, s + i, kw);
+            o += kw;
+            memcpy(out + o, "[REDACTED]", 10);
+            o += 10;
+            i += kw + n;
             continue;
         }
         if (boundary && (n = keyword_at(s + i, &kw)) > 0) {

@@ -4,7 +4,10 @@
  * Every log line that carries text a client or provider supplied goes
  * through svc_redact first; it removes anything shaped like one of our
  * secrets (svc_<kind>_<random>), bearer credentials, JWTs and session
- * cookies.
+ * cookies, other services' tokens and keys (GitHub's gh*_ and github_pat_,
+ * sk-... API keys, AWS access key ids), the values of secret settings
+ * (password, token, secret, api_key, ... with '=' or ':', as in a query,
+ * YAML or JSON) and the passwords of URLs (scheme://user:[REDACTED]@host).
  */
 #ifndef SVC_REDACT_H
 #define SVC_REDACT_H

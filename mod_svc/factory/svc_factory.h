@@ -25,6 +25,11 @@
 #define SVC_FACTORY_E_GIT       "git_failed"
 #define SVC_FACTORY_E_TASK      "task_invalid"
 #define SVC_FACTORY_E_INTERNAL  "internal"
+/* Agent mode: the run reached SvcRunMaxSteps, or the supervisor refused a
+ * model call at SvcRunMaxTokens. The work so far is committed all the same
+ * and the result line says why it stopped. */
+#define SVC_FACTORY_E_STEPS     "step_limit"
+#define SVC_FACTORY_E_TOKENS    "token_limit"
 
 /* Exit statuses: 0 a result was sent, 1 an error was sent or the run was
  * cancelled (EOF on stdin), 2 the program was called wrongly. */
@@ -62,7 +67,19 @@ typedef struct {
     size_t max_files;
     size_t max_file_bytes;
     size_t max_total_bytes;
+    /* Agent mode (optional members of the task's limits). */
+    size_t max_steps;               /* tool calls a run may make (SvcRunMaxSteps) */
+    int command_timeout;            /* seconds one `run` may take (SvcRunCommandTimeout) */
+    size_t context_bytes;           /* the conversation is kept under this many bytes */
 } svc_factory_limits_t;
+
+#define SVC_FACTORY_MAX_STEPS_DEFAULT       50
+#define SVC_FACTORY_MAX_STEPS_CAP           10000
+#define SVC_FACTORY_COMMAND_TIMEOUT_DEFAULT 120
+#define SVC_FACTORY_COMMAND_TIMEOUT_CAP     86400
+#define SVC_FACTORY_CONTEXT_DEFAULT         (400u * 1000)
+#define SVC_FACTORY_CONTEXT_MIN             4096
+#define SVC_FACTORY_CONTEXT_CAP             (64u * 1024 * 1024)
 
 /* The first line from the supervisor. The strings point into doc, which
  * the task owns (svc_factory_task_free). */
@@ -75,6 +92,7 @@ typedef struct {
     const char *author_name;
     const char *author_email;
     const char *context;            /* NULL when absent */
+    int agent;                      /* "mode": "agent" (else "single", the default) */
     svc_factory_limits_t limits;
 } svc_factory_task_t;
 
@@ -183,6 +201,23 @@ int svc_factory_preflight(int rootfd, const svc_factory_reply_t *reply,
 int svc_factory_write_files(int rootfd, const svc_factory_reply_t *reply,
                             svc_factory_err_t *perr);
 
+/* Walks the directories of path below rootfd. On success *pdirfd is the
+ * last directory (rootfd itself or a descriptor to close) and *pname the
+ * file's name inside it (pointing into copy, which has room for
+ * SVC_FACTORY_PATH_MAX + 1 bytes). With create, missing directories are
+ * made; without, *pdirfd is -1 when one is missing. */
+int svc_factory_walk(int *pdirfd, const char **pname, int rootfd, const char *path, char *copy,
+                     int create, svc_factory_err_t *perr);
+
+/* One file, by the rules of svc_factory_path_check and without following a
+ * symlink: written whole (a plain file with one link, or made), or read
+ * (a plain file of at most max bytes; *pdata malloc'd, NUL-terminated).
+ * path_refused says what is wrong with the path. */
+int svc_factory_write_path(int rootfd, const char *path, const char *content, size_t len,
+                           svc_factory_err_t *perr);
+int svc_factory_read_path(int rootfd, const char *path, size_t max, char **pdata,
+                          size_t *plen, svc_factory_err_t *perr);
+
 /* --- svc_factory_git.c ------------------------------------------------------- */
 
 typedef struct {
@@ -202,5 +237,115 @@ void svc_factory_git_free(svc_factory_git_t *git);
 int svc_factory_git_run(svc_factory_git_t *git, const char *dir, const char *const *args,
                         const char *in, size_t in_len, char **pout, size_t *pout_len,
                         size_t out_max, int *ptruncated, svc_factory_err_t *perr);
+
+/* --- svc_factory_shared.c: the factory's state and what both modes share ----- */
+
+typedef struct {
+    svc_factory_in_t in;
+    svc_factory_task_t task;
+    svc_factory_git_t git;
+    svc_factory_reply_t reply;      /* single mode: the model's answer */
+    json_t *reply_msg;              /* the supervisor's last model_reply line */
+    char *home;                     /* git's HOME, beside the repository */
+    char *start;                    /* HEAD when the run began; NULL: a new repository */
+    int rootfd;                     /* the repository's top directory */
+    int next_id;                    /* the id of the next model request */
+    /* The outcome, for the result line. */
+    char *summary;                  /* malloc'd */
+    char *sha;                      /* malloc'd */
+    json_t *files;                  /* the paths, in order */
+    svc_factory_err_t stopped;      /* agent mode: code set when it stopped at a limit */
+} svc_factory_t;
+
+/* Not a protocol code: stdin ended, the supervisor cancelled the run. */
+extern const char svc_factory_cancelled[];
+
+/*
+ * One model call: sends msg (its "type" and "id" are set here) and reads
+ * the supervisor's model_reply, checked member by member (agent mode: with
+ * tool_calls, stop and usage). On ok:true *preply is the line (owned by
+ * f->reply_msg until the next call). ok:false ends here with its code
+ * (perr) when the code is one the protocol passes on; anything else is
+ * internal, "protocol: ...". EOF: perr->code is svc_factory_cancelled.
+ */
+int svc_factory_model_call(svc_factory_t *f, json_t *msg, json_t **preply,
+                           svc_factory_err_t *perr);
+
+/*
+ * Commits everything git sees in the workspace (git add -A: what a
+ * .gitignore ignores stays out) on the run's branch with summary as the
+ * message, then sets f->sha and f->files: the paths the run changed since
+ * f->start (every path when the repository is new).
+ */
+int svc_factory_commit_all(svc_factory_t *f, const char *summary, svc_factory_err_t *perr);
+
+/* git commit (of what is staged) with this message; the commit's id into
+ * f->sha. */
+int svc_factory_commit(svc_factory_t *f, const char *summary, svc_factory_err_t *perr);
+int svc_factory_head(svc_factory_t *f, svc_factory_err_t *perr);
+
+/* The size limit of the supervisor's model_reply line for these limits. */
+size_t svc_factory_reply_line_max(const svc_factory_limits_t *l);
+
+/* --- svc_factory_agent.c: the agent's loop -------------------------------------- */
+
+/* From the prepared repository to the commit: model calls with tools until
+ * the model calls finish, or a limit stops it (f->stopped, work committed). */
+int svc_factory_agent(svc_factory_t *f, const svc_factory_buf_t *listing,
+                      svc_factory_err_t *perr);
+
+/* --- svc_factory_tools.c: the tools on the workspace ---------------------------- */
+
+/* What a tool did: its text for the model, whether that is an error, and
+ * the short form of its arguments for the run's step line. */
+typedef struct {
+    svc_factory_buf_t text;
+    int is_error;
+    char brief[201];
+} svc_factory_tool_out_t;
+
+/* Appends any bytes to buf as valid UTF-8 for a JSON line: invalid bytes
+ * and NUL as '?', control characters but newline and tab as spaces. */
+void svc_factory_tool_text(svc_factory_buf_t *buf, const char *text, size_t len);
+
+/* The tools' JSON Schema definitions, for the model request (new reference). */
+json_t *svc_factory_tool_defs(void);
+
+/* list_files, read_file, write_file and edit_file; 0 when the name is one
+ * of them (out filled, failures included), -1 for another name. */
+int svc_factory_tool_fs(svc_factory_t *f, const char *name, json_t *args,
+                        svc_factory_tool_out_t *out);
+
+/* --- svc_factory_run.c: the `run` tool ------------------------------------------ */
+
+/* The last bytes of a command's output the model sees. */
+#define SVC_FACTORY_RUN_TAIL (16 * 1024)
+
+typedef struct {
+    int exit_status;                /* -1 when it was killed (timed_out, or signal) */
+    int signal;                     /* the signal that ended it, or 0 */
+    int timed_out;                  /* killed at the command timeout */
+    int leftovers;                  /* processes it left behind, killed after it */
+    long duration_ms;
+    size_t total;                   /* bytes of output in all */
+    char *tail;                     /* its last SVC_FACTORY_RUN_TAIL bytes (malloc'd) */
+    size_t tail_len;
+} svc_factory_run_t;
+
+/* Once, before the first command: the factory becomes the subreaper of
+ * what commands leave behind, and undumpable (a command cannot open its
+ * descriptors through /proc). */
+void svc_factory_run_init(void);
+
+/*
+ * Runs `sh -c command` in cwd with envp, its stdin /dev/null, stdout and
+ * stderr one pipe, in a new session; kills it (its process group) after
+ * timeout_s seconds; then kills every process it left behind. Each line of
+ * output goes to the log as it comes. -1 (internal) only when it could not
+ * be started at all.
+ */
+int svc_factory_run(svc_factory_run_t *res, const char *command, const char *cwd,
+                    int timeout_s, char *const *envp, svc_factory_err_t *perr);
+void svc_factory_run_free(svc_factory_run_t *res);
 
 #endif /* SVC_FACTORY_H */

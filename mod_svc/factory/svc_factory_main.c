@@ -1,7 +1,9 @@
 /*
- * svc-factory: reads one task, prepares the repository, asks the model one
- * question through the supervisor, writes the files of its answer and
- * commits them. The protocol is docs/api/factory-protocol.md.
+ * svc-factory: reads one task, prepares the repository, and then either
+ * asks the model one question through the supervisor and writes the files
+ * of its answer ("single" mode), or lets the model work with tools until
+ * it is done (agent mode, svc_factory_agent.c); then commits. The protocol
+ * is docs/api/factory-protocol.md.
  *
  *   svc-factory            (no arguments; the protocol on stdin/stdout)
  *
@@ -22,24 +24,12 @@
 
 #define TASK_LINE_MAX   (16u * 1024 * 1024)
 #define MODEL_MAX_TOKENS 16000
-#define MODEL_REQUEST_ID 1
 #define LS_FILES_BYTES  (64 * 1024)
 #define LS_FILES_SHOWN  500
 #define HOME_NAME       ".svc-factory-home"
 
-/* Not a protocol code: stdin ended, the supervisor cancelled the run. */
-static const char cancelled[] = "cancelled";
 
-typedef struct {
-    svc_factory_in_t in;
-    svc_factory_task_t task;
-    svc_factory_git_t git;
-    svc_factory_reply_t reply;
-    json_t *reply_msg;              /* the supervisor's model_reply line */
-    char *home;
-    char *sha;
-    int rootfd;
-} factory_t;
+typedef svc_factory_t factory_t;
 
 /* A macro, so the compiler checks it as the format it is. */
 #define SYSTEM_PROMPT \
@@ -58,14 +48,6 @@ typedef struct {
     "no empty, '.' or '..' part, no '.git' part and no backslash.\n" \
     "- At most %zu files, each at most %zu bytes, at most %zu bytes in all.\n"
 
-/* The size limit of the supervisor's model_reply line: the answer may use
- * the whole byte budget, and every byte of a file can become up to 7 bytes
- * once JSON-escaped in the model's text and again in the line. */
-static size_t reply_line_max(const svc_factory_limits_t *l)
-{
-    return 8 * (l->max_total_bytes + l->max_files * (SVC_FACTORY_PATH_MAX + 64))
-           + 1024 * 1024;
-}
 
 static int prepare_home(factory_t *f, svc_factory_err_t *perr)
 {
@@ -141,6 +123,21 @@ static int prepare_repo(factory_t *f, svc_factory_buf_t *listing, svc_factory_er
         goto cleanup;
     }
     {
+        /* Where the run starts: what it changed is measured from here. A
+         * new repository (or a clone of an empty one) has no commit yet. */
+        const char *args[] = { "rev-parse", "-q", "--verify", "HEAD^{commit}", NULL };
+        svc_factory_err_t ignored;
+        size_t n = 0;
+
+        if (svc_factory_git_run(&f->git, t->repo, args, NULL, 0, &f->start, &n, 256, NULL,
+                                &ignored) < 0) {
+            f->start = NULL;
+        }
+        while (f->start && n > 0 && (f->start[n - 1] == '\n' || f->start[n - 1] == '\r')) {
+            f->start[--n] = '\0';
+        }
+    }
+    {
         const char *args[] = { "ls-files", "-z", NULL };
 
         if (svc_factory_git_run(&f->git, t->repo, args, NULL, 0, &out, &out_len,
@@ -183,13 +180,16 @@ cleanup:
     return rv;
 }
 
-/* Sends the one model request. */
-static int ask_model(factory_t *f, const svc_factory_buf_t *listing, svc_factory_err_t *perr)
+
+/* The one model request of single mode; *ptext is the model's text (owned
+ * by f->reply_msg). */
+static int ask_model(factory_t *f, const svc_factory_buf_t *listing, const char **ptext,
+                     size_t *plen, svc_factory_err_t *perr)
 {
     const svc_factory_task_t *t = &f->task;
     const svc_factory_limits_t *l = &t->limits;
     svc_factory_buf_t system = { 0 }, user = { 0 };
-    json_t *msg = NULL;
+    json_t *msg = NULL, *reply = NULL, *content;
     int rv = -1;
 
     svc_factory_buf_printf(&system, SYSTEM_PROMPT, l->max_files, l->max_file_bytes,
@@ -207,20 +207,22 @@ static int ask_model(factory_t *f, const svc_factory_buf_t *listing, svc_factory
         svc_factory_fail(perr, SVC_FACTORY_E_INTERNAL, "out of memory");
         goto cleanup;
     }
-    msg = json_pack("{s:s, s:i, s:s, s:[{s:s, s:s}], s:b, s:i}", "type", "model",
-                    "id", MODEL_REQUEST_ID, "system", system.data, "messages", "role", "user",
-                    "content", user.data, "json", 1, "max_tokens", MODEL_MAX_TOKENS);
+    msg = json_pack("{s:s, s:[{s:s, s:s}], s:b, s:i}", "system", system.data, "messages",
+                    "role", "user", "content", user.data, "json", 1, "max_tokens",
+                    MODEL_MAX_TOKENS);
     if (!msg) {
         svc_factory_fail(perr, SVC_FACTORY_E_INTERNAL, "cannot build the model request");
         goto cleanup;
     }
-    svc_factory_log("asking the model (request %d, %zu bytes of prompt)", MODEL_REQUEST_ID,
+    svc_factory_log("asking the model (request %d, %zu bytes of prompt)", f->next_id + 1,
                     system.len + user.len);
-    if (svc_factory_send(msg) < 0) {
-        /* The supervisor is gone: as good as cancelled. */
-        perr->code = cancelled;
+    if (svc_factory_model_call(f, msg, &reply, perr) < 0) {
         goto cleanup;
     }
+    content = json_object_get(reply, "content");
+    *ptext = json_string_value(content);
+    *plen = json_string_length(content);
+    svc_factory_log("the model replied (%zu bytes)", *plen);
     rv = 0;
 cleanup:
     json_decref(msg);
@@ -229,113 +231,13 @@ cleanup:
     return rv;
 }
 
-/* The supervisor's answer: *ptext is the model's text (owned by
- * f->reply_msg). */
-static int await_reply(factory_t *f, const char **ptext, size_t *plen, svc_factory_err_t *perr)
-{
-    static const char *const passed_codes[] = { SVC_FACTORY_E_PROVIDER, SVC_FACTORY_E_NOPROV,
-                                                SVC_FACTORY_E_TIMEOUT, NULL };
-    size_t max = reply_line_max(&f->task.limits);
-    json_error_t jerr;
-    json_t *v, *ok;
-    const char *key;
-    char *line;
-    size_t len;
-    int rc;
 
-    rc = svc_factory_read_line(&f->in, max, &line, &len);
-    if (rc == 0) {
-        perr->code = cancelled;
-        return -1;
-    }
-    if (rc < 0) {
-        if (errno == E2BIG) {
-            return svc_factory_fail(perr, SVC_FACTORY_E_REPLY, "the model's reply is larger "
-                                    "than the limits allow (over %zu bytes)", max);
-        }
-        return svc_factory_fail(perr, SVC_FACTORY_E_INTERNAL, "reading stdin: %s",
-                                strerror(errno));
-    }
-    f->reply_msg = json_loadb(line, len, JSON_REJECT_DUPLICATES, &jerr);
-    if (!f->reply_msg || !json_is_object(f->reply_msg)) {
-        return svc_factory_fail(perr, SVC_FACTORY_E_INTERNAL, "protocol: the supervisor's "
-                                "line is not a JSON object: %s", f->reply_msg ? "" : jerr.text);
-    }
-    v = json_object_get(f->reply_msg, "type");
-    if (!json_is_string(v) || strcmp(json_string_value(v), "model_reply") != 0) {
-        return svc_factory_fail(perr, SVC_FACTORY_E_INTERNAL, "protocol: expected a "
-                                "model_reply line");
-    }
-    v = json_object_get(f->reply_msg, "id");
-    if (!json_is_integer(v) || json_integer_value(v) != MODEL_REQUEST_ID) {
-        return svc_factory_fail(perr, SVC_FACTORY_E_INTERNAL, "protocol: the model_reply is "
-                                "not for request %d", MODEL_REQUEST_ID);
-    }
-    ok = json_object_get(f->reply_msg, "ok");
-    if (!json_is_boolean(ok)) {
-        return svc_factory_fail(perr, SVC_FACTORY_E_INTERNAL, "protocol: model_reply.ok must "
-                                "be true or false");
-    }
-    json_object_foreach(f->reply_msg, key, v) {
-        if (strcmp(key, "type") != 0 && strcmp(key, "id") != 0 && strcmp(key, "ok") != 0
-            && strcmp(key, json_is_true(ok) ? "content" : "error") != 0) {
-            return svc_factory_fail(perr, SVC_FACTORY_E_INTERNAL, "protocol: unexpected "
-                                    "member '%s' in model_reply", key);
-        }
-    }
-    if (json_is_false(ok)) {
-        json_t *e = json_object_get(f->reply_msg, "error");
-        json_t *code = json_object_get(e, "code");
-        json_t *message = json_object_get(e, "message");
-        const char *const *c;
-
-        if (!json_is_object(e) || !json_is_string(code) || !json_is_string(message)
-            || json_object_size(e) != 2) {
-            return svc_factory_fail(perr, SVC_FACTORY_E_INTERNAL, "protocol: model_reply.error "
-                                    "must be {code, message}");
-        }
-        for (c = passed_codes; *c; c++) {
-            if (strcmp(json_string_value(code), *c) == 0) {
-                svc_factory_log("the model call failed: %s", json_string_value(code));
-                return svc_factory_fail(perr, *c, "%s", json_string_value(message));
-            }
-        }
-        return svc_factory_fail(perr, SVC_FACTORY_E_INTERNAL, "protocol: unknown "
-                                "model_reply.error.code");
-    }
-    v = json_object_get(f->reply_msg, "content");
-    if (!json_is_string(v)) {
-        return svc_factory_fail(perr, SVC_FACTORY_E_INTERNAL, "protocol: model_reply.content "
-                                "must be a string");
-    }
-    *ptext = json_string_value(v);
-    *plen = json_string_length(v);
-    svc_factory_log("the model replied (%zu bytes)", *plen);
-    return 0;
-}
-
-static int is_sha(const char *s, size_t len)
-{
-    size_t i;
-
-    if (len != 40 && len != 64) {
-        return 0;
-    }
-    for (i = 0; i < len; i++) {
-        if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f'))) {
-            return 0;
-        }
-    }
-    return 1;
-}
-
-/* Checks every path, writes every file, commits. */
+/* Single mode: checks every path, writes every file, commits them. */
 static int build(factory_t *f, svc_factory_err_t *perr)
 {
     const svc_factory_reply_t *r = &f->reply;
     svc_factory_buf_t paths = { 0 };
-    char *out = NULL;
-    size_t out_len = 0, i, bytes = 0;
+    size_t i, bytes = 0;
     int rv = -1;
 
     for (i = 0; i < r->nfiles; i++) {
@@ -364,61 +266,52 @@ static int build(factory_t *f, svc_factory_err_t *perr)
          * repository does not get to drop some of them silently. */
         const char *add[] = { "add", "-f", "--pathspec-from-file=-", "--pathspec-file-nul",
                               NULL };
-        const char *commit[] = { "commit", "-q", "--no-verify", "--allow-empty",
-                                 "--cleanup=verbatim", "-m", r->summary, NULL };
-        const char *head[] = { "rev-parse", "--verify", "HEAD", NULL };
 
         if (svc_factory_git_run(&f->git, f->task.repo, add, paths.data, paths.len, NULL, NULL,
                                 0, NULL, perr) < 0) {
             goto cleanup;
         }
         svc_factory_log("staged %zu files", r->nfiles);
-        if (svc_factory_git_run(&f->git, f->task.repo, commit, NULL, 0, NULL, NULL, 0, NULL,
-                                perr) < 0
-            || svc_factory_git_run(&f->git, f->task.repo, head, NULL, 0, &out, &out_len, 256,
-                                   NULL, perr) < 0) {
+        if (svc_factory_commit(f, r->summary, perr) < 0 || svc_factory_head(f, perr) < 0) {
             goto cleanup;
         }
     }
-    while (out_len > 0 && (out[out_len - 1] == '\n' || out[out_len - 1] == '\r')) {
-        out[--out_len] = '\0';
+    /* The reply's paths, in its order. */
+    f->files = json_array();
+    for (i = 0; f->files && i < r->nfiles; i++) {
+        if (json_array_append_new(f->files, json_string(r->files[i].path)) < 0) {
+            break;
+        }
     }
-    if (!is_sha(out, out_len)) {
-        svc_factory_fail(perr, SVC_FACTORY_E_GIT, "git rev-parse HEAD gave no commit id");
+    f->summary = strdup(r->summary);
+    if (!f->files || i < r->nfiles || !f->summary) {
+        svc_factory_fail(perr, SVC_FACTORY_E_INTERNAL, "out of memory");
         goto cleanup;
     }
-    f->sha = out;
-    out = NULL;
-    svc_factory_log("committed %s on %s", f->sha, f->task.branch);
     rv = 0;
 cleanup:
-    free(out);
     svc_factory_buf_free(&paths);
     return rv;
 }
 
 static int send_result(factory_t *f)
 {
-    json_t *files = json_array(), *msg = NULL;
-    size_t i;
+    json_t *msg;
     int rv = -1;
 
-    if (!files) {
+    msg = json_pack("{s:s, s:s, s:s, s:O}", "type", "result", "summary", f->summary,
+                    "commit", f->sha, "files", f->files);
+    if (msg && f->stopped.code
+        && json_object_set_new(msg, "stopped", json_pack("{s:s, s:s}", "code",
+                                                         f->stopped.code, "message",
+                                                         f->stopped.message)) < 0) {
         goto cleanup;
     }
-    for (i = 0; i < f->reply.nfiles; i++) {
-        if (json_array_append_new(files, json_string(f->reply.files[i].path)) < 0) {
-            goto cleanup;
-        }
-    }
-    msg = json_pack("{s:s, s:s, s:s, s:O}", "type", "result", "summary", f->reply.summary,
-                    "commit", f->sha, "files", files);
     if (msg && svc_factory_send(msg) == 0) {
         rv = 0;
     }
 cleanup:
     json_decref(msg);
-    json_decref(files);
     return rv;
 }
 
@@ -445,7 +338,7 @@ static int run(factory_t *f, svc_factory_err_t *perr)
 
     rc = svc_factory_read_line(&f->in, TASK_LINE_MAX, &line, &len);
     if (rc == 0) {
-        perr->code = cancelled;
+        perr->code = svc_factory_cancelled;
         goto cleanup;
     }
     if (rc < 0) {
@@ -464,11 +357,19 @@ static int run(factory_t *f, svc_factory_err_t *perr)
     svc_factory_log("task %s: branch %s; at most %zu files, %zu bytes each, %zu bytes in all",
                     f->task.run_id, f->task.branch, f->task.limits.max_files,
                     f->task.limits.max_file_bytes, f->task.limits.max_total_bytes);
-    if (prepare_repo(f, &listing, perr) < 0
-        || ask_model(f, &listing, perr) < 0
-        || await_reply(f, &text, &text_len, perr) < 0
-        || svc_factory_reply_parse(&f->reply, text, text_len, perr) < 0
-        || build(f, perr) < 0) {
+    if (prepare_repo(f, &listing, perr) < 0) {
+        goto cleanup;
+    }
+    if (f->task.agent) {
+        svc_factory_log("mode: agent (tools; at most %zu steps, %d s per command)",
+                        f->task.limits.max_steps, f->task.limits.command_timeout);
+        if (svc_factory_agent(f, &listing, perr) < 0) {
+            goto cleanup;
+        }
+    }
+    else if (ask_model(f, &listing, &text, &text_len, perr) < 0
+             || svc_factory_reply_parse(&f->reply, text, text_len, perr) < 0
+             || build(f, perr) < 0) {
         goto cleanup;
     }
     rv = 0;
@@ -500,7 +401,7 @@ int main(int argc, char **argv)
             status = SVC_FACTORY_EXIT_OK;
         }
     }
-    else if (err.code == cancelled) {
+    else if (err.code == svc_factory_cancelled) {
         fprintf(stderr, "svc-factory: stdin closed before the %s; stopping\n",
                 f.task.doc ? "model's reply" : "task");
     }
@@ -512,10 +413,13 @@ int main(int argc, char **argv)
     }
     svc_factory_reply_free(&f.reply);
     json_decref(f.reply_msg);
+    json_decref(f.files);
     svc_factory_git_free(&f.git);
     svc_factory_task_free(&f.task);
     svc_factory_in_free(&f.in);
     free(f.home);
+    free(f.start);
     free(f.sha);
+    free(f.summary);
     return status;
 }

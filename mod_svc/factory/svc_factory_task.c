@@ -55,12 +55,18 @@ static int get_string(const char **ps, size_t *plen, json_t *obj, const char *wh
     return 0;
 }
 
-static int get_size(size_t *pv, json_t *obj, const char *name, size_t cap,
-                    svc_factory_err_t *perr)
+/* An integer member of limits from min to cap; `dflt` when absent, unless
+ * dflt is 0 (then the member is required). */
+static int get_size(size_t *pv, json_t *obj, const char *name, size_t min, size_t cap,
+                    size_t dflt, svc_factory_err_t *perr)
 {
     json_t *v = json_object_get(obj, name);
     json_int_t n;
 
+    if (!v && dflt) {
+        *pv = dflt;
+        return 0;
+    }
     if (!v) {
         return svc_factory_fail(perr, SVC_FACTORY_E_TASK, "limits.%s is missing", name);
     }
@@ -68,9 +74,9 @@ static int get_size(size_t *pv, json_t *obj, const char *name, size_t cap,
         return svc_factory_fail(perr, SVC_FACTORY_E_TASK, "limits.%s must be an integer", name);
     }
     n = json_integer_value(v);
-    if (n < 1 || (unsigned long long)n > cap) {
+    if (n < (json_int_t)min || (unsigned long long)n > cap) {
         return svc_factory_fail(perr, SVC_FACTORY_E_TASK,
-                                "limits.%s must be between 1 and %zu", name, cap);
+                                "limits.%s must be between %zu and %zu", name, min, cap);
     }
     *pv = (size_t)n;
     return 0;
@@ -176,14 +182,15 @@ int svc_factory_task_parse(svc_factory_task_t *ptask, const char *line, size_t l
                            svc_factory_err_t *perr)
 {
     static const char *const top[] = { "type", "run_id", "instructions", "repo", "branch",
-                                       "author", "limits", "context", NULL };
+                                       "author", "limits", "context", "mode", NULL };
     static const char *const author_members[] = { "name", "email", NULL };
     static const char *const limit_members[] = { "max_files", "max_file_bytes",
-                                                 "max_total_bytes", NULL };
+                                                 "max_total_bytes", "max_steps",
+                                                 "command_timeout", "context_bytes", NULL };
     json_error_t jerr;
     json_t *doc, *author, *limits;
-    const char *type;
-    size_t n;
+    const char *type, *mode;
+    size_t n, timeout;
     int rv = -1;
 
     memset(ptask, 0, sizeof(*ptask));
@@ -234,9 +241,16 @@ int svc_factory_task_parse(svc_factory_task_t *ptask, const char *line, size_t l
         svc_factory_fail(perr, SVC_FACTORY_E_TASK, "branch is not a valid branch name");
         goto cleanup;
     }
-    if (get_string(&ptask->context, NULL, doc, "", "context", TEXT_MAX, 1, perr) < 0) {
+    if (get_string(&ptask->context, NULL, doc, "", "context", TEXT_MAX, 1, perr) < 0
+        || get_string(&mode, NULL, doc, "", "mode", 16, 1, perr) < 0) {
         goto cleanup;
     }
+    /* Absent: the single answer of the first protocol version. */
+    if (mode && strcmp(mode, "agent") != 0 && strcmp(mode, "single") != 0) {
+        svc_factory_fail(perr, SVC_FACTORY_E_TASK, "mode must be \"single\" or \"agent\"");
+        goto cleanup;
+    }
+    ptask->agent = mode && strcmp(mode, "agent") == 0;
 
     author = json_object_get(doc, "author");
     if (!json_is_object(author)) {
@@ -272,14 +286,23 @@ int svc_factory_task_parse(svc_factory_task_t *ptask, const char *line, size_t l
         goto cleanup;
     }
     if (only_members(limits, "limits.", limit_members, perr) < 0
-        || get_size(&ptask->limits.max_files, limits, "max_files",
-                    SVC_FACTORY_MAX_FILES_CAP, perr) < 0
-        || get_size(&ptask->limits.max_file_bytes, limits, "max_file_bytes",
-                    SVC_FACTORY_MAX_FILE_BYTES_CAP, perr) < 0
-        || get_size(&ptask->limits.max_total_bytes, limits, "max_total_bytes",
-                    SVC_FACTORY_MAX_TOTAL_CAP, perr) < 0) {
+        || get_size(&ptask->limits.max_files, limits, "max_files", 1,
+                    SVC_FACTORY_MAX_FILES_CAP, 0, perr) < 0
+        || get_size(&ptask->limits.max_file_bytes, limits, "max_file_bytes", 1,
+                    SVC_FACTORY_MAX_FILE_BYTES_CAP, 0, perr) < 0
+        || get_size(&ptask->limits.max_total_bytes, limits, "max_total_bytes", 1,
+                    SVC_FACTORY_MAX_TOTAL_CAP, 0, perr) < 0
+        || get_size(&ptask->limits.max_steps, limits, "max_steps", 1,
+                    SVC_FACTORY_MAX_STEPS_CAP, SVC_FACTORY_MAX_STEPS_DEFAULT, perr) < 0
+        || get_size(&timeout, limits, "command_timeout", 1,
+                    SVC_FACTORY_COMMAND_TIMEOUT_CAP, SVC_FACTORY_COMMAND_TIMEOUT_DEFAULT,
+                    perr) < 0
+        || get_size(&ptask->limits.context_bytes, limits, "context_bytes",
+                    SVC_FACTORY_CONTEXT_MIN, SVC_FACTORY_CONTEXT_CAP,
+                    SVC_FACTORY_CONTEXT_DEFAULT, perr) < 0) {
         goto cleanup;
     }
+    ptask->limits.command_timeout = (int)timeout;
     ptask->doc = doc;
     doc = NULL;
     rv = 0;

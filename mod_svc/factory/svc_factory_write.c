@@ -46,12 +46,8 @@ static int refuse(svc_factory_err_t *perr, const char *path, const char *comp, i
                             strerror(err));
 }
 
-/* Walks the directories of path below rootfd. On success *pdirfd is the
- * last directory (rootfd itself or a descriptor to close) and *pname the
- * file's name inside it (pointing into copy). With create, missing
- * directories are made; without, *pdirfd is -1 when one is missing. */
-static int walk(int *pdirfd, const char **pname, int rootfd, const char *path, char *copy,
-                int create, svc_factory_err_t *perr)
+int svc_factory_walk(int *pdirfd, const char **pname, int rootfd, const char *path, char *copy,
+                     int create, svc_factory_err_t *perr)
 {
     char *comp = copy, *slash;
     int dirfd = rootfd;
@@ -116,7 +112,7 @@ int svc_factory_preflight(int rootfd, const svc_factory_reply_t *reply,
         struct stat st;
         int dirfd;
 
-        if (walk(&dirfd, &name, rootfd, path, copy, 0, perr) < 0) {
+        if (svc_factory_walk(&dirfd, &name, rootfd, path, copy, 0, perr) < 0) {
             goto cleanup;
         }
         if (dirfd < 0) {
@@ -182,7 +178,7 @@ static int write_one(int rootfd, const svc_factory_file_t *f, char *copy,
     int dirfd = -1, fd = -1;
     int rv = -1;
 
-    if (walk(&dirfd, &name, rootfd, f->path, copy, 1, perr) < 0) {
+    if (svc_factory_walk(&dirfd, &name, rootfd, f->path, copy, 1, perr) < 0) {
         return -1;
     }
     /* Not O_TRUNC: a file with another hard link must be refused before a
@@ -244,6 +240,129 @@ int svc_factory_write_files(int rootfd, const svc_factory_reply_t *reply,
     }
     rv = 0;
 cleanup:
+    free(copy);
+    return rv;
+}
+
+int svc_factory_write_path(int rootfd, const char *path, const char *content, size_t len,
+                           svc_factory_err_t *perr)
+{
+    svc_factory_file_t f;
+    char *copy;
+    int rv;
+
+    if (svc_factory_path_check(path, strlen(path), perr) < 0) {
+        return -1;
+    }
+    copy = malloc(SVC_FACTORY_PATH_MAX + 1);
+    if (!copy) {
+        return svc_factory_fail(perr, SVC_FACTORY_E_INTERNAL, "out of memory");
+    }
+    f.path = path;
+    f.path_len = strlen(path);
+    f.content = content;
+    f.content_len = len;
+    rv = write_one(rootfd, &f, copy, perr);
+    free(copy);
+    return rv;
+}
+
+int svc_factory_read_path(int rootfd, const char *path, size_t max, char **pdata,
+                          size_t *plen, svc_factory_err_t *perr)
+{
+    svc_factory_buf_t buf = { 0 };
+    const char *name;
+    struct stat st;
+    char *copy = NULL;
+    int dirfd = -1, fd = -1;
+    int rv = -1;
+
+    *pdata = NULL;
+    *plen = 0;
+    if (svc_factory_path_check(path, strlen(path), perr) < 0) {
+        return -1;
+    }
+    copy = malloc(SVC_FACTORY_PATH_MAX + 1);
+    if (!copy) {
+        return svc_factory_fail(perr, SVC_FACTORY_E_INTERNAL, "out of memory");
+    }
+    if (svc_factory_walk(&dirfd, &name, rootfd, path, copy, 0, perr) < 0) {
+        goto cleanup;
+    }
+    if (dirfd < 0) {
+        svc_factory_fail(perr, SVC_FACTORY_E_PATH, "path '%s' does not exist", path);
+        goto cleanup;
+    }
+    /* O_NONBLOCK: a planted FIFO answers at once instead of blocking. */
+    fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+    if (fd < 0) {
+        if (errno == ENOENT) {
+            svc_factory_fail(perr, SVC_FACTORY_E_PATH, "path '%s' does not exist", path);
+        }
+        else {
+            refuse(perr, path, name, errno);
+        }
+        goto cleanup;
+    }
+    if (fstat(fd, &st) < 0) {
+        svc_factory_fail(perr, SVC_FACTORY_E_INTERNAL, "path '%s': %s", path, strerror(errno));
+        goto cleanup;
+    }
+    if (S_ISDIR(st.st_mode)) {
+        svc_factory_fail(perr, SVC_FACTORY_E_PATH, "path '%s' is a directory", path);
+        goto cleanup;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        svc_factory_fail(perr, SVC_FACTORY_E_PATH, "path '%s' is not a plain file", path);
+        goto cleanup;
+    }
+    if ((unsigned long long)st.st_size > max) {
+        svc_factory_fail(perr, SVC_FACTORY_E_PATH, "path '%s' is %lld bytes, more than %zu",
+                         path, (long long)st.st_size, max);
+        goto cleanup;
+    }
+    for (;;) {
+        char chunk[65536];
+        ssize_t n = read(fd, chunk, sizeof(chunk));
+
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n < 0) {
+            svc_factory_fail(perr, SVC_FACTORY_E_INTERNAL, "reading '%s': %s", path,
+                             strerror(errno));
+            goto cleanup;
+        }
+        if (n == 0) {
+            break;
+        }
+        if (buf.len + (size_t)n > max) {
+            svc_factory_fail(perr, SVC_FACTORY_E_PATH, "path '%s' is more than %zu bytes",
+                             path, max);
+            goto cleanup;
+        }
+        svc_factory_buf_add(&buf, chunk, (size_t)n);
+    }
+    if (buf.failed) {
+        svc_factory_fail(perr, SVC_FACTORY_E_INTERNAL, "out of memory");
+        goto cleanup;
+    }
+    *pdata = buf.data ? buf.data : calloc(1, 1);
+    if (!*pdata) {
+        svc_factory_fail(perr, SVC_FACTORY_E_INTERNAL, "out of memory");
+        goto cleanup;
+    }
+    *plen = buf.len;
+    buf.data = NULL;
+    rv = 0;
+cleanup:
+    svc_factory_buf_free(&buf);
+    if (fd >= 0) {
+        close(fd);
+    }
+    if (dirfd >= 0 && dirfd != rootfd) {
+        close(dirfd);
+    }
     free(copy);
     return rv;
 }

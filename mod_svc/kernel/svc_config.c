@@ -26,6 +26,9 @@ void svc_config_unset(svc_config_t *conf, apr_pool_t *p)
     conf->upload_limit = SVC_UNSET;
     conf->vcs_timeout_ms = SVC_UNSET;
     conf->stream_limit = SVC_UNSET;
+    conf->run_max_steps = SVC_UNSET;
+    conf->run_max_tokens = SVC_UNSET;
+    conf->run_command_timeout = SVC_UNSET;
     conf->rate_classes = apr_array_make(p, 4, sizeof(svc_rate_class_t));
     conf->internal_allow = apr_array_make(p, 2, sizeof(apr_ipsubnet_t *));
     conf->trusted_origins = apr_array_make(p, 2, sizeof(const char *));
@@ -59,6 +62,9 @@ void svc_config_merge(svc_config_t *into, const svc_config_t *base, const svc_co
     MERGE(upload_limit);
     MERGE(vcs_timeout_ms);
     MERGE(stream_limit);
+    MERGE(run_max_steps);
+    MERGE(run_max_tokens);
+    MERGE(run_command_timeout);
     MERGE_PTR(model_prices);
     MERGE_PTR(ui_url);
     MERGE_PTR(vcs_ca_file);
@@ -95,6 +101,9 @@ void svc_config_fill(svc_config_t *conf, apr_pool_t *p)
     DEFAULT(upload_limit, 25 * 1024 * 1024);
     DEFAULT(vcs_timeout_ms, 10000);
     DEFAULT(stream_limit, 100);
+    DEFAULT(run_max_steps, 50);
+    DEFAULT(run_max_tokens, 2000000);
+    DEFAULT(run_command_timeout, 120);
     if (!conf->ui_url) {
         conf->ui_url = "/";
     }

@@ -49,6 +49,9 @@ struct svc_config_t {
     apr_size_t document_limit;      /* largest planning document body, in bytes */
     int provider_allow_private;     /* tenant provider URLs may reach private addresses */
     int run_timeout;                /* seconds a run created here may take (SvcRunTimeout) */
+    int run_max_steps;              /* tool calls an agent run may make (SvcRunMaxSteps) */
+    apr_int64_t run_max_tokens;     /* tokens a run may use in all (SvcRunMaxTokens) */
+    int run_command_timeout;        /* seconds one `run` of the agent (SvcRunCommandTimeout) */
     apr_size_t upload_limit;        /* largest attachment, in bytes (SvcAttachmentLimit) */
     int stream_limit;               /* event streams one user may hold open (SvcStreamLimit;
                                      * 0: no limit) */

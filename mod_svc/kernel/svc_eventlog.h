@@ -5,8 +5,10 @@
  * pipeline's and deployments' changes) is a row of `events` first, written
  * in the transaction of the change (sql/006_events.sql). Ids are monotonic
  * per org in commit order, so a stream that resumes after Last-Event-ID
- * misses and repeats nothing; each commit notifies the svc_events channel,
- * which wakes the streams of every httpd child (mod_svc_sse.c).
+ * misses and repeats nothing; each org counts its own, without gaps
+ * (sql/017_hardening2.sql), so they are unique per org only and tell
+ * nothing of other orgs' activity. Each commit notifies the svc_events
+ * channel, which wakes the streams of every httpd child (mod_svc_sse.c).
  */
 #ifndef SVC_EVENTLOG_H
 #define SVC_EVENTLOG_H

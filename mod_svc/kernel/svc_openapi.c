@@ -835,7 +835,8 @@ static void success(oa_t *oa, const svc_route_t *r, json_t *op, json_t *response
         json_t *replay = json_deep_copy(resp);
         json_t *rh = json_object_get(replay, "headers");
         if (code != 201) {
-            oa_fail(oa, "%s %s: only a creation (201) can be idempotent (SVC_RF_IDEMPOTENT)", r->method, r->path);
+            oa_fail(oa, "%s %s: only a creation (201) can be idempotent (SVC_RF_IDEMPOTENT)",
+                    r->method, r->path);
         }
         use_header(oa, rh, "Idempotent-Replayed", "IdempotentReplayed", 1);
         json_object_set_new(replay, "description",

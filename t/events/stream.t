@@ -26,10 +26,16 @@ my $path = "/api/orgs/$org/events";
 # emit($kind, \%data) → the new event's id; committed when it returns.
 sub emit {
     my ($kind, $data, $run) = @_;
+    return emit_in($org_id, $kind, $data, $run);
+}
+
+# emit_in($org_id, $kind, \%data) → the same in another org.
+sub emit_in {
+    my ($oid, $kind, $data, $run) = @_;
     my $json = json()->encode($data // {});
     return psql_value(sprintf(
         "INSERT INTO events (org_id, run_id, kind, data) VALUES (%s, %s, %s, %s::jsonb) "
-        . "RETURNING id", SvcTest::sql_quote($org_id),
+        . "RETURNING id", SvcTest::sql_quote($oid),
         defined $run ? SvcTest::sql_quote($run) : 'NULL',
         SvcTest::sql_quote($kind), SvcTest::sql_quote($json)));
 }
@@ -86,6 +92,32 @@ my $before = emit('test.before', { n => 0 });
     $s = sse_open("$path?last_event_id=$first[1]", token => $pat);
     my @q = sse_drain($s, 2);
     is($q[0] && $q[0]{data}{n}, 3, '?last_event_id= resumes too');
+    sse_close($s);
+}
+
+# --- ids are the org's own (issue 17) ----------------------------------------------
+# Another org's activity between two of this org's events shows nowhere on
+# this org's stream: not as events, and not as a gap in the ids.
+{
+    my $other = new_org(new_user('sse-ids'), prefix => 'sse-ids');
+    my $other_id = org_id_of($other);
+    my $s = sse_open($path, token => $pat);
+    my $a1 = emit('test.ids', { n => 1 });
+    my @b = map { emit_in($other_id, 'test.ids', { n => $_ }) } 1 .. 7;
+    my $a2 = emit('test.ids', { n => 2 });
+    is($a2, $a1 + 1, "seven events of another org in between: no gap in this org's ids");
+    is_deeply(\@b, [ 1 .. 7 ], "... and the other org's ids are its own, from 1");
+    # A rolled-back event gives its id back.
+    psql("BEGIN; INSERT INTO events (org_id, kind) VALUES ('$org_id', 'test.ids'); ROLLBACK;");
+    my $a3 = emit('test.ids', { n => 3 });
+    is($a3, $a2 + 1, '... nor after a rolled-back event');
+    my @got = sse_drain($s, 2);
+    is_deeply([ map { $_->{id} } @got ], [ $a1, $a2, $a3 ],
+              '... on the stream: consecutive ids, nothing of the other org');
+    sse_close($s);
+    $s = sse_open($path, token => $pat, last_event_id => $a1);
+    @got = sse_drain($s, 2);
+    is_deeply([ map { $_->{id} } @got ], [ $a2, $a3 ], '... and Last-Event-ID resumes after them');
     sse_close($s);
 }
 

@@ -27,10 +27,32 @@ package FakeLLM;
 # JSON mode demands the word "json" in the messages, and Anthropic refuses a
 # "system" role inside messages. Streaming is not implemented (400, saying so).
 #
+# Tool calling, as both APIs have it. OpenAI: `tools` [{type: "function",
+# function: {name, description, parameters}}], `tool_choice`; the answer's
+# message carries `tool_calls` [{id: "call_…", type: "function", function:
+# {name, arguments: a JSON *string*}}] with content null and finish_reason
+# "tool_calls"; results come back as {role: "tool", tool_call_id, content}
+# messages. Anthropic: `tools` [{name, description, input_schema}],
+# `tool_choice`; the answer's content blocks hold {type: "tool_use", id:
+# "toolu_…", name, input: an object} and stop_reason is "tool_use"; results
+# come back as {type: "tool_result", tool_use_id, content, is_error} blocks
+# in the next user message. Both check the conversation as the real ones do:
+# every tool call must be answered in the messages right after it, and a
+# result must answer a call ("tool_use ids were found without tool_result
+# blocks immediately after", "messages with role 'tool' must be a response
+# to a preceeding message with 'tool_calls'"). The model's side is scripted:
+# a queued reply may be a tool reply, {content => 'optional text',
+# tool_calls => [{name, arguments => {...} or 'raw text'}]}, answered in the
+# flavor's form with fresh ids. A tool_choice that names a tool gets a call
+# of it whatever is queued (from the queue when the next reply calls it,
+# else with its required arguments filled in: strings "ok"), as the real
+# APIs guarantee.
+#
 # Tokens are counted deterministically so tests can check recorded usage:
 # tokens(text) = ceil(bytes of its UTF-8 / 4). Prompt tokens count the
-# concatenated text of the system prompt and every message; completion
-# tokens the reply. A reply longer than max_tokens (max_completion_tokens)
+# concatenated text of the system prompt, every message (tool calls' JSON
+# and tool results included) and the tool definitions' JSON; completion
+# tokens the reply (text and tool calls' JSON). A reply longer than max_tokens (max_completion_tokens)
 # is cut to max_tokens * 4 bytes, with finish_reason "length" / stop_reason
 # "max_tokens".
 #
@@ -53,7 +75,7 @@ package FakeLLM;
 # Control, per server:
 #   POST /_control {...}    set any of the fields below; unknown fields are a 400
 #   POST /_control/reset    mode, times, replies, reply, delay_ms, hang_seconds,
-#                           retry_after back to defaults, request log emptied
+#                           retry_after, usage back to defaults, request log emptied
 #   GET  /_control          the state, with `requests` (the last 100) and
 #                           `children` (pids of connections held open)
 #   key           the one API key accepted
@@ -61,13 +83,24 @@ package FakeLLM;
 #                 timeout | slow | garbage | empty | truncated
 #   times         the mode holds for this many API requests, then back to ok
 #                 (absent: until changed)
-#   replies       FIFO of reply texts, one per successful completion; then
+#   replies       FIFO of reply texts (or tool replies, above), one per
+#                 successful completion; then
 #   reply         the default text; then an echo of the last user message
 #                 (markdown, or a JSON object when OpenAI's JSON mode is on)
 #   models        the model list: ids, or objects with the flavor's fields
 #   delay_ms      how long `slow` waits before answering (default 1500)
 #   hang_seconds  how long `timeout` holds a connection silently (default 30)
 #   retry_after   seconds in the Retry-After of `rate_limited` (default 2)
+#   tools         native (default) | ignored: tools and tool_choice are taken
+#                 and ignored, the answer is text (as some local servers do) |
+#                 refused: a request with tools is a 400, as from a server
+#                 that does not know the parameter
+#   pad_bytes     a successful answer's body is padded with white space (still
+#                 valid JSON) to at least this many bytes: an answer too large
+#                 for a caller's cap (default 0)
+#   usage         {"input": N, "output": N}: the token counts completions
+#                 report instead of the counted ones, whatever they are (a
+#                 broken or lying server); null: counted again
 #
 # Modes: unauthorized answers 401 as if the key were wrong; server_error 500;
 # overloaded 529 (anthropic) / 503 (openai); rate_limited 429 with
@@ -270,6 +303,9 @@ sub reset_behaviour {
     $st{delay_ms} = 1500;
     $st{hang_seconds} = 30;
     $st{retry_after} = 2;
+    $st{tools} = 'native';
+    $st{pad_bytes} = 0;
+    $st{usage} = undef;
     $st{requests} = [];
     $st{served} = 0;
 }
@@ -292,7 +328,7 @@ sub jtype {
 sub apply_control {
     my $d = shift;
     my %known = map { $_ => 1 } qw(key mode times replies reply models delay_ms
-                                   hang_seconds retry_after);
+                                   hang_seconds retry_after tools pad_bytes usage);
     for my $k (sort keys %$d) {
         die "unknown control field '$k'\n" unless $known{$k};
     }
@@ -313,9 +349,29 @@ sub apply_control {
         $st{times} = $d->{times};
     }
     if (exists $d->{replies}) {
-        die "replies must be an array of strings\n" unless ref $d->{replies} eq 'ARRAY'
-            && !grep { jtype($_) ne 'string' } @{ $d->{replies} };
+        die "replies must be an array of strings and tool replies\n"
+            unless ref $d->{replies} eq 'ARRAY';
+        for my $r (@{ $d->{replies} }) {
+            next if jtype($r) eq 'string';
+            die "a tool reply is {content?, tool_calls: [{name, arguments}]}\n"
+                unless ref $r eq 'HASH' && ref $r->{tool_calls} eq 'ARRAY'
+                    && !grep { $_ ne 'content' && $_ ne 'tool_calls' } keys %$r;
+            die "a tool reply's content must be a string\n"
+                if exists $r->{content} && jtype($r->{content}) ne 'string';
+            for my $c (@{ $r->{tool_calls} }) {
+                die "a scripted tool call is {name, arguments: object or string}\n"
+                    unless ref $c eq 'HASH' && jtype($c->{name}) eq 'string'
+                        && (ref $c->{arguments} eq 'HASH' || jtype($c->{arguments}) eq 'string')
+                        && !grep { $_ ne 'name' && $_ ne 'arguments' } keys %$c;
+            }
+        }
         $st{replies} = [ @{ $d->{replies} } ];
+    }
+    if (exists $d->{tools}) {
+        die "tools must be native, ignored or refused\n"
+            unless defined $d->{tools} && !ref $d->{tools}
+                && $d->{tools} =~ /\A(?:native|ignored|refused)\z/;
+        $st{tools} = $d->{tools};
     }
     if (exists $d->{reply}) {
         die "reply must be a string or null\n"
@@ -326,7 +382,14 @@ sub apply_control {
         die "models must be an array\n" unless ref $d->{models} eq 'ARRAY';
         $st{models} = [ map { _model_obj($_) } @{ $d->{models} } ];
     }
-    for my $k (qw(delay_ms hang_seconds retry_after)) {
+    if (exists $d->{usage}) {
+        my $u = $d->{usage};
+        die "usage must be null or {\"input\": integer, \"output\": integer}\n"
+            if defined $u && !(ref $u eq 'HASH' && jtype($u->{input}) eq 'integer'
+                               && jtype($u->{output}) eq 'integer' && keys %$u == 2);
+        $st{usage} = $u;
+    }
+    for my $k (qw(delay_ms hang_seconds retry_after pad_bytes)) {
         next unless exists $d->{$k};
         die "$k must be a non-negative integer\n"
             unless jtype($d->{$k}) eq 'integer' && $d->{$k} >= 0;
@@ -340,7 +403,8 @@ sub public_state {
         replies => $st{replies}, reply => $st{reply},
         models => [ map { $_->{id} } @{ $st{models} } ],
         delay_ms => $st{delay_ms}, hang_seconds => $st{hang_seconds},
-        retry_after => $st{retry_after}, served => $st{served},
+        retry_after => $st{retry_after}, usage => $st{usage}, served => $st{served},
+        tools => $st{tools}, pad_bytes => $st{pad_bytes},
         requests => $st{requests}, children => [ sort { $a <=> $b } keys %kids ],
     };
 }
@@ -421,14 +485,94 @@ sub cut_to_tokens {
     return $out;
 }
 
-# Text of an OpenAI or Anthropic content value (string or array of parts).
+# Text of an OpenAI or Anthropic content value (string or array of parts):
+# text parts, tool_result contents, tool_use inputs as JSON.
 sub content_text {
     my $c = shift;
     return $c if defined $c && !ref $c;
-    return join '', map { ref $_ eq 'HASH' && defined $_->{text} && !ref $_->{text}
-                              ? $_->{text} : '' } @$c
+    return join '', map {
+        !(ref $_ eq 'HASH') ? ''
+        : ($_->{type} // '') eq 'tool_result' ? content_text($_->{content})
+        : ($_->{type} // '') eq 'tool_use' ? $JSON->encode($_->{input} // {})
+        : defined $_->{text} && !ref $_->{text} ? $_->{text} : '' } @$c
         if ref $c eq 'ARRAY';
     return '';
+}
+
+# Everything a request's prompt holds, for counting its tokens: the system
+# prompt, every message (OpenAI's tool_calls' arguments too), the tools.
+sub prompt_text {
+    my ($b) = @_;
+    my $text = content_text($b->{system});
+    for my $m (@{ $b->{messages} }) {
+        $text .= content_text($m->{content});
+        $text .= join '', map { ref $_ eq 'HASH' && ref $_->{function} eq 'HASH'
+                                    ? ($_->{function}{name} // '') . ($_->{function}{arguments} // '')
+                                    : '' } @{ $m->{tool_calls} }
+            if ref $m->{tool_calls} eq 'ARRAY';
+    }
+    $text .= $JSON->encode($b->{tools}) if ref $b->{tools} eq 'ARRAY';
+    return $text;
+}
+
+sub is_tool_reply { return ref $_[0] eq 'HASH' }
+
+# The tool a request's tool_choice forces, or undef.
+sub forced_tool {
+    my ($b) = @_;
+    my $tc = $b->{tool_choice};
+    return undef unless ref $tc eq 'HASH';
+    return $tc->{function}{name} if $FLAVOR eq 'openai' && ref $tc->{function} eq 'HASH';
+    return $tc->{name} if $FLAVOR eq 'anthropic' && ($tc->{type} // '') eq 'tool';
+    return undef;
+}
+
+# The schema of a tool of the request.
+sub tool_schema {
+    my ($b, $name) = @_;
+    for my $t (@{ $b->{tools} // [] }) {
+        return $t->{function}{parameters} // {}
+            if $FLAVOR eq 'openai' && ref $t->{function} eq 'HASH'
+               && ($t->{function}{name} // '') eq $name;
+        return $t->{input_schema} // {} if $FLAVOR eq 'anthropic' && ($t->{name} // '') eq $name;
+    }
+    return {};
+}
+
+# The model's answer when tool_choice forces a tool: the queued reply when
+# it calls that tool, else a call with the schema's required members.
+sub forced_reply {
+    my ($b, $name, $consume) = @_;
+    my $next = $st{replies}[0];
+    if (is_tool_reply($next) && @{ $next->{tool_calls} }
+        && $next->{tool_calls}[0]{name} eq $name) {
+        shift @{ $st{replies} } if $consume;
+        return $next;
+    }
+    my $schema = tool_schema($b, $name);
+    my %args;
+    for my $k (@{ ref $schema->{required} eq 'ARRAY' ? $schema->{required} : [] }) {
+        my $type = ref $schema->{properties} eq 'HASH' && ref $schema->{properties}{$k} eq 'HASH'
+                 ? $schema->{properties}{$k}{type} // 'string' : 'string';
+        $args{$k} = $type eq 'integer' || $type eq 'number' ? 1
+                  : $type eq 'boolean' ? JSON::PP::true
+                  : $type eq 'object' ? {} : $type eq 'array' ? [] : 'ok';
+    }
+    return { tool_calls => [ { name => $name, arguments => \%args } ] };
+}
+
+# Whether this request takes tools (the `tools` control decides what a
+# request with tools meets).
+sub uses_tools {
+    my ($b) = @_;
+    return ref $b->{tools} eq 'ARRAY' && @{ $b->{tools} } && $st{tools} eq 'native';
+}
+
+# The answer's text for a tool reply's calls (for counting its tokens).
+sub calls_text {
+    my ($calls) = @_;
+    return join '', map { $_->{name} . (ref $_->{arguments} ? $JSON->encode($_->{arguments})
+                                                            : $_->{arguments}) } @$calls;
 }
 
 sub echo_reply {
@@ -521,9 +665,11 @@ sub api_error {
     return $res;
 }
 
+# As OpenAI quotes a refused key: the middle hidden, but a short one whole
+# ("Incorrect API key provided: undefined").
 sub mask_key {
     my $k = shift;
-    return '*' x length $k if length $k <= 8;
+    return $k if length $k <= 9;
     return substr($k, 0, 3) . ('*' x (length($k) - 7)) . substr($k, -4);
 }
 
@@ -649,6 +795,43 @@ sub oa_validate {
                       . "'system', 'assistant', 'user', 'function', 'tool', and 'developer'.",
                       param => "$p.role", code => 'invalid_value')
             unless jtype($m->{role}) eq 'string' && grep { $_ eq $m->{role} } @OA_ROLES;
+        if ($m->{role} eq 'tool') {
+            return oa_bad("Missing required parameter: '$p.tool_call_id'.",
+                          param => "$p.tool_call_id", code => 'missing_required_parameter')
+                unless defined $m->{tool_call_id};
+            return oa_bad("Invalid type for '$p.tool_call_id': expected a string, but got "
+                          . oa_type_name($m->{tool_call_id}) . ' instead.',
+                          param => "$p.tool_call_id", code => 'invalid_type')
+                unless jtype($m->{tool_call_id}) eq 'string';
+        }
+        if (exists $m->{tool_calls}) {
+            return oa_bad("Invalid parameter: only messages with role 'assistant' can have "
+                          . "tool_calls.", param => "$p.tool_calls")
+                unless $m->{role} eq 'assistant';
+            return oa_bad("Invalid type for '$p.tool_calls': expected an array of objects, "
+                          . 'but got ' . oa_type_name($m->{tool_calls}) . ' instead.',
+                          param => "$p.tool_calls", code => 'invalid_type')
+                unless ref $m->{tool_calls} eq 'ARRAY';
+            my $k = 0;
+            for my $tc (@{ $m->{tool_calls} }) {
+                my $q = "$p.tool_calls[$k]";
+                return oa_bad("Missing required parameter: '$q.id'.", param => "$q.id",
+                              code => 'missing_required_parameter')
+                    unless ref $tc eq 'HASH' && jtype($tc->{id}) eq 'string';
+                return oa_bad("Missing required parameter: '$q.type'.", param => "$q.type",
+                              code => 'missing_required_parameter')
+                    unless ($tc->{type} // '') eq 'function';
+                return oa_bad("Missing required parameter: '$q.function'.",
+                              param => "$q.function", code => 'missing_required_parameter')
+                    unless ref $tc->{function} eq 'HASH'
+                        && jtype($tc->{function}{name}) eq 'string';
+                return oa_bad("Invalid type for '$q.function.arguments': expected a string, but "
+                              . 'got ' . oa_type_name($tc->{function}{arguments}) . ' instead.',
+                              param => "$q.function.arguments", code => 'invalid_type')
+                    unless jtype($tc->{function}{arguments}) eq 'string';
+                $k++;
+            }
+        }
         if ($m->{role} ne 'assistant' || exists $m->{content}) {
             return oa_bad("Missing required parameter: '$p.content'.", param => "$p.content",
                           code => 'missing_required_parameter')
@@ -662,6 +845,8 @@ sub oa_validate {
         }
         $i++;
     }
+    my $err = oa_validate_tools($b);
+    return $err if $err;
     for my $k (qw(max_tokens max_completion_tokens n)) {
         next unless defined $b->{$k};
         return oa_bad("Invalid type for '$k': expected an integer, but got "
@@ -713,6 +898,76 @@ sub oa_validate {
     return undef;
 }
 
+# tools, tool_choice, and every tool call answered right after it.
+sub oa_validate_tools {
+    my ($b) = @_;
+    if (exists $b->{tools}) {
+        return oa_bad("Invalid type for 'tools': expected an array of objects, but got "
+                      . oa_type_name($b->{tools}) . ' instead.', param => 'tools',
+                      code => 'invalid_type')
+            unless ref $b->{tools} eq 'ARRAY';
+        my $i = 0;
+        for my $t (@{ $b->{tools} }) {
+            return oa_bad("Missing required parameter: 'tools[$i].function'.",
+                          param => "tools[$i].function", code => 'missing_required_parameter')
+                unless ref $t eq 'HASH' && ($t->{type} // '') eq 'function'
+                    && ref $t->{function} eq 'HASH';
+            my $name = $t->{function}{name};
+            return oa_bad("Invalid 'tools[$i].function.name': string does not match pattern. "
+                          . "Expected a string that matches the pattern '^[a-zA-Z0-9_-]+\$'.",
+                          param => "tools[$i].function.name", code => 'invalid_value')
+                unless jtype($name) eq 'string' && $name =~ /\A[a-zA-Z0-9_-]{1,64}\z/;
+            return oa_bad("Invalid type for 'tools[$i].function.parameters': expected an "
+                          . 'object.', param => "tools[$i].function.parameters",
+                          code => 'invalid_type')
+                if exists $t->{function}{parameters} && ref $t->{function}{parameters} ne 'HASH';
+            $i++;
+        }
+    }
+    if (exists $b->{tool_choice}) {
+        my $tc = $b->{tool_choice};
+        return oa_bad("Invalid value for 'tool_choice': 'tool_choice' is only allowed when "
+                      . "'tools' are specified.", param => 'tool_choice')
+            unless ref $b->{tools} eq 'ARRAY';
+        return oa_bad("Invalid value: '" . ($tc // 'null') . "'. Supported values are: 'none', "
+                      . "'auto', and 'required'.", param => 'tool_choice',
+                      code => 'invalid_value')
+            unless (!ref $tc && defined $tc && $tc =~ /\A(?:none|auto|required)\z/)
+                || (ref $tc eq 'HASH' && ($tc->{type} // '') eq 'function'
+                    && ref $tc->{function} eq 'HASH'
+                    && jtype($tc->{function}{name}) eq 'string');
+    }
+    my @open;      # ids of the last assistant turn still to be answered
+    my $i = 0;
+    for my $m (@{ $b->{messages} }) {
+        my $role = $m->{role};
+        if ($role eq 'tool') {
+            my ($at) = grep { $open[$_] eq $m->{tool_call_id} } 0 .. $#open;
+            return oa_bad("Invalid parameter: messages with role 'tool' must be a response "
+                          . "to a preceeding message with 'tool_calls'.",
+                          param => "messages.[$i].role")
+                unless defined $at;
+            splice @open, $at, 1;
+        }
+        else {
+            return oa_bad("An assistant message with 'tool_calls' must be followed by tool "
+                          . "messages responding to each 'tool_call_id'. The following "
+                          . 'tool_call_ids did not have response messages: '
+                          . join(', ', @open), param => "messages.[$i].role")
+                if @open;
+            @open = map { $_->{id} } @{ $m->{tool_calls} }
+                if $role eq 'assistant' && ref $m->{tool_calls} eq 'ARRAY';
+        }
+        $i++;
+    }
+    return oa_bad("An assistant message with 'tool_calls' must be followed by tool messages "
+                  . "responding to each 'tool_call_id'. The following tool_call_ids did not "
+                  . 'have response messages: ' . join(', ', @open),
+                  param => "messages.[$i].role")
+        if @open;
+    return undef;
+}
+
 sub oa_completion {
     my ($b, $mode) = @_;
     my $json_mode = ref $b->{response_format} eq 'HASH'
@@ -720,15 +975,22 @@ sub oa_completion {
     my ($last_user) = map { content_text($_->{content}) }
                       grep { $_->{role} eq 'user' } reverse @{ $b->{messages} };
     my $consume = $mode eq 'ok' || $mode eq 'slow';
-    my $text = $mode eq 'empty' ? '' : next_reply($last_user, $json_mode, $consume);
+    my $forced = uses_tools($b) ? forced_tool($b) : undef;
+    my $text = $mode eq 'empty' ? '' : $forced ? forced_reply($b, $forced, $consume)
+             : next_reply($last_user, $json_mode, $consume);
+    if (is_tool_reply($text)) {
+        return script_error('a scripted tool call, but the request offers no tools')
+            unless uses_tools($b);
+        return oa_tool_completion($b, $text);
+    }
     my $finish = 'stop';
     my $max = $b->{max_completion_tokens} // $b->{max_tokens};
     if (defined $max && tokens($text) > $max) {
         $text = cut_to_tokens($text, $max);
         $finish = 'length';
     }
-    my $prompt = join '', map { content_text($_->{content}) } @{ $b->{messages} };
-    my ($pt, $ct) = (tokens($prompt), tokens($text));
+    my ($pt, $ct) = $st{usage} ? ($st{usage}{input}, $st{usage}{output})
+                               : (tokens(prompt_text($b)), tokens($text));
     return plain_json_res(200, {
         id => 'chatcmpl-' . rand_str(29),
         object => 'chat.completion',
@@ -748,6 +1010,47 @@ sub oa_completion {
                                            accepted_prediction_tokens => 0,
                                            rejected_prediction_tokens => 0 },
         },
+        service_tier => 'default',
+        system_fingerprint => 'fp_' . rand_str(10, 0 .. 9, 'a' .. 'f'),
+    });
+}
+
+# A script that cannot be played: the test is wrong, and says so loudly.
+sub script_error {
+    my ($why) = @_;
+    my $res = HTTP::Response->new(500, 'FakeLLM script error');
+    $res->header('Content-Type' => 'application/json');
+    $res->content($JSON->encode({ error => { message => "FakeLLM script error: $why",
+                                             type => 'fakellm_script' } }));
+    return $res;
+}
+
+sub oa_tool_completion {
+    my ($b, $r) = @_;
+    my @calls = map {
+        { id => 'call_' . rand_str(24), type => 'function',
+          function => { name => $_->{name},
+                        arguments => ref $_->{arguments} ? $JSON->encode($_->{arguments})
+                                                         : $_->{arguments} } }
+    } @{ $r->{tool_calls} };
+    my $content = $r->{content};
+    $content = undef if defined $content && !length $content;
+    my ($pt, $ct) = $st{usage} ? ($st{usage}{input}, $st{usage}{output})
+                  : (tokens(prompt_text($b)),
+                     tokens(($content // '') . calls_text($r->{tool_calls})));
+    return plain_json_res(200, {
+        id => 'chatcmpl-' . rand_str(29),
+        object => 'chat.completion',
+        created => time,
+        model => $b->{model},
+        choices => [ {
+            index => 0,
+            message => { role => 'assistant', content => $content, refusal => undef,
+                         annotations => [], tool_calls => \@calls },
+            logprobs => undef,
+            finish_reason => 'tool_calls',
+        } ],
+        usage => { prompt_tokens => $pt, completion_tokens => $ct, total_tokens => $pt + $ct },
         service_tier => 'default',
         system_fingerprint => 'fp_' . rand_str(10, 0 .. 9, 'a' .. 'f'),
     });
@@ -788,6 +1091,8 @@ sub openai_api {
                   . 'figuring out how to fix this, please contact us through our help center '
                   . 'at help.openai.com.)')
         unless $b;
+    return oa_bad('Unrecognized request argument supplied: tools')
+        if $st{tools} eq 'refused' && exists $b->{tools};
     $err = oa_validate($b);
     return $err if $err;
     return api_error(404, 'invalid_request_error', "The model `$b->{model}` does not exist or "
@@ -806,7 +1111,8 @@ my %AN_VERSIONS = map { $_ => 1 } qw(2023-06-01 2023-01-01);
 sub an_bad { return api_error(400, 'invalid_request_error', shift) }
 
 sub an_validate_blocks {
-    my ($where, $c) = @_;
+    my ($where, $c, $role) = @_;
+    $role //= '';
     if (jtype($c) eq 'string') {
         return undef if length $c || $where eq 'system';
         return an_bad("$where: text content blocks must be non-empty");
@@ -817,7 +1123,35 @@ sub an_validate_blocks {
         return an_bad("$where.$i: Input should be a valid dictionary")
             unless ref $blk eq 'HASH';
         return an_bad("$where.$i.type: Field required") unless defined $blk->{type};
-        return an_bad("$where.$i.type: FakeLLM implements text blocks only")
+        if ($blk->{type} eq 'tool_use') {
+            return an_bad("$where.$i: tool_use blocks are only allowed in assistant messages")
+                unless $role eq 'assistant';
+            for my $k (qw(id name)) {
+                return an_bad("$where.$i.$k: Field required") unless defined $blk->{$k};
+                return an_bad("$where.$i.$k: Input should be a valid string")
+                    unless jtype($blk->{$k}) eq 'string';
+            }
+            return an_bad("$where.$i.input: Input should be a valid dictionary")
+                unless ref $blk->{input} eq 'HASH';
+            $i++;
+            next;
+        }
+        if ($blk->{type} eq 'tool_result') {
+            return an_bad("$where.$i: tool_result blocks are only allowed in user messages")
+                unless $role eq 'user';
+            return an_bad("$where.$i.tool_use_id: Field required")
+                unless jtype($blk->{tool_use_id}) eq 'string';
+            if (exists $blk->{content}) {
+                my $err = an_validate_blocks("$where.$i.content", $blk->{content}, 'result');
+                return $err if $err;
+            }
+            return an_bad("$where.$i.is_error: Input should be a valid boolean")
+                if exists $blk->{is_error} && jtype($blk->{is_error}) ne 'boolean';
+            $i++;
+            next;
+        }
+        return an_bad("$where.$i.type: FakeLLM implements text, tool_use and tool_result "
+                      . 'blocks only')
             unless $blk->{type} eq 'text';
         return an_bad("$where.$i.text: Field required") unless exists $blk->{text};
         return an_bad("$where.$i.text: Input should be a valid string")
@@ -858,9 +1192,65 @@ sub an_validate {
         return an_bad("messages.$i.role: Input should be 'user' or 'assistant'")
             unless $m->{role} eq 'user' || $m->{role} eq 'assistant';
         return an_bad("messages.$i.content: Field required") unless exists $m->{content};
-        my $err = an_validate_blocks("messages.$i.content", $m->{content});
+        my $err = an_validate_blocks("messages.$i.content", $m->{content}, $m->{role});
         return $err if $err;
         $i++;
+    }
+    # Every tool_use answered by a tool_result in the very next message,
+    # and every tool_result answering one in the message before.
+    for my $i (0 .. $#{ $b->{messages} }) {
+        my $m = $b->{messages}[$i];
+        my $prev = $i > 0 ? $b->{messages}[$i - 1] : undef;
+        my @uses = $prev && ref $prev->{content} eq 'ARRAY'
+                 ? map { $_->{id} } grep { $_->{type} eq 'tool_use' } @{ $prev->{content} } : ();
+        my @results = ref $m->{content} eq 'ARRAY'
+                    ? map { $_->{tool_use_id} } grep { $_->{type} eq 'tool_result' }
+                      @{ $m->{content} } : ();
+        my %used = map { $_ => 1 } @uses;
+        my %answered = map { $_ => 1 } @results;
+        my @unknown = grep { !$used{$_} } @results;
+        return an_bad("messages.$i.content.0: unexpected `tool_use_id` found in `tool_result` "
+                      . "blocks: $unknown[0]. Each `tool_result` block must have a "
+                      . 'corresponding `tool_use` block in the previous message.')
+            if @unknown;
+        my @missing = grep { !$answered{$_} } @uses;
+        return an_bad('messages.' . ($i - 1) . ': `tool_use` ids were found without '
+                      . '`tool_result` blocks immediately after: ' . join(', ', @missing)
+                      . '. Each `tool_use` block must have a corresponding `tool_result` '
+                      . 'block in the next message.')
+            if @missing;
+    }
+    my $last = $b->{messages}[-1];
+    if ($last && $last->{role} eq 'assistant' && ref $last->{content} eq 'ARRAY'
+        && grep { $_->{type} eq 'tool_use' } @{ $last->{content} }) {
+        return an_bad('messages: the last message calls tools, but no `tool_result` follows');
+    }
+    if (exists $b->{tools}) {
+        return an_bad('tools: Input should be a valid list') unless ref $b->{tools} eq 'ARRAY';
+        my $k = 0;
+        for my $t (@{ $b->{tools} }) {
+            return an_bad("tools.$k: Input should be a valid dictionary") unless ref $t eq 'HASH';
+            return an_bad("tools.$k.name: Field required") unless jtype($t->{name}) eq 'string';
+            return an_bad("tools.$k.name: String should match pattern '^[a-zA-Z0-9_-]{1,64}\$'")
+                unless $t->{name} =~ /\A[a-zA-Z0-9_-]{1,64}\z/;
+            return an_bad("tools.$k.input_schema: Field required")
+                unless ref $t->{input_schema} eq 'HASH';
+            return an_bad("tools.$k.input_schema.type: Input should be 'object'")
+                unless ($t->{input_schema}{type} // '') eq 'object';
+            for my $key (sort keys %$t) {
+                return an_bad("tools.$k.$key: Extra inputs are not permitted")
+                    unless $key =~ /\A(?:name|description|input_schema|cache_control|type)\z/;
+            }
+            $k++;
+        }
+    }
+    if (exists $b->{tool_choice}) {
+        my $tc = $b->{tool_choice};
+        return an_bad('tool_choice: Input should be a valid dictionary') unless ref $tc eq 'HASH';
+        return an_bad("tool_choice.type: Input should be 'auto', 'any', 'tool' or 'none'")
+            unless ($tc->{type} // '') =~ /\A(?:auto|any|tool|none)\z/;
+        return an_bad('tool_choice.name: Field required')
+            if $tc->{type} eq 'tool' && jtype($tc->{name}) ne 'string';
     }
     if (exists $b->{system}) {
         my $err = an_validate_blocks('system', $b->{system});
@@ -884,14 +1274,38 @@ sub an_message {
     my ($last_user) = map { content_text($_->{content}) }
                       grep { $_->{role} eq 'user' } reverse @{ $b->{messages} };
     my $consume = $mode eq 'ok' || $mode eq 'slow';
-    my $text = $mode eq 'empty' ? '' : next_reply($last_user, 0, $consume);
+    my $forced = uses_tools($b) ? forced_tool($b) : undef;
+    my $text = $mode eq 'empty' ? '' : $forced ? forced_reply($b, $forced, $consume)
+             : next_reply($last_user, 0, $consume);
+    if (is_tool_reply($text)) {
+        return script_error('a scripted tool call, but the request offers no tools')
+            unless uses_tools($b);
+        my @blocks;
+        push @blocks, { type => 'text', text => $text->{content} }
+            if defined $text->{content} && length $text->{content};
+        for my $c (@{ $text->{tool_calls} }) {
+            my $input = ref $c->{arguments} ? $c->{arguments}
+                      : eval { $JSON->decode($c->{arguments}) } // {};
+            push @blocks, { type => 'tool_use', id => 'toolu_01' . rand_str(22),
+                            name => $c->{name}, input => $input };
+        }
+        my $ct = tokens(($text->{content} // '') . calls_text($text->{tool_calls}));
+        return plain_json_res(200, {
+            id => 'msg_' . rand_str(24), type => 'message', role => 'assistant',
+            model => $b->{model}, content => \@blocks, stop_reason => 'tool_use',
+            stop_sequence => undef,
+            usage => { input_tokens => $st{usage} ? $st{usage}{input} : tokens(prompt_text($b)),
+                       output_tokens => $st{usage} ? $st{usage}{output} : $ct,
+                       cache_creation_input_tokens => 0, cache_read_input_tokens => 0,
+                       service_tier => 'standard' },
+        });
+    }
     my $stop = 'end_turn';
     if (tokens($text) > $b->{max_tokens}) {
         $text = cut_to_tokens($text, $b->{max_tokens});
         $stop = 'max_tokens';
     }
-    my $prompt = content_text($b->{system})
-               . join '', map { content_text($_->{content}) } @{ $b->{messages} };
+    my $prompt = prompt_text($b);
     return plain_json_res(200, {
         id => 'msg_' . rand_str(24),
         type => 'message',
@@ -900,7 +1314,8 @@ sub an_message {
         content => [ { type => 'text', text => $text } ],
         stop_reason => $stop,
         stop_sequence => undef,
-        usage => { input_tokens => tokens($prompt), output_tokens => tokens($text),
+        usage => { input_tokens => $st{usage} ? $st{usage}{input} : tokens($prompt),
+                   output_tokens => $st{usage} ? $st{usage}{output} : tokens($text),
                    cache_creation_input_tokens => 0, cache_read_input_tokens => 0,
                    service_tier => 'standard' },
     });
@@ -972,6 +1387,8 @@ sub anthropic_api {
         return api_error(404, 'not_found_error', "model: $id") unless $model;
         return plain_json_res(200, $model);
     }
+    return an_bad('tools: Extra inputs are not permitted')
+        if $st{tools} eq 'refused' && exists $b->{tools};
     $err = an_validate($b);
     return $err if $err;
     return api_error(404, 'not_found_error', "model: $b->{model}") unless find_model($b->{model});
@@ -1038,6 +1455,10 @@ sub handle_api {
     if ($success && $mode eq 'garbage') {
         $res->content("upstream connect error or disconnect/reset before headers. "
                       . "reset reason: connection termination\n<html><body>502</body></html>");
+    }
+    if ($success && $st{pad_bytes} && length($res->content) < $st{pad_bytes}) {
+        # White space after the JSON value: the same answer, only larger.
+        $res->content($res->content . (' ' x ($st{pad_bytes} - length $res->content)));
     }
     $res->header(Connection => 'close');
     common_headers($res, $started);

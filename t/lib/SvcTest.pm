@@ -886,8 +886,12 @@ sub new_llm {
     return $llm;
 }
 
-# new_provider($org, $token, $llm, name => ..., model => ..., base => $url)
-#   → the provider document (201 or die)
+# new_provider($org, $token, $llm, name => ..., model => ..., base => $url,
+#              tools => 'auto'|'on'|'off')
+#   → the provider document (201 or die). Runs of a provider with tools
+#   'off' ask the model once for every file (single-answer mode: the replies
+#   a test queues are that one JSON answer); otherwise they run the agent
+#   loop (the replies are tool calls, FakeLLM.pm).
 sub new_provider {
     my ($org, $token, $llm, %opt) = @_;
     my ($st, $p) = api(POST => "/api/orgs/$org/providers", token => $token,
@@ -896,7 +900,8 @@ sub new_provider {
                                  base_url => $llm->url,
                                  model => $opt{model} // ($llm->flavor eq 'anthropic'
                                      ? 'claude-sonnet-4-20250514' : 'gpt-4o-mini'),
-                                 api_key => $llm->key });
+                                 api_key => $llm->key,
+                                 $opt{tools} ? (tools => $opt{tools}) : () });
     die "new_provider: $st " . $JSON->encode($p // {}) . "\n" unless $st == 201;
     return $p;
 }

@@ -17,7 +17,7 @@ my $org   = new_org($owner, prefix => 'cx');
 my $tok   = new_token($owner, scope => 'admin');
 my $proj = new_project($org, $tok, 'Cancel');
 my $llm = new_llm(flavor => 'openai');
-new_provider($org, $tok, $llm);
+new_provider($org, $tok, $llm, tools => 'off');
 my $files = json()->encode({ summary => 'Files', files => [ { path => 'f.txt', content => "f\n" } ] });
 
 # A request in build with `n` tasks.

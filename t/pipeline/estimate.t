@@ -25,7 +25,7 @@ sub request_in_build {
     my $tok   = new_token($owner, scope => 'admin');
     my $proj = new_project($org, $tok, 'Estimates');
     my $llm = new_llm(flavor => 'openai', models => [ $model ]);
-    new_provider($org, $tok, $llm, model => $model);
+    new_provider($org, $tok, $llm, model => $model, tools => 'off');
     $llm->control(reply => json()->encode({ body => "# Plan\n\n1. Part.\n" }));
     my $r = new_request($org, $tok, project => $proj, title => 'Priced');
     my ($as, $x) = advance($org, $tok, $r->{id});

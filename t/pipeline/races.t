@@ -45,7 +45,7 @@ is(stage_entries($r->{id}, 'review'), 1, '... entered once');
 
 # --- the same from intake, where each first asks the model -------------------------------------
 my $llm = new_llm(flavor => 'openai');
-new_provider($org, $tok, $llm);
+new_provider($org, $tok, $llm, tools => 'off');
 $llm->control(reply => json()->encode({ body => "# Plan\n\n1. One part.\n" }));
 my $r2 = new_request($org, $tok, project => $proj);
 @res = both([ $r2->{id} ], [ $r2->{id} ]);
@@ -59,8 +59,51 @@ is(psql_value("SELECT count(*) FROM products WHERE created_at >= (SELECT created
               . "requests WHERE id = '$r2->{id}') AND project_id = (SELECT project_id FROM "
               . "requests WHERE id = '$r2->{id}')"), 1, '... and only one product was made');
 is(stage_entries($r2->{id}, 'planning'), 1, '... planning entered once');
-is(psql_value("SELECT count(*) FROM model_usage WHERE subject_id = '$r2->{id}'"), 2,
-   '... (both asked the model, and both calls are recorded)');
+is(psql_value("SELECT count(*) FROM model_usage WHERE subject_id = '$r2->{id}'"), 1,
+   '... and one model call was paid for');
+
+# --- five advances from intake while the model thinks (issue 17) --------------------------------
+# One claims the request before asking the model; the others are refused at
+# once instead of paying for an answer that would be thrown away.
+{
+    my $title = 'Claimed ' . uniq('c');
+    my $r4 = new_request($org, $tok, project => $proj, title => $title);
+    $llm->control(mode => 'slow', delay_ms => 2500,
+                  reply => json()->encode({ body => "# Plan\n\n1. One part.\n" }));
+    my $asked = sub { scalar grep { $_->{path} eq '/v1/chat/completions'
+                                    && index(json()->encode($_->{body}), $title) >= 0 }
+                      @{ $llm->requests } };
+    @res = race(map { sub { my ($s, $j) = advance($org, $tok, $r4->{id});
+                            ($s, $s == 409 ? $j->{code} . ' ' . $j->{detail} : '') } } 1 .. 5);
+    is_deeply(statuses(@res), [ 200, 409, 409, 409, 409 ],
+              'five advances from intake at once: one 200, four 409');
+    is(scalar(grep { $_->[1] =~ /^conflict .*being advanced by another call/ } @res), 4,
+       '... conflict, saying another call is advancing it');
+    is($asked->(), 1, '... and the model was asked once (the fake saw one call)');
+    is(psql_value("SELECT count(*) FROM model_usage WHERE subject_id = '$r4->{id}'"), 1,
+       '... one call recorded');
+    is(stage_entries($r4->{id}, 'planning'), 1, '... planning entered once');
+    is(psql_value("SELECT count(*) FROM model_claims WHERE subject LIKE '%$r4->{id}'"), 0,
+       '... and the claim was given back');
+    # A failed call gives the claim back too: the next advance asks again.
+    my $r5 = new_request($org, $tok, project => $proj);
+    $llm->control(mode => 'server_error', times => 1);
+    my ($s5) = advance($org, $tok, $r5->{id});
+    is($s5, 502, 'a failed model call: 502');
+    ($s5) = advance($org, $tok, $r5->{id});
+    is($s5, 200, '... and the next advance is not refused by a claim left behind');
+    # A claim whose holder died expires.
+    my $r6 = new_request($org, $tok, project => $proj);
+    psql("INSERT INTO model_claims (subject, org_id, token, expires_at) VALUES ("
+         . "'request:' || (SELECT org_id FROM requests WHERE id = '$r6->{id}') || '/$r6->{id}', "
+         . "(SELECT org_id FROM requests WHERE id = '$r6->{id}'), 'dead', now() + interval '1 hour')");
+    my ($s6, $j6) = advance($org, $tok, $r6->{id});
+    is($s6, 409, 'a claim held elsewhere: 409');
+    psql("UPDATE model_claims SET expires_at = now() - interval '1 second' WHERE token = 'dead'");
+    ($s6) = advance($org, $tok, $r6->{id});
+    is($s6, 200, '... taken over once it expired');
+    $llm->control(mode => 'ok');
+}
 
 # --- two run-alls at once -------------------------------------------------------------------
 my $r3 = new_request($org, $tok, project => $proj);

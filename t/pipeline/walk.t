@@ -48,7 +48,9 @@ my ($ts) = api(POST => "/api/orgs/$org/projects/$proj/team", token => $tok,
                json => { user_id => user_id_of($dev), role => 'developer' });
 is($ts, 201, 'a developer on the team');
 my $llm = new_llm(flavor => 'openai');
-my $prov = new_provider($org, $tok, $llm, model => 'gpt-4o-mini');
+# Two build runs at once share the fake: each asks once (single-answer
+# mode), so the order of the queued answers does not matter.
+my $prov = new_provider($org, $tok, $llm, model => 'gpt-4o-mini', tools => 'off');
 my $stream = sse_open("/api/orgs/$org/events?last_event_id=0", token => $tok);
 is($stream->{status}, 200, 'the org\'s event stream');
 
@@ -288,9 +290,17 @@ is($ps, 409, 'advance with a failed task: 409');
 is($pp->{errors}[0]{code}, 'failed', '... naming it failed');
 like($pp->{errors}[0]{message}, qr/no_provider/, '... and why');
 
+# This org's provider calls tools: the build task's run is the agent loop
+# (the same factory as the runs API's), which writes, runs its check, and
+# finishes.
 my $llm2 = new_llm(flavor => 'anthropic');
 new_provider($org2, $tok2, $llm2, model => 'claude-3-5-haiku-20241022');
-$llm2->control(replies => [ $files->('part') ]);
+$llm2->control(replies => [
+    { tool_calls => [ { name => 'write_file', arguments => { path => 'part.txt',
+                                                            content => "part\n" } } ] },
+    { tool_calls => [ { name => 'run', arguments => { command => 'grep -qx part part.txt' } } ] },
+    { tool_calls => [ { name => 'finish', arguments => { summary => 'Build part' } } ] },
+]);
 ($ps, $ra2) = advance($org2, $tok2, $req2->{id}, 'build-tasks/run-all');
 is($ps, 200, 'a provider is added and run-all called again');
 is(scalar @{ $ra2->{started} }, 1, '... the failed task starts again');
@@ -301,6 +311,16 @@ is(scalar @{ $l->{build_tasks}[0]{runs} }, 2, '... the task lists both runs');
 is_deeply([ map { $_->{status} } @{ $l->{build_tasks}[0]{runs} } ], [ 'failed', 'succeeded' ],
           '... failed, then succeeded');
 ok($l->{build_tasks}[0]{usage}{cost} > 0, '... the successful run\'s usage, priced (claude-3-5-haiku)');
+{
+    my $run_id = $l->{build_tasks}[0]{runs}[1]{run_id};
+    my (undef, $bt) = api(GET => "/api/orgs/$org2/projects/$proj2/runs/$run_id",
+                          token => $tok2);
+    is($bt->{result}{mode}, 'agent', '... as an agent');
+    is_deeply($bt->{result}{checks}, { command => 'grep -qx part part.txt', exit => 0 },
+              '... which ran its check, green');
+    is($bt->{result}{steps}, 3, '... in three steps');
+    is($bt->{usage}{calls}, 3, '... three model calls, each in the usage');
+}
 ($ps, $r) = advance($org2, $tok2, $req2->{id}, 'integration/approve');
 is($ps, 200, '... approved');
 is($r->{stage}, 'done', '... done');

@@ -639,6 +639,133 @@ for my $flavor (qw(openai anthropic)) {
     };
 }
 
+# --- tool calling, in each API's own form ---------------------------------------------
+my %TOOLS = (
+    openai => [ { type => 'function', function => { name => 'run', description => 'Run it.',
+                  parameters => { type => 'object', properties => { command => { type => 'string' } },
+                                  required => [ 'command' ] } } } ],
+    anthropic => [ { name => 'run', description => 'Run it.',
+                     input_schema => { type => 'object',
+                                       properties => { command => { type => 'string' } },
+                                       required => [ 'command' ] } } ],
+);
+
+subtest 'openai: tool calls' => sub {
+    my $llm = FakeLLM->start(flavor => 'openai');
+    $llm->control(replies => [ { tool_calls => [ { name => 'run', arguments => { command => 'ls' } },
+                                                 { name => 'run', arguments => '{"command":' } ] },
+                               'done' ]);
+    my $b = body('openai', user => 'List the files.', extra => { tools => $TOOLS{openai} });
+    my ($res, $d) = call($llm, POST => '/v1/chat/completions', body => $b);
+    is($res->code, 200, 'a scripted tool reply');
+    my $c = $d->{choices}[0];
+    is($c->{finish_reason}, 'tool_calls', 'finish_reason tool_calls');
+    ok(!defined $c->{message}{content}, 'content null');
+    my @calls = @{ $c->{message}{tool_calls} };
+    like($calls[0]{id}, qr/^call_[A-Za-z0-9]{24}$/, 'a call_ id');
+    is($calls[0]{type}, 'function', 'type function');
+    is($calls[0]{function}{name}, 'run', 'the name');
+    is($calls[0]{function}{arguments}, '{"command":"ls"}', 'arguments as a JSON string');
+    is($calls[1]{function}{arguments}, '{"command":', 'a scripted raw string stays as it is');
+    ok($d->{usage}{completion_tokens} > 0, 'usage counts the calls');
+
+    # The conversation goes on only with every call answered.
+    my @msgs = (@{ $b->{messages} }, $c->{message});
+    my ($r2, $e) = call($llm, POST => '/v1/chat/completions',
+                        body => { %$b, messages => [ @msgs, { role => 'user', content => 'and?' } ] });
+    is($r2->code, 400, 'a turn with a call unanswered: 400');
+    like($e->{error}{message}, qr/must be followed by tool messages responding to each 'tool_call_id'. The following tool_call_ids did not have response messages: \Q$calls[0]{id}\E, \Q$calls[1]{id}\E/,
+         '... naming the ids');
+    ($r2, $e) = call($llm, POST => '/v1/chat/completions',
+                     body => { %$b, messages => [ @{ $b->{messages} },
+                         { role => 'tool', tool_call_id => 'call_x', content => 'x' } ] });
+    like($e->{error}{message}, qr/messages with role 'tool' must be a response to a preceeding message with 'tool_calls'/,
+         'a tool message answering nothing: 400');
+    my @answered = (@msgs, map { { role => 'tool', tool_call_id => $_->{id}, content => 'ok' } } @calls);
+    my $bad = $J->decode($J->encode(\@answered));
+    $bad->[-3]{tool_calls}[0]{function}{arguments} = { command => 'ls' };
+    ($r2, $e) = call($llm, POST => '/v1/chat/completions', body => { %$b, messages => $bad });
+    like($e->{error}{message}, qr/function\.arguments': expected a string, but got an object/,
+         'arguments as an object: 400, as OpenAI');
+    ($r2, $d) = call($llm, POST => '/v1/chat/completions', body => { %$b, messages => \@answered });
+    is($r2->code, 200, 'every call answered: the next turn');
+    is($d->{choices}[0]{message}{content}, 'done', '... the next reply');
+    ($r2, $e) = call($llm, POST => '/v1/chat/completions',
+                     body => { %$b, tools => [ { type => 'function', function => { name => 'a b' } } ] });
+    like($e->{error}{message}, qr/tools\[0\]\.function\.name': string does not match pattern/,
+         'a bad tool name: 400');
+
+    # A forced tool is called whatever is queued; a scripted call with no
+    # tools offered is the test's mistake.
+    $llm->control(replies => [ 'text' ]);
+    ($r2, $d) = call($llm, POST => '/v1/chat/completions', body => { %$b,
+        tool_choice => { type => 'function', function => { name => 'run' } } });
+    is($d->{choices}[0]{message}{tool_calls}[0]{function}{arguments}, '{"command":"ok"}',
+       'tool_choice names a tool: it is called, its required arguments filled');
+    is($llm->state->{replies}[0], 'text', '... the queued reply kept');
+    $llm->control(replies => [ { tool_calls => [ { name => 'run', arguments => {} } ] } ]);
+    ($r2) = create($llm);
+    is($r2->code, 500, 'a scripted tool call without tools offered: a loud 500');
+    $llm->control(tools => 'refused');
+    ($r2, $e) = call($llm, POST => '/v1/chat/completions', body => $b);
+    is($e->{error}{message}, 'Unrecognized request argument supplied: tools',
+       'tools refused: as a server that does not know them');
+    $llm->control(tools => 'ignored', replies => [ 'plain' ]);
+    ($r2, $d) = call($llm, POST => '/v1/chat/completions', body => { %$b,
+        tool_choice => { type => 'function', function => { name => 'run' } } });
+    is($d->{choices}[0]{message}{content}, 'plain', 'tools ignored: a text answer');
+    $llm->control(tools => 'native', pad_bytes => 100000);
+    ($r2, $d) = create($llm);
+    ok(length($r2->content) >= 100000 && $d, 'pad_bytes: a large answer that is still JSON');
+    $llm->stop;
+};
+
+subtest 'anthropic: tool calls' => sub {
+    my $llm = FakeLLM->start(flavor => 'anthropic');
+    $llm->control(replies => [ { content => 'Listing.',
+                                 tool_calls => [ { name => 'run', arguments => { command => 'ls' } } ] },
+                               'done' ]);
+    my $b = body('anthropic', user => 'List the files.', extra => { tools => $TOOLS{anthropic} });
+    my ($res, $d) = call($llm, POST => '/v1/messages', body => $b);
+    is($res->code, 200, 'a scripted tool reply');
+    is($d->{stop_reason}, 'tool_use', 'stop_reason tool_use');
+    is($d->{content}[0]{type}, 'text', 'a text block first');
+    my $use = $d->{content}[1];
+    is($use->{type}, 'tool_use', 'then a tool_use block');
+    like($use->{id}, qr/^toolu_01[A-Za-z0-9]{22}$/, 'a toolu_ id');
+    is_deeply($use->{input}, { command => 'ls' }, 'its input an object');
+    my @msgs = (@{ $b->{messages} }, { role => 'assistant', content => $d->{content} });
+    my ($r2, $e) = call($llm, POST => '/v1/messages', body => { %$b, messages => [ @msgs,
+        { role => 'user', content => 'and?' } ] });
+    is($r2->code, 400, 'a tool_use without its tool_result: 400');
+    like($e->{error}{message}, qr/`tool_use` ids were found without `tool_result` blocks immediately after: \Q$use->{id}\E/,
+         '... as Anthropic says it');
+    ($r2, $e) = call($llm, POST => '/v1/messages', body => { %$b, messages => [ @msgs,
+        { role => 'user', content => [ { type => 'tool_result', tool_use_id => 'toolu_other',
+                                         content => 'x' } ] } ] });
+    like($e->{error}{message}, qr/unexpected `tool_use_id` found in `tool_result` blocks: toolu_other/,
+         'a tool_result answering nothing: 400');
+    ($r2, $e) = call($llm, POST => '/v1/messages', body => { %$b, messages => [
+        { role => 'user', content => [ { type => 'tool_use', id => 'x', name => 'run', input => {} } ] } ] });
+    like($e->{error}{message}, qr/tool_use blocks are only allowed in assistant messages/,
+         'tool_use in the user\'s turn: 400');
+    ($r2, $d) = call($llm, POST => '/v1/messages', body => { %$b, messages => [ @msgs,
+        { role => 'user', content => [ { type => 'tool_result', tool_use_id => $use->{id},
+                                         content => 'a.txt', is_error => JSON::PP::false } ] } ] });
+    is($r2->code, 200, 'answered: the next turn');
+    is($d->{content}[0]{text}, 'done', '... the next reply');
+    ($r2, $e) = call($llm, POST => '/v1/messages', body => { %$b, tools => [ { name => 'run' } ] });
+    like($e->{error}{message}, qr/tools\.0\.input_schema: Field required/, 'a tool without its schema: 400');
+    ($r2, $d) = call($llm, POST => '/v1/messages', body => { %$b,
+        tool_choice => { type => 'tool', name => 'run' } });
+    is($d->{content}[0]{type}, 'tool_use', 'tool_choice names a tool: it is called');
+    is_deeply($d->{content}[0]{input}, { command => 'ok' }, '... with its required input');
+    $llm->control(tools => 'refused');
+    ($r2, $e) = call($llm, POST => '/v1/messages', body => $b);
+    is($e->{error}{message}, 'tools: Extra inputs are not permitted', 'tools refused');
+    $llm->stop;
+};
+
 subtest 'no process is left behind' => sub {
     my $pid;
     {

@@ -119,11 +119,15 @@ ok((grep { $_ eq 'gpt-4o-mini' } @{ $p->{models} }), '... its models are listed'
 ok(defined $p->{latency_ms} && $p->{latency_ms} >= 0, '... latency_ms');
 is($p->{error}, undef, '... no error');
 my @req = @{ $oa->requests };
-is($req[-2]{method} . ' ' . $req[-2]{path}, 'GET /v1/models', '... GET /v1/models first');
-is($req[-1]{path}, '/v1/chat/completions', '... then one completion');
-is($req[-1]{body}{max_tokens}, 1, '... of max_tokens 1');
-is($req[-1]{headers}{authorization}, 'Bearer ' . $oa->key, '... with the key as a bearer');
-is(usage_rows(), $before + 1, '... recorded in model_usage');
+is($req[-3]{method} . ' ' . $req[-3]{path}, 'GET /v1/models', '... GET /v1/models first');
+is($req[-2]{path}, '/v1/chat/completions', '... then one completion');
+is($req[-2]{body}{max_tokens}, 1, '... of max_tokens 1');
+is($req[-2]{headers}{authorization}, 'Bearer ' . $oa->key, '... with the key as a bearer');
+is($req[-1]{path}, '/v1/chat/completions', '... then the tool-calling probe');
+is_deeply([ map { $_->{function}{name} } @{ $req[-1]{body}{tools} } ], [ 'report_status' ],
+          '... offering one tool');
+is($p->{tools}, JSON::PP::true, '... which the model called: tools work');
+is(usage_rows(), $before + 2, '... both calls recorded in model_usage');
 my ($row) = psql("SELECT provider_id, provider_kind, model, purpose, status, subject_type, "
                  . "subject_id, user_id, input_tokens > 0, output_tokens >= 0 FROM model_usage "
                  . "WHERE org_id = '$org_id' ORDER BY id DESC LIMIT 1");
@@ -138,6 +142,9 @@ ok((grep { $_ eq 'claude-sonnet-4-20250514' } @{ $p->{models} }), '... models');
 is($req[-1]{path}, '/v1/messages', '... the Messages API');
 is($req[-1]{headers}{'x-api-key'}, $an->key, '... x-api-key');
 is($req[-1]{headers}{'anthropic-version'}, '2023-06-01', '... anthropic-version 2023-06-01');
+is_deeply($req[-1]{body}{tool_choice}, { type => 'tool', name => 'report_status' },
+          '... the probe forces its tool, in Anthropic\'s form');
+is($p->{tools}, JSON::PP::true, '... tools work');
 
 # A provider that refuses the key is an answer, not a failure of ours.
 $oa->control(mode => 'unauthorized');
@@ -147,7 +154,8 @@ is($st, 200, 'a refused key: still 200');
 ok(!$p->{ok}, '... ok false');
 is($p->{error_code}, 'provider_refused', '... provider_refused');
 like($p->{error}, qr/401.*Incorrect API key/s, "... with the provider's message");
-is(usage_rows(), $before + 1, '... and recorded');
+is(usage_rows(), $before + 1, '... and recorded (no probe of tools after a failure)');
+is($p->{tools}, undef, '... tools not tried');
 is(psql_value("SELECT status || ' ' || error_code FROM model_usage WHERE org_id = '$org_id' "
               . 'ORDER BY id DESC LIMIT 1'), 'error provider_refused', '... as an error');
 
@@ -197,6 +205,42 @@ ok($p->{ok}, '... and accepts the right one again');
 ($st, $p) = call(PATCH => "/api/orgs/$org/providers/$op->{id}", token => $tok,
                  json => { kind => 'anthropic' });
 is($st, 400, 'kind cannot change');
+
+# The write-only key cannot be taken by pointing the provider elsewhere
+# (issue 17): a new base_url needs the key again, in the same request.
+{
+    my $thief = new_llm(flavor => 'openai');
+    my $row_before = psql_value("SELECT base_url || ' ' || encode(key_box, 'hex') || ' ' || "
+                                . "updated_at FROM llm_providers WHERE id = '$op->{id}'");
+    ($st, $p) = call(PATCH => "/api/orgs/$org/providers/$op->{id}", token => $tok,
+                     json => { base_url => $thief->url });
+    is($st, 400, 'a new base_url without api_key: 400');
+    is($p->{code}, 'validation_failed', '... validation_failed');
+    is($p->{errors}[0]{field}, 'api_key', '... naming api_key');
+    like($p->{errors}[0]{message}, qr/base_url/, '... saying why');
+    ($st, $p) = call(PATCH => "/api/orgs/$org/providers/$op->{id}", token => $tok,
+                     json => { base_url => $thief->url, model => 'gpt-4o' });
+    is($st, 400, '... with another field too: 400');
+    is(psql_value("SELECT base_url || ' ' || encode(key_box, 'hex') || ' ' || updated_at "
+                  . "FROM llm_providers WHERE id = '$op->{id}'"), $row_before,
+       '... and nothing changed');
+    ($st, $p) = call(POST => "/api/orgs/$org/providers/$op->{id}/test", token => $tok);
+    ok($p->{ok}, '... the provider still calls its own address');
+    is(scalar @{ $thief->requests }, 0, '... and the other address got nothing');
+    ($st, $p) = call(PATCH => "/api/orgs/$org/providers/$op->{id}", token => $tok,
+                     json => { base_url => $thief->url, api_key => $thief->key });
+    is($st, 200, 'a new base_url with its key: 200');
+    is($p->{base_url}, $thief->url, '... moved');
+    ($st, $p) = call(POST => "/api/orgs/$org/providers/$op->{id}/test", token => $tok);
+    ok($p->{ok}, '... and tested there');
+    is($thief->requests->[-1]{headers}{authorization}, 'Bearer ' . $thief->key,
+       '... with the key given for it');
+    ($st, $p) = call(PATCH => "/api/orgs/$org/providers/$op->{id}", token => $tok,
+                     json => { base_url => $oa->url, api_key => $oa->key });
+    is($st, 200, '... and back');
+    push @keys, $thief->key;
+    $thief->stop;
+}
 ($st, $p) = call(PATCH => "/api/orgs/$org/providers/$op->{id}", token => $tok, json => {});
 is($st, 400, 'nothing to change: 400');
 ($st, $p) = call(PATCH => "/api/orgs/$org/providers/$op->{id}", token => $tok,
@@ -268,15 +312,59 @@ ok(psql_value("SELECT count(*) FROM model_usage WHERE org_id = '$org_id' "
     ok(!$p->{ok}, '... and refused when called');
     like($p->{error}, qr/loopback, private, link-local or metadata/, '... by the address guard');
     is(scalar @{ $oa->requests }, $n_before, '... without reaching the server');
-    # Metadata addresses stay refused even where private ones are allowed.
+    # What the call-time guard refuses is refused when stored, on creation
+    # and on update, with the same words (issue 17). Non-canonical IPv4
+    # spellings, zones and bad ports whatever the server allows.
+    my $port = $oa->port;
+    my @refused = (
+        [ "http://127.1:$port", 'four decimal numbers' ],
+        [ "http://2130706433:$port", 'four decimal numbers' ],
+        [ "http://0x7f000001:$port", 'four decimal numbers' ],
+        [ "http://0177.0.0.1:$port", 'four decimal numbers' ],
+        [ "http://0:$port", 'four decimal numbers' ],
+        [ "http://[fe80::1%25lo]:$port", 'zone' ],
+        [ 'http://127.0.0.1:99999', '1 to 65535' ],
+    );
+    # Metadata addresses in every spelling, on the server that allows private ones.
+    push @refused, map { [ $_, 'metadata' ] }
+        'http://169.254.169.254', 'http://[fd00:ec2::254]', 'http://[::ffff:169.254.169.254]',
+        'http://[::ffff:a9fe:a9fe]', 'http://[64:ff9b::a9fe:a9fe]',
+        'http://[64:ff9b:1::a9fe:a9fe]', 'http://[2001:0:4136:e378:8000:63bf:5601:5601]',
+        'http://[2002:a9fe:a9fe::]';
+    push @refused, map { [ $_, 'four decimal numbers' ] }
+        'http://2852039166', 'http://0251.0376.0251.0376', 'http://0xa9fea9fe', 'http://169.254.43518';
+    for my $c (@refused) {
+        my ($url, $why) = @$c;
+        my $n = psql_value("SELECT count(*) FROM llm_providers WHERE org_id = '$org_id'");
+        ($st, $p) = call(POST => "/api/orgs/$org/providers", token => $tok,
+                         json => { name => uniq('guard'), kind => 'openai', base_url => $url,
+                                   model => 'm', api_key => 'sk-guard-0000000000' });
+        is($st, 400, "create with $url: 400");
+        is($p->{errors}[0]{field}, 'base_url', '... on base_url');
+        like($p->{errors}[0]{message}, qr/\Q$why\E/, "... saying why ($why)");
+        is(psql_value("SELECT count(*) FROM llm_providers WHERE org_id = '$org_id'"), $n,
+           '... nothing stored');
+        ($st, $p) = call(PATCH => "/api/orgs/$org/providers/$op->{id}", token => $tok,
+                         json => { base_url => $url, api_key => $oa->key });
+        is($st, 400, "update to $url: 400");
+        like($p->{errors}[0]{message} // '', qr/\Q$why\E/, '... saying why');
+    }
+    ($st, $p) = call(GET => "/api/orgs/$org/providers/$op->{id}", token => $tok);
+    is($p->{base_url}, $oa->url, '... and the provider kept its address');
+    # A row stored before these rules (or written by hand) is refused at the
+    # call by the same guard, and nothing reaches the address.
     ($st, $p) = call(POST => "/api/orgs/$org/providers", token => $tok,
-                     json => { name => uniq('meta'), kind => 'openai',
-                               base_url => 'http://169.254.169.254', model => 'm',
-                               api_key => 'sk-meta-0000000000' });
-    is($st, 201, 'SvcProviderAllowPrivate On: a metadata address can be stored');
-    ($st, $p) = call(POST => "/api/orgs/$org/providers/$p->{id}/test", token => $tok);
-    ok(!$p->{ok}, '... but is never called');
-    like($p->{error}, qr/metadata address/, '... by the guard');
+                     json => { name => uniq('meta'), kind => 'openai', base_url => $oa->url,
+                               model => 'm', api_key => 'sk-meta-0000000000' });
+    is($st, 201, 'a provider');
+    for my $url ('http://169.254.169.254', "http://127.1:$port", 'http://[64:ff9b:1::a9fe:a9fe]') {
+        psql("UPDATE llm_providers SET base_url = " . sql_quote($url) . " WHERE id = '$p->{id}'");
+        my ($s2, $t) = call(POST => "/api/orgs/$org/providers/$p->{id}/test", token => $tok);
+        ok(!$t->{ok}, "stored as $url: never called");
+        like($t->{error}, qr/metadata address|four decimal numbers/, '... refused by the guard');
+    }
+    is(scalar(grep { $_->{headers}{authorization} eq 'Bearer sk-meta-0000000000' }
+              @{ $oa->requests }), 0, '... nothing reached the server');
 }
 
 # --- a key that cannot be opened -------------------------------------------------------------

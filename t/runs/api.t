@@ -104,6 +104,15 @@ is($tail->content, substr($log, 3), '... from any byte');
 (undef, undef, $tail) = api(GET => "/api/orgs/$org/runs/$run->{id}/logs?offset=999999",
                             token => $tok);
 is($tail->content, '', '... and nothing past the end');
+is($tail->header('X-Next-Offset'), length($log),
+   '... where X-Next-Offset is the log\'s end, not the offset asked for');
+(undef, undef, $tail) = api(GET => "/api/orgs/$org/runs/$run->{id}/logs?offset="
+                                   . (length($log) + 1), token => $tok);
+is($tail->header('X-Next-Offset'), length($log), '... one byte past the end too');
+(undef, undef, $tail) = api(GET => "/api/orgs/$org/runs/$run->{id}/logs?offset=9223372036854775807",
+                            token => $tok);
+is($tail->code, 200, '... and the largest offset');
+is($tail->header('X-Next-Offset'), length($log), '... the same');
 my ($bad) = api(GET => "/api/orgs/$org/runs/$run->{id}/logs?offset=-1", token => $tok);
 is($bad, 400, 'a negative offset is refused');
 

@@ -1,8 +1,11 @@
-# Runs through the factory, against fake model providers: a run that
-# succeeds (its artifact clones and holds the files the model gave), a reply
-# that is not the JSON asked for, a reply that names paths outside the
-# repository, a provider that fails; the model's usage recorded against the
-# run; the provider's key nowhere.
+# Runs through the factory in single-answer mode (providers whose `tools`
+# is off: the model answers once with every file, as before the agent),
+# against fake model providers: a run that succeeds (its artifact clones
+# and holds the files the model gave), a reply that is not the JSON asked
+# for, a reply that names paths outside the repository, a provider that
+# fails, an answer larger than the old cap but within the limits the
+# factory is told, and one larger than those (issue 17, Low 1); the model's
+# usage recorded against the run; the provider's key nowhere.
 use strict;
 use warnings;
 use utf8;
@@ -22,7 +25,7 @@ my ($st) = api(POST => "/api/orgs/$org/projects", token => $tok,
                json => { slug => $proj, name => 'Factory' });
 is($st, 201, 'project');
 my $llm = new_llm(flavor => 'openai');
-my $prov = new_provider($org, $tok, $llm);
+my $prov = new_provider($org, $tok, $llm, tools => 'off');
 my $runs = "/api/orgs/$org/projects/$proj/runs";
 my $work = Apache::Test::vars('t_logs') . '/runs';
 
@@ -165,6 +168,30 @@ ok(!-e "$work/../escape.txt", '... nor beside the work directory');
 my @left = glob("$work/run_*");
 is(scalar @left, 0, 'every workspace is gone');
 
+# --- answers as large as the limits allow, and larger (issue 17, Low 1) ------------------
+{
+    # The answer is padded with white space after its JSON (the same answer,
+    # only larger): 8 MB is past the 6,553,600 bytes that once cut answers
+    # the factory's limits allow ("provider_error ... could not be reached").
+    $llm->control(pad_bytes => 8 * 1024 * 1024, replies => [ json()->encode({
+        summary => 'Large', files => [ { path => 'large.txt', content => "large\n" } ] }) ]);
+    my $r = start_run('A large answer');
+    my $d = finished($r->{id});
+    is($d->{status}, 'succeeded', 'an 8 MB answer within the limits the factory is told succeeds')
+        or diag(explain($d->{error}));
+    is($d->{result}{mode}, 'single', '... in single-answer mode');
+    # Past what the limits could ever need: the model's answer is wrong.
+    $llm->control(pad_bytes => 48 * 1024 * 1024, replies => [ json()->encode({
+        summary => 'Huge', files => [ { path => 'huge.txt', content => "huge\n" } ] }) ]);
+    $r = start_run('A huge answer');
+    $d = finished($r->{id});
+    is($d->{status}, 'failed', 'a 48 MB answer fails the run');
+    is($d->{error}{code}, 'model_reply_invalid', '... model_reply_invalid, not provider_error');
+    like($d->{error}{message}, qr/larger than \d+ bytes/, '... saying it was too large');
+    unlike($d->{error}{message}, qr/could not be reached/, '... not that the provider was away');
+    $llm->control(pad_bytes => 0);
+}
+
 # --- the provider fails -----------------------------------------------------------------
 $llm->control(mode => 'server_error', times => 1);
 $run = start_run('The provider is down');
@@ -183,7 +210,7 @@ is(psql_value("SELECT status FROM model_usage WHERE subject_id = '$run->{id}'"),
                    json => { slug => 'app', name => 'App' });
     is($s2, 201, 'a project in an org with an Anthropic provider');
     my $a = new_llm(flavor => 'anthropic');
-    new_provider($org2, $tok2, $a);
+    new_provider($org2, $tok2, $a, tools => 'off');
     $a->control(replies => [ json()->encode({ summary => 'One file',
         files => [ { path => 'hello.txt', content => "hello\n" } ] }) ]);
     my ($s3, $r3) = api(POST => "/api/orgs/$org2/projects/app/runs", token => $tok2,

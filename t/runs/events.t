@@ -21,7 +21,7 @@ my ($st) = api(POST => "/api/orgs/$org/projects", token => $tok,
 is($st, 201, 'project');
 my $runs = "/api/orgs/$org/projects/app/runs";
 my $llm = new_llm(flavor => 'openai');
-new_provider($org, $tok, $llm);
+new_provider($org, $tok, $llm, tools => 'off');
 my $reply = json()->encode({ summary => 'A file',
                              files => [ { path => 'a.txt', content => "a\n" } ] });
 

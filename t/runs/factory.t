@@ -1,7 +1,9 @@
 # build/svc-factory driven through its protocol (docs/api/factory-protocol.md)
 # by this file playing the supervisor with scripted model replies, in
 # temporary directories standing in for /workspace. git is real; no network
-# and no httpd are needed.
+# and no httpd are needed. Single mode (one answer with every file) and
+# agent mode (tool calls, a step at a time: the tools, their refusals, the
+# limits, the context budget) both.
 use strict;
 use warnings;
 
@@ -200,7 +202,7 @@ sub factory {
 # than 4 KiB; exactly one result or error comes last, or none at all.
 sub protocol_ok {
     my ($r, $what) = @_;
-    my @bad = grep { ($_->{type} // '') !~ /\A(?:log|model|result|error)\z/ } @{ $r->{msgs} };
+    my @bad = grep { ($_->{type} // '') !~ /\A(?:log|model|step|result|error)\z/ } @{ $r->{msgs} };
     ok(!@bad, "$what: every line is a protocol message") or diag explain \@bad;
     my @long = grep { $_->{type} eq 'log' } grep { length($J->encode($_)) + 1 > 4096 }
                @{ $r->{msgs} };
@@ -620,6 +622,292 @@ subtest 'protocol violations by the supervisor' => sub {
     }
 };
 
+# --- agent mode ------------------------------------------------------------------------
+
+my $n_call = 0;
+
+# tc('write_file', path => 'a', content => 'b') → one tool call as the supervisor passes it
+sub tc {
+    my ($name, %args) = @_;
+    return { id => 'call_' . ++$n_call, name => $name, arguments => \%args };
+}
+
+# A model_reply of agent mode carrying these tool calls (none: a text answer).
+sub calls {
+    my @calls = @_;
+    return { ok => JSON::PP::true, content => @calls ? '' : 'I think it is done.',
+             tool_calls => \@calls, stop => @calls ? 'tool_calls' : 'end',
+             usage => { input_tokens => 100, output_tokens => 20 } };
+}
+
+sub agent_task {
+    my ($ws, %o) = @_;
+    my $limits = delete $o{limits} // {};
+    return task($ws, mode => 'agent', limits => { command_timeout => 5, %$limits }, %o);
+}
+
+# The results of the tool calls, as the factory sent them back in request $i.
+sub results_in {
+    my ($r, $i) = @_;
+    my $m = $r->{models}[$i] or return [];
+    my ($last) = reverse @{ $m->{messages} };
+    return $last->{role} eq 'tool' ? $last->{results} : [];
+}
+
+sub steps_of { return [ grep { $_->{type} eq 'step' } @{ $_[0]{msgs} } ] }
+
+subtest 'agent: write, run, see the failure, fix, run again, finish' => sub {
+    my ($root, $ws) = workspace();
+    my $r = factory(task => agent_task($ws), replies => [
+        calls(tc('write_file', path => 'calc.py', content => "def add(a, b):\n    return a - b\n"),
+              tc('write_file', path => 'test_calc.py',
+                 content => "from calc import add\nassert add(2, 3) == 5, 'add(2, 3) is not 5'\nprint('all good')\n")),
+        calls(tc('run', command => 'python3 test_calc.py')),
+        calls(tc('edit_file', path => 'calc.py', old_text => 'return a - b', new_text => 'return a + b')),
+        calls(tc('run', command => 'python3 test_calc.py && echo built > out.txt')),
+        calls(tc('finish', summary => "Add add()\nwith a test")),
+    ]);
+    is($r->{exit}, 0, 'exit 0') or diag $r->{stderr};
+    protocol_ok($r, 'agent');
+    is($r->{last}{type}, 'result', 'a result');
+    is($r->{last}{summary}, 'Add add() with a test', 'the summary, made one line');
+    is_deeply($r->{last}{files}, [ qw(calc.py out.txt test_calc.py) ],
+              'files: what git sees changed, the file a command made included');
+    ok(!exists $r->{last}{stopped}, 'not stopped');
+    my $m0 = $r->{models}[0];
+    is_deeply([ map { $_->{name} } @{ $m0->{tools} } ],
+              [ qw(list_files read_file write_file edit_file run finish) ], 'the tools offered');
+    ok(!exists $m0->{json}, 'no JSON mode');
+    like($m0->{messages}[0]{content}, qr/^# Task\n\nWrite a greeting program\./, 'the task first');
+    like($m0->{system}, qr/at most 5 seconds/, 'the system prompt gives the command limit');
+    my $fail = results_in($r, 2)->[0];
+    like($fail->{content}, qr/^exit status 1 .*AssertionError: add\(2, 3\) is not 5/s,
+         'the failure reaches the model with its output');
+    ok($fail->{is_error}, '... as an error');
+    my $pass = results_in($r, 4)->[0];
+    like($pass->{content}, qr/^exit status 0 .*all good/s, 'the second run passes');
+    is_deeply([ map { [ $_->{n}, $_->{tool}, $_->{ok} ? 1 : 0, $_->{exit} ] } @{ steps_of($r) } ],
+              [ [ 1, 'write_file', 1, undef ], [ 2, 'write_file', 1, undef ], [ 3, 'run', 0, 1 ],
+                [ 4, 'edit_file', 1, undef ], [ 5, 'run', 1, 0 ], [ 6, 'finish', 1, undef ] ],
+              'a step line for each call, in order, with the exit statuses');
+    my ($run) = grep { $_->{tool} eq 'run' } @{ steps_of($r) };
+    is($run->{args}, 'python3 test_calc.py', 'a run step names its command');
+    ok(defined $run->{duration_ms} && !$run->{timed_out}, '... its duration');
+    my $repo = "$ws/repo";
+    is(slurp("$repo/calc.py"), "def add(a, b):\n    return a + b\n", 'the fix is in the file');
+    is(git($repo, 'rev-parse', 'HEAD'), $r->{last}{commit}, 'HEAD is the commit');
+    is(git($repo, 'status', '--porcelain'), '', 'nothing left uncommitted');
+    ok(grep({ $_ eq '| all good' } @{ $r->{logs} }), "the command's output is in the log");
+    ok(!-e "$repo/__pycache__", 'no bytecode cache in the repository');
+};
+
+subtest 'agent: edit_file with an absent and a repeated span, the run goes on' => sub {
+    my ($root, $ws) = workspace();
+    existing_repo($ws, 'notes.txt' => "alpha\nbeta\nalpha\n");
+    my $r = factory(task => agent_task($ws), replies => [
+        calls(tc('read_file', path => 'notes.txt'),
+              tc('edit_file', path => 'notes.txt', old_text => 'gamma', new_text => 'x'),
+              tc('edit_file', path => 'notes.txt', old_text => 'alpha', new_text => 'x'),
+              tc('edit_file', path => 'notes.txt', old_text => "alpha\nbeta", new_text => 'ALPHA')),
+        calls(tc('finish', summary => 'Edit notes')),
+    ]);
+    is($r->{exit}, 0, 'the run finishes') or diag $r->{stderr};
+    my $res = results_in($r, 1);
+    is($res->[0]{content}, "alpha\nbeta\nalpha\n", 'read_file gives the text as it is');
+    like($res->[1]{content}, qr/old_text was not found in notes\.txt; nothing was changed/,
+         'an absent span: the model is told');
+    ok($res->[1]{is_error}, '... as an error');
+    like($res->[2]{content}, qr/old_text occurs 2 times in notes\.txt; it must occur exactly once/,
+         'a repeated span: the model is told');
+    like($res->[3]{content}, qr/^edited notes\.txt/, 'a unique span is replaced');
+    is(slurp("$ws/repo/notes.txt"), "ALPHA\nalpha\n", 'only the unique edit happened');
+    is_deeply($r->{last}{files}, [ 'notes.txt' ], 'files: the one changed path');
+};
+
+subtest 'agent: paths obey the rules, symlinks are not followed' => sub {
+    my ($root, $ws) = workspace();
+    my $repo = existing_repo($ws, 'README.md' => "hi\n", 'src/a.c' => "int a;\n");
+    spew("$root/outside.txt", "secret\n");
+    symlink("$root", "$repo/link") or die "symlink: $!";
+    symlink("$root/outside.txt", "$repo/file-link") or die "symlink: $!";
+    git($repo, 'add', 'link', 'file-link');
+    git($repo, 'commit', '-q', '-m', 'links');
+    my $before = snapshot($root);
+    my $r = factory(task => agent_task($ws), replies => [
+        calls(tc('write_file', path => '../escape.txt', content => 'x'),
+              tc('write_file', path => '.git/config', content => 'x'),
+              tc('write_file', path => 'link/escape.txt', content => 'x'),
+              tc('read_file', path => 'file-link'),
+              tc('read_file', path => '/etc/passwd'),
+              tc('edit_file', path => 'file-link', old_text => 'secret', new_text => 'x'),
+              tc('list_files', path => 'link'),
+              tc('list_files'),
+              tc('read_file', path => 'nothere.txt')),
+        calls(tc('finish', summary => 'Nothing')),
+    ]);
+    is($r->{exit}, 0, 'refusals do not end the run') or diag $r->{stderr};
+    my $res = results_in($r, 1);
+    like($res->[0]{content}, qr/'\.\.' component/, '.. refused');
+    like($res->[1]{content}, qr/\.git directory/, '.git refused');
+    like($res->[2]{content}, qr/symbolic link/, 'a directory symlink is not followed');
+    like($res->[3]{content}, qr/symbolic link|not a plain file/, 'a file symlink is not read');
+    like($res->[4]{content}, qr/absolute/, 'an absolute path refused');
+    like($res->[5]{content}, qr/symbolic link|not a plain file/, '... nor edited');
+    like($res->[6]{content}, qr/not a directory|symbolic link/, '... nor listed');
+    is($res->[7]{content}, "README.md\nfile-link (symbolic link: not followed)\n"
+                          . "link (symbolic link: not followed)\nsrc/a.c\n",
+       'list_files: the paths, .git left out, links marked');
+    like($res->[8]{content}, qr/does not exist/, 'a missing file');
+    ok((grep { $_->{is_error} } @$res) == 8, 'each refusal is an error for the model');
+    is(slurp("$root/outside.txt"), "secret\n", 'nothing outside changed');
+    ok(!-e "$root/escape.txt", 'nothing written outside');
+};
+
+subtest 'agent: read_file ranges and caps' => sub {
+    my ($root, $ws) = workspace();
+    my $big = join '', map { "line $_\n" } 1 .. 20000;
+    existing_repo($ws, 'big.txt' => $big, 'bin.dat' => "\0\1\2binary");
+    my $r = factory(task => agent_task($ws), replies => [
+        calls(tc('read_file', path => 'big.txt', start_line => 3, end_line => 5),
+              tc('read_file', path => 'big.txt'),
+              tc('read_file', path => 'bin.dat'),
+              tc('read_file', path => 'big.txt', start_line => 30000)),
+        calls(tc('finish', summary => 'Read')),
+    ]);
+    my $res = results_in($r, 1);
+    is($res->[0]{content}, "line 3\nline 4\nline 5\n[lines 3-5 of 20000 shown]\n", 'a range');
+    ok(length($res->[1]{content}) <= 65 * 1024, 'a big file is capped');
+    like($res->[1]{content}, qr/\[lines 1-\d+ of 20000 shown: the rest did not fit/, '... and says so');
+    like($res->[2]{content}, qr/binary file/, 'a binary file is not shown');
+    like($res->[3]{content}, qr/past its end/, 'a start past the end');
+};
+
+subtest 'agent: run output, exit status, time limit, what is left behind' => sub {
+    my ($root, $ws) = workspace();
+    my $r = factory(task => agent_task($ws, limits => { command_timeout => 2 }), replies => [
+        calls(tc('run', command => 'i=0; while [ $i -lt 3000 ]; do echo "out line $i"; i=$((i+1)); done; echo err >&2; exit 3')),
+        calls(tc('run', command => 'sleep 60')),
+        calls(tc('run', command => '(sleep 4242 &); setsid sleep 4243 & echo started')),
+        calls(tc('run', command => 'for p in /proc/[0-9]*; do tr "\0" " " 2>/dev/null < $p/cmdline; echo; done 2>/dev/null | grep -c "slee[p] 424" || true')),
+        calls(tc('run', command => 'exit 0')),
+        calls(tc('finish', summary => 'Ran things')),
+    ]);
+    is($r->{exit}, 0, 'the run finishes') or diag $r->{stderr};
+    my $out = results_in($r, 1)->[0]{content};
+    like($out, qr/^exit status 3 /, 'the exit status');
+    like($out, qr/output \(the last 16384 of \d+ bytes\):\n/, 'the output is capped to its last 16 KiB');
+    like($out, qr/out line 2999\nerr\n\z/, '... stdout and stderr, the end kept');
+    unlike($out, qr/out line 0\n/, '... the start dropped');
+    is(scalar(grep { /^\| out line \d+$/ } @{ $r->{logs} }), 3000, 'the whole output is in the log');
+    like(results_in($r, 2)->[0]{content}, qr/^killed: the command took longer than its limit of 2 s/,
+         'a command past its limit is killed and reported');
+    my ($slow) = grep { $_->{args} eq 'sleep 60' } @{ steps_of($r) };
+    ok($slow->{timed_out} && !defined $slow->{exit}, '... its step says so');
+    like(results_in($r, 3)->[0]{content}, qr/^exit status 0 .*2 process\(es\) it left running were stopped/s,
+         'processes left behind are stopped');
+    like(results_in($r, 4)->[0]{content}, qr/output:\n0\n\z/, '... and are gone at the next step');
+};
+
+subtest 'agent: the step limit commits the work so far' => sub {
+    my ($root, $ws) = workspace();
+    my $r = factory(task => agent_task($ws, limits => { max_steps => 3 }), replies => [
+        calls(tc('write_file', path => 'one.txt', content => "1\n"),
+              tc('write_file', path => 'two.txt', content => "2\n")),
+        calls(tc('write_file', path => 'three.txt', content => "3\n")),
+        calls(tc('write_file', path => 'four.txt', content => "4\n"),
+              tc('finish', summary => 'Too late')),
+    ]);
+    is($r->{exit}, 0, 'exit 0: a result') or diag $r->{stderr};
+    is($r->{last}{type}, 'result', 'a result line');
+    is($r->{last}{stopped}{code}, 'step_limit', '... stopped at step_limit');
+    like($r->{last}{stopped}{message}, qr/limit of 3 steps/, '... saying which');
+    like($r->{last}{summary}, qr/^Work so far \(the run stopped at its step limit after 3 steps\)/,
+         '... the summary says so');
+    is_deeply($r->{last}{files}, [ qw(one.txt three.txt two.txt) ], 'the work so far is committed');
+    ok(!-e "$ws/repo/four.txt", 'the call past the limit was not carried out');
+    is(git("$ws/repo", 'rev-parse', 'HEAD'), $r->{last}{commit}, '... on the branch');
+    is(scalar @{ $r->{models} }, 3, 'one more model call after the last step: finish would have been taken');
+};
+
+subtest 'agent: token_limit and step_limit from the supervisor commit the work so far' => sub {
+    for my $code (qw(token_limit step_limit)) {
+        my ($root, $ws) = workspace();
+        my $r = factory(task => agent_task($ws), replies => [
+            calls(tc('write_file', path => 'a.txt', content => "a\n")),
+            { ok => JSON::PP::false, error => { code => $code, message => "budget ($code)" } },
+        ]);
+        is($r->{exit}, 0, "$code: a result") or diag $r->{stderr};
+        is_deeply($r->{last}{stopped}, { code => $code, message => "budget ($code)" },
+                  "$code: stopped says why");
+        is_deeply($r->{last}{files}, [ 'a.txt' ], "$code: the work so far is committed");
+    }
+};
+
+subtest 'agent: answers without tools, bad calls, finish without a summary' => sub {
+    my ($root, $ws) = workspace();
+    my $r = factory(task => agent_task($ws), replies => [
+        calls(),
+        calls(tc('frobnicate', x => 1),
+              { id => 'call_bad', name => 'write_file', arguments => {},
+                arguments_error => 'not JSON: {"path": "a' },
+              tc('finish')),
+        calls(tc('finish', summary => 'Done')),
+    ]);
+    is($r->{exit}, 0, 'the run goes on and finishes') or diag $r->{stderr};
+    like($r->{models}[1]{messages}[-1]{content}, qr/Continue the work with the tools/,
+         'a text answer is met with a nudge');
+    my $res = results_in($r, 2);
+    like($res->[0]{content}, qr/no tool named 'frobnicate'/, 'an unknown tool');
+    like($res->[1]{content}, qr/not a JSON object/, 'arguments that were not JSON');
+    like($res->[2]{content}, qr/finish needs summary/, 'finish without a summary');
+
+    $r = factory(task => agent_task($ws), replies => [ calls(), calls(), calls() ]);
+    failed_with($r, 'model_reply_invalid', qr/3 times in a row without calling a tool/,
+                'three text answers');
+};
+
+subtest 'agent: the conversation is kept within its context budget, never the task' => sub {
+    my ($root, $ws) = workspace();
+    my $r = factory(task => agent_task($ws, limits => { context_bytes => 20000 }), replies => [
+        (map { calls(tc('run', command => "seq 1 2000; echo round $_")) } 1 .. 6),
+        calls(tc('finish', summary => 'Long')),
+    ]);
+    is($r->{exit}, 0, 'the run finishes') or diag $r->{stderr};
+    my $last = $r->{models}[-1];
+    my $size = length($J->encode($last->{messages}));
+    ok($size <= 20000, "the last request's messages fit the budget ($size bytes)");
+    like($last->{messages}[0]{content}, qr/^# Task\n\nWrite a greeting program\./, 'the task is whole');
+    like(results_in($r, 6)->[0]{content}, qr/round 6\n\z/, 'the latest output is whole');
+    my @old = map { $_->{results}[0]{content} } grep { $_->{role} eq 'tool' } @{ $last->{messages} };
+    like($old[0], qr/left out to keep the conversation within the model's context/,
+         'old outputs were shortened or dropped');
+    ok(grep({ /^context: \d+ old output/ } @{ $r->{logs} }), 'the log says so');
+};
+
+subtest 'agent: protocol' => sub {
+    my ($root, $ws) = workspace();
+    my $r = factory(task => agent_task($ws), replies => [
+        { ok => JSON::PP::true, content => '', tool_calls => [ { id => 'x', name => 'run' } ],
+          stop => 'tool_calls', usage => { input_tokens => 1, output_tokens => 1 } } ]);
+    failed_with($r, 'internal', qr/tool_calls must be an array of \{id, name, arguments\}/,
+                'a tool call without arguments');
+    $r = factory(task => agent_task($ws), replies => [ { ok => JSON::PP::true, content => '' } ]);
+    failed_with($r, 'internal', qr/tool_calls must be/, 'a reply without tool_calls');
+    $r = factory(task => agent_task($ws), replies => [ reply_ok(\%GREETING) ]);
+    failed_with($r, 'internal', qr/tool_calls must be/, 'a single-mode reply');
+    $r = factory(task => task($ws, mode => 'swarm'));
+    failed_with($r, 'task_invalid', qr/mode must be "single" or "agent"/, 'an unknown mode');
+    $r = factory(task => task($ws, limits => { max_files => 1, max_file_bytes => 1,
+                                               max_total_bytes => 1, command_timeout => 0 }));
+    failed_with($r, 'task_invalid', qr/limits\.command_timeout must be between 1 and/, 'a bad command timeout');
+    $r = factory(task => task($ws), replies => [ { ok => JSON::PP::false,
+        error => { code => 'step_limit', message => 'x' } } ]);
+    failed_with($r, 'internal', qr/unknown model_reply\.error\.code/, 'single mode knows no step_limit');
+    $r = factory(task => task($ws), replies => [ { ok => JSON::PP::false,
+        error => { code => 'model_reply_invalid', message => 'too big' } } ]);
+    failed_with($r, 'model_reply_invalid', qr/^too big\z/, 'model_reply_invalid is passed on');
+};
+
 subtest 'the run is cancelled: stdin ends' => sub {
     my ($root, $ws) = workspace();
     my $r = factory(task => task($ws), replies => ['eof']);
@@ -715,6 +1003,13 @@ SKIP: {
         is(slurp($log), '', 'valgrind reports nothing');
         $r = factory(task => task($ws), valgrind => $log, replies => ['eof']);
         is($r->{exit}, 1, 'cancelled under valgrind: exit 1');
+        is(slurp($log), '', 'valgrind reports nothing');
+        $r = factory(task => agent_task($ws), valgrind => $log, replies => [
+            calls(tc('write_file', path => 'v.txt', content => "v\n"), tc('run', command => 'cat v.txt; sleep 5 & echo bg'),
+                  tc('edit_file', path => 'v.txt', old_text => 'v', new_text => 'w'), tc('list_files'),
+                  tc('read_file', path => 'v.txt')),
+            calls(tc('finish', summary => 'Agent under valgrind')) ]);
+        is($r->{exit}, 0, 'an agent run under valgrind: exit 0') or diag $r->{stderr};
         is(slurp($log), '', 'valgrind reports nothing');
         $r = factory(task => '{"type":"task"}', valgrind => $log);
         is($r->{last}{code}, 'task_invalid', 'a bad task under valgrind');

@@ -73,7 +73,7 @@ sub alive { return grep { kill 0, $_ } @_ }
 
 # --- cancel: a running run, and a queued one behind two running ones ----------------
 my $slow = new_llm(flavor => 'openai');
-new_provider($org, $tok, $slow);
+new_provider($org, $tok, $slow, tools => 'off');
 $slow->control(mode => 'slow', delay_ms => 60000);
 my @running = map { start_run(text => "Slow $_") } 1 .. 2;
 for my $r (@running) {
@@ -122,7 +122,7 @@ $slow->stop;
 
 # --- timeout -----------------------------------------------------------------------------
 my $hang = new_llm(flavor => 'openai');
-my $hprov = new_provider($org, $tok, $hang);
+my $hprov = new_provider($org, $tok, $hang, tools => 'off');
 my ($ps) = api(POST => "/api/orgs/$org/providers/$hprov->{id}/default", token => $tok);
 is($ps, 200, 'a hanging provider is the default now');
 $hang->control(mode => 'timeout', hang_seconds => 60);
@@ -136,7 +136,7 @@ $hang->stop;
 
 # --- the supervisor killed mid-run ----------------------------------------------------------
 my $slow2 = new_llm(flavor => 'openai');
-my $sprov = new_provider($org, $tok, $slow2);
+my $sprov = new_provider($org, $tok, $slow2, tools => 'off');
 api(POST => "/api/orgs/$org/providers/$sprov->{id}/default", token => $tok);
 $slow2->control(mode => 'slow', delay_ms => 60000);
 my $k = start_run(text => 'Killed under');
@@ -167,7 +167,7 @@ $slow2->stop;
 
 # The new supervisor takes new runs.
 my $ok = new_llm(flavor => 'openai');
-my $oprov = new_provider($org, $tok, $ok);
+my $oprov = new_provider($org, $tok, $ok, tools => 'off');
 api(POST => "/api/orgs/$org/providers/$oprov->{id}/default", token => $tok);
 $ok->control(replies => [ $reply ]);
 my $after = start_run(text => 'After the restart');

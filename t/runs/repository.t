@@ -33,7 +33,7 @@ my ($st) = api(POST => "/api/orgs/$org/projects", token => $tok,
                json => { slug => $proj, name => 'On a repository' });
 is($st, 201, 'project');
 my $llm = new_llm(flavor => 'openai');
-new_provider($org, $tok, $llm);
+my $provider = new_provider($org, $tok, $llm, tools => 'off');
 my $runs = "/api/orgs/$org/projects/$proj/runs";
 my $work = Apache::Test::vars('t_logs') . '/runs';
 my $tmp = tempdir(CLEANUP => 1);
@@ -239,6 +239,50 @@ ok(!-e $ws, 'the workspace is gone');
     my $g = finished($p->{id}, undef, "/api/orgs/$org/projects/$bare/runs");
     is($g->{status}, 'succeeded', '... succeeded') or diag(run_log($p->{id}));
     unlike(run_log($p->{id}), qr/init: /, '... without an init step');
+}
+
+# --- an agent on the linked repository reads before it edits ---------------------------------
+{
+    my ($ps, $pp) = api(PATCH => "/api/orgs/$org/providers/$provider->{id}", token => $tok,
+                        json => { tools => 'on' });
+    is("$ps $pp->{tools}", '200 on', 'the provider calls tools now: runs are agents');
+    $llm->control(mode => 'ok', replies => [
+        { tool_calls => [ { name => 'list_files', arguments => {} },
+                          { name => 'read_file', arguments => { path => 'src/lib.c' } } ] },
+        { tool_calls => [ { name => 'edit_file', arguments => {
+              path => 'src/lib.c', old_text => 'return 1;', new_text => 'return 2;' } } ] },
+        { tool_calls => [ { name => 'run', arguments => { command => 'git log --oneline | wc -l; grep -c "return 2" src/lib.c' } } ] },
+        { tool_calls => [ { name => 'finish', arguments => { summary => 'lib returns 2' } } ] },
+    ]);
+    my $r = start_run(instructions => 'Make lib() return 2.');
+    my $d = finished($r->{id});
+    is($d->{status}, 'succeeded', 'an agent run on the repository succeeded') or diag(run_log($r->{id}));
+    is($d->{result}{mode}, 'agent', '... as an agent');
+    my @chats = grep { $_->{path} eq '/v1/chat/completions' } @{ $llm->requests };
+    my @last = @chats[-4 .. -1];
+    my @seen = map { $_->{content} } grep { $_->{role} eq 'tool' } @{ $last[1]{body}{messages} };
+    like($seen[0], qr/^README\.md\nsrc\/lib\.c\n\z/, 'it listed the clone\'s files');
+    is($seen[1], "int lib(void) { return 1; }\n", '... and read the existing file before editing it');
+    like($last[3]{body}{messages}[-1]{content}, qr/output:\n2\n1\n\z/,
+         '... whose edit is on top of the history (its two commits, the edit not committed yet)');
+    is_deeply($d->{result}{files}, [ 'src/lib.c' ], 'files: the one the run changed');
+    is_deeply($d->{result}{checks}, { command => 'git log --oneline | wc -l; grep -c "return 2" src/lib.c',
+                                      exit => 0 }, 'checks: the last command');
+    my ($as, undef, $ares) = api(GET => "/api/orgs/$org/runs/$r->{id}/artifact", token => $tok);
+    is($as, 200, 'the artifact');
+    open my $fh, '>:raw', "$tmp/agent.bundle" or die $!;
+    print $fh $ares->content;
+    close $fh;
+    my ($rc, undef, $err) = SvcTest::run([ 'git', 'clone', '-q', "$tmp/agent.bundle",
+                                           "$tmp/agent-clone" ]);
+    is($rc, 0, '... clones') or diag($err);
+    is(git("$tmp/agent-clone", 'rev-parse', 'HEAD~1'), $origin->{head},
+       '... the run\'s commit on top of the repository\'s head');
+    is(git("$tmp/agent-clone", 'show', 'HEAD:src/lib.c'), 'int lib(void) { return 2; }',
+       '... with the edit');
+    ($ps) = api(PATCH => "/api/orgs/$org/providers/$provider->{id}", token => $tok,
+                json => { tools => 'off' });
+    is($ps, 200, 'back to single answers for what follows');
 }
 
 # --- the pipeline's build tasks run on the linked repository too ---------------------------

@@ -1233,6 +1233,44 @@ SVC_TEST(redact_credentials_after_keywords)
                "gho_16C7e42F292c6912E7710c838347Ae178B4a");
 }
 
+/* Issue 17 (Low 2): what run logs showed in clear: other services' tokens
+ * and keys, and secret settings written as YAML, JSON or a URL. */
+SVC_TEST(redact_other_credentials_and_settings)
+{
+    CHECK_REDACT("clone with ghs_A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8 done",
+                 "clone with [REDACTED] done");
+    CHECK_REDACT("GITHUB_TOKEN=ghp_Z9y8X7w6V5u4T3s2R1q0P9o8N7m6L5k4J3i2",
+                 "GITHUB_TOKEN=[REDACTED]");
+    CHECK_REDACT("github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyz",
+                 "[REDACTED]");
+    CHECK_REDACT("key sk-proj-abcdefghijklmnopqrstuvwxyz0123456789 end", "key [REDACTED] end");
+    CHECK_REDACT("x-api-key: sk-ant-api03-AbCdEfGhIjKlMnOpQrStUvWx-_yz", "x-api-key: [REDACTED]");
+    CHECK_REDACT("id AKIAIOSFODNN7EXAMPLE.", "id [REDACTED].");
+    CHECK_REDACT("password: hunter2", "password: [REDACTED]");
+    CHECK_REDACT("Password:hunter2 next", "Password:[REDACTED] next");
+    CHECK_REDACT("{\"user\":\"u\",\"password\":\"hunter2\"}",
+                 "{\"user\":\"u\",\"password\":\"[REDACTED]\"}");
+    CHECK_REDACT("{\"password\": \"hunter 2\", \"a\": 1}",
+                 "{\"password\": \"[REDACTED] 2\", \"a\": 1}");
+    CHECK_REDACT("api_key=AKIAIOSFODNN7EXAMPLE", "api_key=[REDACTED]");
+    CHECK_REDACT("api_key = 'abc123'", "api_key = '[REDACTED]'");
+    CHECK_REDACT("secret_key: s3cr3t", "secret_key: [REDACTED]");
+    CHECK_REDACT("postgres://u:pw@h/db", "postgres://u:[REDACTED]@h/db");
+    CHECK_REDACT("DATABASE_URL=postgresql://app:s3cr3t@db.example:5432/app?x=1",
+                 "DATABASE_URL=postgresql://app:[REDACTED]@db.example:5432/app?x=1");
+    CHECK_REDACT("https://x-access-token:abc@github.com/o/r.git",
+                 "https://x-access-token:[REDACTED]@github.com/o/r.git");
+    CHECK_GONE("password: correct-horse-battery", "correct-horse-battery");
+    CHECK_GONE("mysql://root:Tr0ub4dor3@localhost", "Tr0ub4dor3");
+    /* Names that only begin the same, and URLs without a password. */
+    CHECK_REDACT("tokens: 5 in, 3 out", "tokens: 5 in, 3 out");
+    CHECK_REDACT("error token_limit: budget", "error token_limit: budget");
+    CHECK_REDACT("https://user@example.com/x", "https://user@example.com/x");
+    CHECK_REDACT("http://example.com:8080/a@b", "http://example.com:8080/a@b");
+    CHECK_REDACT("the task-force-of-seventeen-people", "the task-force-of-seventeen-people");
+    CHECK_REDACT("disk-0123456789abcdefghij", "disk-0123456789abcdefghij");
+}
+
 SVC_TEST(redact_leaves_ordinary_text)
 {
     static const char *const plain[] = {

@@ -758,6 +758,28 @@ SVC_TEST(test_guard_metadata_always_blocked)
         "http://[fd00:ec2::254]/latest/meta-data/",
         "http://[::ffff:169.254.169.254]/",
         "http://[64:ff9b::a9fe:a9fe]/",
+        /* 169.254.169.254 in every IPv6 form that carries an IPv4 address
+         * (issue 17): compatible, SIIT, NAT64 (well-known and the local
+         * prefix at each of RFC 6052's prefix lengths), 6to4, Teredo (the
+         * client inverted, or the server). */
+        "http://[::169.254.169.254]/",
+        "http://[::ffff:0:a9fe:a9fe]/",
+        "http://[64:ff9b::169.254.169.254]/",
+        "http://[64:ff9b:1::a9fe:a9fe]/",
+        "http://[64:ff9b:1:a9fe:a9:fe00::]/",
+        "http://[64:ff9b:1:a9:fe:a9fe::]/",
+        "http://[64:ff9b:1:0:a9:fea9:fe00:0]/",
+        "http://[2002:a9fe:a9fe::1]/",
+        "http://[2001:0:4136:e378:8000:63bf:5601:5601]/",
+        "http://[2001:0:a9fe:a9fe::f7f7:f7f7]/",
+        /* The other metadata addresses the same ways. */
+        "http://[64:ff9b:1::a9fe:aa02]/",
+        "http://[2001:0:4136:e378:8000:63bf:9b9b:9b37]/",
+        /* And the IPv4 spellings resolvers accept. */
+        "http://2852039166/",
+        "http://0xa9fea9fe/",
+        "http://0251.0376.0251.0376/",
+        "http://169.254.43518/",
         NULL
     };
     int i;
@@ -770,6 +792,126 @@ SVC_TEST(test_guard_metadata_always_blocked)
         SVC_CHECK_INT(svc_http_do(p, &req, &resp), SVC_HTTP_EBLOCKED);
         req.allow_private = 0;
         SVC_CHECK_INT(svc_http_do(p, &req, &resp), SVC_HTTP_EBLOCKED);
+    }
+}
+
+/* Refused before any connection when private addresses are allowed: a
+ * spelling of an address other than a.b.c.d, a zone, a port out of range.
+ * Nothing listens on the port used: a request that got through would fail
+ * with SVC_HTTP_ECONNECT instead. */
+SVC_TEST(test_guard_spellings_refused)
+{
+    svc_http_req_t req;
+    svc_http_resp_t *resp = NULL;
+    int port = 0, fd = listen_local(&port);
+    const char *hosts[] = {
+        "127.1", "2130706433", "0x7f000001", "0x7f.0.0.1", "0177.0.0.1", "0", "127.0.0.01",
+        "127.0.0.1.", "[fe80::1%25lo]", "[::1%25lo]", NULL
+    };
+    int i;
+
+    SVC_CHECK(fd >= 0);
+    close(fd);
+    for (i = 0; hosts[i]; i++) {
+        req_init(&req, "GET", apr_psprintf(p, "http://%s:%d/", hosts[i], port));
+        req.untrusted = 1;
+        req.allow_private = 1;
+        resp = NULL;
+        if (svc_http_do(p, &req, &resp) != SVC_HTTP_EBLOCKED) {
+            fprintf(stderr, "  not refused: %s (%s)\n", hosts[i],
+                    resp && resp->error ? resp->error : "success");
+            svc_test_failed_checks++;
+        }
+        SVC_CHECK(resp != NULL && resp->guard != NULL);
+    }
+    /* libcurl's parser refuses this one first (the guard would too). */
+    req_init(&req, "GET", "http://127.0.0.1:99999/");
+    req.untrusted = 1;
+    req.allow_private = 1;
+    SVC_CHECK_INT(svc_http_do(p, &req, &resp), SVC_HTTP_EURL);
+}
+
+/* What svc_http_check_untrusted says of URLs as a tenant writes them: the
+ * verdict providers get when a base URL is stored. */
+SVC_TEST(test_check_untrusted_table)
+{
+    static const struct {
+        const char *url;
+        int allow_private;
+        const char *why;        /* a part of the reason, or NULL when accepted */
+    } cases[] = {
+        { "https://api.openai.com", 0, NULL },
+        { "https://api.openai.com:443/x", 0, NULL },
+        { "http://my_host.internal:8080", 0, NULL },
+        { "http://localhost:11434", 0, NULL },      /* a name: judged when called */
+        { "http://8.8.8.8", 0, NULL },
+        { "http://[2606:4700::1111]:8443", 0, NULL },
+        { "http://127.0.0.1:11434", 1, NULL },
+        { "http://[::1]:11434", 1, NULL },
+        { "http://10.1.2.3", 1, NULL },
+        { "http://127.0.0.1:11434", 0, "SvcProviderAllowPrivate" },
+        { "http://[::1]", 0, "SvcProviderAllowPrivate" },
+        { "http://[64:ff9b:1::808:808]", 0, "SvcProviderAllowPrivate" },
+        { "http://[2001:0:4136:e378:8000:63bf:80ff:fffe]", 0, "SvcProviderAllowPrivate" },
+        /* Metadata, whatever is allowed. */
+        { "http://169.254.169.254", 1, "metadata" },
+        { "http://169.254.170.2", 1, "metadata" },
+        { "http://100.100.100.200", 1, "metadata" },
+        { "http://[fd00:ec2::254]", 1, "metadata" },
+        { "http://[fd00:ec2::23]", 1, "metadata" },
+        { "http://[::ffff:169.254.169.254]", 1, "metadata" },
+        { "http://[::ffff:a9fe:a9fe]", 1, "metadata" },
+        { "http://[::169.254.169.254]", 1, "metadata" },
+        { "http://[::ffff:0:a9fe:a9fe]", 1, "metadata" },
+        { "http://[64:ff9b::a9fe:a9fe]", 1, "metadata" },
+        { "http://[64:ff9b:1::a9fe:a9fe]", 1, "metadata" },
+        { "http://[64:ff9b:1:a9fe:a9:fe00::]", 1, "metadata" },
+        { "http://[64:ff9b:1:a9:fe:a9fe::]", 1, "metadata" },
+        { "http://[64:ff9b:1:0:a9:fea9:fe00:0]", 1, "metadata" },
+        { "http://[2002:a9fe:a9fe::]", 1, "metadata" },
+        { "http://[2001:0:4136:e378:8000:63bf:5601:5601]", 1, "metadata" },
+        { "http://[2001:0:a9fe:a9fe::f7f7:f7f7]", 1, "metadata" },
+        /* IPv4 in any spelling but a.b.c.d, whatever is allowed. */
+        { "http://127.1", 1, "four decimal numbers" },
+        { "http://2130706433", 1, "four decimal numbers" },
+        { "http://0x7f000001", 1, "four decimal numbers" },
+        { "http://0X7F.1", 1, "four decimal numbers" },
+        { "http://0177.0.0.1", 1, "four decimal numbers" },
+        { "http://0", 1, "four decimal numbers" },
+        { "http://0x", 1, "four decimal numbers" },
+        { "http://2852039166", 1, "four decimal numbers" },
+        { "http://0xa9fea9fe:80", 1, "four decimal numbers" },
+        { "http://0251.0376.0251.0376", 1, "four decimal numbers" },
+        { "http://1.2.3.4.5", 1, "four decimal numbers" },
+        { "http://8.8.8.8.", 1, "four decimal numbers" },
+        { "http://host.123", 1, "four decimal numbers" },
+        /* Zones, ports, host characters. */
+        { "http://[fe80::1%25lo]", 1, "zone" },
+        { "http://[fe80::1%lo]:80", 1, "zone" },
+        { "http://127.0.0.1:99999", 1, "1 to 65535" },
+        { "http://127.0.0.1:0", 1, "1 to 65535" },
+        { "http://h:", 1, "1 to 65535" },
+        { "http://h:8a", 1, "1 to 65535" },
+        { "http://h:000000000000000000065536", 1, "1 to 65535" },
+        { "http://h:0080", 1, NULL },
+        { "http://[::1]x", 1, "other than a port" },
+        { "http://[::1", 1, "closing bracket" },
+        { "http://[zz::1]", 1, "not an IPv6 address" },
+        { "http://%31%32%37.0.0.1", 1, "characters" },
+        { "http://a@b", 1, "user information" },
+        { "http://", 1, "no host" },
+        { "nourl", 1, "absolute" },
+    };
+    apr_size_t i;
+
+    for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        const char *got = svc_http_check_untrusted(p, cases[i].url, cases[i].allow_private);
+        if (cases[i].why ? !got || !strstr(got, cases[i].why) : got != NULL) {
+            fprintf(stderr, "  svc_http_check_untrusted(%s, %d) = %s, expected %s\n",
+                    cases[i].url, cases[i].allow_private, got ? got : "NULL",
+                    cases[i].why ? cases[i].why : "NULL");
+            svc_test_failed_checks++;
+        }
     }
 }
 
@@ -799,7 +941,8 @@ SVC_TEST(test_addr_blocked_table)
         { "::ffff:8.8.8.8", 0 }, { "::127.0.0.1", 1 }, { "::8.8.8.8", 0 },
         { "::ffff:0:127.0.0.1", 1 }, { "64:ff9b::127.0.0.1", 1 }, { "64:ff9b::7f00:1", 1 },
         { "64:ff9b::a9fe:a9fe", 1 }, { "64:ff9b::10.1.2.3", 1 }, { "64:ff9b::8.8.8.8", 0 },
-        { "64:ff9b:1::1", 1 }, { "2002:7f00:1::", 1 }, { "2002:c0a8:101::1", 1 },
+        { "64:ff9b:1::1", 1 }, { "64:ff9b:1::808:808", 1 }, { "64:ff9b:2::808:808", 1 },
+        { "2002:7f00:1::", 1 }, { "2002:c0a8:101::1", 1 },
         { "2002:808:808::1", 0 }, { "2001:0:4136:e378:8000:63bf:80ff:fffe", 1 },
         { "fe80::1", 1 }, { "fe80::1%eth0", 1 }, { "[fe80::1%25eth0]", 1 }, { "febf::1", 1 },
         { "fec0::1", 1 }, { "fc00::1", 1 }, { "fd12:3456::1", 1 }, { "fd00:ec2::254", 1 },

@@ -442,16 +442,58 @@ SVC_TEST(task_line)
     job.instructions = "Do it";
     job.author_name = "Ada\nEvil: header";
     job.author_email = "ada@example.test";
-    t = json_loads(svc_runner_task(p, &sc, &job), JSON_REJECT_DUPLICATES, &jerr);
+    job.max_steps = 7;
+    job.command_timeout = 9;
+    t = json_loads(svc_runner_task(p, &sc, &job, 0), JSON_REJECT_DUPLICATES, &jerr);
     SVC_CHECK(t != NULL);
     SVC_CHECK_STR(json_string_value(json_object_get(t, "type")), "task");
+    SVC_CHECK_STR(json_string_value(json_object_get(t, "mode")), "single");
     SVC_CHECK_STR(json_string_value(json_object_get(t, "repo")), "/workspace/repo");
     SVC_CHECK_STR(json_string_value(json_object_get(t, "branch")),
                   "svc/run-run_0123456789abcdefghijkl");
     SVC_CHECK_STR(json_string_value(json_object_get(json_object_get(t, "author"), "name")),
                   "Ada Evil: header");
     SVC_CHECK_INT(json_integer_value(json_object_get(json_object_get(t, "limits"),
-                                                     "max_file_bytes")), 4 * 1024 * 1024);
+                                                     "max_file_bytes")), 1024 * 1024);
+    json_decref(t);
+    t = json_loads(svc_runner_task(p, &sc, &job, 1), JSON_REJECT_DUPLICATES, &jerr);
+    SVC_CHECK(t != NULL);
+    SVC_CHECK_STR(json_string_value(json_object_get(t, "mode")), "agent");
+    SVC_CHECK_INT(json_integer_value(json_object_get(json_object_get(t, "limits"),
+                                                     "max_steps")), 7);
+    SVC_CHECK_INT(json_integer_value(json_object_get(json_object_get(t, "limits"),
+                                                     "command_timeout")), 9);
+    json_decref(t);
+}
+
+/* Issue 17 (Low 1): the limits the factory is told can be reached. An
+ * answer as large as they allow (every byte escaped twice, as the factory
+ * reckons: factory-protocol.md) fits the cap on the provider's answer, and
+ * the cap is more than the 6,553,600 bytes that once cut answers within
+ * the limits. */
+SVC_TEST(reply_cap_fits_the_limits)
+{
+    svc_supervisor_conf_t sc = conf_for("/f");
+    svc_run_job_t job;
+    json_error_t jerr;
+    json_t *t, *l;
+    apr_int64_t files, total, need;
+
+    memset(&job, 0, sizeof(job));
+    job.id = "run_0123456789abcdefghijkl";
+    job.instructions = "Do it";
+    job.author_name = "Ada";
+    job.author_email = "ada@example.test";
+    job.max_steps = 50;
+    job.command_timeout = 120;
+    t = json_loads(svc_runner_task(p, &sc, &job, 0), JSON_REJECT_DUPLICATES, &jerr);
+    SVC_CHECK(t != NULL);
+    l = json_object_get(t, "limits");
+    files = json_integer_value(json_object_get(l, "max_files"));
+    total = json_integer_value(json_object_get(l, "max_total_bytes"));
+    need = 8 * (total + files * (1024 + 64)) + 1024 * 1024;
+    SVC_CHECK((apr_int64_t)svc_runner_reply_cap(&sc) >= need);
+    SVC_CHECK(svc_runner_reply_cap(&sc) > 6553600);
     json_decref(t);
 }
 
@@ -593,13 +635,17 @@ SVC_TEST(store_log_exactly_once)
     if (!job) {
         return;
     }
-    SVC_CHECK_INT(svc_run_log_append(db, p, job, "node-a", 0, "one\ntwo\n", 8, 0), APR_SUCCESS);
+    SVC_CHECK_INT(svc_run_log_append(db, p, job, "node-a", 0, "one\ntwo\n", 8, 0, NULL, 0),
+                  APR_SUCCESS);
     /* The same append again (its answer was lost): nothing twice. */
-    SVC_CHECK_INT(svc_run_log_append(db, p, job, "node-a", 0, "one\ntwo\n", 8, 0), APR_SUCCESS);
-    SVC_CHECK_INT(svc_run_log_append(db, p, job, "node-a", 8, "three\n", 6, 1), APR_SUCCESS);
+    SVC_CHECK_INT(svc_run_log_append(db, p, job, "node-a", 0, "one\ntwo\n", 8, 0, NULL, 0),
+                  APR_SUCCESS);
+    SVC_CHECK_INT(svc_run_log_append(db, p, job, "node-a", 8, "three\n", 6, 1, NULL, 0),
+                  APR_SUCCESS);
     /* Out of step (a bug): refused. Another node: not its run. */
-    SVC_CHECK_INT(svc_run_log_append(db, p, job, "node-a", 3, "x\n", 2, 0), SVC_EDB);
-    SVC_CHECK_INT(svc_run_log_append(db, p, job, "node-b", 14, "x\n", 2, 0), SVC_ENOTFOUND);
+    SVC_CHECK_INT(svc_run_log_append(db, p, job, "node-a", 3, "x\n", 2, 0, NULL, 0), SVC_EDB);
+    SVC_CHECK_INT(svc_run_log_append(db, p, job, "node-b", 14, "x\n", 2, 0, NULL, 0),
+                  SVC_ENOTFOUND);
     SVC_CHECK_STR(q(p, db, apr_psprintf(p, "SELECT string_agg(data, '' ORDER BY byte_offset) "
                                         "FROM run_logs WHERE run_id = '%s'", r)),
                   "one\ntwo\nthree\n");
@@ -609,6 +655,56 @@ SVC_TEST(store_log_exactly_once)
                                         "(data->>'line'), ',' ORDER BY id) FROM events "
                                         "WHERE run_id = '%s' AND kind = 'run.log'", r)),
                   "0:one,4:two,8:three");
+    svc_testdb_value(p, db, apr_psprintf(p, "DELETE FROM orgs WHERE id = '%s'", f.org));
+}
+
+/* A step's event comes right after its log line, in the log's own
+ * transaction, whatever chunks the flush makes; a run stopped at a limit
+ * ends failed with its result and artifact. */
+SVC_TEST(store_step_events_and_work_so_far)
+{
+    svc_db_t *db = svc_testdb_open(p);
+    svc_run_job_t *job = NULL;
+    svc_run_log_t *log;
+    fixture_t f;
+    const char *r;
+
+    if (!db || !fixture(p, db, &f)) {
+        return;
+    }
+    r = new_run(p, db, &f);
+    SVC_CHECK_INT(svc_run_claim(db, p, "node-a", 30, &job), APR_SUCCESS);
+    SVC_CHECK(job && strcmp(job->id, r) == 0);
+    if (!job) {
+        return;
+    }
+    log = svc_run_log_create(p, job->log_bytes, job->log_dropped, 1024 * 1024);
+    svc_run_log_note(log, "before");
+    svc_run_log_event(log, "run.step", json_pack("{s:s,s:i}", "run_id", r, "n", 1),
+                      "step one");
+    svc_run_log_note(log, "between");
+    svc_run_log_event(log, "run.step", json_pack("{s:s,s:i}", "run_id", r, "n", 2),
+                      "step two");
+    SVC_CHECK_INT(svc_run_log_flush(log, db, job, "node-a"), APR_SUCCESS);
+    svc_run_log_note(log, "after");
+    SVC_CHECK_INT(svc_run_log_flush(log, db, job, "node-a"), APR_SUCCESS);
+    SVC_CHECK_STR(q(p, db, apr_psprintf(p, "SELECT string_agg(coalesce(data->>'line', "
+                                        "'#' || (data->>'n')), ',' ORDER BY id) FROM events "
+                                        "WHERE run_id = '%s' AND kind IN ('run.log', "
+                                        "'run.step')", r)),
+                  "before,step one,#1,between,step two,#2,after");
+    SVC_CHECK_INT(svc_run_fail_with_work(db, p, r, "node-a", "step_limit", "Stopped.",
+                                         "{\"summary\":\"so far\"}",
+                                         (const unsigned char *)"bundle", 6), APR_SUCCESS);
+    SVC_CHECK_STR(q(p, db, apr_psprintf(p, "SELECT status || ' ' || error_code || ' ' || "
+                                        "(result->>'summary') || ' ' || artifact_bytes FROM "
+                                        "runs WHERE id = '%s'", r)), "failed step_limit so far 6");
+    /* Only those two codes may leave a result on a failed run. */
+    r = new_run(p, db, &f);
+    SVC_CHECK_INT(svc_run_claim(db, p, "node-a", 30, &job), APR_SUCCESS);
+    SVC_CHECK(job && strcmp(job->id, r) == 0);
+    SVC_CHECK(svc_run_fail_with_work(db, p, r, "node-a", "timeout", "x", "{}",
+                                     (const unsigned char *)"b", 1) != APR_SUCCESS);
     svc_testdb_value(p, db, apr_psprintf(p, "DELETE FROM orgs WHERE id = '%s'", f.org));
 }
 

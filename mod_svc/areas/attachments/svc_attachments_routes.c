@@ -20,13 +20,15 @@ static const svc_route_t routes[] = {
      * one, or an admin, deletes it (the handler decides). */
     { .method = "POST", .path = "/api/orgs/:orgSlug/attachments",
       .handler = svc_h_attachments_upload, .scope = SVC_SCOPE_WRITE, .role = SVC_ROLE_MEMBER,
-      .flags = SVC_RF_STREAM_BODY, .success = 201, .op_id = "uploadAttachment", .response = &svc_schema_attachment,
+      .flags = SVC_RF_STREAM_BODY, .success = 201, .op_id = "uploadAttachment",
+      .response = &svc_schema_attachment,
       .tag = "Attachments", .query = svc_query_attachments_upload,
       .summary = "Upload a file (the raw body, with its own Content-Type) bound to a request, a "
         "document or an improvement" },
     { .method = "GET", .path = "/api/orgs/:orgSlug/attachments", .handler = svc_h_attachments_list,
       .scope = SVC_SCOPE_READ, .role = SVC_ROLE_VIEWER, .flags = SVC_RF_PAGED,
-      .op_id = "listAttachments", .response = &svc_schema_attachment, .tag = "Attachments", .query = svc_query_attachments_list,
+      .op_id = "listAttachments", .response = &svc_schema_attachment, .tag = "Attachments",
+      .query = svc_query_attachments_list,
       .summary = "The org's attachments, or those of one request, document or improvement" },
     { .method = "GET", .path = "/api/orgs/:orgSlug/attachments/:id",
       .handler = svc_h_attachments_get, .scope = SVC_SCOPE_READ, .role = SVC_ROLE_VIEWER,

@@ -235,7 +235,8 @@ static const svc_col_t audit_actor_keys[] = {
 
 static const svc_col_t audit_target_keys[] = {
     { .key = "type", .type = SVC_COL_TEXT, .flags = SVC_COL_NULL, .example = "project" },
-    { .key = "id", .type = SVC_COL_TEXT, .flags = SVC_COL_NULL, .example = "prj_3kTq0dKc5gWm1xQ9aZr2Lb" },
+    { .key = "id", .type = SVC_COL_TEXT, .flags = SVC_COL_NULL,
+      .example = "prj_3kTq0dKc5gWm1xQ9aZr2Lb" },
     SVC_COL_END
 };
 

@@ -372,6 +372,9 @@ apr_status_t svc_h_requests_run_all(svc_ctx_t *ctx)
         spec.task_id = task_ids[i] = apr_pstrdup(ctx->pool, svc_dbres_str(res, i, 0));
         spec.created_by = ctx->who->user_id;
         spec.timeout_seconds = ctx->conf->run_timeout;
+        spec.max_steps = ctx->conf->run_max_steps;
+        spec.max_tokens = ctx->conf->run_max_tokens;
+        spec.command_timeout = ctx->conf->run_command_timeout;
         if ((rv = svc_run_queue(db, ctx->pool, &spec, &runs[i])) == APR_SUCCESS) {
             rv = svc_db_execv(db, &st_task_started, ctx->pool, NULL, task_ids[i], runs[i],
                               ctx->org->id, ctx->who->user_id);

@@ -225,25 +225,18 @@ static apr_status_t finish(svc_ctx_t *ctx, svc_db_t *db, const svc_request_t *re
     return svc_request_reply(ctx, db, req->id, 200);
 }
 
-apr_status_t svc_h_requests_advance(svc_ctx_t *ctx)
+/* The change of an advance, once the request was seen in `seen`'s stage
+ * (and, from intake, its table of contents drafted). */
+static apr_status_t advance_from(svc_ctx_t *ctx, const char *id, const svc_request_t *seen,
+                                 const draft_t *draft)
 {
-    const char *id = apr_table_get(ctx->params, "requestId");
     apr_array_header_t *tasks = NULL, *docs;
     const char *was, *product, *toc;
-    svc_request_t *seen, *req = NULL;
+    svc_request_t *req = NULL;
     json_t *errors;
-    draft_t draft;
     svc_db_t *db = NULL;
     apr_status_t rv;
 
-    memset(&draft, 0, sizeof(draft));
-    if ((rv = first_look(ctx, id, &db, &seen)) != APR_SUCCESS) {
-        return rv;
-    }
-    if (strcmp(seen->stage, SVC_STAGE_INTAKE) == 0
-        && (rv = draft_toc(ctx, db, seen, &draft)) != APR_SUCCESS) {
-        return rv;
-    }
     if ((rv = svc_request_begin(ctx, id, SVC_PROLE_DEVELOPER, &db, &req)) != APR_SUCCESS) {
         return finish(ctx, db, req, NULL, rv);
     }
@@ -254,15 +247,15 @@ apr_status_t svc_h_requests_advance(svc_ctx_t *ctx)
     errors = svc_json_pool(ctx->pool, json_array());
     switch (svc_stage_index(req->stage)) {
     case 0:     /* intake -> planning: the product and its table of contents */
-        if ((rv = svc_documents_plan(ctx, db, req->project_id, req->title, draft.body,
-                                     draft.model, &product, &toc)) == APR_SUCCESS
+        if ((rv = svc_documents_plan(ctx, db, req->project_id, req->title, draft->body,
+                                     draft->model, &product, &toc)) == APR_SUCCESS
             && (rv = svc_db_execv(db, &st_req_product, ctx->pool, NULL, req->id, ctx->org->id,
                                   product)) == APR_SUCCESS) {
             req->product_id = product;
             rv = svc_request_move(ctx, db, req, SVC_STAGE_PLANNING, SVC_REQ_ACTIVE, "advance",
                                   "request.stage_changed",
                                   json_pack("{s:s,s:s,s:s?}", "product_id", product,
-                                            "toc_id", toc, "model", draft.model));
+                                            "toc_id", toc, "model", draft->model));
         }
         break;
     case 1:     /* planning -> review: a table of contents and a section */
@@ -299,6 +292,48 @@ apr_status_t svc_h_requests_advance(svc_ctx_t *ctx)
         break;
     }
     return finish(ctx, db, req, tasks, rv);
+}
+
+/*
+ * Leaving intake asks the model for a table of contents, and one answer is
+ * used: the caller claims the request first (svc_model_claim: a statement
+ * of its own, nothing held across the call), so simultaneous advances pay
+ * for one call and the others are told at once. The claim is given back
+ * whatever happened; one that cannot be (the database away) expires.
+ */
+apr_status_t svc_h_requests_advance(svc_ctx_t *ctx)
+{
+    const char *id = apr_table_get(ctx->params, "requestId");
+    const char *subject, *claim = NULL;
+    svc_request_t *seen;
+    draft_t draft;
+    svc_db_t *db = NULL;
+    apr_status_t rv;
+
+    memset(&draft, 0, sizeof(draft));
+    if ((rv = first_look(ctx, id, &db, &seen)) != APR_SUCCESS) {
+        return rv;
+    }
+    if (strcmp(seen->stage, SVC_STAGE_INTAKE) != 0) {
+        return advance_from(ctx, id, seen, &draft);
+    }
+    subject = apr_pstrcat(ctx->pool, "request:", ctx->org->id, "/", id, NULL);
+    rv = svc_model_claim(db, ctx->pool, ctx->conf, ctx->org->id, subject, &claim);
+    if (rv == SVC_ECONFLICT) {
+        return svc_fail(ctx, 409, "conflict", "Request %s is being advanced by another call "
+                        "(the model is writing its table of contents); nothing changed. Read "
+                        "the request again once that call has answered.", id);
+    }
+    if (rv != APR_SUCCESS) {
+        return rv;
+    }
+    if ((rv = draft_toc(ctx, db, seen, &draft)) == APR_SUCCESS) {
+        rv = advance_from(ctx, id, seen, &draft);
+    }
+    if (svc_ctx_db(ctx, &db) == APR_SUCCESS) {
+        (void)svc_model_unclaim(db, ctx->pool, subject, claim);
+    }
+    return rv;
 }
 
 apr_status_t svc_h_requests_advance_to_build(svc_ctx_t *ctx)

@@ -5,15 +5,18 @@
  */
 #include "svc_llm.h"
 
-#include <arpa/inet.h>
 #include <stdarg.h>
 #include <string.h>
 
-/* The most a model's answer may be: a whole document escaped in JSON. */
-static apr_size_t reply_cap(const svc_config_t *conf)
+/* The most a model's answer may be, unless the caller says: a whole
+ * document escaped in JSON. */
+static apr_size_t reply_cap(const svc_config_t *conf, apr_size_t asked)
 {
     apr_size_t cap = conf->document_limit * 6 + 256 * 1024;
 
+    if (asked > 0) {
+        return asked;
+    }
     return cap < SVC_HTTP_MAX_RESPONSE ? SVC_HTTP_MAX_RESPONSE : cap;
 }
 
@@ -26,8 +29,7 @@ const char *svc_llm_default_url(const char *kind)
 const char *svc_llm_check_url(apr_pool_t *p, const char *url, int allow_private,
                               const char **pnorm)
 {
-    const char *why = svc_http_check_base_url(p, url, pnorm), *host, *norm;
-    unsigned char buf[16];
+    const char *why = svc_http_check_base_url(p, url, pnorm), *norm;
     apr_size_t n;
 
     if (why) {
@@ -46,21 +48,10 @@ const char *svc_llm_check_url(apr_pool_t *p, const char *url, int allow_private,
         }
     }
     *pnorm = norm;
-    /* An address written out can be refused now; names are checked on the
-     * address actually connected to, at every call. */
-    host = strstr(norm, "://") + 3;
-    if (*host == '[') {
-        host = apr_pstrmemdup(p, host + 1, strcspn(host + 1, "]"));
-    }
-    else {
-        host = apr_pstrmemdup(p, host, strcspn(host, ":/"));
-    }
-    if (!allow_private && (inet_pton(AF_INET, host, buf) == 1 || inet_pton(AF_INET6, host, buf) == 1)
-        && svc_http_addr_blocked(host)) {
-        return "names a loopback, private, link-local or metadata address, which this server "
-               "does not call (SvcProviderAllowPrivate)";
-    }
-    return NULL;
+    /* The outbound client's own rules, as it applies them at every call: an
+     * address written out is refused now; a name is judged on the address
+     * it resolves to, when it is called. */
+    return svc_http_check_untrusted(p, norm, allow_private);
 }
 
 const char *svc_llm_scrub(apr_pool_t *p, const svc_provider_t *prov, const char *text,
@@ -69,9 +60,10 @@ const char *svc_llm_scrub(apr_pool_t *p, const svc_provider_t *prov, const char 
     const char *s = text ? text : "", *hit;
     apr_size_t klen = prov && prov->key ? strlen(prov->key) : 0;
 
-    /* A provider may quote the key it refused; short keys (a local
-     * server's placeholder) would match ordinary words. */
-    if (klen >= 8) {
+    /* A provider may quote the key it refused. Whatever its length: a
+     * short key (a local server's placeholder) may blank out ordinary
+     * words with it, which is the lesser harm. */
+    if (klen > 0) {
         char *out = apr_pstrdup(p, "");
         while ((hit = strstr(s, prov->key)) != NULL) {
             out = apr_pstrcat(p, out, apr_pstrmemdup(p, s, (apr_size_t)(hit - s)), "[REDACTED]",
@@ -128,8 +120,8 @@ static void reply_fail(apr_pool_t *p, svc_llm_reply_t *reply, const char *code,
  */
 static apr_status_t llm_call(apr_pool_t *p, const svc_config_t *conf,
                              const svc_provider_t *prov, const char *method, const char *path,
-                             const char *body, long timeout_ms, svc_http_resp_t **presp,
-                             svc_llm_reply_t *reply)
+                             const char *body, long timeout_ms, apr_size_t max_response,
+                             svc_http_resp_t **presp, svc_llm_reply_t *reply)
 {
     const char *secrets[2];
     svc_http_resp_t *resp;
@@ -157,7 +149,7 @@ static apr_status_t llm_call(apr_pool_t *p, const svc_config_t *conf,
     req.timeout_ms = timeout_ms > 0 ? timeout_ms : 1;
     req.connect_timeout_ms = req.timeout_ms < SVC_HTTP_CONNECT_TIMEOUT_MS
                              ? req.timeout_ms : SVC_HTTP_CONNECT_TIMEOUT_MS;
-    req.max_response = reply_cap(conf);
+    req.max_response = reply_cap(conf, max_response);
     req.untrusted = 1;
     req.allow_private = conf->provider_allow_private;
     secrets[0] = prov->key;
@@ -174,9 +166,16 @@ static apr_status_t llm_call(apr_pool_t *p, const svc_config_t *conf,
                    (req.timeout_ms + 999) / 1000);
         return rv;
     }
+    if (rv == SVC_HTTP_ETOOBIG) {
+        /* It answered: this is no "could not be reached". */
+        reply->too_large = 1;
+        reply_fail(p, reply, "provider_error", "The provider's answer is larger than %"
+                   APR_SIZE_T_FMT " bytes, the most this call accepts.", req.max_response);
+        return rv;
+    }
     if (rv == SVC_HTTP_EBLOCKED) {
-        reply_fail(p, reply, "provider_error", "The provider's address is a loopback, private, "
-                   "link-local or metadata address, which this server does not call.");
+        reply_fail(p, reply, "provider_error", "The provider's URL %s.",
+                   resp->guard ? resp->guard : "was refused by the address guard");
         return rv;
     }
     if (rv != APR_SUCCESS) {
@@ -214,11 +213,13 @@ static json_t *answer_json(apr_pool_t *p, const svc_http_resp_t *resp)
     return json_is_object(doc) ? doc : NULL;
 }
 
+/* A token count as the provider reported it: 0 when absent (not every
+ * compatible server counts), else the number, checked by the caller. */
 static apr_int64_t int_at(const json_t *obj, const char *key)
 {
     json_t *v = json_object_get(obj, key);
 
-    return json_is_integer(v) && json_integer_value(v) > 0 ? (apr_int64_t)json_integer_value(v) : 0;
+    return json_is_integer(v) ? (apr_int64_t)json_integer_value(v) : 0;
 }
 
 /*
@@ -243,6 +244,146 @@ static const char *json_object_text(apr_pool_t *p, const char *text)
     return json_is_object(obj) ? svc_json_dump(p, obj) : NULL;
 }
 
+/* A tool's output or a text as a provider takes it: never empty. */
+static const char *nonempty(const char *s)
+{
+    return s && *s ? s : "(empty)";
+}
+
+/* The neutral conversation (svc_providers.h) in OpenAI's form. */
+static void openai_conversation(apr_pool_t *p, json_t *msgs, const json_t *convo)
+{
+    size_t i, k;
+    json_t *m, *c;
+
+    json_array_foreach(convo, i, m) {
+        const char *role = svc_json_str(m, "role");
+        const char *content = svc_json_str(m, "content");
+        json_t *calls = json_object_get(m, "tool_calls");
+        json_t *results = json_object_get(m, "results");
+
+        if (!role) {
+            continue;
+        }
+        if (strcmp(role, "user") == 0) {
+            json_array_append_new(msgs, json_pack("{s:s,s:s}", "role", "user", "content",
+                                                  nonempty(content)));
+        }
+        else if (strcmp(role, "assistant") == 0) {
+            json_t *o = json_pack("{s:s}", "role", "assistant");
+            json_t *oc = json_array();
+
+            json_array_foreach(calls, k, c) {
+                /* OpenAI's arguments are a JSON text, not an object. */
+                json_array_append_new(oc, json_pack(
+                    "{s:s?,s:s,s:{s:s?,s:s}}", "id", svc_json_str(c, "id"), "type", "function",
+                    "function", "name", svc_json_str(c, "name"), "arguments",
+                    svc_json_dump(p, json_object_get(c, "arguments"))));
+            }
+            if (json_array_size(oc) > 0) {
+                json_object_set_new(o, "content", content && *content ? json_string(content)
+                                                                      : json_null());
+                json_object_set_new(o, "tool_calls", oc);
+            }
+            else {
+                json_object_set_new(o, "content", json_string(nonempty(content)));
+                json_decref(oc);
+            }
+            json_array_append_new(msgs, o);
+        }
+        else if (strcmp(role, "tool") == 0) {
+            json_array_foreach(results, k, c) {
+                json_array_append_new(msgs, json_pack("{s:s,s:s?,s:s}", "role", "tool",
+                                                      "tool_call_id", svc_json_str(c, "id"),
+                                                      "content",
+                                                      nonempty(svc_json_str(c, "content"))));
+            }
+        }
+    }
+}
+
+/* The neutral conversation in Anthropic's form: content blocks, tool_use
+ * in the assistant's turn, tool_result in the user's turn after it. */
+static void anthropic_conversation(json_t *msgs, const json_t *convo)
+{
+    size_t i, k;
+    json_t *m, *c;
+
+    json_array_foreach(convo, i, m) {
+        const char *role = svc_json_str(m, "role");
+        const char *content = svc_json_str(m, "content");
+        json_t *blocks = json_array();
+
+        if (!role) {
+            json_decref(blocks);
+            continue;
+        }
+        if (strcmp(role, "user") == 0) {
+            json_array_append_new(msgs, json_pack("{s:s,s:s}", "role", "user", "content",
+                                                  nonempty(content)));
+            json_decref(blocks);
+            continue;
+        }
+        if (strcmp(role, "assistant") == 0) {
+            if (content && *content) {
+                json_array_append_new(blocks, json_pack("{s:s,s:s}", "type", "text", "text",
+                                                        content));
+            }
+            json_array_foreach(json_object_get(m, "tool_calls"), k, c) {
+                json_array_append_new(blocks, json_pack("{s:s,s:s?,s:s?,s:O}", "type",
+                                                        "tool_use", "id", svc_json_str(c, "id"),
+                                                        "name", svc_json_str(c, "name"),
+                                                        "input",
+                                                        json_object_get(c, "arguments")));
+            }
+            if (json_array_size(blocks) == 0) {
+                json_array_append_new(blocks, json_pack("{s:s,s:s}", "type", "text", "text",
+                                                        "(no answer)"));
+            }
+        }
+        else if (strcmp(role, "tool") == 0) {
+            json_array_foreach(json_object_get(m, "results"), k, c) {
+                json_array_append_new(blocks, json_pack(
+                    "{s:s,s:s?,s:s,s:b}", "type", "tool_result", "tool_use_id",
+                    svc_json_str(c, "id"), "content", nonempty(svc_json_str(c, "content")),
+                    "is_error", json_is_true(json_object_get(c, "is_error"))));
+            }
+            role = "user";
+        }
+        else {
+            json_decref(blocks);
+            continue;
+        }
+        json_array_append_new(msgs, json_pack("{s:s,s:o}", "role", role, "content", blocks));
+    }
+}
+
+/* The tools in the provider's form. */
+static json_t *tool_defs(int anthropic, const json_t *tools)
+{
+    json_t *out = json_array(), *t;
+    size_t i;
+
+    json_array_foreach(tools, i, t) {
+        json_t *schema = json_object_get(t, "parameters");
+
+        if (anthropic) {
+            json_array_append_new(out, json_pack("{s:s?,s:s?,s:O}", "name",
+                                                 svc_json_str(t, "name"), "description",
+                                                 svc_json_str(t, "description"),
+                                                 "input_schema", schema));
+        }
+        else {
+            json_array_append_new(out, json_pack("{s:s,s:{s:s?,s:s?,s:O}}", "type",
+                                                 "function", "function", "name",
+                                                 svc_json_str(t, "name"), "description",
+                                                 svc_json_str(t, "description"),
+                                                 "parameters", schema));
+        }
+    }
+    return out;
+}
+
 static const char *completion_body(apr_pool_t *p, const svc_provider_t *prov,
                                    const svc_llm_request_t *req)
 {
@@ -260,7 +401,13 @@ static const char *completion_body(apr_pool_t *p, const svc_provider_t *prov,
     if (system && !anthropic) {
         json_array_append_new(msgs, json_pack("{s:s,s:s}", "role", "system", "content", system));
     }
-    for (i = 0; i < req->nmessages; i++) {
+    if (req->tools && anthropic) {
+        anthropic_conversation(msgs, req->conversation);
+    }
+    else if (req->tools) {
+        openai_conversation(p, msgs, req->conversation);
+    }
+    for (i = 0; !req->tools && i < req->nmessages; i++) {
         json_array_append_new(msgs, json_pack("{s:s,s:s}", "role", req->messages[i].role,
                                               "content", req->messages[i].content));
     }
@@ -274,15 +421,78 @@ static const char *completion_body(apr_pool_t *p, const svc_provider_t *prov,
     if (!anthropic && req->json) {
         json_object_set_new(body, "response_format", json_pack("{s:s}", "type", "json_object"));
     }
+    if (req->tools) {
+        json_object_set_new(body, "tools", tool_defs(anthropic, req->tools));
+    }
+    if (req->tools && req->tool_choice) {
+        json_object_set_new(body, "tool_choice",
+                            anthropic ? json_pack("{s:s,s:s}", "type", "tool", "name",
+                                                  req->tool_choice)
+                                      : json_pack("{s:s,s:{s:s}}", "type", "function",
+                                                  "function", "name", req->tool_choice));
+    }
     return svc_json_dump(p, body);
 }
 
-/* Reads a completion: the text, token counts and whether it was cut off. */
+/* A tool call's id as the factory and the provider will see it again: the
+ * provider's when it is plain, else one of ours. */
+static const char *call_id(apr_pool_t *p, const char *id)
+{
+    apr_size_t n = id ? strlen(id) : 0, i;
+
+    for (i = 0; i < n && n <= 128; i++) {
+        if (!((id[i] >= 'a' && id[i] <= 'z') || (id[i] >= 'A' && id[i] <= 'Z')
+              || (id[i] >= '0' && id[i] <= '9') || id[i] == '_' || id[i] == '-')) {
+            break;
+        }
+    }
+    return n > 0 && n <= 128 && i == n ? id : apr_pstrcat(p, "call_", svc_random_base62(p, 24),
+                                                          NULL);
+}
+
+/* One tool call in the neutral form; `args` is the provider's (an object
+ * from Anthropic, a JSON text from OpenAI). */
+static void add_call(apr_pool_t *p, const svc_provider_t *prov, json_t *calls, const char *id,
+                     const char *name, const json_t *args)
+{
+    json_t *call = json_pack("{s:s,s:s}", "id", call_id(p, id), "name",
+                             name && *name ? svc_printable(p, name, 128) : "(none)");
+    json_t *obj = NULL;
+
+    if (json_is_string(args)) {
+        json_error_t jerr;
+
+        obj = json_loads(json_string_value(args), JSON_REJECT_DUPLICATES, &jerr);
+        if (obj && !json_is_object(obj)) {
+            json_decref(obj);
+            obj = NULL;
+        }
+    }
+    else if (json_is_object(args)) {
+        obj = json_incref((json_t *)args);
+    }
+    if (obj) {
+        json_object_set_new(call, "arguments", obj);
+    }
+    else {
+        const char *raw = json_is_string(args) ? json_string_value(args)
+                                               : svc_json_dump(p, (json_t *)args);
+
+        json_object_set_new(call, "arguments", json_object());
+        json_object_set_new(call, "arguments_error",
+                            json_string(svc_llm_scrub(p, prov, raw ? raw : "(none)", 200)));
+    }
+    json_array_append_new(calls, call);
+}
+
+/* Reads a completion: the text, the tool calls, token counts and why it
+ * stopped. */
 static apr_status_t read_completion(apr_pool_t *p, const svc_provider_t *prov,
                                     const json_t *doc, svc_llm_reply_t *reply)
 {
     json_t *usage = json_object_get(doc, "usage");
 
+    reply->tool_calls = svc_json_pool(p, json_array());
     if (strcmp(prov->kind, SVC_LLM_KIND_ANTHROPIC) == 0) {
         json_t *content = json_object_get(doc, "content"), *part;
         const char *text = "", *stop = svc_json_str(doc, "stop_reason");
@@ -292,16 +502,23 @@ static apr_status_t read_completion(apr_pool_t *p, const svc_provider_t *prov,
             return APR_EINVAL;
         }
         json_array_foreach(content, i, part) {
-            if (json_is_object(part) && svc_json_str(part, "type")
-                && strcmp(svc_json_str(part, "type"), "text") == 0) {
+            const char *type = svc_json_str(part, "type");
+
+            if (type && strcmp(type, "text") == 0) {
                 if (!svc_json_str(part, "text")) {
                     return APR_EINVAL;
                 }
                 text = apr_pstrcat(p, text, svc_json_str(part, "text"), NULL);
             }
+            else if (type && strcmp(type, "tool_use") == 0) {
+                add_call(p, prov, reply->tool_calls, svc_json_str(part, "id"),
+                         svc_json_str(part, "name"), json_object_get(part, "input"));
+            }
         }
         reply->content = text;
         reply->truncated = stop && strcmp(stop, "max_tokens") == 0;
+        reply->stop = reply->truncated ? "max_tokens"
+                      : stop && strcmp(stop, "tool_use") == 0 ? "tool_calls" : "end";
         reply->input_tokens = int_at(usage, "input_tokens");
         reply->output_tokens = int_at(usage, "output_tokens");
     }
@@ -309,14 +526,26 @@ static apr_status_t read_completion(apr_pool_t *p, const svc_provider_t *prov,
         json_t *choice = json_array_get(json_object_get(doc, "choices"), 0);
         json_t *msg = json_object_get(choice, "message");
         json_t *content = json_object_get(msg, "content");
+        json_t *calls = json_object_get(msg, "tool_calls"), *c;
         const char *finish = svc_json_str(choice, "finish_reason");
+        size_t i;
 
-        if (!json_is_object(msg) || !(json_is_string(content) || json_is_null(content))) {
+        if (!json_is_object(msg) || !(json_is_string(content) || json_is_null(content)
+                                      || !content)
+            || !(!calls || json_is_null(calls) || json_is_array(calls))) {
             return APR_EINVAL;
+        }
+        json_array_foreach(calls, i, c) {
+            json_t *fn = json_object_get(c, "function");
+
+            add_call(p, prov, reply->tool_calls, svc_json_str(c, "id"),
+                     svc_json_str(fn, "name"), json_object_get(fn, "arguments"));
         }
         reply->content = json_is_string(content) ? apr_pstrdup(p, json_string_value(content))
                                                  : "";
         reply->truncated = finish && strcmp(finish, "length") == 0;
+        reply->stop = reply->truncated ? "max_tokens"
+                      : json_array_size(reply->tool_calls) > 0 ? "tool_calls" : "end";
         reply->input_tokens = int_at(usage, "prompt_tokens");
         reply->output_tokens = int_at(usage, "completion_tokens");
     }
@@ -335,8 +564,10 @@ apr_status_t svc_provider_complete(apr_pool_t *p, const svc_config_t *conf,
 
     *preply = reply;
     reply->content = "";
+    reply->stop = "end";
     if (llm_call(p, conf, prov, "POST", anthropic ? "/v1/messages" : "/v1/chat/completions",
-                 completion_body(p, prov, req), timeout, &resp, reply) != APR_SUCCESS) {
+                 completion_body(p, prov, req), timeout, req->max_response, &resp, reply)
+        != APR_SUCCESS) {
         return APR_EGENERAL;
     }
     doc = answer_json(p, resp);
@@ -344,6 +575,21 @@ apr_status_t svc_provider_complete(apr_pool_t *p, const svc_config_t *conf,
         reply_fail(p, reply, "provider_error", "The provider's answer is not a %s: %s",
                    anthropic ? "Messages API response" : "chat completion",
                    svc_llm_scrub(p, prov, resp->body, 200));
+        return APR_EGENERAL;
+    }
+    /* Counts go into the usage table and its sums (billing, the pipeline's
+     * costs): a count no model could reach is a broken or lying server, and
+     * one such reply would overflow every sum it enters. The answer is not
+     * used, and the call is recorded without its counts. */
+    if (reply->input_tokens < 0 || reply->input_tokens > SVC_LLM_MAX_TOKENS
+        || reply->output_tokens < 0 || reply->output_tokens > SVC_LLM_MAX_TOKENS) {
+        reply_fail(p, reply, "provider_error", "The provider reported %" APR_INT64_T_FMT
+                   " input and %" APR_INT64_T_FMT " output tokens for one call, outside 0 to %d: "
+                   "its answer is not used.", reply->input_tokens, reply->output_tokens,
+                   SVC_LLM_MAX_TOKENS);
+        reply->input_tokens = 0;
+        reply->output_tokens = 0;
+        reply->content = "";
         return APR_EGENERAL;
     }
     if (req->json) {
@@ -369,7 +615,7 @@ apr_status_t svc_llm_models(apr_pool_t *p, const svc_config_t *conf, const svc_p
     *preply = reply;
     *pmodels = models;
     reply->content = "";
-    if (llm_call(p, conf, prov, "GET", "/v1/models", NULL, timeout_ms, &resp, reply)
+    if (llm_call(p, conf, prov, "GET", "/v1/models", NULL, timeout_ms, 0, &resp, reply)
         != APR_SUCCESS) {
         return APR_EGENERAL;
     }

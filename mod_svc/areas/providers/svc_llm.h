@@ -15,10 +15,18 @@ struct svc_provider_t {
     const char *base_url;       /* no trailing slash; the API paths start with /v1 */
     const char *model;
     const char *key;            /* opened; wiped with the pool */
+    const char *tools;          /* "auto", "on" or "off": whether runs use tools */
+    int tools_detected;         /* what the last test found: 1, 0, or -1 (never tested) */
 };
 
 #define SVC_LLM_KIND_OPENAI    "openai"
 #define SVC_LLM_KIND_ANTHROPIC "anthropic"
+/* The most tokens one call may report, input or output: more than any
+ * model reads or writes at once (the largest windows hold a few million),
+ * far from what would overflow the usage table's sums. A reply beyond it
+ * is refused (provider_error). */
+#define SVC_LLM_MAX_TOKENS 100000000
+
 /* The Messages API version we speak (the anthropic-version header). */
 #define SVC_ANTHROPIC_VERSION  "2023-06-01"
 
@@ -27,8 +35,10 @@ const char *svc_llm_default_url(const char *kind);
 
 /*
  * A base URL as stored: checked (http or https, a host, no query, fragment
- * or user info) and without trailing slashes or a trailing "/v1", since the
- * API paths add it. NULL when fine, else why not.
+ * or user info, and the outbound client's address guard as it will apply
+ * at every call: svc_http_check_untrusted) and without trailing slashes or
+ * a trailing "/v1", since the API paths add it. NULL when fine, else why
+ * not.
  */
 const char *svc_llm_check_url(apr_pool_t *p, const char *url, int allow_private,
                               const char **pnorm);

@@ -13,9 +13,10 @@
  * `p`, in provider_item's order, in binary. */
 #define PROVIDER_COLS                                                               \
     "p.id, p.name, p.kind, p.base_url, p.model, p.key_hint, p.is_default,"          \
-    " p.created_at, p.updated_at"
+    " p.tools, p.tools_detected, p.created_at, p.updated_at"
 
 static const char *const kind_values[] = { SVC_LLM_KIND_OPENAI, SVC_LLM_KIND_ANTHROPIC, NULL };
+static const char *const tools_values[] = { "auto", "on", "off", NULL };
 
 static const svc_col_t provider_item[] = {
     { .key = "id", .type = SVC_COL_TEXT, .id = "llm" },
@@ -28,6 +29,12 @@ static const svc_col_t provider_item[] = {
       .description = "The key's last characters; the key itself is never shown." },
     { .key = "is_default", .type = SVC_COL_BOOL,
       .description = "The organization's default: what its features call." },
+    { .key = "tools", .type = SVC_COL_TEXT, .values = tools_values,
+      .description = "Whether runs let the model work with tools: on, off, or auto (what the "
+        "provider test found)." },
+    { .key = "tools_detected", .type = SVC_COL_BOOL, .flags = SVC_COL_NULL,
+      .description = "Whether the last provider test found tool calling working; null until "
+        "a test tried." },
     { .key = "created_at", .type = SVC_COL_TIME },
     { .key = "updated_at", .type = SVC_COL_TIME },
     SVC_COL_END
@@ -47,6 +54,8 @@ static const svc_col_t provider_test_keys[] = {
     { .key = "latency_ms", .type = SVC_COL_INT },
     { .key = "error", .type = SVC_COL_TEXT, .flags = SVC_COL_NULL,
       .description = "When not ok: what went wrong, for people." },
+    { .key = "tools", .type = SVC_COL_BOOL, .flags = SVC_COL_NULL,
+      .description = "Whether the model called a tool when asked to (null: not probed)." },
     { .key = "error_code", .type = SVC_COL_TEXT, .flags = SVC_COL_NULL,
       .example = "provider_refused",
       .description = "When not ok: provider_error, provider_refused (the key), "
@@ -78,18 +87,20 @@ static const svc_stmt_t st_prov_get = {
 static const svc_stmt_t st_prov_insert = {
     "svc_providers_insert",
     "INSERT INTO llm_providers AS p (id, org_id, name, kind, base_url, model, key_box,"
-    " key_hint, is_default, created_by)"
+    " key_hint, is_default, created_by, tools)"
     " VALUES ($1, $2, $3, $4, $5, $6, $7::bytea, $8,"
-    "  NOT EXISTS (SELECT 1 FROM llm_providers d WHERE d.org_id = $2 AND d.is_default), $9)"
+    "  NOT EXISTS (SELECT 1 FROM llm_providers d WHERE d.org_id = $2 AND d.is_default), $9,"
+    "  coalesce($10, 'auto'))"
     " RETURNING p.is_default",
-    9, 0
+    10, 0
 };
 
 /* What an audit entry may say about a provider: never the key. */
 static const svc_stmt_t st_prov_lock = {
     "svc_providers_lock",
     "SELECT json_build_object('name', name, 'kind', kind, 'base_url', base_url,"
-    " 'model', model, 'key_hint', key_hint, 'is_default', is_default)::text, is_default"
+    " 'model', model, 'key_hint', key_hint, 'is_default', is_default, 'tools', tools)::text,"
+    " is_default"
     " FROM llm_providers WHERE id = $1 AND org_id = $2 FOR NO KEY UPDATE",
     2, 0
 };
@@ -98,9 +109,11 @@ static const svc_stmt_t st_prov_update = {
     "svc_providers_update",
     "UPDATE llm_providers SET name = coalesce($3, name), base_url = coalesce($4, base_url),"
     " model = coalesce($5, model), key_box = coalesce($6::bytea, key_box),"
-    " key_hint = coalesce($7, key_hint), updated_at = now()"
+    " key_hint = coalesce($7, key_hint), tools = coalesce($8, tools),"
+    " tools_detected = CASE WHEN $4 IS NOT NULL OR $5 IS NOT NULL THEN NULL"
+    "  ELSE tools_detected END, updated_at = now()"
     " WHERE id = $1 AND org_id = $2",
-    7, 0
+    8, 0
 };
 
 static const svc_stmt_t st_prov_delete = {
@@ -140,6 +153,10 @@ const svc_field_t svc_body_provider_create[] = {
     { .name = "api_key", .type = SVC_FT_STRING, .required = 1, .min = 1, .max = 1000,
       .description = "The provider's API key. Write-only: stored sealed, never shown again "
         "(key_hint shows its last four characters)." },
+    { .name = "tools", .type = SVC_FT_ENUM, .values = tools_values,
+      .description = "Whether runs let the model work with tools (the agent loop) or ask it "
+        "for one answer with every file: on, off, or auto (default: what the provider test "
+        "finds; tools until a test finds none)." },
     SVC_FIELD_END
 };
 
@@ -147,11 +164,14 @@ const svc_field_t svc_body_provider_update[] = {
     { .name = "name", .type = SVC_FT_STRING, .min = 1, .max = 100,
       .description = "A new name, unique in the organization." },
     { .name = "base_url", .type = SVC_FT_STRING, .min = 1, .max = 2000,
-      .description = "A new base URL (without /v1)." },
+      .description = "A new base URL (without /v1); only together with api_key: the stored "
+        "key is never sent to another address." },
     { .name = "model", .type = SVC_FT_STRING, .min = 1, .max = 200,
       .description = "Another model." },
     { .name = "api_key", .type = SVC_FT_STRING, .min = 1, .max = 1000,
       .description = "A new key, replacing the old one." },
+    { .name = "tools", .type = SVC_FT_ENUM, .values = tools_values,
+      .description = "Tools for runs: on, off or auto (what the provider test finds)." },
     SVC_FIELD_END
 };
 
@@ -224,7 +244,8 @@ apr_status_t svc_h_providers_create(svc_ctx_t *ctx)
     }
     rv = svc_db_execv(db, &st_prov_insert, ctx->pool, &res, id, ctx->org->id, name, kind, norm,
                       model, svc_provider_seal_key(ctx->pool, ctx->conf, key),
-                      svc_provider_key_hint(ctx->pool, key), ctx->who->user_id);
+                      svc_provider_key_hint(ctx->pool, key), ctx->who->user_id,
+                      svc_json_str(ctx->body, "tools"));
     if (rv == SVC_ECONFLICT) {
         rv = name_taken(ctx, name);
         goto cleanup;
@@ -235,12 +256,15 @@ apr_status_t svc_h_providers_create(svc_ctx_t *ctx)
     svc_actor_from_ctx(ctx, &actor);
     rv = svc_audit_write(db, ctx->pool, &actor, ctx->org->id, "provider.created", "provider", id,
                          svc_json_pool(ctx->pool,
-                                       json_pack("{s:s,s:s,s:s,s:s,s:s,s:b}", "name", name,
+                                       json_pack("{s:s,s:s,s:s,s:s,s:s,s:b,s:s}", "name", name,
                                                  "kind", kind, "base_url", norm, "model", model,
                                                  "key_hint",
                                                  svc_provider_key_hint(ctx->pool, key),
                                                  "is_default",
-                                                 svc_dbres_bool(res, 0, 0) == 1)));
+                                                 svc_dbres_bool(res, 0, 0) == 1, "tools",
+                                                 svc_json_str(ctx->body, "tools")
+                                                 ? svc_json_str(ctx->body, "tools")
+                                                 : "auto")));
 cleanup:
     if ((rv = svc_db_end(db, ctx->pool, rv)) != APR_SUCCESS) {
         return rv;
@@ -300,7 +324,16 @@ apr_status_t svc_h_providers_update(svc_ctx_t *ctx)
 
     if (json_object_size(ctx->body) == 0) {
         return svc_fail(ctx, 400, "validation_failed",
-                        "The body names nothing to change (name, base_url, model, api_key).");
+                        "The body names nothing to change (name, base_url, model, api_key, "
+                        "tools).");
+    }
+    /* The key was given for one address: whoever points the provider
+     * elsewhere gives it again, or the sealed key would be sent to an
+     * address of their choosing (POST .../test) without their knowing it. */
+    if (url && !key) {
+        svc_fail_field(ctx, "api_key", "required", "api_key must be given again with a new "
+                       "base_url: a stored key is never sent to another address than the one "
+                       "it was given for.");
     }
     if ((rv = check_key_and_url(ctx, key, url, &norm)) != APR_SUCCESS) {
         return rv;
@@ -310,7 +343,8 @@ apr_status_t svc_h_providers_update(svc_ctx_t *ctx)
     }
     rv = svc_db_execv(db, &st_prov_update, ctx->pool, NULL, id, ctx->org->id, name, norm, model,
                       key ? svc_provider_seal_key(ctx->pool, ctx->conf, key) : NULL,
-                      key ? svc_provider_key_hint(ctx->pool, key) : NULL);
+                      key ? svc_provider_key_hint(ctx->pool, key) : NULL,
+                      svc_json_str(ctx->body, "tools"));
     if (rv == SVC_ECONFLICT) {
         rv = name_taken(ctx, name);
         goto cleanup;
@@ -401,14 +435,51 @@ cleanup:
     return reply_provider(ctx, db, id, 200);
 }
 
-/* The test's answer: {"ok", "models", "latency_ms", "error", "error_code"}. */
-static apr_status_t reply_test(svc_ctx_t *ctx, json_t *models, const svc_llm_reply_t *r)
+/* The test's answer: {"ok", "models", "latency_ms", "error", "error_code",
+ * "tools"}; tools is -1 when it was not tried. */
+static apr_status_t reply_test(svc_ctx_t *ctx, json_t *models, const svc_llm_reply_t *r,
+                               int tools)
 {
-    return svc_reply_json(ctx, 200, json_pack("{s:b,s:O,s:I,s:s?,s:s?}",
+    return svc_reply_json(ctx, 200, json_pack("{s:b,s:O,s:I,s:s?,s:s?,s:o}",
                                               "ok", r->error_code == NULL,
                                               "models", models,
                                               "latency_ms", (json_int_t)r->duration_ms,
-                                              "error", r->error, "error_code", r->error_code));
+                                              "error", r->error, "error_code", r->error_code,
+                                              "tools", tools < 0 ? json_null()
+                                                                 : json_boolean(tools)));
+}
+
+/* The probe of tool calling: one tool, the model made to call it. A call
+ * of it, with its argument, is the provider's tools working; a refusal
+ * (400) or a plain text answer is a provider without them. */
+static const char probe_tools[] =
+    "[{\"name\":\"report_status\",\"description\":\"Report a status word.\","
+    "\"parameters\":{\"type\":\"object\",\"properties\":{\"status\":{\"type\":"
+    "\"string\"}},\"required\":[\"status\"]}}]";
+
+static int probe(svc_ctx_t *ctx, const svc_provider_t *prov, long timeout_ms,
+                 svc_llm_reply_t **preply)
+{
+    json_error_t jerr;
+    json_t *tools = svc_json_pool(ctx->pool, json_loads(probe_tools, 0, &jerr));
+    json_t *convo = svc_json_pool(ctx->pool, json_pack(
+        "[{s:s,s:s}]", "role", "user", "content",
+        "Call the tool report_status with the status \"ok\"."));
+    svc_llm_request_t req;
+    json_t *call;
+
+    memset(&req, 0, sizeof(req));
+    req.tools = tools;
+    req.conversation = convo;
+    req.tool_choice = "report_status";
+    req.max_tokens = 64;
+    req.timeout_ms = timeout_ms > 0 ? timeout_ms : 1;
+    svc_provider_complete(ctx->pool, ctx->conf, prov, &req, preply);
+    call = json_array_get((*preply)->tool_calls, 0);
+    return (*preply)->error_code == NULL && call
+           && strcmp(svc_json_str(call, "name") ? svc_json_str(call, "name") : "",
+                     "report_status") == 0
+           && svc_json_str(json_object_get(call, "arguments"), "status") != NULL;
 }
 
 apr_status_t svc_h_providers_test(svc_ctx_t *ctx)
@@ -417,8 +488,9 @@ apr_status_t svc_h_providers_test(svc_ctx_t *ctx)
     static const svc_llm_msg_t hello[] = { { "user", "Reply with the word: ok" } };
     apr_time_t deadline = apr_time_now() + apr_time_from_msec(ctx->conf->model_timeout_ms);
     svc_llm_request_t req;
-    svc_llm_reply_t *reply, *mreply;
+    svc_llm_reply_t *reply, *mreply, *treply = NULL;
     svc_provider_t *prov;
+    int tools = -1;
     svc_usage_t usage;
     json_t *models;
     svc_db_t *db;
@@ -436,7 +508,7 @@ apr_status_t svc_h_providers_test(svc_ctx_t *ctx)
         mreply->error_code = "key_unreadable";
         mreply->error = "The stored key cannot be opened (the server secret changed since it "
                         "was set); set the key again.";
-        return reply_test(ctx, svc_json_pool(ctx->pool, json_array()), mreply);
+        return reply_test(ctx, svc_json_pool(ctx->pool, json_array()), mreply, -1);
     }
     if (rv != APR_SUCCESS) {
         return rv;
@@ -464,6 +536,11 @@ apr_status_t svc_h_providers_test(svc_ctx_t *ctx)
     if (!reply) {
         reply = mreply;
     }
+    /* Then tool calling, which runs use when they can (the agent loop):
+     * what it finds is kept for the provider's `tools: auto`. */
+    if (reply->error_code == NULL) {
+        tools = probe(ctx, prov, (long)apr_time_as_msec(deadline - apr_time_now()), &treply);
+    }
     memset(&usage, 0, sizeof(usage));
     usage.org_id = ctx->org->id;
     usage.user_id = ctx->who->user_id;
@@ -471,8 +548,12 @@ apr_status_t svc_h_providers_test(svc_ctx_t *ctx)
     usage.subject_type = "provider";
     usage.subject_id = prov->id;
     if ((rv = svc_ctx_db(ctx, &db)) != APR_SUCCESS
-        || (rv = svc_provider_record_usage(db, ctx->pool, prov, &usage, reply)) != APR_SUCCESS) {
+        || (rv = svc_provider_record_usage(db, ctx->pool, prov, &usage, reply)) != APR_SUCCESS
+        || (treply && (rv = svc_provider_record_usage(db, ctx->pool, prov, &usage, treply))
+                      != APR_SUCCESS)
+        || (tools >= 0 && (rv = svc_provider_tools_found(db, ctx->pool, prov, tools))
+                          != APR_SUCCESS)) {
         return rv;
     }
-    return reply_test(ctx, models, reply);
+    return reply_test(ctx, models, reply, tools);
 }

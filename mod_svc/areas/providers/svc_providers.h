@@ -43,6 +43,25 @@ typedef struct {
     int json;
     int max_tokens;
     long timeout_ms;                /* 0: SvcModelTimeout */
+    /*
+     * Tool calling (a run's agent mode). With tools (an array of {name,
+     * description, parameters: JSON Schema}), the conversation is
+     * `conversation` instead of messages: an array, in the provider-neutral
+     * form of the factory protocol (docs/api/factory-protocol.md), of
+     * {role: user, content}, {role: assistant, content, tool_calls: [{id,
+     * name, arguments: object}]} and {role: tool, results: [{id, content,
+     * is_error}]}; each is sent in the provider's own form (OpenAI's tools,
+     * tool_calls and role "tool" messages; Anthropic's tools, tool_use and
+     * tool_result blocks). Checked by the caller.
+     */
+    const json_t *tools;
+    const json_t *conversation;
+    /* Forces a call of this tool (the provider test's probe); NULL: the
+     * model chooses. */
+    const char *tool_choice;
+    /* The largest answer accepted, bytes; 0: room for a document
+     * (SvcDocumentLimit), at least 4 MiB. */
+    apr_size_t max_response;
 } svc_llm_request_t;
 
 typedef struct {
@@ -51,6 +70,13 @@ typedef struct {
     long duration_ms;
     int http_status;                /* 0 when there was no answer */
     int truncated;                  /* the model stopped at max_tokens */
+    int too_large;                  /* the answer was larger than max_response */
+    /* With tools: the calls the model made, [{id, name, arguments: object}],
+     * with arguments {} and arguments_error (why) when the provider's were
+     * not a JSON object; and why it stopped: "end", "tool_calls" or
+     * "max_tokens". Bound to the reply's pool. */
+    json_t *tool_calls;
+    const char *stop;
     /* NULL on success; else provider_refused (401/403: the key),
      * provider_rate_limited (429), provider_timeout, provider_error. */
     const char *error_code;
@@ -90,6 +116,57 @@ typedef struct {
  * transaction if one is open, else on its own. */
 apr_status_t svc_provider_record_usage(svc_db_t *db, apr_pool_t *p, const svc_provider_t *prov,
                                        const svc_usage_t *u, const svc_llm_reply_t *reply);
+
+/*
+ * Whether runs let this provider's model work with tools (the agent loop):
+ * its `tools` setting, on, off, or auto (what its last test found; tools
+ * until a test found none). *pwhy says which, for a run's log.
+ * svc_provider_store.c.
+ */
+int svc_provider_uses_tools(apr_pool_t *p, const svc_provider_t *prov, const char **pwhy);
+
+/* Short database use: records what a test found about tool calling. */
+apr_status_t svc_provider_tools_found(svc_db_t *db, apr_pool_t *p, const svc_provider_t *prov,
+                                      int works);
+
+/* Short database use: the keys of all the org's providers, opened (*pkeys,
+ * of const char *, in p; keys that no longer open are left out): what a
+ * run's log hides wherever they appear. */
+apr_status_t svc_provider_org_keys(svc_db_t *db, apr_pool_t *p, const svc_config_t *conf,
+                                   const char *org_id, apr_array_header_t **pkeys);
+
+/* Short database use: the org's calls about one subject, in order, as a
+ * JSON array (bound to p) of {call, input_tokens, output_tokens,
+ * duration_ms, status, error_code, model}: a run's usage, call by call. */
+apr_status_t svc_provider_usage_calls(svc_db_t *db, apr_pool_t *p, const char *org_id,
+                                      const char *subject_type, const char *subject_id,
+                                      json_t **pcalls);
+
+/*
+ * Claims on what a model call is about, for changes that use one answer
+ * only (a request's table of contents, a document's regeneration): the
+ * first caller claims the subject, calls, writes its change and gives the
+ * claim back; a caller that finds it held answers 409 instead of paying for
+ * a call whose answer would be thrown away. svc_provider_claim.c.
+ *
+ *     svc_model_claim(db, p, conf, org_id, "request:<org>/<id>", &token);
+ *     ...svc_provider_default, give the connection back, call, write...
+ *     svc_model_unclaim(db, p, "request:<org>/<id>", token);
+ *
+ * Each is one statement of its own, outside any transaction, so nothing
+ * is held open across the call. SVC_ECONFLICT when another caller holds
+ * the subject. A claim lasts SvcModelTimeout and a margin; one whose
+ * holder died (or could not give it back) is taken over after that.
+ * Unclaiming with a NULL token does nothing, and never removes a claim
+ * another caller took over.
+ */
+#define SVC_MODEL_CLAIM_MARGIN_MS 60000
+
+apr_status_t svc_model_claim(svc_db_t *db, apr_pool_t *p, const svc_config_t *conf,
+                             const char *org_id, const char *subject, const char **ptoken);
+
+apr_status_t svc_model_unclaim(svc_db_t *db, apr_pool_t *p, const char *subject,
+                               const char *token);
 
 /* What a loaded provider is. */
 const char *svc_provider_id(const svc_provider_t *prov);

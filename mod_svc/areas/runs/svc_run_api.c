@@ -8,6 +8,7 @@
 #include "svc_run_store.h"
 #include "svc_idempotency.h"
 #include "svc_vcs.h"
+#include "svc_providers.h"
 
 #include <string.h>
 
@@ -183,13 +184,40 @@ apr_status_t svc_h_runs_list(svc_ctx_t *ctx)
 
 apr_status_t svc_h_runs_get(svc_ctx_t *ctx)
 {
+    const char *id = run_param(ctx), *json;
+    json_t *doc, *calls, *c;
+    json_error_t jerr;
+    json_int_t in = 0, out = 0;
     svc_db_t *db;
     apr_status_t rv;
+    size_t i;
 
-    if ((rv = svc_ctx_db(ctx, &db)) != APR_SUCCESS) {
+    if ((rv = svc_ctx_db(ctx, &db)) != APR_SUCCESS
+        || (rv = run_json(ctx, db, id, &json)) != APR_SUCCESS) {
         return rv;
     }
-    return reply_run(ctx, db, run_param(ctx), 200);
+    if (!json) {
+        return no_run(ctx, id);
+    }
+    /* The detail shows the run's model calls one by one (an agent run
+     * makes one per turn), from the usage records billing reads. */
+    if ((rv = svc_provider_usage_calls(db, ctx->pool, ctx->org->id, "run", id, &calls))
+        != APR_SUCCESS) {
+        return rv;
+    }
+    doc = svc_json_pool(ctx->pool, json_loads(json, 0, &jerr));
+    if (!doc) {
+        return SVC_EDB;
+    }
+    json_array_foreach(calls, i, c) {
+        in += json_integer_value(json_object_get(c, "input_tokens"));
+        out += json_integer_value(json_object_get(c, "output_tokens"));
+    }
+    json_object_set_new(doc, "usage", json_pack("{s:I,s:I,s:I,s:O}", "calls",
+                                                (json_int_t)json_array_size(calls),
+                                                "input_tokens", in, "output_tokens", out,
+                                                "by_call", calls));
+    return svc_reply_json(ctx, 200, json_incref(doc));
 }
 
 /*
@@ -264,6 +292,9 @@ apr_status_t svc_h_runs_create(svc_ctx_t *ctx)
     spec.task_id = svc_json_str(ctx->body, "task_id");
     spec.created_by = ctx->who->user_id;
     spec.timeout_seconds = ctx->conf->run_timeout;
+    spec.max_steps = ctx->conf->run_max_steps;
+    spec.max_tokens = ctx->conf->run_max_tokens;
+    spec.command_timeout = ctx->conf->run_command_timeout;
     spec.repository = repo;
     spec.repo_installation_id = installation;
     rv = svc_run_queue(db, ctx->pool, &spec, &id);

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #define FLUSH_CHUNK (256 * 1024)
-#define MAX_SECRETS 8
+#define MAX_SECRETS 32
 
 struct svc_run_log_t {
     apr_pool_t *pool;
@@ -22,7 +22,21 @@ struct svc_run_log_t {
     apr_size_t cap;
     const char *secrets[MAX_SECRETS];
     int nsecrets;
+    apr_array_header_t *events;     /* of svc_run_log_event_t; `at` is in buf */
 };
+
+/* Events not stored when the run ends (the database stayed away). */
+static apr_status_t drop_events(void *data)
+{
+    svc_run_log_t *log = data;
+    int i;
+
+    for (i = 0; i < log->events->nelts; i++) {
+        json_decref(APR_ARRAY_IDX(log->events, i, svc_run_log_event_t).data);
+    }
+    log->events->nelts = 0;
+    return APR_SUCCESS;
+}
 
 svc_run_log_t *svc_run_log_create(apr_pool_t *p, apr_int64_t stored, int dropped,
                                   apr_int64_t limit)
@@ -33,6 +47,8 @@ svc_run_log_t *svc_run_log_create(apr_pool_t *p, apr_int64_t stored, int dropped
     log->stored = stored;
     log->limit = limit;
     log->dropped = log->dropped_stored = dropped;
+    log->events = apr_array_make(p, 8, sizeof(svc_run_log_event_t));
+    apr_pool_cleanup_register(p, log, drop_events, apr_pool_cleanup_null);
     return log;
 }
 
@@ -128,6 +144,11 @@ static void append(svc_run_log_t *log, const char *s, apr_size_t n)
     log->len += n;
 }
 
+const char *svc_run_log_redact(svc_run_log_t *log, apr_pool_t *p, const char *text)
+{
+    return hide_secrets(log, p, svc_redact(p, text));
+}
+
 void svc_run_log_line(svc_run_log_t *log, const char *line, apr_size_t len)
 {
     apr_pool_t *sp;
@@ -139,7 +160,7 @@ void svc_run_log_line(svc_run_log_t *log, const char *line, apr_size_t len)
     }
     apr_pool_create(&sp, log->pool);
     text = clean(sp, line, len, &n);
-    text = hide_secrets(log, sp, svc_redact(sp, text));
+    text = svc_run_log_redact(log, sp, text);
     n = strlen(text);
     if (log->stored + (apr_int64_t)(log->len + n + 1) > log->limit) {
         text = apr_psprintf(sp, "[mod_svc] the log reached its limit of %" APR_INT64_T_FMT
@@ -164,6 +185,30 @@ void svc_run_log_note(svc_run_log_t *log, const char *fmt, ...)
     va_end(ap);
     svc_run_log_line(log, text, strlen(text));
     apr_pool_destroy(sp);
+}
+
+void svc_run_log_event(svc_run_log_t *log, const char *kind, json_t *data,
+                       const char *fmt, ...)
+{
+    svc_run_log_event_t *e;
+    apr_pool_t *sp;
+    const char *text;
+    va_list ap;
+
+    apr_pool_create(&sp, log->pool);
+    va_start(ap, fmt);
+    text = apr_pvsprintf(sp, fmt, ap);
+    va_end(ap);
+    svc_run_log_line(log, text, strlen(text));
+    apr_pool_destroy(sp);
+    if (log->dropped || !data) {
+        json_decref(data);
+        return;
+    }
+    e = apr_array_push(log->events);
+    e->at = log->len;
+    e->kind = kind;
+    e->data = data;
 }
 
 void svc_run_log_bytes(svc_run_log_t *log, svc_run_log_partial_t *partial, const char *data,
@@ -220,7 +265,7 @@ apr_status_t svc_run_log_flush(svc_run_log_t *log, svc_db_t *db, const svc_run_j
     while (done < log->len) {
         apr_size_t n = log->len - done;
         apr_pool_t *sp;
-        int last;
+        int last, first_event = 0, nevents = 0, i;
 
         if (n > FLUSH_CHUNK) {
             /* Whole lines only: end the chunk at a newline. */
@@ -233,10 +278,29 @@ apr_status_t svc_run_log_flush(svc_run_log_t *log, svc_db_t *db, const svc_run_j
             }
         }
         last = done + n == log->len;
+        /* The events of this chunk's lines, relative to it. */
+        for (i = 0; i < log->events->nelts; i++) {
+            svc_run_log_event_t *e = &APR_ARRAY_IDX(log->events, i, svc_run_log_event_t);
+
+            if (e->at <= done) {
+                first_event = i + 1;
+            }
+            else if (e->at <= done + n) {
+                nevents++;
+            }
+        }
+        for (i = first_event; i < first_event + nevents; i++) {
+            APR_ARRAY_IDX(log->events, i, svc_run_log_event_t).at -= done;
+        }
         apr_pool_create(&sp, log->pool);
         rv = svc_run_log_append(db, sp, job, node, log->stored, log->buf + done, n,
-                                last && log->dropped && !log->dropped_stored);
+                                last && log->dropped && !log->dropped_stored,
+                                &APR_ARRAY_IDX(log->events, first_event, svc_run_log_event_t),
+                                nevents);
         apr_pool_destroy(sp);
+        for (i = first_event; i < first_event + nevents; i++) {
+            APR_ARRAY_IDX(log->events, i, svc_run_log_event_t).at += done;
+        }
         if (rv != APR_SUCCESS) {
             break;
         }
@@ -247,8 +311,21 @@ apr_status_t svc_run_log_flush(svc_run_log_t *log, svc_db_t *db, const svc_run_j
         }
     }
     if (done > 0) {
+        int i, kept = 0;
+
         memmove(log->buf, log->buf + done, log->len - done);
         log->len -= done;
+        for (i = 0; i < log->events->nelts; i++) {
+            svc_run_log_event_t *e = &APR_ARRAY_IDX(log->events, i, svc_run_log_event_t);
+
+            if (e->at <= done) {
+                json_decref(e->data);
+                continue;
+            }
+            e->at -= done;
+            APR_ARRAY_IDX(log->events, kept++, svc_run_log_event_t) = *e;
+        }
+        log->events->nelts = kept;
     }
     return rv;
 }

@@ -27,7 +27,8 @@ typedef struct svc_run_log_t svc_run_log_t;
 svc_run_log_t *svc_run_log_create(apr_pool_t *p, apr_int64_t stored, int dropped,
                                   apr_int64_t limit);
 
-/* A string to hide wherever it appears (copied; at least 8 bytes, or ignored). */
+/* A string to hide wherever it appears (copied; at least 8 bytes, or
+ * ignored; at most 32 of them). */
 void svc_run_log_secret(svc_run_log_t *log, const char *secret);
 
 /* Adds one line (without its newline; `len` bytes, may hold anything). */
@@ -36,6 +37,18 @@ void svc_run_log_line(svc_run_log_t *log, const char *line, apr_size_t len);
 /* printf into one line. */
 void svc_run_log_note(svc_run_log_t *log, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+
+/*
+ * One line, as svc_run_log_note, and an event of kind `kind` with `data`
+ * (taken) that goes with it: stored with the line, after its run.log
+ * event. Past the log's limit, neither is kept.
+ */
+void svc_run_log_event(svc_run_log_t *log, const char *kind, json_t *data,
+                       const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+/* text with the known secrets and secret-shaped runs hidden, as every line
+ * is (for what goes into an event's data). */
+const char *svc_run_log_redact(svc_run_log_t *log, apr_pool_t *p, const char *text);
 
 /*
  * Bytes of a stream (a runner's stderr) that may end in the middle of a

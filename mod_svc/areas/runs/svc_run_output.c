@@ -92,8 +92,11 @@ apr_status_t svc_h_runs_logs(svc_ctx_t *ctx)
         len += dlen - skip;
     }
     out[len] = '\0';
+    /* Where the log ends now, whatever was asked: an offset past the end
+     * is the client's mistake, and echoing it would tell the next read to
+     * wait for bytes that come only once the log has grown past it. */
     apr_table_setn(ctx->headers_out, "X-Next-Offset",
-                   apr_psprintf(ctx->pool, "%" APR_INT64_T_FMT, from > total ? from : total));
+                   apr_psprintf(ctx->pool, "%" APR_INT64_T_FMT, total));
     apr_table_setn(ctx->headers_out, "X-Run-Status",
                    apr_pstrdup(ctx->pool, svc_dbres_str(res, 0, 0)));
     return svc_reply_body(ctx, 200, "text/plain; charset=utf-8", out, len);
@@ -118,10 +121,12 @@ apr_status_t svc_h_runs_artifact(svc_ctx_t *ctx)
     if (svc_dbres_rows(res) == 0) {
         return no_run(ctx, id);
     }
-    if (strcmp(svc_dbres_str(res, 0, 0), SVC_RUN_SUCCEEDED) != 0
-        || svc_dbres_int64(res, 0, 1, &size) != APR_SUCCESS) {
+    /* A succeeded run has one, and so has a run stopped at its step limit
+     * or token budget: its work so far. */
+    if (svc_dbres_int64(res, 0, 1, &size) != APR_SUCCESS) {
         return svc_fail(ctx, 404, "not_found", "Run %s has no artifact: it has status %s; "
-                        "a run has one once it succeeded.", id, svc_dbres_str(res, 0, 0));
+                        "a run has one once it succeeded (or stopped at its step limit or "
+                        "token budget with its work so far).", id, svc_dbres_str(res, 0, 0));
     }
     if ((rv = svc_db_execv(db, &st_artifact_parts, ctx->pool, &res, id)) != APR_SUCCESS) {
         return rv;

@@ -10,9 +10,11 @@
 static const svc_stmt_t st_queue = {
     "svc_runs_queue_for",
     "INSERT INTO runs (id, org_id, project_id, instructions, request_id, task_id,"
-    " created_by, timeout_seconds, repository, repo_installation_id)"
-    " VALUES ($1, $2, $3, $4, $5, $6, $7, $8::int, $9, $10::bigint)",
-    10, 0
+    " created_by, timeout_seconds, repository, repo_installation_id, max_steps, max_tokens,"
+    " command_timeout)"
+    " VALUES ($1, $2, $3, $4, $5, $6, $7, $8::int, $9, $10::bigint, $11::int, $12::bigint,"
+    " $13::int)",
+    13, 0
 };
 
 /* A queued run is cancelled at once; a running one is asked to stop (the
@@ -54,7 +56,11 @@ apr_status_t svc_run_queue(svc_db_t *db, apr_pool_t *p, const svc_run_spec_t *sp
     }
     rv = svc_db_execv(db, &st_queue, p, NULL, id, spec->org_id, spec->project_id,
                       spec->instructions, spec->request_id, spec->task_id, spec->created_by,
-                      apr_itoa(p, spec->timeout_seconds), repository, installation);
+                      apr_itoa(p, spec->timeout_seconds), repository, installation,
+                      apr_itoa(p, spec->max_steps > 0 ? spec->max_steps : 50),
+                      apr_psprintf(p, "%" APR_INT64_T_FMT,
+                                   spec->max_tokens > 0 ? spec->max_tokens : 2000000),
+                      apr_itoa(p, spec->command_timeout > 0 ? spec->command_timeout : 120));
     if (rv == APR_SUCCESS) {
         *pid = id;
     }

@@ -18,7 +18,8 @@ static const svc_stmt_t st_claim = {
     " RETURNING r.id, r.org_id, r.project_id, r.instructions, r.created_by,"
     " (SELECT u.name FROM users u WHERE u.id = r.created_by),"
     " (SELECT u.email FROM users u WHERE u.id = r.created_by),"
-    " r.timeout_seconds, r.log_bytes, r.log_dropped, r.repository, r.repo_installation_id",
+    " r.timeout_seconds, r.log_bytes, r.log_dropped, r.repository, r.repo_installation_id,"
+    " r.max_steps, r.max_tokens, r.command_timeout",
     2, 0
 };
 
@@ -122,6 +123,27 @@ static const svc_col_t run_result_keys[] = {
       .description = "The commit on svc/run-<id>." },
     { .key = "files", .type = SVC_COL_ARRAY, .item = SVC_COL_TEXT,
       .description = "The files it wrote." },
+    { .key = "mode", .type = SVC_COL_TEXT, .flags = SVC_COL_OPTIONAL,
+      .values = SVC_VALUES("single", "agent"),
+      .description = "How the factory worked: one answer with every file, or an agent with "
+        "tools (left out by runs of builds before agents)." },
+    { .key = "steps", .type = SVC_COL_INT, .flags = SVC_COL_OPTIONAL,
+      .description = "The agent's tool calls." },
+    { .key = "tokens", .type = SVC_COL_OBJECT, .flags = SVC_COL_OPTIONAL,
+      .sub = (const svc_col_t[]) {
+          { .key = "input", .type = SVC_COL_INT },
+          { .key = "output", .type = SVC_COL_INT },
+          SVC_COL_END
+      }, .description = "What the run's model calls used." },
+    { .key = "checks", .type = SVC_COL_OBJECT, .flags = SVC_COL_OPTIONAL | SVC_COL_NULL,
+      .sub = (const svc_col_t[]) {
+          { .key = "command", .type = SVC_COL_TEXT, .example = "make test" },
+          { .key = "exit", .type = SVC_COL_INT, .flags = SVC_COL_NULL },
+          SVC_COL_END
+      }, .description = "The agent's last command and how it exited; null when it ran none." },
+    { .key = "stopped", .type = SVC_COL_TEXT, .flags = SVC_COL_OPTIONAL,
+      .values = SVC_VALUES("step_limit", "token_limit"),
+      .description = "The limit that stopped an agent run (its work so far committed)." },
     SVC_COL_END
 };
 
@@ -164,6 +186,34 @@ const svc_schema_t svc_schema_run = {
     .keys = run_keys
 };
 
+/* The detail adds the run's model calls (svc_h_runs_get). */
+static const svc_col_t run_call_keys[] = {
+    { .key = "call", .type = SVC_COL_INT, .description = "1, 2, ... in the order made." },
+    { .key = "input_tokens", .type = SVC_COL_INT },
+    { .key = "output_tokens", .type = SVC_COL_INT },
+    { .key = "duration_ms", .type = SVC_COL_INT },
+    { .key = "status", .type = SVC_COL_TEXT, .example = "ok" },
+    { .key = "error_code", .type = SVC_COL_TEXT, .flags = SVC_COL_NULL },
+    { .key = "model", .type = SVC_COL_TEXT, .example = "gpt-4o-mini" },
+    SVC_COL_END
+};
+
+const svc_schema_t svc_schema_run_detail = {
+    .name = "RunDetail",
+    .description = "A run with what its model calls used, call by call.",
+    .keys = (const svc_col_t[]) {
+        { .key = "usage", .type = SVC_COL_OBJECT, .sub = (const svc_col_t[]) {
+              { .key = "calls", .type = SVC_COL_INT },
+              { .key = "input_tokens", .type = SVC_COL_INT },
+              { .key = "output_tokens", .type = SVC_COL_INT },
+              { .key = "by_call", .type = SVC_COL_ARRAY, .sub = run_call_keys },
+              SVC_COL_END
+          } },
+        SVC_COL_END
+    },
+    .base = &svc_schema_run
+};
+
 /* The events svc_run_emit_status and svc_run_log_append write. */
 static const svc_col_t run_status_event_keys[] = {
     { .key = "run_id", .type = SVC_COL_TEXT, .id = "run" },
@@ -180,6 +230,25 @@ static const svc_col_t run_log_event_keys[] = {
     SVC_COL_END
 };
 
+static const svc_col_t run_step_event_keys[] = {
+    { .key = "run_id", .type = SVC_COL_TEXT, .id = "run" },
+    { .key = "n", .type = SVC_COL_INT, .description = "The step's number, from 1." },
+    { .key = "tool", .type = SVC_COL_TEXT, .example = "write_file" },
+    { .key = "args", .type = SVC_COL_TEXT, .description = "Its arguments, cut short, redacted." },
+    { .key = "ok", .type = SVC_COL_BOOL },
+    { .key = "exit", .type = SVC_COL_INT, .flags = SVC_COL_OPTIONAL | SVC_COL_NULL,
+      .description = "For run: how the command exited (null: killed)." },
+    { .key = "duration_ms", .type = SVC_COL_INT, .flags = SVC_COL_OPTIONAL },
+    { .key = "timed_out", .type = SVC_COL_BOOL, .flags = SVC_COL_OPTIONAL },
+    SVC_COL_END
+};
+
+static const svc_schema_t run_step_event = {
+    .name = "RunStepEvent",
+    .description = "run.step: an agent run's tool call (docs/api/runs.md).",
+    .keys = run_step_event_keys
+};
+
 static const svc_schema_t run_status_event = {
     .name = "RunStatusEvent", .description = "run.status: a run was made, or its status changed.",
     .keys = run_status_event_keys
@@ -193,6 +262,7 @@ static const svc_schema_t run_log_event = {
 const svc_event_kind_t svc_run_events[] = {
     { "run.status", &run_status_event, "A run is made (queued) and at every status change." },
     { "run.log", &run_log_event, "The runner wrote a line to the run's log." },
+    { "run.step", &run_step_event, "An agent run made a tool call." },
     { NULL, NULL, NULL }
 };
 
@@ -242,24 +312,40 @@ static apr_status_t status_commit(svc_db_t *db, apr_pool_t *p, apr_status_t rv,
 }
 
 /* One run.log event per line of text (whole lines, each ending in '\n'),
- * the first starting at byte `offset` of the log. */
+ * the first starting at byte `offset` of the log; each of `events` after
+ * the line it goes with. */
 static apr_status_t emit_lines(svc_db_t *db, apr_pool_t *p, const char *org_id,
                                const char *project_id, const char *run_id,
-                               apr_int64_t offset, const char *text, apr_size_t len)
+                               apr_int64_t offset, const char *text, apr_size_t len,
+                               const svc_run_log_event_t *events, int nevents)
 {
     apr_size_t at = 0;
     apr_status_t rv;
+    int e = 0;
 
-    while (at < len) {
-        const char *nl = memchr(text + at, '\n', len - at);
-        apr_size_t n = nl ? (apr_size_t)(nl - (text + at)) : len - at;
-        json_t *data = json_pack("{s:s,s:I,s:s%}", "run_id", run_id, "offset",
-                                 (json_int_t)(offset + (apr_int64_t)at), "line", text + at, n);
+    for (;;) {
+        const char *nl;
+        apr_size_t n;
+        json_t *data;
 
+        for (; e < nevents && events[e].at <= at; e++) {
+            rv = svc_event_emit(db, p, org_id, project_id, run_id, events[e].kind,
+                                events[e].data);
+            if (rv != APR_SUCCESS) {
+                return rv;
+            }
+        }
+        if (at >= len) {
+            return APR_SUCCESS;
+        }
+        nl = memchr(text + at, '\n', len - at);
+        n = nl ? (apr_size_t)(nl - (text + at)) : len - at;
+        data = json_pack("{s:s,s:I,s:s%}", "run_id", run_id, "offset",
+                         (json_int_t)(offset + (apr_int64_t)at), "line", text + at, n);
+        at += n + 1;
         if (!data) {
             /* Text that is not UTF-8 never gets here (svc_run_log.c cleans
              * it); should it, the line is in the log, if not in a stream. */
-            at += n + 1;
             continue;
         }
         rv = svc_event_emit(db, p, org_id, project_id, run_id, "run.log",
@@ -267,9 +353,7 @@ static apr_status_t emit_lines(svc_db_t *db, apr_pool_t *p, const char *org_id,
         if (rv != APR_SUCCESS) {
             return rv;
         }
-        at += n + 1;
     }
-    return APR_SUCCESS;
 }
 
 /* Copies what a result row says into pool memory (trap 4 concerns
@@ -313,6 +397,17 @@ apr_status_t svc_run_claim(svc_db_t *db, apr_pool_t *p, const char *node, int le
     }
     job->timeout_seconds = (int)v;
     job->log_dropped = svc_dbres_bool(res, 0, 9) == 1;
+    if (svc_dbres_int64(res, 0, 12, &v) != APR_SUCCESS
+        || svc_dbres_int64(res, 0, 13, &job->max_tokens) != APR_SUCCESS) {
+        rv = SVC_EDB;
+        goto cleanup;
+    }
+    job->max_steps = (int)v;
+    if (svc_dbres_int64(res, 0, 14, &v) != APR_SUCCESS) {
+        rv = SVC_EDB;
+        goto cleanup;
+    }
+    job->command_timeout = (int)v;
     job->repository = col_dup(p, res, 10);
     if (job->repository && svc_dbres_int64(res, 0, 11, &job->installation_id) != APR_SUCCESS) {
         rv = SVC_EDB;
@@ -376,7 +471,7 @@ static apr_status_t log_note(svc_db_t *db, apr_pool_t *p, const char *org_id,
     }
     rv = svc_db_execv(db, &st_log_insert, p, NULL, run_id, i64(p, offset), text);
     if (rv == APR_SUCCESS) {
-        rv = emit_lines(db, p, org_id, project_id, run_id, offset, text, len);
+        rv = emit_lines(db, p, org_id, project_id, run_id, offset, text, len, NULL, 0);
     }
     return rv;
 }
@@ -499,6 +594,16 @@ apr_status_t svc_run_succeed(svc_db_t *db, apr_pool_t *p, const char *run_id,
                    bundle ? bundle : (const unsigned char *)"", bundle_len, NULL, NULL);
 }
 
+apr_status_t svc_run_fail_with_work(svc_db_t *db, apr_pool_t *p, const char *run_id,
+                                    const char *node, const char *err_code,
+                                    const char *err_message, const char *result_json,
+                                    const unsigned char *bundle, apr_size_t bundle_len)
+{
+    return end_run(db, p, run_id, node, SVC_RUN_FAILED, result_json,
+                   bundle ? bundle : (const unsigned char *)"", bundle_len, err_code,
+                   err_message);
+}
+
 apr_status_t svc_run_requeue(svc_db_t *db, apr_pool_t *p, const char *run_id,
                              const char *node)
 {
@@ -533,7 +638,8 @@ cleanup:
 
 apr_status_t svc_run_log_append(svc_db_t *db, apr_pool_t *p, const svc_run_job_t *job,
                                 const char *node, apr_int64_t offset, const char *text,
-                                apr_size_t len, int dropped)
+                                apr_size_t len, int dropped,
+                                const svc_run_log_event_t *events, int nevents)
 {
     svc_dbres_t *res;
     apr_status_t rv;
@@ -570,7 +676,8 @@ apr_status_t svc_run_log_append(svc_db_t *db, apr_pool_t *p, const svc_run_job_t
                           apr_pstrmemdup(p, text, len));
     }
     if (rv == APR_SUCCESS) {
-        rv = emit_lines(db, p, job->org_id, job->project_id, job->id, offset, text, len);
+        rv = emit_lines(db, p, job->org_id, job->project_id, job->id, offset, text, len,
+                        events, nevents);
     }
     if (rv == APR_SUCCESS) {
         rv = svc_db_commit(db, p);

@@ -33,6 +33,7 @@
 /* The statuses, the run document's schema, and the events the area writes. */
 extern const char *const svc_run_statuses[];
 extern const svc_schema_t svc_schema_run;
+extern const svc_schema_t svc_schema_run_detail;
 extern const svc_event_kind_t svc_run_events[];
 
 /*
@@ -57,6 +58,9 @@ typedef struct {
     const char *repository;         /* "owner/name" to clone first, or NULL (greenfield) */
     apr_int64_t installation_id;    /* ...through this installation */
     int timeout_seconds;
+    int max_steps;                  /* SvcRunMaxSteps of the server it was started through */
+    apr_int64_t max_tokens;         /* SvcRunMaxTokens */
+    int command_timeout;            /* SvcRunCommandTimeout */
     apr_int64_t log_bytes;          /* the log's length as stored */
     int log_dropped;
 } svc_run_job_t;
@@ -111,6 +115,16 @@ apr_status_t svc_run_succeed(svc_db_t *db, apr_pool_t *p, const char *run_id,
                              const unsigned char *bundle, apr_size_t bundle_len);
 
 /*
+ * Ends a run the node holds as failed (err_code step_limit or token_limit)
+ * with a result and an artifact all the same: the work so far of a run
+ * stopped at one of its limits. Otherwise as svc_run_finish.
+ */
+apr_status_t svc_run_fail_with_work(svc_db_t *db, apr_pool_t *p, const char *run_id,
+                                    const char *node, const char *err_code,
+                                    const char *err_message, const char *result_json,
+                                    const unsigned char *bundle, apr_size_t bundle_len);
+
+/*
  * Puts a run the node holds back in the queue (an orderly stop of the
  * supervisor interrupted it): another supervisor starts it again from the
  * beginning. SVC_ENOTFOUND when the node no longer holds it.
@@ -118,17 +132,28 @@ apr_status_t svc_run_succeed(svc_db_t *db, apr_pool_t *p, const char *run_id,
 apr_status_t svc_run_requeue(svc_db_t *db, apr_pool_t *p, const char *run_id,
                              const char *node);
 
+/* An event of the run that goes with its log (a run.step): emitted after
+ * the run.log event of the line that ends `at` bytes into the text
+ * appended (at 0: before them all), so a stream shows both in order. */
+typedef struct {
+    apr_size_t at;
+    const char *kind;
+    json_t *data;
+} svc_run_log_event_t;
+
 /*
  * Appends text (whole lines, each ending in '\n') to the log of a run the
  * node holds, where the log is `offset` bytes long, with one run.log event
- * per line, in one transaction. `dropped` records that the log reached its
- * limit. Exactly once: when the log is already longer by this text (an
- * earlier attempt committed, its answer was lost), nothing is written and
- * APR_SUCCESS returned. SVC_ENOTFOUND when the node no longer holds the run.
+ * per line and the `nevents` events given (in order of `at`), in one
+ * transaction. `dropped` records that the log reached its limit. Exactly
+ * once: when the log is already longer by this text (an earlier attempt
+ * committed, its answer was lost), nothing is written and APR_SUCCESS
+ * returned. SVC_ENOTFOUND when the node no longer holds the run.
  */
 apr_status_t svc_run_log_append(svc_db_t *db, apr_pool_t *p, const svc_run_job_t *job,
                                 const char *node, apr_int64_t offset, const char *text,
-                                apr_size_t len, int dropped);
+                                apr_size_t len, int dropped,
+                                const svc_run_log_event_t *events, int nevents);
 
 /* Removes idempotency keys older than 24 hours. */
 apr_status_t svc_run_sweep_keys(svc_db_t *db, apr_pool_t *p);

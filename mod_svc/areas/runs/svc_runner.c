@@ -7,6 +7,7 @@
 #include "svc_run_model.h"
 #include "svc_sandbox.h"
 #include "svc_workspace.h"
+#include "svc_providers.h"
 #include "svc_vcs.h"
 
 #include <apr_atomic.h>
@@ -30,9 +31,18 @@
 #define STOP_GRACE_MS    2000
 /* After an orderly stop, httpd kills the supervisor 3 s after SIGTERM. */
 #define STOP_WRITE_MS    2000
+/* What the factory is told it may write (single mode: in one answer).
+ * Every model answer may be as large as the factory's own bound for a
+ * reply line with these limits (svc_runner_reply_cap), so an answer within
+ * them is never cut by the supervisor's cap, and one beyond is the model's
+ * answer being wrong (model_reply_invalid), not a provider failure. */
 #define MAX_FILES        1000
-#define MAX_FILE_BYTES   (4 * 1024 * 1024)
-#define MAX_TOTAL_BYTES  (16 * 1024 * 1024)
+#define MAX_FILE_BYTES   (1024 * 1024)
+#define MAX_TOTAL_BYTES  (4 * 1024 * 1024)
+/* Agent mode: the conversation the factory keeps (~100k tokens). */
+#define CONTEXT_BYTES    400000
+/* A step's arguments as a run.step event and the log show them. */
+#define STEP_ARGS_MAX    200
 
 typedef struct {
     svc_run_slot_t *slot;
@@ -61,6 +71,11 @@ typedef struct {
     json_t *result;             /* the factory's "result" line */
     const char *fcode;          /* the factory's "error" line */
     const char *fmessage;
+    int agent;                  /* the factory works as an agent (tools) */
+    int steps;                  /* its step lines so far */
+    json_t *checks;             /* the last `run` step: {command, exit} */
+    const char *stopped_code;   /* the result says the run stopped at a limit */
+    const char *stopped_message;
 
     /* The outcome: a final status, "requeue", or NULL (lost: write nothing). */
     const char *status;
@@ -191,18 +206,32 @@ static void write_stdin(run_t *r)
     }
 }
 
-/* {"summary","commit","files":[paths]}, or NULL. */
-static json_t *check_result(const json_t *line)
+/* {"summary","commit","files":[paths]}, or NULL; a run stopped at one
+ * of its limits also says which ("stopped": {code, message}). */
+static json_t *check_result(run_t *r, const json_t *line)
 {
     const json_t *summary = json_object_get(line, "summary");
     const json_t *commit = json_object_get(line, "commit");
     const json_t *files = json_object_get(line, "files");
+    const json_t *stopped = json_object_get(line, "stopped");
     size_t i;
 
     if (!json_is_string(summary) || !json_is_string(commit)
         || !svc_git_id_valid(json_string_value(commit), json_string_length(commit))
         || !json_is_array(files)) {
         return NULL;
+    }
+    r->stopped_code = r->stopped_message = NULL;
+    if (stopped) {
+        const char *code = json_string_value(json_object_get(stopped, "code"));
+        const char *text = json_string_value(json_object_get(stopped, "message"));
+
+        if (!code || !text || (strcmp(code, "step_limit") != 0
+                               && strcmp(code, "token_limit") != 0)) {
+            return NULL;
+        }
+        r->stopped_code = apr_pstrdup(r->p, code);
+        r->stopped_message = svc_printable(r->p, text, 2000);
     }
     for (i = 0; i < json_array_size(files); i++) {
         if (!json_is_string(json_array_get(files, i))) {
@@ -234,6 +263,95 @@ static void protocol_error(run_t *r, const char *why)
            apr_psprintf(r->p, "The factory broke the protocol: %s", why));
 }
 
+/* A string of the factory cut to max bytes (on a character boundary) with
+ * control characters as spaces: valid UTF-8 still, for an event. */
+static const char *short_text(apr_pool_t *p, const char *s, apr_size_t max)
+{
+    apr_size_t n = strlen(s), i;
+    char *out;
+
+    if (n > max) {
+        n = max;
+        while (n > 0 && ((unsigned char)s[n] & 0xc0) == 0x80) {
+            n--;
+        }
+    }
+    out = apr_pstrmemdup(p, s, n);
+    for (i = 0; i < n; i++) {
+        if ((unsigned char)out[i] < 0x20 || out[i] == 0x7f) {
+            out[i] = ' ';
+        }
+    }
+    return out;
+}
+
+/*
+ * A "step" line: a log line of ours and a run.step event with it. Checked
+ * and numbered here; past SvcRunMaxSteps (and the finish after it) steps
+ * are not recorded, so a runaway factory cannot flood the events.
+ */
+static void factory_step(run_t *r, const json_t *msg)
+{
+    const json_t *tool = json_object_get(msg, "tool");
+    const json_t *args = json_object_get(msg, "args");
+    const json_t *ok = json_object_get(msg, "ok");
+    const json_t *exitv = json_object_get(msg, "exit");
+    const json_t *ms = json_object_get(msg, "duration_ms");
+    const json_t *timed_out = json_object_get(msg, "timed_out");
+    const char *name, *text, *outcome = "";
+    json_t *data;
+    apr_pool_t *sp;
+
+    if (!json_is_integer(json_object_get(msg, "n")) || !json_is_string(tool)
+        || json_string_length(tool) < 1 || json_string_length(tool) > 64
+        || !json_is_string(args) || !json_is_boolean(ok)
+        || (exitv && !json_is_integer(exitv) && !json_is_null(exitv))
+        || (ms && !json_is_integer(ms)) || (timed_out && !json_is_boolean(timed_out))) {
+        protocol_error(r, "a step line that is not {n, tool, args, ok[, exit, duration_ms, "
+                       "timed_out]}");
+        return;
+    }
+    if (r->steps > r->job->max_steps) {
+        if (r->steps++ == r->job->max_steps + 1) {
+            svc_run_log_note(r->log, "[mod_svc] protocol: more steps than SvcRunMaxSteps "
+                             "allows; not recorded");
+        }
+        return;
+    }
+    r->steps++;
+    apr_pool_create(&sp, r->p);
+    name = short_text(sp, json_string_value(tool), 64);
+    text = svc_run_log_redact(r->log, sp, short_text(sp, json_string_value(args),
+                                                     STEP_ARGS_MAX));
+    data = json_pack("{s:s,s:i,s:s,s:s,s:O}", "run_id", r->job->id, "n", r->steps, "tool",
+                     name, "args", text, "ok", ok);
+    if (data && strcmp(name, "run") == 0) {
+        json_int_t d = json_is_integer(ms) && json_integer_value(ms) > 0
+                       ? json_integer_value(ms) : 0;
+
+        json_object_set_new(data, "exit", json_is_integer(exitv) ? json_incref((json_t *)exitv)
+                                                                 : json_null());
+        json_object_set_new(data, "duration_ms", json_integer(d));
+        json_object_set_new(data, "timed_out", json_boolean(json_is_true(timed_out)));
+        outcome = json_is_true(timed_out)
+                  ? apr_psprintf(sp, ": killed at its time limit (%d s)",
+                                 r->job->command_timeout)
+                  : json_is_integer(exitv)
+                  ? apr_psprintf(sp, ": exit %d, %.1f s", (int)json_integer_value(exitv),
+                                 (double)d / 1000)
+                  : ": killed";
+        json_decref(r->checks);
+        r->checks = json_pack("{s:s,s:O}", "command", text, "exit",
+                              json_object_get(data, "exit"));
+    }
+    else if (!json_is_true(ok)) {
+        outcome = ": refused, the model is told why";
+    }
+    svc_run_log_event(r->log, "run.step", data, "[mod_svc] step %d: %s %s%s", r->steps, name,
+                      text, outcome);
+    apr_pool_destroy(sp);
+}
+
 /* One line of the factory's stdout. */
 static void factory_line(run_t *r, const char *line, apr_size_t len)
 {
@@ -256,20 +374,32 @@ static void factory_line(run_t *r, const char *line, apr_size_t len)
         }
     }
     else if (strcmp(type, "model") == 0) {
+        const char *now = NULL;
+
         if (!r->model) {
             protocol_error(r, "a model request, but the run has no provider");
         }
-        else if (svc_run_model_start(r->model, msg, r->model_pipe[1], &err) != APR_SUCCESS) {
+        else if (svc_run_model_start(r->model, msg, r->model_pipe[1], &err, &now)
+                 != APR_SUCCESS) {
             protocol_error(r, apr_pstrcat(r->p, "a model request that cannot be made: ", err,
                                           NULL));
         }
+        else if (now) {
+            svc_run_log_note(r->log, "[mod_svc] model call refused: the run is at its %s",
+                             strstr(now, "token_limit") ? "token budget (SvcRunMaxTokens)"
+                                                        : "step limit (SvcRunMaxSteps)");
+            queue_write(r, now);
+        }
+    }
+    else if (strcmp(type, "step") == 0) {
+        factory_step(r, msg);
     }
     else if (strcmp(type, "result") == 0) {
         json_decref(r->result);
-        r->result = check_result(msg);
+        r->result = check_result(r, msg);
         if (!r->result) {
             protocol_error(r, "a result that is not {summary, commit (a commit id), "
-                           "files [paths]}");
+                           "files [paths], stopped?: {code, message}}");
         }
     }
     else if (strcmp(type, "error") == 0) {
@@ -519,21 +649,45 @@ static const char *plain(apr_pool_t *p, const char *s)
     return out;
 }
 
-const char *svc_runner_task(apr_pool_t *p, const svc_supervisor_conf_t *sc,
-                            const svc_run_job_t *job)
+/* The task's file limits: ours, within SvcRunFileSize. */
+static void file_limits(const svc_supervisor_conf_t *sc, apr_int64_t *pfile,
+                        apr_int64_t *ptotal)
 {
-    apr_int64_t file_max = sc->file_size < MAX_FILE_BYTES ? sc->file_size : MAX_FILE_BYTES;
-    apr_int64_t total_max = sc->file_size < MAX_TOTAL_BYTES ? sc->file_size : MAX_TOTAL_BYTES;
-    json_t *task = json_pack("{s:s,s:s,s:s,s:s,s:s,s:{s:s,s:s},s:{s:i,s:I,s:I}}",
-                             "type", "task", "run_id", job->id,
-                             "instructions", job->instructions,
-                             "repo", SVC_SANDBOX_WORKSPACE "/" SVC_WS_REPO,
-                             "branch", apr_pstrcat(p, "svc/run-", job->id, NULL),
-                             "author", "name", plain(p, job->author_name),
-                             "email", plain(p, job->author_email),
-                             "limits", "max_files", MAX_FILES,
-                             "max_file_bytes", (json_int_t)file_max,
-                             "max_total_bytes", (json_int_t)total_max);
+    *pfile = sc->file_size < MAX_FILE_BYTES ? sc->file_size : MAX_FILE_BYTES;
+    *ptotal = sc->file_size < MAX_TOTAL_BYTES ? sc->file_size : MAX_TOTAL_BYTES;
+}
+
+apr_size_t svc_runner_reply_cap(const svc_supervisor_conf_t *sc)
+{
+    apr_int64_t file_max, total_max;
+
+    file_limits(sc, &file_max, &total_max);
+    /* The factory's bound for its model_reply line (factory-protocol.md):
+     * every byte of the allowed files escaped twice, and the paths. */
+    return (apr_size_t)(8 * (total_max + MAX_FILES * (1024 + 64)) + 1024 * 1024);
+}
+
+const char *svc_runner_task(apr_pool_t *p, const svc_supervisor_conf_t *sc,
+                            const svc_run_job_t *job, int agent)
+{
+    apr_int64_t file_max, total_max;
+    json_t *task;
+
+    file_limits(sc, &file_max, &total_max);
+    task = json_pack("{s:s,s:s,s:s,s:s,s:s,s:{s:s,s:s},s:{s:i,s:I,s:I,s:i,s:i,s:i},s:s}",
+                     "type", "task", "run_id", job->id,
+                     "instructions", job->instructions,
+                     "repo", SVC_SANDBOX_WORKSPACE "/" SVC_WS_REPO,
+                     "branch", apr_pstrcat(p, "svc/run-", job->id, NULL),
+                     "author", "name", plain(p, job->author_name),
+                     "email", plain(p, job->author_email),
+                     "limits", "max_files", MAX_FILES,
+                     "max_file_bytes", (json_int_t)file_max,
+                     "max_total_bytes", (json_int_t)total_max,
+                     "max_steps", job->max_steps,
+                     "command_timeout", job->command_timeout,
+                     "context_bytes", CONTEXT_BYTES,
+                     "mode", agent ? "agent" : "single");
     const char *text = task ? svc_json_dump(p, task) : NULL;
 
     json_decref(task);
@@ -669,7 +823,7 @@ static void run_factory(run_t *r)
 {
     static const char *const command[] = { SVC_SANDBOX_FACTORY, NULL };
     const char **argv;
-    const char *task = svc_runner_task(r->p, r->sc, r->job);
+    const char *task = svc_runner_task(r->p, r->sc, r->job, r->agent);
 
     if (!r->sc->runner && access(r->sc->factory, X_OK) < 0) {
         decide(r, SVC_RUN_FAILED, "sandbox_failed",
@@ -763,10 +917,43 @@ static apr_status_t make_bundle(run_t *r, unsigned char **pdata, apr_size_t *ple
  * Writes the outcome, retrying while the database is away: until it is
  * written, or the run is lost, or (the supervisor stopping) time is up.
  */
+/*
+ * The run's result as stored: the factory's commit, summary and files, and
+ * what the supervisor saw itself: the mode, the steps (their step lines),
+ * the tokens (its own calls' usage) and the checks (the last `run`).
+ */
+static const char *result_doc(run_t *r)
+{
+    apr_int64_t in = 0, out = 0;
+    json_t *doc;
+    const char *text;
+
+    if (!r->result) {
+        return NULL;
+    }
+    if (r->model) {
+        svc_run_model_tokens(r->model, &in, &out);
+    }
+    doc = json_pack("{s:O,s:O,s:O,s:s,s:i,s:{s:I,s:I},s:O}",
+                    "summary", json_object_get(r->result, "summary"),
+                    "commit", json_object_get(r->result, "commit"),
+                    "files", json_object_get(r->result, "files"),
+                    "mode", r->agent ? "agent" : "single",
+                    "steps", r->steps > r->job->max_steps + 1 ? r->job->max_steps + 1 : r->steps,
+                    "tokens", "input", (json_int_t)in, "output", (json_int_t)out,
+                    "checks", r->checks ? r->checks : json_null());
+    if (doc && r->stopped_code) {
+        json_object_set_new(doc, "stopped", json_string(r->stopped_code));
+    }
+    text = doc ? svc_json_dump(r->p, doc) : NULL;
+    json_decref(doc);
+    return text;
+}
+
 static void write_outcome(run_t *r, const unsigned char *bundle, apr_size_t bundle_len)
 {
     apr_time_t give_up = 0;
-    const char *result = r->result ? svc_json_dump(r->p, r->result) : NULL;
+    const char *result = result_doc(r);
     int tries = 0;
 
     for (;;) {
@@ -787,6 +974,11 @@ static void write_outcome(run_t *r, const unsigned char *bundle, apr_size_t bund
             else if (strcmp(r->status, SVC_RUN_SUCCEEDED) == 0) {
                 rv = svc_run_succeed(db, r->p, r->job->id, r->slot->node, result, bundle,
                                      bundle_len);
+            }
+            else if (r->stopped_code && bundle && result
+                     && strcmp(r->code, r->stopped_code) == 0) {
+                rv = svc_run_fail_with_work(db, r->p, r->job->id, r->slot->node, r->code,
+                                            r->message, result, bundle, bundle_len);
             }
             else {
                 rv = svc_run_finish(db, r->p, r->job->id, r->slot->node, r->status, r->code,
@@ -829,8 +1021,22 @@ static void run_main(run_t *r)
     for (;;) {
         svc_db_t *db = db_get(r);
 
-        rv = db ? db_result(r, svc_run_model_open(&r->model, db, r->p, r->sc, r->job))
+        rv = db ? db_result(r, svc_run_model_open(&r->model, db, r->p, r->sc, r->job,
+                                                  svc_runner_reply_cap(r->sc)))
                 : SVC_EDBDOWN;
+        if (rv == APR_SUCCESS) {
+            apr_array_header_t *keys;
+            int i;
+
+            /* Every key of the org's providers is hidden from the log
+             * wherever it appears (a model that was shown one, a command
+             * that prints one), not only the one this run uses. */
+            rv = db_result(r, svc_provider_org_keys(db, r->p, r->sc->conf, r->job->org_id,
+                                                    &keys));
+            for (i = 0; rv == APR_SUCCESS && i < keys->nelts; i++) {
+                svc_run_log_secret(r->log, APR_ARRAY_IDX(keys, i, const char *));
+            }
+        }
         if (rv != SVC_EDBDOWN || raised(&r->slot->lost) || raised(&r->slot->stop)
             || raised(&r->slot->cancel) || apr_time_now() >= r->deadline) {
             break;
@@ -861,7 +1067,13 @@ static void run_main(run_t *r)
         decide(r, SVC_RUN_FAILED, "internal", "The run's provider could not be loaded.");
     }
     if (!r->decided) {
-        svc_run_log_note(r->log, "[mod_svc] model: %s", svc_run_model_describe(r->model));
+        const char *why;
+
+        r->agent = svc_run_model_agent(r->model, &why);
+        svc_run_log_note(r->log, "[mod_svc] model: %s; %s (%s)",
+                         svc_run_model_describe(r->model),
+                         r->agent ? "agent mode: the model works with tools" : "single-answer "
+                         "mode: the model answers once with every file", why);
         rv = svc_workspace_make(r->p, r->sc->work_dir, r->job->id, &r->workspace);
         if (rv != APR_SUCCESS) {
             r->workspace = NULL;
@@ -876,9 +1088,19 @@ static void run_main(run_t *r)
         run_factory(r);
     }
     if (!r->decided && make_bundle(r, &bundle, &bundle_len) == APR_SUCCESS) {
-        svc_run_log_note(r->log, "[mod_svc] succeeded: %s",
-                         json_string_value(json_object_get(r->result, "summary")));
-        decide(r, SVC_RUN_SUCCEEDED, NULL, NULL);
+        if (r->stopped_code) {
+            /* Failed, with the work so far on the branch and in the
+             * artifact for a person to look at. */
+            svc_run_log_note(r->log, "[mod_svc] stopped at a limit; the work so far is "
+                             "committed: %s", json_string_value(json_object_get(r->result,
+                                                                                "commit")));
+            decide(r, SVC_RUN_FAILED, r->stopped_code, r->stopped_message);
+        }
+        else {
+            svc_run_log_note(r->log, "[mod_svc] succeeded: %s",
+                             json_string_value(json_object_get(r->result, "summary")));
+            decide(r, SVC_RUN_SUCCEEDED, NULL, NULL);
+        }
     }
     if (r->status) {
         if (strcmp(r->status, SVC_RUN_FAILED) == 0) {
@@ -928,6 +1150,7 @@ static void *slot_main(void *arg)
         write_outcome(&r, NULL, 0);
     }
     json_decref(r.result);
+    json_decref(r.checks);
     free(r.obuf);
     if (r.model_pipe[0] >= 0) {
         close(r.model_pipe[0]);

@@ -51,8 +51,14 @@ void svc_run_slot_raise(svc_run_slot_t *slot, volatile apr_uint32_t *flag);
 /* Waits for the thread (after done is raised, at once) and closes the pipe. */
 void svc_run_slot_join(svc_run_slot_t *slot);
 
-/* The task line the factory gets (JSON, no newline), for the unit tests too. */
+/* The task line the factory gets (JSON, no newline), for the unit tests
+ * too: single mode, or agent mode (tools) with the run's limits. */
 const char *svc_runner_task(apr_pool_t *p, const svc_supervisor_conf_t *sc,
-                            const svc_run_job_t *job);
+                            const svc_run_job_t *job, int agent);
+
+/* The largest model answer a run accepts: what the factory accepts as a
+ * reply line with the task's limits (its formula), so that the limits the
+ * factory is told can be reached. */
+apr_size_t svc_runner_reply_cap(const svc_supervisor_conf_t *sc);
 
 #endif /* SVC_RUNNER_H */

@@ -81,6 +81,11 @@ typedef struct {
     const char *task_id;            /* the build task, or NULL */
     const char *created_by;         /* the user who started it */
     int timeout_seconds;            /* SvcRunTimeout of the server it is started through */
+    /* The agent's limits of that server: SvcRunMaxSteps, SvcRunMaxTokens,
+     * SvcRunCommandTimeout (0: the defaults, 50, 2000000 and 120). */
+    int max_steps;
+    apr_int64_t max_tokens;
+    int command_timeout;
     const char *repository;         /* "owner/name" the init step clones, or NULL: the
                                      * project's linked one, else a fresh one */
     const char *repo_installation_id; /* its App installation (decimal), with repository */
