@@ -20,7 +20,8 @@
 #
 # The test group also installs the npm packages pinned in
 # t/contract/package-lock.json (npm ci into t/contract/node_modules): the
-# OpenAPI linter and client generator t/kernel/openapi.t runs.
+# OpenAPI linter and client generator t/kernel/openapi.t runs, and the
+# validating proxy (Prism) t/kernel/prism.t runs.
 set -euo pipefail
 
 # --- Debian 12 / Ubuntu --------------------------------------------------
@@ -207,7 +208,7 @@ main() {
             --group) [ $# -ge 2 ] || die "--group needs a group name"
                      pick deb "$2" >/dev/null   # dies on an unknown group
                      groups+=("$2"); shift ;;
-            -h|--help) sed -n '2,23p' "$0"; return ;;
+            -h|--help) sed -n '2,24p' "$0"; return ;;
             *) die "unknown argument '$1' (see --help)" ;;
         esac
         shift
