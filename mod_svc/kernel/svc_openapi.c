@@ -382,28 +382,32 @@ typedef struct {
     const char *description;
     const char *type;
     const char *pattern;
+    const char *example;        /* a value as sent */
 } header_def_t;
 
 static const header_def_t std_headers[] = {
     { "RequestId", "X-Request-Id", "The request's id: on every answer, and in the problem "
       "document of an error (request_id); it finds the request in the server's log.",
-      "string", "^req_[0-9A-Za-z]{22}$" },
+      "string", "^req_[0-9A-Za-z]{22}$", "req_" ID_EXAMPLE },
     { "RateLimitLimit", "RateLimit-Limit", "How many requests of the route's rate class the "
-      "window allows (SvcRateLimit); with every answer the class counted.", "integer", NULL },
+      "window allows (SvcRateLimit); with every answer the class counted.", "integer", NULL,
+      "20" },
     { "RateLimitRemaining", "RateLimit-Remaining", "How many are left in the current window.",
-      "integer", NULL },
-    { "RateLimitReset", "RateLimit-Reset", "Seconds until the window ends.", "integer", NULL },
-    { "RetryAfter", "Retry-After", "Seconds to wait before trying again.", "integer", NULL },
+      "integer", NULL, "19" },
+    { "RateLimitReset", "RateLimit-Reset", "Seconds until the window ends.", "integer", NULL,
+      "42" },
+    { "RetryAfter", "Retry-After", "Seconds to wait before trying again.", "integer", NULL,
+      "5" },
     { "IdempotentReplayed", "Idempotent-Replayed", "true: this answer is the replay of the "
       "first request made with the same Idempotency-Key; nothing new was made.", "string",
-      "^true$" },
+      "^true$", "true" },
     { "WwwAuthenticate", "WWW-Authenticate", "The Bearer challenge (RFC 6750); with "
       "error=\"insufficient_scope\" when the token's scope is too low.", "string",
-      "^Bearer" },
-    { "Location", "Location", "Where the browser goes next.", "string", NULL },
-    { "SetCookie", "Set-Cookie", "The session cookie (service_session), set or cleared.",
-      "string", NULL },
-    { NULL, NULL, NULL, NULL, NULL }
+      "^Bearer", "Bearer realm=\"mod_svc\", error=\"invalid_token\"" },
+    { "Location", "Location", "Where the browser goes next.", "string", NULL,
+      "https://github.com/login/oauth/authorize?client_id=Iv1.8a61f9b3a7aba766&state="
+      ID_EXAMPLE },
+    { NULL, NULL, NULL, NULL, NULL, NULL }
 };
 
 /* A header component's name from a header's ("X-Next-Offset" -> XNextOffset). */
@@ -422,6 +426,12 @@ static const char *header_component(apr_pool_t *p, const char *name)
     }
     *o = '\0';
     return out;
+}
+
+/* Whether two texts, either of them NULL, are the same. */
+static int same_text(const char *a, const char *b)
+{
+    return (!a && !b) || (a && b && strcmp(a, b) == 0);
 }
 
 /* A header's definition, by component name: the standard ones, and those
@@ -456,13 +466,19 @@ static void use_header(oa_t *oa, json_t *headers, const char *name, const char *
             oa_fail(oa, "header %s is not defined", name);
             return;
         }
+        json_t *def;
         schema = json_pack("{s:s}", "type", h->type);
         if (h->pattern) {
             json_object_set_new(schema, "pattern", json_string(h->pattern));
         }
-        json_object_set_new(oa->headers, c, json_pack("{s:s,s:b,s:o}", "description",
-                                                      h->description, "required", required,
-                                                      "schema", schema));
+        def = json_pack("{s:s,s:b,s:o}", "description", h->description, "required", required,
+                        "schema", schema);
+        if (h->example) {
+            json_object_set_new(def, "example", strcmp(h->type, "integer") == 0
+                                ? json_integer(apr_atoi64(h->example))
+                                : json_string(h->example));
+        }
+        json_object_set_new(oa->headers, c, def);
     }
     json_object_set_new(headers, name, ref_of(oa, "headers", c));
 }
@@ -719,13 +735,24 @@ static void success(oa_t *oa, const svc_route_t *r, json_t *op, json_t *response
     }
     for (h = r->headers; h && h->name; h++) {
         const char *component = header_component(oa->p, h->name);
-        if (!header_def(oa, component)) {
+        const header_def_t *known = header_def(oa, component);
+        if (!known) {
             header_def_t *d = apr_pcalloc(oa->p, sizeof(*d));
             d->component = component;
             d->name = h->name;
             d->description = h->description;
             d->type = scalar_type(h->type);
+            d->example = h->example;
             apr_hash_set(oa->route_headers, component, APR_HASH_KEY_STRING, d);
+        }
+        else if (!same_text(known->description, h->description)
+                 || strcmp(known->type, scalar_type(h->type)) != 0
+                 || !same_text(known->example, h->example)) {
+            /* One component per header: a second meaning would be dropped
+             * without a word, and a route would be documented by another's
+             * description. */
+            oa_fail(oa, "%s %s: header %s is declared otherwise by another route (one "
+                    "description, type and example per header)", r->method, r->path, h->name);
         }
         use_header(oa, headers, h->name, component, h->required);
     }

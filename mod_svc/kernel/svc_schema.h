@@ -120,7 +120,9 @@ typedef struct {
     const char *name;               /* "X-Next-Offset" */
     svc_coltype_e type;             /* TEXT or INT */
     int required;                   /* always sent with a success */
-    const char *description;
+    const char *description;        /* one meaning: every route that sends the header
+                                     * says it the same way (svc_openapi_check) */
+    const char *example;            /* a value as sent ("2048" for an INT) */
 } svc_header_t;
 
 /*

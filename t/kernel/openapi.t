@@ -85,6 +85,13 @@ for my $h (qw(RequestId RetryAfter IdempotentReplayed RateLimitLimitOptional
     ok($doc->{components}{headers}{$h}, "header component $h");
 }
 ok($doc->{components}{parameters}{IdempotencyKey}, 'the Idempotency-Key parameter');
+# Every header says what it looks like, with an example of its own schema.
+for my $name (sort keys %{ $doc->{components}{headers} }) {
+    my $h = $doc->{components}{headers}{$name};
+    ok(exists $h->{example}, "header $name: an example") or next;
+    my @e = SvcContract::value_errors($h->{example}, $h->{schema});
+    is(scalar @e, 0, "header $name: its example fits its schema") or diag("@e");
+}
 is(scalar(grep { !length($_->{description} // '') } @{ $doc->{tags} }), 0,
    'every tag is described');
 ok(scalar(keys %{ $doc->{components}{schemas} }) >= 50,

@@ -198,6 +198,13 @@ sub example_errors {
     return map { "$_" } $schema->validate($example, $c->{schema});
 }
 
+# What is wrong with a value against a schema of the document (its
+# components resolved).
+sub value_errors {
+    my ($value, $s) = @_;
+    return map { "$_" } _schema()->validate($value, _deref($strict_doc, $s));
+}
+
 # The operation of a method and a path: (its entry, whether the path exists
 # under another method).
 sub _operation {

@@ -2083,9 +2083,38 @@ SVC_TEST(openapi_check_refuses_what_it_cannot_document)
         OC_ROW(.tag = "Items", .summary = "Items", .flags = SVC_RF_TEXT, .response = &oc_item),
         SVC_ROUTE_END
     };
+    static const svc_header_t h_one[] = {
+        { .name = "X-Count", .type = SVC_COL_INT, .required = 1, .description = "How many.",
+          .example = "3" },
+        { NULL }
+    };
+    static const svc_header_t h_other[] = {
+        { .name = "X-Count", .type = SVC_COL_INT, .required = 1,
+          .description = "How many are left.", .example = "3" },
+        { NULL }
+    };
+    static const svc_route_t same_header[] = {
+        OC_ROW(.tag = "Items", .summary = "Items", .response = &oc_item, .headers = h_one),
+        { .method = "POST", .path = "/api/items", .handler = h_dummy, .auth = SVC_AUTH_NONE,
+          .op_id = "makeItem", .tag = "Items", .summary = "Make one", .success = 201,
+          .response = &oc_item, .headers = h_one },
+        SVC_ROUTE_END
+    };
+    static const svc_route_t header_twice[] = {
+        OC_ROW(.tag = "Items", .summary = "Items", .response = &oc_item, .headers = h_one),
+        { .method = "POST", .path = "/api/items", .handler = h_dummy, .auth = SVC_AUTH_NONE,
+          .op_id = "makeItem", .tag = "Items", .summary = "Make one", .success = 201,
+          .response = &oc_item, .headers = h_other },
+        SVC_ROUTE_END
+    };
     const char *why;
 
     SVC_CHECK(svc_openapi_check(p, svc_areas) == NULL);
+    /* One header, one meaning: two routes may send it, said the same way;
+     * said two ways, the second would have been dropped without a word. */
+    SVC_CHECK(oc_check(p, same_header) == NULL);
+    SVC_CHECK((why = oc_check(p, header_twice)) != NULL && strstr(why, "X-Count")
+              && strstr(why, "POST /api/items"));
     SVC_CHECK(oc_check(p, ok) == NULL);
     SVC_CHECK((why = oc_check(p, unsaid)) != NULL && strstr(why, "names no schema")
               && strstr(why, "GET /api/items"));

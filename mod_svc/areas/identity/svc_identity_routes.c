@@ -11,7 +11,9 @@
 /* The sign-in flow's cookies: the flow's nonce, then the session. */
 static const svc_header_t set_cookie[] = {
     { .name = "Set-Cookie", .type = SVC_COL_TEXT, .required = 1,
-      .description = "The cookie the flow needs next (HttpOnly, Secure where the site is)." },
+      .description = "The cookie the flow needs next (HttpOnly, Secure where the site is).",
+      .example = "svc_signin=3kTq0dKc5gWm1xQ9aZr2Lb; Path=/auth/; Max-Age=600; HttpOnly; "
+        "SameSite=Lax; Secure" },
     { NULL }
 };
 

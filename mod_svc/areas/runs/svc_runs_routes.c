@@ -10,15 +10,18 @@
 
 static const svc_header_t log_headers[] = {
     { .name = "X-Next-Offset", .type = SVC_COL_INT, .required = 1,
-      .description = "Where the log ends now: the offset to read from next time." },
+      .description = "Where the log ends now: the offset to read from next time.",
+      .example = "2048" },
     { .name = "X-Run-Status", .type = SVC_COL_TEXT, .required = 1,
-      .description = "The run's status (queued, running, succeeded, failed, cancelled)." },
+      .description = "The run's status (queued, running, succeeded, failed, cancelled).",
+      .example = "running" },
     { NULL }
 };
 
 static const svc_header_t artifact_headers[] = {
     { .name = "Content-Disposition", .type = SVC_COL_TEXT, .required = 1,
-      .description = "attachment, with the file's name (run_....bundle)." },
+      .description = "attachment, with the file's name: a browser saves it, and does not show it.",
+      .example = "attachment; filename=\"notes.txt\"; filename*=UTF-8''notes.txt" },
     { NULL }
 };
 
