@@ -17,6 +17,7 @@
 #include <apr_lib.h>
 #include <apr_hash.h>
 
+#include <stdlib.h>
 #include <string.h>
 
 #define SLUG_PATTERN "^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$"
@@ -919,6 +920,41 @@ static void failures(oa_t *oa, const svc_route_t *r, json_t *responses)
     add_problem(oa, responses, 503, "ServiceUnavailable");
 }
 
+/*
+ * The example of a route's JSON body: its own (.body_example), which the
+ * service's body check (svc_json_check, what every request's body goes
+ * through) must accept, so the document never shows a body the route
+ * would refuse. NULL, and the table refused, when there is none or it
+ * does not pass.
+ */
+static json_t *body_example(oa_t *oa, const svc_route_t *r)
+{
+    json_error_t jerr;
+    json_t *example, *errors = NULL;
+
+    if (!r->body_example) {
+        oa_fail(oa, "%s %s takes a JSON body but shows no example of it (.body_example)",
+                r->method, r->path);
+        return NULL;
+    }
+    example = json_loads(r->body_example, JSON_REJECT_DUPLICATES, &jerr);
+    if (!example || !json_is_object(example)) {
+        oa_fail(oa, "%s %s: its .body_example is not a JSON object (%s)", r->method, r->path,
+                example ? "another value" : jerr.text);
+        json_decref(example);
+        return NULL;
+    }
+    if (svc_json_check(example, r->body, oa->p, &errors) != APR_SUCCESS) {
+        char *why = json_dumps(errors, JSON_COMPACT);
+        oa_fail(oa, "%s %s: its .body_example is refused by its own body schema: %s",
+                r->method, r->path, why ? why : "(unprintable)");
+        free(why);
+        json_decref(example);
+        return NULL;
+    }
+    return example;
+}
+
 static json_t *operation(oa_t *oa, const svc_route_t *r, json_t *params,
                          const svc_area_t *const *areas)
 {
@@ -950,6 +986,7 @@ static json_t *operation(oa_t *oa, const svc_route_t *r, json_t *params,
     }
     if (r->body) {
         json_t *schema = svc_json_schema_of(r->body);
+        json_t *example = body_example(oa, r);
         const svc_field_t *f;
         int required = 0;
 
@@ -964,6 +1001,11 @@ static json_t *operation(oa_t *oa, const svc_route_t *r, json_t *params,
                                       : "The fields to change; those left out stay as they "
                                         "are.", "content", "application/json", "schema",
                                       schema));
+        if (example) {
+            json_object_set_new(json_object_get(json_object_get(json_object_get(
+                                    op, "requestBody"), "content"), "application/json"),
+                                "example", example);
+        }
     }
     else if (r->flags & SVC_RF_STREAM_BODY) {
         json_object_set_new(op, "requestBody",
@@ -980,6 +1022,20 @@ static json_t *operation(oa_t *oa, const svc_route_t *r, json_t *params,
                                       "checked over these bytes).", "content",
                                       "application/json", "schema",
                                       ref_of(oa, "schemas", "JsonValue")));
+        if (r->body_example) {
+            /* Any JSON is taken here: it need only parse. */
+            json_error_t jerr;
+            json_t *example = json_loads(r->body_example, JSON_REJECT_DUPLICATES, &jerr);
+            if (!example) {
+                oa_fail(oa, "%s %s: its .body_example is not JSON (%s)", r->method, r->path,
+                        jerr.text);
+            }
+            else {
+                json_object_set_new(json_object_get(json_object_get(json_object_get(
+                                        op, "requestBody"), "content"), "application/json"),
+                                    "example", example);
+            }
+        }
     }
     success(oa, r, op, responses, areas);
     failures(oa, r, responses);

@@ -146,6 +146,9 @@ struct svc_route_t {
                                      * with them answers the envelope, paged or not */
     int success_also;               /* another success status, with the same body (the
                                      * webhook's 200 for a duplicate beside its 202) */
+    const char *body_example;       /* a JSON body the route accepts, as a client would
+                                     * send it: required with .body, and checked against
+                                     * it at start (svc_openapi_check) */
 };
 
 /* Ends a route array. */

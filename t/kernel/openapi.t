@@ -75,6 +75,13 @@ for my $path (sort keys %{ $doc->{paths} }) {
            "$name: an example of its answer");
         if (my $rb = $op->{requestBody}) {
             ok($rb->{required}, "$name: its body is required");
+            # A JSON body is shown by an example its schema takes (the
+            # server checked it with the route's own body check at start).
+            if (my $json = $rb->{content}{'application/json'}) {
+                ok(exists $json->{example}, "$name: an example of its body") or next;
+                my @e = SvcContract::value_errors($json->{example}, $json->{schema});
+                is(scalar @e, 0, "$name: the example fits the body's schema") or diag("@e");
+            }
         }
     }
 }

@@ -2107,9 +2107,44 @@ SVC_TEST(openapi_check_refuses_what_it_cannot_document)
           .response = &oc_item, .headers = h_other },
         SVC_ROUTE_END
     };
+    static const svc_field_t item_body[] = {
+        { .name = "name", .type = SVC_FT_STRING, .required = 1, .min = 1, .max = 10 },
+        SVC_FIELD_END
+    };
+    static const svc_route_t body_shown[] = {
+        { .method = "POST", .path = "/api/items", .handler = h_dummy, .auth = SVC_AUTH_NONE,
+          .op_id = "makeItem", .tag = "Items", .summary = "Make one", .success = 201,
+          .response = &oc_item, .body = item_body, .body_example = "{\"name\": \"Bread\"}" },
+        SVC_ROUTE_END
+    };
+    static const svc_route_t body_unshown[] = {
+        { .method = "POST", .path = "/api/items", .handler = h_dummy, .auth = SVC_AUTH_NONE,
+          .op_id = "makeItem", .tag = "Items", .summary = "Make one", .success = 201,
+          .response = &oc_item, .body = item_body },
+        SVC_ROUTE_END
+    };
+    static const svc_route_t body_refused[] = {
+        { .method = "POST", .path = "/api/items", .handler = h_dummy, .auth = SVC_AUTH_NONE,
+          .op_id = "makeItem", .tag = "Items", .summary = "Make one", .success = 201,
+          .response = &oc_item, .body = item_body,
+          .body_example = "{\"name\": \"A loaf of rye bread\"}" },
+        SVC_ROUTE_END
+    };
+    static const svc_route_t body_broken[] = {
+        { .method = "POST", .path = "/api/items", .handler = h_dummy, .auth = SVC_AUTH_NONE,
+          .op_id = "makeItem", .tag = "Items", .summary = "Make one", .success = 201,
+          .response = &oc_item, .body = item_body, .body_example = "{\"name\": " },
+        SVC_ROUTE_END
+    };
     const char *why;
 
     SVC_CHECK(svc_openapi_check(p, svc_areas) == NULL);
+    /* A JSON body is shown by an example the route's own body check takes. */
+    SVC_CHECK(oc_check(p, body_shown) == NULL);
+    SVC_CHECK((why = oc_check(p, body_unshown)) != NULL && strstr(why, "no example"));
+    SVC_CHECK((why = oc_check(p, body_refused)) != NULL && strstr(why, "refused")
+              && strstr(why, "invalid_length"));
+    SVC_CHECK((why = oc_check(p, body_broken)) != NULL && strstr(why, "not a JSON object"));
     /* One header, one meaning: two routes may send it, said the same way;
      * said two ways, the second would have been dropped without a word. */
     SVC_CHECK(oc_check(p, same_header) == NULL);

@@ -19,6 +19,7 @@ static const svc_route_t routes[] = {
     { .method = "POST", .path = "/api/orgs/:orgSlug/projects/:projectSlug/products",
       .handler = svc_h_products_create, .scope = SVC_SCOPE_WRITE, .role = SVC_ROLE_VIEWER,
       .prole = SVC_PROLE_DEVELOPER, .body = svc_body_product_create, .body_limit = SVC_KB(16),
+      .body_example = "{\"name\": \"Web shop\"}",
       .success = 201, .op_id = "createProduct", .response = &svc_schema_product, .tag = "Documents",
       .summary = "Create a product in the project" },
     { .method = "GET", .path = "/api/orgs/:orgSlug/products/:productId",
@@ -33,6 +34,9 @@ static const svc_route_t routes[] = {
     { .method = "POST", .path = "/api/orgs/:orgSlug/products/:productId/documents",
       .handler = svc_h_documents_create, .scope = SVC_SCOPE_WRITE, .role = SVC_ROLE_MEMBER,
       .body = svc_body_document_create, .flags = SVC_RF_DOCUMENT_BODY, .success = 201,
+      .body_example =
+          "{\"kind\": \"section\", \"title\": \"Cart\", "
+          "\"body\": \"# Cart\\n\\nThe cart keeps what a customer picked.\\n\"}",
       .op_id = "createDocument", .response = &svc_schema_document_detail, .tag = "Documents",
       .summary = "Create a document (the table of contents, or a section) with its first version" },
     { .method = "GET", .path = "/api/orgs/:orgSlug/documents/:docId",
@@ -47,11 +51,15 @@ static const svc_route_t routes[] = {
     { .method = "POST", .path = "/api/orgs/:orgSlug/documents/:docId/edit",
       .handler = svc_h_documents_edit, .scope = SVC_SCOPE_WRITE, .role = SVC_ROLE_MEMBER,
       .body = svc_body_document_edit, .flags = SVC_RF_DOCUMENT_BODY, .success = 201,
+      .body_example =
+          "{\"body\": \"# Cart\\n\\nThe cart keeps what a customer picked, for a week.\\n\", "
+          "\"base_version_id\": \"ver_3kTq0dKc5gWm1xQ9aZr2Lb\"}",
       .op_id = "editDocument", .response = &svc_schema_doc_version, .tag = "Documents",
       .summary = "Write a new draft version (based on the current one, or 409)" },
     { .method = "POST", .path = "/api/orgs/:orgSlug/documents/:docId/regenerate",
       .handler = svc_h_documents_regenerate, .scope = SVC_SCOPE_WRITE, .role = SVC_ROLE_MEMBER,
       .body = svc_body_regenerate, .body_limit = SVC_KB(64), .rate_class = "models", .success = 201,
+      .body_example = "{\"instructions\": \"Shorter, and say how long the cart keeps items.\"}",
       .op_id = "regenerateDocument", .response = &svc_schema_doc_version,
       .answers = SVC_ANS_PROVIDER, .tag = "Documents",
       .summary = "The organization's default model rewrites the document as a new draft version" },
@@ -63,6 +71,7 @@ static const svc_route_t routes[] = {
     { .method = "POST", .path = "/api/orgs/:orgSlug/documents/:docId/patches",
       .handler = svc_h_patches_create, .scope = SVC_SCOPE_WRITE, .role = SVC_ROLE_MEMBER,
       .body = svc_body_patch_create, .body_limit = SVC_KB(64), .rate_class = "models",
+      .body_example = "{\"instructions\": \"Say how long the cart keeps items.\"}",
       .success = 201, .op_id = "proposePatch", .response = &svc_schema_patch,
       .answers = SVC_ANS_PROVIDER, .tag = "Documents",
       .summary = "Ask the organization's default model for a change, kept as a patch (a unified "
@@ -83,6 +92,7 @@ static const svc_route_t routes[] = {
     { .method = "POST", .path = "/api/orgs/:orgSlug/doc-versions/:versionId/request-changes",
       .handler = svc_h_versions_request_changes, .scope = SVC_SCOPE_WRITE, .role = SVC_ROLE_MEMBER,
       .body = svc_body_request_changes, .body_limit = SVC_KB(64), .op_id = "requestChanges",
+      .body_example = "{\"comment\": \"Say what happens to the cart when a product is sold out.\"}",
       .response = &svc_schema_doc_version,
       .tag = "Documents",
       .summary = "Request changes to the document's current version (a draft), saying what" },

@@ -29,6 +29,9 @@ static const svc_route_t routes[] = {
       .description = "A token bound to an organization sees the tokens bound to it only." },
     { .method = "POST", .path = "/api/me/tokens", .handler = svc_h_tokens_create,
       .scope = SVC_SCOPE_ADMIN, .body = svc_body_token_create, .body_limit = SVC_KB(16),
+      .body_example =
+          "{\"name\": \"CI deploy\", \"scope\": \"write\", \"org\": \"acme\", "
+          "\"expires_in_days\": 90}",
       .rate_class = "tokens", .success = 201, .op_id = "createToken", .tag = "Tokens",
       .response = &svc_schema_token_created,
       .summary = "Create a personal access token; the secret is returned this once",

@@ -33,6 +33,9 @@ static const svc_route_t routes[] = {
       .summary = "The org's requests, newest first" },
     { .method = "POST", .path = "/api/orgs/:orgSlug/requests", .handler = svc_h_requests_create,
       .scope = SVC_SCOPE_WRITE, .role = SVC_ROLE_MEMBER, .body = svc_body_request_create,
+      .body_example =
+          "{\"project\": \"shop\", \"kind\": \"build\", \"title\": \"A shop for the bakery\", "
+          "\"body\": \"Sell bread online, with delivery on Saturdays.\"}",
       .flags = SVC_RF_IDEMPOTENT, .success = 201, .op_id = "createRequest",
       .response = &svc_schema_request, .tag = TAG,
       .summary = "Make a request (build or improvement) in a project, in intake" },
@@ -41,6 +44,7 @@ static const svc_route_t routes[] = {
       .summary = "A request" },
     { .method = "PATCH", .path = REQ, .handler = svc_h_requests_update, .scope = SVC_SCOPE_WRITE,
       .role = SVC_ROLE_MEMBER, .body = svc_body_request_update, .op_id = "updateRequest",
+      .body_example = "{\"title\": \"A shop for the bakery, with delivery\"}",
       .response = &svc_schema_request,
       .tag = TAG,
       .summary = "Change a request's title or body" },
@@ -88,6 +92,9 @@ static const svc_route_t routes[] = {
     { .method = "POST", .path = "/api/orgs/:orgSlug/projects/:projectSlug/improvements",
       .handler = svc_h_improvements_file, .scope = SVC_SCOPE_WRITE, .role = SVC_ROLE_MEMBER,
       .prole = SVC_PROLE_VIEWER, .body = svc_body_improvement_file, .success = 201,
+      .body_example =
+          "{\"kind\": \"bug\", \"title\": \"The cart forgets its items\", "
+          "\"body\": \"Reloading the page empties the cart.\"}",
       .op_id = "fileImprovement", .response = &svc_schema_improvement, .tag = "Improvements",
       .summary = "File a bug report or a feature ask" },
     { .method = "POST", .path = "/api/orgs/:orgSlug/improvements/:id/approve",
@@ -97,6 +104,7 @@ static const svc_route_t routes[] = {
     { .method = "POST", .path = "/api/orgs/:orgSlug/improvements/:id/reject",
       .handler = svc_h_improvements_reject, .scope = SVC_SCOPE_WRITE, .role = SVC_ROLE_MEMBER,
       .body = svc_body_improvement_reject, .body_limit = SVC_KB(64), .op_id = "rejectImprovement",
+      .body_example = "{\"reason\": \"Already fixed in the last release.\"}",
       .response = &svc_schema_improvement,
       .tag = "Improvements",
       .summary = "Reject an improvement, saying why" },

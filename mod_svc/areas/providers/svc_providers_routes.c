@@ -15,6 +15,9 @@ static const svc_route_t routes[] = {
       .summary = "The organization's model providers (never their keys)" },
     { .method = "POST", .path = "/api/orgs/:orgSlug/providers", .handler = svc_h_providers_create,
       .scope = SVC_SCOPE_ADMIN, .role = SVC_ROLE_ADMIN, .body = svc_body_provider_create,
+      .body_example =
+          "{\"name\": \"OpenAI\", \"kind\": \"openai\", \"model\": \"gpt-4o-mini\", "
+          "\"api_key\": \"sk-proj-...\"}",
       .body_limit = SVC_KB(16), .success = 201, .op_id = "createProvider",
       .response = &svc_schema_provider, .tag = "LLM providers",
       .summary = "Register a model provider with its key; the first one becomes the default" },
@@ -26,6 +29,7 @@ static const svc_route_t routes[] = {
     { .method = "PATCH", .path = "/api/orgs/:orgSlug/providers/:id",
       .handler = svc_h_providers_update, .scope = SVC_SCOPE_ADMIN, .role = SVC_ROLE_ADMIN,
       .body = svc_body_provider_update, .body_limit = SVC_KB(16), .op_id = "updateProvider",
+      .body_example = "{\"model\": \"gpt-4o\"}",
       .response = &svc_schema_provider,
       .tag = "LLM providers",
       .summary = "Rename a provider, point it elsewhere, change its model or replace its key" },

@@ -32,6 +32,7 @@ static const svc_route_t routes[] = {
       .summary = "The project's runs, newest first" },
     { .method = "POST", .path = RUNS, .handler = svc_h_runs_create, .scope = SVC_SCOPE_WRITE,
       .role = SVC_ROLE_VIEWER, .prole = SVC_PROLE_DEVELOPER, .body = svc_body_run_create,
+      .body_example = "{\"instructions\": \"Add a README that says how to run the tests.\"}",
       .body_limit = SVC_KB(512), .rate_class = "runs", .flags = SVC_RF_IDEMPOTENT, .success = 201,
       .op_id = "startRun", .response = &svc_schema_run,
       .tag = "Runs",

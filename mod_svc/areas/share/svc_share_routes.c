@@ -18,6 +18,7 @@ static const svc_route_t routes[] = {
     { .method = "POST", .path = "/api/orgs/:orgSlug/products/:productId/shares",
       .handler = svc_h_shares_create, .scope = SVC_SCOPE_ADMIN, .role = SVC_ROLE_MEMBER,
       .body = svc_body_share_create, .body_limit = SVC_KB(16), .success = 201,
+      .body_example = "{\"expires_in_days\": 14}",
       .op_id = "createShare", .response = &svc_schema_share_created, .tag = "Share portal",
       .summary = "Make a share link; the answer carries its token and URL once" },
     { .method = "POST", .path = "/api/orgs/:orgSlug/shares/:shareId/revoke",
@@ -38,6 +39,9 @@ static const svc_route_t routes[] = {
       .summary = "A shared document's text (approved, else current), as text/markdown" },
     { .method = "POST", .path = "/api/share/:token/comments", .handler = svc_h_portal_comment,
       .auth = SVC_AUTH_SHARE, .body = svc_body_portal_comment, .body_limit = SVC_KB(64),
+      .body_example =
+          "{\"document_id\": \"doc_3kTq0dKc5gWm1xQ9aZr2Lb\", \"author_name\": \"Ada\", "
+          "\"body\": \"Can the cart remember what I added yesterday?\"}",
       .rate_class = "share", .flags = SVC_RF_SECRET_PATH, .success = 201, .op_id = "portalComment",
       .response = &svc_schema_portal_comment,
       .tag = "Share portal",

@@ -17,6 +17,7 @@ static const svc_route_t routes[] = {
     { .method = "POST", .path = "/webhooks/vcs", .handler = svc_h_vcs_webhook,
       .auth = SVC_AUTH_WEBHOOK, .body_limit = SVC_VCS_WEBHOOK_LIMIT, .flags = SVC_RF_RAW_BODY,
       .success = 202, .op_id = "receiveVcsWebhook", .response = &svc_schema_delivery_receipt,
+      .body_example = "{\"action\": \"created\", \"installation\": {\"id\": 12345678}}",
       .success_also = 200, .tag = TAG,
       .summary = "The provider's webhook (X-Hub-Signature-256, de-duplicated on "
         "X-GitHub-Delivery)" },
@@ -73,6 +74,9 @@ static const svc_route_t routes[] = {
     { .method = "POST", .path = "/api/orgs/:orgSlug/vcs/repositories",
       .handler = svc_h_vcs_repos_create, .scope = SVC_SCOPE_ADMIN, .role = SVC_ROLE_ADMIN,
       .body = svc_body_vcs_provision, .body_limit = SVC_KB(16), .success = 201,
+      .body_example =
+          "{\"name\": \"shop\", \"installation_id\": 12345678, \"private\": true, "
+          "\"project\": \"shop\"}",
       .op_id = "createVcsRepository", .response = &svc_schema_repository_created,
       .answers = SVC_ANS_PROVIDER, .tag = TAG,
       .summary = "Create a repository in an installation's account, and link it to a project" },
@@ -84,6 +88,7 @@ static const svc_route_t routes[] = {
     { .method = "PUT", .path = "/api/orgs/:orgSlug/projects/:projectSlug/repository",
       .handler = svc_h_vcs_link_put, .scope = SVC_SCOPE_WRITE, .role = SVC_ROLE_VIEWER,
       .prole = SVC_PROLE_MAINTAINER, .body = svc_body_vcs_link, .body_limit = SVC_KB(16),
+      .body_example = "{\"installation_id\": 12345678, \"full_name\": \"acme/shop\"}",
       .op_id = "linkProjectRepository", .response = &svc_schema_project_repository,
       .answers = SVC_ANS_PROVIDER, .tag = TAG,
       .summary = "Link a repository an installation of the org reaches to the project" },
