@@ -4,6 +4,8 @@
 #   make run        install what is missing, build, run a local instance
 #   make test       every test level (unit, integration, conformance)
 #   make bench      wrk against the running stack
+#   make fuzz       libFuzzer targets of the parsers, FUZZ_TIME s each
+#                   (make fuzz-replay: their corpora once; docs/fuzzing.md)
 #   SANITIZE=1      build (and test) with AddressSanitizer and UBSan
 #
 # The layers (docs/architecture.md) are enforced here: base/ compiles with
@@ -144,6 +146,13 @@ $(BUILD)/unit/%: t/unit/%.c t/unit/svc_test.h $(CORE_OBJ)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_UNIT) -o $@ $< $(CORE_OBJ) $(LDSAN) $(LIBS) -lpthread
 
+# The factory is a program of its own (factory.mk): the test of its path
+# rules links its objects, not the module's.
+$(BUILD)/unit/test_factory_paths: t/unit/test_factory_paths.c t/unit/svc_test.h \
+        $(BUILD)/factory/svc_factory_reply.o $(BUILD)/factory/svc_factory_text.o
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_UNIT) -Imod_svc/factory -o $@ $< $(filter %.o,$^) $(LDSAN) $(LIBS)
+
 unit: $(UNIT_BIN)
 
 test:
@@ -163,3 +172,5 @@ clean:
 include packaging/packaging.mk
 # build/svc-factory, the default factory program of a run
 include mod_svc/factory/factory.mk
+# make fuzz, make fuzz-replay: libFuzzer targets (clang), in build/fuzz
+include t/fuzz/fuzz.mk

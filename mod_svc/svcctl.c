@@ -246,12 +246,32 @@ static int cmd_schema_version(cli_t *cli)
     return version >= svc_schema_version ? 0 : EXIT_FAILED;
 }
 
+/*
+ * A command's change runs in one transaction of its own (svc_db_tx), as a
+ * request's does in svc_write: each *_tx function below makes one, with
+ * the command's arguments in its baton.
+ */
+typedef struct {
+    const char *email, *name;
+    int founder, allow_email_link;
+    svc_actor_t actor;
+    const char *id;                 /* out */
+} user_add_t;
+
+static apr_status_t user_add_tx(svc_db_t *db, apr_pool_t *p, void *baton)
+{
+    user_add_t *a = baton;
+
+    return svc_user_add(db, p, a->email, a->name, a->founder, a->allow_email_link, &a->actor,
+                        &a->id);
+}
+
 static int cmd_user_add(cli_t *cli)
 {
     static const char *const with_value[] = { "--name", NULL };
     static const char *const flags[] = { "--founder", "--allow-email-link", NULL };
-    const char *email, *name, *id, *err;
-    svc_actor_t actor;
+    const char *email, *name, *err;
+    user_add_t a;
     apr_status_t rv;
     int rc;
 
@@ -272,22 +292,37 @@ static int cmd_user_add(cli_t *cli)
     if ((rc = connect_db(cli)) != 0) {
         return rc;
     }
-    operator_actor(&actor);
-    rv = svc_user_add(cli->db, cli->pool, email, name, has_flag(cli, "--founder"),
-                      has_flag(cli, "--allow-email-link"), &actor, &id);
+    a.email = email;
+    a.name = name;
+    a.founder = has_flag(cli, "--founder");
+    a.allow_email_link = has_flag(cli, "--allow-email-link");
+    operator_actor(&a.actor);
+    rv = svc_db_tx(cli->db, cli->pool, user_add_tx, &a);
     if (rv != APR_SUCCESS) {
         return fail(email, rv == SVC_ECONFLICT ? "a user with this email already exists"
                                                : explain(cli, rv));
     }
-    printf("%s\n", id);
+    printf("%s\n", a.id);
     return 0;
+}
+
+typedef struct {
+    const char *user_id;
+    svc_actor_t actor;
+} user_link_t;
+
+static apr_status_t user_allow_email_link_tx(svc_db_t *db, apr_pool_t *p, void *baton)
+{
+    user_link_t *a = baton;
+
+    return svc_user_allow_email_link(db, p, a->user_id, &a->actor);
 }
 
 /* For an account made before the flag existed, or without it. */
 static int cmd_user_allow_email_link(cli_t *cli)
 {
-    const char *email, *user_id;
-    svc_actor_t actor;
+    const char *email;
+    user_link_t a;
     apr_status_t rv;
     int rc;
 
@@ -295,11 +330,11 @@ static int cmd_user_allow_email_link(cli_t *cli)
         return usage("user allow-email-link needs exactly one EMAIL");
     }
     email = cli->argv[0];
-    if ((rc = connect_db(cli)) != 0 || (rc = need_user(cli, email, &user_id)) != 0) {
+    if ((rc = connect_db(cli)) != 0 || (rc = need_user(cli, email, &a.user_id)) != 0) {
         return rc;
     }
-    operator_actor(&actor);
-    rv = svc_user_allow_email_link(cli->db, cli->pool, user_id, &actor);
+    operator_actor(&a.actor);
+    rv = svc_db_tx(cli->db, cli->pool, user_allow_email_link_tx, &a);
     if (rv == SVC_ECONFLICT) {
         return fail(email, "a provider identity has claimed this account already");
     }
@@ -310,11 +345,24 @@ static int cmd_user_allow_email_link(cli_t *cli)
     return 0;
 }
 
+typedef struct {
+    const char *slug, *name, *owner_id;
+    svc_actor_t actor;
+    const char *id;                 /* out */
+} org_create_t;
+
+static apr_status_t org_create_tx(svc_db_t *db, apr_pool_t *p, void *baton)
+{
+    org_create_t *a = baton;
+
+    return svc_org_create(db, p, a->slug, a->name, a->owner_id, &a->actor, &a->id);
+}
+
 static int cmd_org_create(cli_t *cli)
 {
     static const char *const with_value[] = { "--owner", "--name", NULL };
-    const char *slug, *owner, *name, *owner_id, *id, *err;
-    svc_actor_t actor;
+    const char *slug, *owner, *name, *err;
+    org_create_t a;
     apr_status_t rv;
     int rc;
 
@@ -337,16 +385,17 @@ static int cmd_org_create(cli_t *cli)
     if (name && (strlen(name) < 1 || strlen(name) > 200)) {
         return usage("--name must be 1 to 200 characters");
     }
-    if ((rc = connect_db(cli)) != 0 || (rc = need_user(cli, owner, &owner_id)) != 0) {
+    if ((rc = connect_db(cli)) != 0 || (rc = need_user(cli, owner, &a.owner_id)) != 0) {
         return rc;
     }
-    operator_actor(&actor);
-    rv = svc_org_create(cli->db, cli->pool, slug, name ? name : slug, owner_id, &actor, &id,
-                        NULL);
+    a.slug = slug;
+    a.name = name ? name : slug;
+    operator_actor(&a.actor);
+    rv = svc_db_tx(cli->db, cli->pool, org_create_tx, &a);
     if (rv != APR_SUCCESS) {
         return fail(slug, rv == SVC_ECONFLICT ? "this slug is taken" : explain(cli, rv));
     }
-    printf("%s\n", id);
+    printf("%s\n", a.id);
     return 0;
 }
 
@@ -391,6 +440,19 @@ static int cmd_org_list(cli_t *cli)
     return 0;
 }
 
+typedef struct {
+    const char *org_id, *user_id;
+    svc_role_e role;
+    svc_actor_t actor;
+} member_add_t;
+
+static apr_status_t member_add_tx(svc_db_t *db, apr_pool_t *p, void *baton)
+{
+    member_add_t *a = baton;
+
+    return svc_member_add(db, p, &a->actor, a->org_id, a->user_id, a->role);
+}
+
 /*
  * Adds a member without an invite: for bootstrapping and for recovering an
  * org whose admins are gone. Never as owner: ownership moves by transfer.
@@ -398,10 +460,9 @@ static int cmd_org_list(cli_t *cli)
 static int cmd_org_add_member(cli_t *cli)
 {
     static const char *const with_value[] = { "--role", NULL };
-    const char *slug, *email, *role_s, *user_id, *err;
+    const char *slug, *email, *role_s, *err;
     svc_orgref_t *org;
-    svc_actor_t actor;
-    svc_role_e role;
+    member_add_t a;
     apr_status_t rv;
     int rc;
 
@@ -420,15 +481,15 @@ static int cmd_org_add_member(cli_t *cli)
     if (!role_s) {
         return usage("org add-member needs --role admin, member or viewer");
     }
-    role = svc_role_parse(role_s);
-    if (role == SVC_ROLE_OWNER) {
+    a.role = svc_role_parse(role_s);
+    if (a.role == SVC_ROLE_OWNER) {
         return usage("--role owner is refused: ownership moves only by transfer "
                      "(POST /api/orgs/SLUG/transfer-ownership)");
     }
-    if (role == SVC_ROLE_NONE) {
+    if (a.role == SVC_ROLE_NONE) {
         return usage("--role must be admin, member or viewer");
     }
-    if ((rc = connect_db(cli)) != 0 || (rc = need_user(cli, email, &user_id)) != 0) {
+    if ((rc = connect_db(cli)) != 0 || (rc = need_user(cli, email, &a.user_id)) != 0) {
         return rc;
     }
     rv = svc_org_by_slug(cli->db, cli->pool, slug, &org);
@@ -438,8 +499,9 @@ static int cmd_org_add_member(cli_t *cli)
     if (rv != APR_SUCCESS) {
         return fail(slug, explain(cli, rv));
     }
-    operator_actor(&actor);
-    rv = svc_member_add(cli->db, cli->pool, &actor, org->id, user_id, role);
+    a.org_id = org->id;
+    operator_actor(&a.actor);
+    rv = svc_db_tx(cli->db, cli->pool, member_add_tx, &a);
     if (rv != APR_SUCCESS) {
         return fail(email, rv == SVC_ECONFLICT ? "is a member of this organization already"
                                                : explain(cli, rv));
@@ -481,13 +543,27 @@ static int cmd_audit_verify(cli_t *cli)
     return EXIT_FAILED;
 }
 
+typedef struct {
+    const svc_config_t *conf;
+    svc_token_spec_t spec;
+    svc_actor_t actor;
+    const char *secret;             /* out */
+} token_create_t;
+
+static apr_status_t token_create_tx(svc_db_t *db, apr_pool_t *p, void *baton)
+{
+    token_create_t *a = baton;
+    json_t *meta;
+
+    return svc_token_create(db, p, a->conf, &a->spec, &a->actor, &a->secret, &meta);
+}
+
 static int cmd_token_create(cli_t *cli)
 {
     static const char *const with_value[] = { "--scope", "--org", "--days", "--name", NULL };
-    const char *email, *scope, *org, *days, *name, *err, *secret;
-    svc_token_spec_t spec;
-    svc_actor_t actor;
-    json_t *meta;
+    const char *email, *scope, *org, *days, *name, *err;
+    token_create_t a;
+    svc_token_spec_t *spec = &a.spec;
     long long d = 0;
     apr_status_t rv;
     int rc;
@@ -503,43 +579,44 @@ static int cmd_token_create(cli_t *cli)
     org = opt(cli, "--org");
     days = opt(cli, "--days");
     name = opt(cli, "--name");
-    memset(&spec, 0, sizeof(spec));
-    spec.scope = svc_scope_parse(scope);
-    if (spec.scope == SVC_SCOPE_NONE) {
+    memset(&a, 0, sizeof(a));
+    spec->scope = svc_scope_parse(scope);
+    if (spec->scope == SVC_SCOPE_NONE) {
         return usage("token create needs --scope read, write or admin");
     }
     if (days && svc_parse_int(days, 1, 365, &d) != APR_SUCCESS) {
         return usage("--days must be an integer from 1 to 365");
     }
-    spec.days = (int)d;
-    spec.name = name ? name : "svcctl";
-    if (strlen(spec.name) < 1 || strlen(spec.name) > 100) {
+    spec->days = (int)d;
+    spec->name = name ? name : "svcctl";
+    if (strlen(spec->name) < 1 || strlen(spec->name) > 100) {
         return usage("--name must be 1 to 100 characters");
     }
     if (org && !svc_slug_valid(org)) {
         return usage("--org must be an organization slug");
     }
     if ((rc = load_secret(cli)) != 0 || (rc = connect_db(cli)) != 0
-        || (rc = need_user(cli, email, &spec.user_id)) != 0) {
+        || (rc = need_user(cli, email, &spec->user_id)) != 0) {
         return rc;
     }
     if (org) {
         svc_orgref_t *ref;
-        rv = svc_org_membership(cli->db, cli->pool, org, spec.user_id, &ref);
+        rv = svc_org_membership(cli->db, cli->pool, org, spec->user_id, &ref);
         if (rv == SVC_ENOTFOUND) {
             return fail(org, "no such organization, or the user is not a member");
         }
         if (rv != APR_SUCCESS) {
             return fail(org, explain(cli, rv));
         }
-        spec.org_id = ref->id;
+        spec->org_id = ref->id;
     }
-    operator_actor(&actor);
-    rv = svc_token_create(cli->db, cli->pool, &cli->conf, &spec, &actor, &secret, &meta);
+    a.conf = &cli->conf;
+    operator_actor(&a.actor);
+    rv = svc_db_tx(cli->db, cli->pool, token_create_tx, &a);
     if (rv != APR_SUCCESS) {
         return fail("token create", explain(cli, rv));
     }
-    printf("%s\n", secret);
+    printf("%s\n", a.secret);
     return 0;
 }
 
@@ -592,14 +669,27 @@ static int cmd_token_list(cli_t *cli)
     return 0;
 }
 
+typedef struct {
+    const char *id;
+    svc_actor_t actor;
+    int revoked;                    /* out */
+} token_revoke_t;
+
+static apr_status_t token_revoke_tx(svc_db_t *db, apr_pool_t *p, void *baton)
+{
+    token_revoke_t *a = baton;
+
+    return svc_token_revoke(db, p, &a->actor, a->id, NULL, NULL, &a->revoked);
+}
+
 /* Revocation by an operator: of whoever's token, audit-logged as theirs. */
 static int cmd_token_revoke(cli_t *cli)
 {
     const char *id;
-    svc_actor_t actor;
+    token_revoke_t a;
     apr_status_t rv;
     apr_size_t n;
-    int rc, revoked;
+    int rc;
 
     if (cli->argc != 1 || cli->argv[0][0] == '-') {
         return usage("token revoke needs exactly one token ID (tok_...)");
@@ -615,21 +705,38 @@ static int cmd_token_revoke(cli_t *cli)
     if ((rc = connect_db(cli)) != 0) {
         return rc;
     }
-    operator_actor(&actor);
-    rv = svc_token_revoke(cli->db, cli->pool, &actor, id, NULL, NULL, &revoked);
+    a.id = id;
+    operator_actor(&a.actor);
+    rv = svc_db_tx(cli->db, cli->pool, token_revoke_tx, &a);
     if (rv == SVC_ENOTFOUND) {
         return fail(id, "no such token");
     }
     if (rv != APR_SUCCESS) {
         return fail("token revoke", explain(cli, rv));
     }
-    printf("%s %s\n", id, revoked ? "revoked" : "was revoked already");
+    printf("%s %s\n", id, a.revoked ? "revoked" : "was revoked already");
     return 0;
+}
+
+typedef struct {
+    const svc_config_t *conf;
+    const char *user_id;
+    const char *cookie;             /* out */
+} session_create_t;
+
+static apr_status_t session_create_tx(svc_db_t *db, apr_pool_t *p, void *baton)
+{
+    session_create_t *a = baton;
+    const char *sid;
+
+    return svc_session_create(db, p, a->conf, a->user_id, NULL, "svcctl/" SVC_VERSION,
+                              &a->cookie, &sid);
 }
 
 static int cmd_session_create(cli_t *cli)
 {
-    const char *email, *user_id, *cookie, *sid;
+    const char *email;
+    session_create_t a;
     apr_status_t rv;
     int rc;
 
@@ -638,15 +745,15 @@ static int cmd_session_create(cli_t *cli)
     }
     email = cli->argv[0];
     if ((rc = load_secret(cli)) != 0 || (rc = connect_db(cli)) != 0
-        || (rc = need_user(cli, email, &user_id)) != 0) {
+        || (rc = need_user(cli, email, &a.user_id)) != 0) {
         return rc;
     }
-    rv = svc_session_create(cli->db, cli->pool, &cli->conf, user_id, NULL, "svcctl/" SVC_VERSION,
-                            &cookie, &sid);
+    a.conf = &cli->conf;
+    rv = svc_db_tx(cli->db, cli->pool, session_create_tx, &a);
     if (rv != APR_SUCCESS) {
         return fail("session create", explain(cli, rv));
     }
-    printf("%s\n", cookie);
+    printf("%s\n", a.cookie);
     return 0;
 }
 

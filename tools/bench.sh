@@ -23,8 +23,9 @@
 # command line.
 #
 # Then the token route at 64 connections for BENCH_SOAK seconds (0: skip):
-# DESIGN.md's reliability budget, where any non-2xx answer or socket error
-# is a failure to look into.
+# the reliability budget (a minute at 64 connections, not one non-2xx answer
+# on a valid request), where any non-2xx answer or socket error is a failure
+# to look into.
 #
 # Then (BENCH_STREAMS, default 2000; 0: skip) that many event streams on the
 # demo org (tools/sse-bench.pl): memory per stream, GET /api/me's rate with
@@ -305,7 +306,7 @@ main_bench() {
         -v n="$(rps "$noop")" 'BEGIN {
         printf "  org API / no-op: %.1f %%; portal / no-op: %.1f %%; portal without its rate limit / no-op: %.1f %%\n",
                100 * c / n, 100 * s / n, 100 * f / n }'
-    # DESIGN.md's reliability budget: 64 connections for a while, and not one
+    # The reliability budget: 64 connections for a while, and not one
     # failed answer or reset connection on valid requests.
     if [ "$SOAK" -gt 0 ]; then
         local soak

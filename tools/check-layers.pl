@@ -98,6 +98,47 @@ for my $mod (keys %uses) {
     }
 }
 
+# One way to write (docs/architecture.md, "How a handler writes"): a
+# transaction is begun, committed and rolled back in base/svc_db.c only, by
+# svc_db_tx; request handlers reach it through the kernel's svc_write, and
+# only what answers no request calls svc_db_tx itself.
+my %tx_owner = map { ("$src/$_" => 1) } qw(base/svc_db);
+my %tx_callers = map { ("$src/$_" => 1) } (
+    'kernel/svc_write',         # svc_write: a handler's change and its answer
+    'base/svc_migrate',         # one migration per transaction
+    'svcctl',                   # the operator's commands
+    'areas/runs/svc_run_store', # the run supervisor's status changes and logs
+);
+for my $mod (sort keys %uses) {
+    for my $sym (@{ $uses{$mod} }) {
+        if ($sym =~ /^svc_db_(begin|commit|rollback)$/ && !$tx_owner{$mod}) {
+            push @problems, "$mod calls $sym: transactions are svc_db_tx's alone "
+                . "(a handler writes through svc_write)";
+        }
+        if ($sym eq 'svc_db_tx' && !$tx_owner{$mod} && !$tx_callers{$mod}) {
+            push @problems, "$mod calls svc_db_tx: a handler writes through svc_write "
+                . "(kernel/svc_write.h); svc_db_tx is for what answers no request";
+        }
+        if ($sym =~ /^PQ(exec|execParams|sendQuery)$/ && $mod !~ m{/base/svc_db$}) {
+            push @problems, "$mod calls $sym: SQL goes through base/svc_db.c";
+        }
+    }
+}
+# ... and no SQL text anywhere else ends a transaction by hand.
+for my $path (sort grep { /\.c$/ } keys %files) {
+    next if $tx_owner{ $files{$path} } || $path =~ m{/factory/};
+    open my $fh, '<', $path or die "$path: $!";
+    my $text = do { local $/; <$fh> };
+    close $fh;
+    $text =~ s{/\*.*?\*/}{ $& =~ tr/\n//cdr }gse;    # comments, keeping the lines
+    while ($text =~ /"\s*(BEGIN|COMMIT|ROLLBACK|ABORT|START\s+TRANSACTION|SAVEPOINT
+                          |RELEASE\s+SAVEPOINT|END(?=\s*(?:"|;|TRANSACTION\b|WORK\b)))\b/gx) {
+        my $line = 1 + (substr($text, 0, $-[0]) =~ tr/\n//);
+        push @problems, "$path:$line sends $1 by hand: a transaction is svc_write's "
+            . "(svc_db_tx's outside requests)";
+    }
+}
+
 # The accepted exception: the glue files may use the module record
 # (svc_module), which httpd needs defined once, next to the hooks.
 for my $from (keys %edges) {

@@ -15,7 +15,7 @@
 #
 # Groups: build = compile the module and svcctl; run = what the installed
 # module needs at run time (plus the PostgreSQL server `make run` starts);
-# test = the test harness and `make bench`; pkg = `make deb`, `make rpm` and
+# test = the test harness, `make bench` and `make fuzz`; pkg = `make deb`, `make rpm` and
 # `make test-packages` (not in `all`: only CI and packagers need it).
 #
 # The test group also installs the npm packages pinned in
@@ -57,6 +57,9 @@ DEB_TEST=(
     util-linux             # runuser, setpriv (dropping root in test.sh)
     passwd                 # useradd (the unprivileged test user)
     tar coreutils findutils
+    clang                  # make fuzz: the libFuzzer targets (t/fuzz, docs/fuzzing.md)
+    libclang-rt-dev        # libFuzzer and the sanitizers' runtimes (libclang-rt-14-dev on
+                           # Debian 12): clang only recommends it, and we install without
 )
 DEB_PKG=(
     debhelper dpkg-dev     # dpkg-buildpackage, dh (compat 13); dh_apache2 is in apache2-dev
@@ -86,6 +89,7 @@ RPM_TEST=(
     nodejs npm
     valgrind wrk curl procps-ng iproute util-linux shadow-utils tar coreutils findutils
     python3
+    clang compiler-rt      # make fuzz: clang, libFuzzer and the sanitizers' runtimes
 )
 RPM_PKG=(
     rpm-build rpmlint

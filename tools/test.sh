@@ -66,7 +66,7 @@ if [ "$(id -u)" = 0 ]; then
     env_pass=(HOME="$home" USER="$TEST_USER" LOGNAME="$TEST_USER"
               PATH="$PATH" LANG=C.UTF-8 SANITIZE="$SANITIZE"
               SVC_TEST_SKIP_DEPS=1)
-    for v in CC CI TERM TMPDIR SVC_TEST_KEEP SVC_TEST_UNITS; do
+    for v in CC CI TERM TMPDIR SVC_TEST_KEEP SVC_TEST_UNITS SVC_FUZZ_CAPTURE; do
         if [ -n "${!v:-}" ]; then env_pass+=("$v=${!v}"); fi
     done
     rc=0

@@ -33,6 +33,7 @@ struct svc_db_t {
     svc_conncache_t *cache;
     int statement_timeout_ms;
     int in_tx;
+    int guard_writes;           /* writes only inside a transaction (svc_db_guard_writes) */
     int lost;                   /* the last failure lost the connection */
     deferred_t *deferred;
     char sqlstate[6];
@@ -130,6 +131,11 @@ void svc_db_set_statement_timeout(svc_db_t *db, int ms)
 PGconn *svc_db_conn(svc_db_t *db)
 {
     return db->conn;
+}
+
+void svc_db_guard_writes(svc_db_t *db)
+{
+    db->guard_writes = 1;
 }
 
 static void note_error(svc_db_t *db, const PGresult *res)
@@ -309,12 +315,6 @@ static int result_ok(const PGresult *res)
     return est == PGRES_COMMAND_OK || est == PGRES_TUPLES_OK;
 }
 
-/*
- * Sends the deferred statement and the read `st` in one round trip
- * (pipeline mode), calls the deferred check on the first result, and only
- * then hands out the second. Both are reads, so after a lost connection the
- * pair may be sent again once.
- */
 /*
  * Leaves pipeline mode whatever state the pipeline is in: results not read
  * yet are drained. If libpq still will not leave it, the connection is
@@ -528,6 +528,14 @@ apr_status_t svc_db_exec(svc_db_t *db, const svc_stmt_t *st, apr_pool_t *p,
     if (pres) {
         *pres = NULL;
     }
+    if (db->guard_writes && !db->in_tx && !(st->flags & (SVC_STMT_READ | SVC_STMT_ALONE))) {
+        /* A change made outside svc_write would be answered after it is
+         * saved, or saved without its answer. */
+        apr_snprintf(db->errmsg, sizeof(db->errmsg), "%s may write, outside a transaction: "
+                     "refused (a request writes through svc_write)", st->name);
+        db->sqlstate[0] = '\0';
+        return APR_EGENERAL;
+    }
     if (db->deferred) {
         /* A read may travel with the deferred statement; anything else waits
          * for its check, so no write happens on an assumption. */
@@ -647,11 +655,10 @@ apr_status_t svc_db_simple(svc_db_t *db, const char *sql, apr_pool_t *p)
     return simple(db, sql, NULL, 0);
 }
 
-apr_status_t svc_db_begin(svc_db_t *db, apr_pool_t *p)
+apr_status_t svc_db_begin(svc_db_t *db)
 {
     apr_status_t rv;
 
-    (void)p;
     if (db->in_tx) {
         return APR_EGENERAL;
     }
@@ -663,38 +670,25 @@ apr_status_t svc_db_begin(svc_db_t *db, apr_pool_t *p)
     return rv;
 }
 
-apr_status_t svc_db_commit(svc_db_t *db, apr_pool_t *p)
+apr_status_t svc_db_commit(svc_db_t *db)
 {
     apr_status_t rv;
 
-    (void)p;
     if (!db->in_tx) {
         return APR_EGENERAL;
     }
     rv = simple(db, "COMMIT", "COMMIT", 0);
     db->in_tx = 0;
     if (rv != APR_SUCCESS && PQtransactionStatus(db->conn) != PQTRANS_IDLE) {
-        svc_db_rollback(db, p);
+        svc_db_rollback(db);
     }
     return rv;
 }
 
-apr_status_t svc_db_end(svc_db_t *db, apr_pool_t *p, apr_status_t rv)
-{
-    if (rv == APR_SUCCESS) {
-        return svc_db_commit(db, p);
-    }
-    if (db) {
-        svc_db_rollback(db, p);
-    }
-    return rv;
-}
-
-void svc_db_rollback(svc_db_t *db, apr_pool_t *p)
+void svc_db_rollback(svc_db_t *db)
 {
     PGresult *res;
 
-    (void)p;
     db->in_tx = 0;
     if (PQstatus(db->conn) != CONNECTION_OK) {
         return;
@@ -710,6 +704,22 @@ void svc_db_rollback(svc_db_t *db, apr_pool_t *p)
     }
 }
 
+apr_status_t svc_db_tx(svc_db_t *db, apr_pool_t *p, svc_db_tx_fn fn, void *baton)
+{
+    apr_status_t rv;
+
+    if ((rv = svc_db_begin(db)) != APR_SUCCESS) {
+        return rv;
+    }
+    rv = fn(db, p, baton);
+    if (rv != APR_SUCCESS) {
+        svc_db_rollback(db);
+        return rv;
+    }
+    /* A COMMIT that fails has rolled back (svc_db_commit): all or nothing. */
+    return svc_db_commit(db);
+}
+
 int svc_db_in_tx(svc_db_t *db)
 {
     return db->in_tx;
@@ -720,7 +730,7 @@ void svc_db_release(svc_db_t *db)
     if (db && db->conn) {
         /* Whoever deferred a check has flushed it or no longer needs it. */
         db->deferred = NULL;
-        svc_db_rollback(db, NULL);
+        svc_db_rollback(db);
     }
 }
 

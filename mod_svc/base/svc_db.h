@@ -4,7 +4,7 @@
  * The glue takes pooled connections from mod_dbd and hands us the native
  * PGconn (apr_dbd_native_handle); svcctl opens its own. Either way all
  * queries go through here, which is where the traps of mod_dbd and
- * apr_dbd_pgsql (DESIGN.md section 4) are handled once:
+ * apr_dbd_pgsql (the ten of docs/architecture.md, "Storage") are handled once:
  *
  *  - statements are prepared lazily under lowercase names, remembered per
  *    backend process id, so a silent reconnect is noticed and they are
@@ -36,6 +36,15 @@
  * boolean ones (anything else reads as invalid).
  */
 #define SVC_STMT_BINARY   0x4
+/*
+ * A write that stands on its own, outside any transaction: bookkeeping that
+ * must stay whatever the request it serves comes to, and answers nothing (a
+ * rate-limit count, a credential's last use, a model call's usage, a
+ * sign-in's state made or used up, an open event stream counted). On a connection that svc_db_guard_writes
+ * marked, any other write outside a transaction is refused: a request's
+ * changes go through svc_write (kernel/svc_write.h).
+ */
+#define SVC_STMT_ALONE    0x8
 
 /* A statement, defined once per area as a static const. */
 typedef struct {
@@ -86,6 +95,14 @@ void svc_db_set_statement_timeout(svc_db_t *db, int ms);
 PGconn *svc_db_conn(svc_db_t *db);
 
 /*
+ * From now on, a statement that may write (neither SVC_STMT_READ nor
+ * SVC_STMT_ALONE) runs only inside a transaction (svc_db_tx); outside one
+ * it is refused with APR_EGENERAL, and svc_db_errmsg names it. The kernel
+ * marks every connection it lends a request.
+ */
+void svc_db_guard_writes(svc_db_t *db);
+
+/*
  * Runs a statement with text parameters (NULL entries are SQL NULL).
  * Returns APR_SUCCESS, SVC_ECONFLICT (unique violation), SVC_EINTEGRITY
  * (foreign key or check), SVC_EDBDOWN (connection lost), or SVC_EDB.
@@ -123,18 +140,43 @@ apr_status_t svc_db_flush(svc_db_t *db);
 /* True while a deferred statement waits. */
 int svc_db_pending(svc_db_t *db);
 
-/* Runs plain SQL without parameters (transaction control, migrations). */
+/* Runs plain SQL without parameters (LISTEN, migrations); never BEGIN,
+ * COMMIT or ROLLBACK: transactions are svc_db_tx's. */
 apr_status_t svc_db_simple(svc_db_t *db, const char *sql, apr_pool_t *p);
 
-apr_status_t svc_db_begin(svc_db_t *db, apr_pool_t *p);
-apr_status_t svc_db_commit(svc_db_t *db, apr_pool_t *p);
-void svc_db_rollback(svc_db_t *db, apr_pool_t *p);
 /*
- * Ends a handler's transaction by how it went: commits when rv is
- * APR_SUCCESS (and returns the commit's status), else rolls back and
- * returns rv. db may be NULL (nothing was begun).
+ * The one transaction: BEGIN, then `fn` makes its change (and, in a request,
+ * builds its answer: svc_write in kernel/svc_write.h is this with the
+ * answer), then COMMIT, in that order; whatever fn returns but APR_SUCCESS,
+ * and a COMMIT that fails, roll everything back, and that status is
+ * returned. It runs in "rollback mode" (trap 7): the only way to COMMIT is
+ * fn returning APR_SUCCESS; an error, an early return in fn or a
+ * connection given back halfway all roll back (svc_db_release).
+ *
+ * fn runs statements on db with svc_db_exec and allocates from p; it never
+ * ends the transaction itself and never begins another (svc_db_tx inside
+ * fn fails: one transaction at a time). A status fn returns to say "nothing
+ * to do" (SVC_ENOTFOUND, say) rolls back an empty transaction and reaches
+ * the caller as it was.
+ *
+ * Request handlers write through svc_write; svc_db_tx itself is for what
+ * answers no request: svcctl, migrations and the run supervisor.
+ * tools/check-layers.pl fails the build on any other caller, and on any
+ * other code that sends BEGIN, COMMIT or ROLLBACK.
  */
-apr_status_t svc_db_end(svc_db_t *db, apr_pool_t *p, apr_status_t rv);
+typedef apr_status_t (*svc_db_tx_fn)(svc_db_t *db, apr_pool_t *p, void *baton);
+
+apr_status_t svc_db_tx(svc_db_t *db, apr_pool_t *p, svc_db_tx_fn fn, void *baton);
+
+/*
+ * The steps svc_db_tx is made of, for its own use and for the unit tests
+ * of this file (t/unit/test_base_db.c) only: tools/check-layers.pl fails the
+ * build on any other caller. A failed COMMIT has rolled back already.
+ */
+apr_status_t svc_db_begin(svc_db_t *db);
+apr_status_t svc_db_commit(svc_db_t *db);
+void svc_db_rollback(svc_db_t *db);
+
 int svc_db_in_tx(svc_db_t *db);
 
 /*

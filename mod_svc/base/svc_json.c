@@ -2,6 +2,7 @@
  * svc_json.c: strict parsing of request bodies and the body schemas.
  */
 #include "svc_json.h"
+#include "svc_redact.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -41,9 +42,17 @@ apr_status_t svc_json_parse_body(json_t **pobj, const char *buf, apr_size_t len,
      */
     v = json_loadb(buf, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &jerr);
     if (!v) {
+        /*
+         * jansson's text quotes the body near the error, cut at any byte:
+         * half a UTF-8 sequence, or bytes that never were UTF-8. Only
+         * printable ASCII of it goes into the message, which must be
+         * valid UTF-8 for the problem document to carry it.
+         */
+        const char *text = svc_printable(p, jerr.text, sizeof(jerr.text));
+
         switch (json_error_code(&jerr)) {
         case json_error_duplicate_key:
-            *perr = apr_psprintf(p, "The body repeats a key: %s", jerr.text);
+            *perr = apr_psprintf(p, "The body repeats a key: %s", text);
             break;
         case json_error_invalid_utf8:
             *perr = "The body is not valid UTF-8.";
@@ -60,7 +69,7 @@ apr_status_t svc_json_parse_body(json_t **pobj, const char *buf, apr_size_t len,
             break;
         default:
             *perr = apr_psprintf(p, "The body is not valid JSON: %s (line %d, column %d).",
-                                 jerr.text, jerr.line, jerr.column);
+                                 text, jerr.line, jerr.column);
             break;
         }
         return APR_EINVAL;

@@ -77,7 +77,7 @@ long long svc_json_int(const json_t *obj, const char *key, long long dflt);
 /* Serializes compactly into pool memory. */
 char *svc_json_dump(apr_pool_t *p, const json_t *v);
 
-/* Slug rule of DESIGN.md: lowercase [a-z0-9-], 1-63, no dash at either end. */
+/* The slug rule: lowercase [a-z0-9-], 1-63, no dash at either end. */
 int svc_slug_valid(const char *s);
 
 /* 1 to max characters of printable ASCII without spaces (a token, a login,

@@ -83,6 +83,18 @@ apr_status_t svc_migrate_current(svc_db_t *db, apr_pool_t *p, int *pversion)
     return APR_SUCCESS;
 }
 
+/* One migration and its record, in one transaction. */
+static apr_status_t apply_one(svc_db_t *db, apr_pool_t *p, void *baton)
+{
+    const svc_migration_t *m = baton;
+    apr_status_t rv = svc_db_simple(db, m->sql, p);
+
+    if (rv == APR_SUCCESS) {
+        rv = svc_db_execv(db, &st_schema_record, p, NULL, apr_itoa(p, m->version), m->name);
+    }
+    return rv;
+}
+
 apr_status_t svc_migrate_run(svc_db_t *db, apr_pool_t *p, int *papplied, const char **perr)
 {
     const svc_migration_t *m;
@@ -108,21 +120,10 @@ apr_status_t svc_migrate_run(svc_db_t *db, apr_pool_t *p, int *papplied, const c
         if (is_applied(done, m->version)) {
             continue;
         }
-        rv = svc_db_begin(db, p);
-        if (rv == APR_SUCCESS) {
-            rv = svc_db_simple(db, m->sql, p);
-        }
-        if (rv == APR_SUCCESS) {
-            rv = svc_db_execv(db, &st_schema_record, p, NULL,
-                              apr_itoa(p, m->version), m->name);
-        }
-        if (rv == APR_SUCCESS) {
-            rv = svc_db_commit(db, p);
-        }
+        rv = svc_db_tx(db, p, apply_one, (void *)m);
         if (rv != APR_SUCCESS) {
             *perr = apr_psprintf(p, "migration %03d_%s failed: %s", m->version, m->name,
                                  svc_db_errmsg(db));
-            svc_db_rollback(db, p);
             break;
         }
         (*papplied)++;

@@ -40,6 +40,18 @@ static apr_size_t secret_at(const char *s)
             for (n = 0; is_b62(q[n]); n++) {
             }
             if (n >= 16) {
+                /*
+                 * Another secret right after this one: its "svc" is the end
+                 * of this run, so redacting the run alone would leave it
+                 * as "_pat_<its random part>", which nothing matches any
+                 * more. It goes with this one.
+                 */
+                if (q[n] == '_' && strncmp(q + n - 3, "svc", 3) == 0) {
+                    apr_size_t next = secret_at(q + n - 3);
+                    if (next > 0) {
+                        return (apr_size_t)(q - s) + n - 3 + next;
+                    }
+                }
                 return (apr_size_t)(q - s) + n;
             }
         }

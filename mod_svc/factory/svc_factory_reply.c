@@ -224,11 +224,20 @@ static int hfs_ignorable(unsigned int cp)
 
 /* Whether a component names git's own directory on some file system a clone
  * of this repository may meet: any case, HFS+ ignorables, trailing dots and
- * spaces (NTFS), NTFS's short name and stream syntax. */
+ * spaces (NTFS), NTFS's short name and stream syntax.
+ *
+ * Only the first five characters that count (ignorables aside) can tell
+ * ".git", "git~1" or ".git:" apart from other names; after them only
+ * whether the rest is all dots and spaces (which NTFS drops) matters. So
+ * a name of any length is decided, not just one that fits a buffer: a
+ * component ".git" followed by 60 spaces is .git on NTFS, and ".git:"
+ * followed by a long or non-ASCII stream name is a stream of .git (found
+ * by t/fuzz/fuzz_factory_reply.c). */
 static int is_git_dir_name(const char *comp, size_t n)
 {
-    char norm[64];
+    char norm[8];
     size_t i = 0, o = 0;
+    int rest_dropped = 1;       /* every character after norm is '.' or ' ' */
 
     while (i < n) {
         unsigned int cp = 0;
@@ -241,14 +250,22 @@ static int is_git_dir_name(const char *comp, size_t n)
         if (hfs_ignorable(cp)) {
             continue;
         }
-        if (cp >= 0x80 || o + 1 >= sizeof(norm)) {
-            return 0;
+        if (o < 5) {
+            if (cp >= 0x80) {
+                return 0;
+            }
+            norm[o++] = (char)cp;
         }
-        norm[o++] = (char)cp;
+        else if (cp != '.' && cp != ' ') {
+            rest_dropped = 0;
+        }
     }
     norm[o] = '\0';
-    if (o >= 5 && strncasecmp(norm, ".git:", 5) == 0) {
+    if (o == 5 && strncasecmp(norm, ".git:", 5) == 0) {
         return 1;
+    }
+    if (!rest_dropped) {
+        return 0;
     }
     while (o > 0 && (norm[o - 1] == '.' || norm[o - 1] == ' ')) {
         norm[--o] = '\0';

@@ -5,6 +5,7 @@
 #include "svc_ctx.h"
 #include "svc_db.h"
 #include "svc_json.h"
+#include "svc_redact.h"
 
 #include <stdarg.h>
 #include <string.h>
@@ -38,22 +39,23 @@ apr_status_t svc_ctx_db(svc_ctx_t *ctx, svc_db_t **pdb)
         if (rv != APR_SUCCESS) {
             return rv;
         }
+        /* A request changes nothing but through svc_write. */
+        if (ctx->db) {
+            svc_db_guard_writes(ctx->db);
+        }
     }
     *pdb = ctx->db;
     return ctx->db ? APR_SUCCESS : SVC_EDBDOWN;
-}
-
-apr_status_t svc_ctx_db_begin(svc_ctx_t *ctx, svc_db_t **pdb)
-{
-    apr_status_t rv = svc_ctx_db(ctx, pdb);
-
-    return rv == APR_SUCCESS ? svc_db_begin(*pdb, ctx->pool) : rv;
 }
 
 apr_status_t svc_ctx_db_release(svc_ctx_t *ctx)
 {
     apr_status_t rv = APR_SUCCESS;
 
+    if (ctx->write_state == SVC_WRITE_OPEN) {
+        /* Giving the connection back would roll the write back under it. */
+        return APR_EGENERAL;
+    }
     if (ctx->db && ctx->db_release) {
         /*
          * A deferred authentication check must not leave with the
@@ -190,11 +192,33 @@ void svc_ctx_render_problem(svc_ctx_t *ctx, const svc_problem_t *pr)
     json_decref(doc);
 }
 
+void svc_ctx_forget_answer(svc_ctx_t *ctx)
+{
+    ctx->status = 0;
+    ctx->content_type = NULL;
+    ctx->resp_body = NULL;
+    ctx->resp_len = 0;
+    ctx->producer = NULL;
+    ctx->producer_baton = NULL;
+    ctx->producer_len = 0;
+    ctx->stream = NULL;
+}
+
+/* A write committed its answer: nothing may change it now. */
+static int answer_final(const svc_ctx_t *ctx)
+{
+    return ctx->write_state == SVC_WRITE_COMMITTED;
+}
+
 apr_status_t svc_reply_json(svc_ctx_t *ctx, int status, json_t *body)
 {
     /* A json_pack that failed must become a 500 problem, not a 200 "null". */
     if (!body) {
         return APR_ENOMEM;
+    }
+    if (answer_final(ctx)) {
+        json_decref(body);
+        return APR_EGENERAL;
     }
     ctx->status = status;
     ctx->content_type = "application/json; charset=utf-8";
@@ -207,6 +231,9 @@ apr_status_t svc_reply_json(svc_ctx_t *ctx, int status, json_t *body)
 apr_status_t svc_reply_body(svc_ctx_t *ctx, int status, const char *content_type,
                             const char *body, apr_size_t len)
 {
+    if (answer_final(ctx)) {
+        return APR_EGENERAL;
+    }
     ctx->status = status;
     ctx->content_type = content_type;
     ctx->resp_body = body;
@@ -217,6 +244,9 @@ apr_status_t svc_reply_body(svc_ctx_t *ctx, int status, const char *content_type
 apr_status_t svc_reply_produced(svc_ctx_t *ctx, int status, const char *content_type,
                                 apr_off_t len, svc_body_producer_fn fn, void *baton)
 {
+    if (answer_final(ctx)) {
+        return APR_EGENERAL;
+    }
     ctx->status = status;
     ctx->content_type = content_type;
     ctx->resp_body = NULL;
@@ -238,7 +268,7 @@ void svc_reply_add(svc_ctx_t *ctx, const char *key, const char *json_value)
     apr_size_t n = ctx->resp_len;
 
     /* The body is an object we wrote: its last byte is the closing brace. */
-    if (!ctx->resp_body || n < 2 || ctx->resp_body[n - 1] != '}') {
+    if (answer_final(ctx) || !ctx->resp_body || n < 2 || ctx->resp_body[n - 1] != '}') {
         return;
     }
     ctx->resp_body = apr_pstrcat(ctx->pool, apr_pstrmemdup(ctx->pool, ctx->resp_body, n - 1),
@@ -253,6 +283,9 @@ apr_status_t svc_reply_html(svc_ctx_t *ctx, int status, const char *html)
 
 apr_status_t svc_reply_empty(svc_ctx_t *ctx)
 {
+    if (answer_final(ctx)) {
+        return APR_EGENERAL;
+    }
     ctx->status = 204;
     ctx->content_type = NULL;
     ctx->resp_body = NULL;
@@ -264,6 +297,9 @@ apr_status_t svc_reply_redirect(svc_ctx_t *ctx, const char *location)
 {
     const char *s;
 
+    if (answer_final(ctx)) {
+        return APR_EGENERAL;
+    }
     for (s = location; *s; s++) {
         if ((unsigned char)*s < 0x20 || *s == 0x7f) {
             return APR_EINVAL;
@@ -286,6 +322,45 @@ void svc_cookie_set(svc_ctx_t *ctx, const char *name, const char *value, const c
                    apr_psprintf(ctx->pool, "%s=%s; Path=%s; Max-Age=%d; HttpOnly; "
                                 "SameSite=Lax%s", name, value, path, max_age,
                                 ctx->is_tls ? "; Secure" : ""));
+}
+
+apr_status_t svc_query_parse(svc_ctx_t *ctx, const char *args, int (*unescape)(char *s))
+{
+    char *copy, *pair, *state = NULL;
+    int n = 0;
+
+    if (!args || !*args) {
+        return APR_SUCCESS;
+    }
+    copy = apr_pstrdup(ctx->pool, args);
+    for (pair = apr_strtok(copy, "&", &state); pair; pair = apr_strtok(NULL, "&", &state)) {
+        char *eq = strchr(pair, '=');
+        char *val = eq ? eq + 1 : pair + strlen(pair);
+
+        if (++n > SVC_MAX_QUERY_PARAMS) {
+            return svc_fail(ctx, 400, "invalid_query",
+                            "The query string has more than %d parameters.",
+                            SVC_MAX_QUERY_PARAMS);
+        }
+        if (eq) {
+            *eq = '\0';
+        }
+        /* Form decoding ('+' is a space); %2F is an ordinary character in a
+         * query (encodeURIComponent("/x") is "%2Fx"); bad escapes and %00
+         * are refused. */
+        if (unescape(pair) != 0 || unescape(val) != 0) {
+            return svc_fail(ctx, 400, "invalid_query",
+                            "The query string has a parameter that is not valid "
+                            "percent-encoding, or that encodes a NUL character.");
+        }
+        if (apr_table_get(ctx->query, pair)) {
+            return svc_fail(ctx, 400, "invalid_query",
+                            "The query string gives the parameter %s more than once.",
+                            svc_printable(ctx->pool, pair, 64));
+        }
+        apr_table_setn(ctx->query, pair, val);
+    }
+    return APR_SUCCESS;
 }
 
 apr_status_t svc_stream_resume_point(svc_ctx_t *ctx, apr_int64_t *pafter)
@@ -313,6 +388,9 @@ apr_status_t svc_reply_stream(svc_ctx_t *ctx, const char *org_id, const char *ru
 {
     svc_stream_t *st = apr_pcalloc(ctx->pool, sizeof(*st));
 
+    if (answer_final(ctx)) {
+        return APR_EGENERAL;
+    }
     st->org_id = org_id;
     st->run_id = run_id;
     st->after = after < 0 ? 0 : after;

@@ -84,6 +84,13 @@ typedef apr_status_t (*svc_body_reader_fn)(void *baton, char *buf, apr_size_t *p
 typedef apr_status_t (*svc_body_producer_fn)(svc_ctx_t *ctx, void *baton, apr_pool_t *scratch,
                                              const char **pdata, apr_size_t *plen);
 
+/* A request's write (svc_write.h): none yet, under way, committed. */
+typedef enum {
+    SVC_WRITE_NONE = 0,
+    SVC_WRITE_OPEN,
+    SVC_WRITE_COMMITTED
+} svc_write_state_e;
+
 /* Where a problem document goes before the glue renders it. */
 struct svc_problem_t {
     int status;
@@ -139,6 +146,9 @@ struct svc_ctx_t {
     apr_status_t (*db_acquire)(svc_ctx_t *ctx);
     void (*db_release)(svc_ctx_t *ctx);
     void *glue;                 /* baton for db_acquire and db_release */
+    /* Where the request's write is (svc_write.h); once committed, the
+     * answer is final. */
+    svc_write_state_e write_state;
     /* Why the database cannot be reached now, as libpq says it (secrets
      * removed), or NULL when it can: for /internal/health. May be NULL. */
     const char *(*db_reason)(svc_ctx_t *ctx);
@@ -164,18 +174,12 @@ svc_ctx_t *svc_ctx_create(apr_pool_t *p, const svc_config_t *conf);
 apr_status_t svc_ctx_db(svc_ctx_t *ctx, svc_db_t **pdb);
 
 /*
- * The same, with a transaction begun on it: the start of every handler that
- * writes. Whatever it does not commit is rolled back when the connection
- * goes back to the pool (svc_db_release).
- */
-apr_status_t svc_ctx_db_begin(svc_ctx_t *ctx, svc_db_t **pdb);
-
-/*
- * Gives the connection back to the pool now (rolling back anything not
- * committed). Handlers call this before waiting on anything slow, such as
- * an outbound HTTP call, so a slow provider cannot starve the pool; the
- * next svc_ctx_db acquires a connection again. Anything but APR_SUCCESS
- * means the caller's authentication did not hold: stop and return it.
+ * Gives the connection back to the pool now. Handlers call this before
+ * waiting on anything slow, such as an outbound HTTP call, so a slow
+ * provider cannot starve the pool; the next svc_ctx_db acquires a
+ * connection again. Anything but APR_SUCCESS means the caller's
+ * authentication did not hold (or the call came from inside a write,
+ * svc_write.h, which holds its connection to the end): stop and return it.
  */
 apr_status_t svc_ctx_db_release(svc_ctx_t *ctx) __attribute__((warn_unused_result));
 
@@ -202,6 +206,17 @@ svc_problem_t *svc_ctx_problem(svc_ctx_t *ctx, apr_status_t rv);
 
 /* Renders a problem as application/problem+json into ctx's response. */
 void svc_ctx_render_problem(svc_ctx_t *ctx, const svc_problem_t *pr);
+
+/*
+ * The answer. Each svc_reply_* sets it whole (the last one wins), and
+ * refuses with APR_EGENERAL once a write committed: that write's answer,
+ * built inside its transaction, is final (svc_write.h).
+ */
+
+/* Forgets the answer set so far (status, body, producer, stream), not its
+ * headers: for an answer that is not to be sent after all (a write that
+ * did not commit; a request run again). */
+void svc_ctx_forget_answer(svc_ctx_t *ctx);
 
 /* Sets a JSON response: takes the reference to `body`. */
 apr_status_t svc_reply_json(svc_ctx_t *ctx, int status, json_t *body);
@@ -248,6 +263,19 @@ apr_status_t svc_reply_redirect(svc_ctx_t *ctx, const char *location);
  */
 void svc_cookie_set(svc_ctx_t *ctx, const char *name, const char *value, const char *path,
                     int max_age);
+
+/* Query strings with more parameters than this are refused. */
+#define SVC_MAX_QUERY_PARAMS 64
+
+/*
+ * Decodes a request's query string (NULL or "" for none) into ctx->query:
+ * '&'-separated name=value pairs, names and values decoded by `unescape`
+ * in place (the glue's is httpd's ap_unescape_urlencoded: '+' is a space,
+ * %XX a byte; non-zero for a bad escape or an encoded NUL). A 400
+ * invalid_query problem for more than SVC_MAX_QUERY_PARAMS parameters, one
+ * that does not decode, or a name given twice.
+ */
+apr_status_t svc_query_parse(svc_ctx_t *ctx, const char *args, int (*unescape)(char *s));
 
 /*
  * Where a stream resumes: the Last-Event-ID header, or the last_event_id

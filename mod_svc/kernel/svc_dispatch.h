@@ -1,5 +1,5 @@
 /*
- * svc_dispatch.h: the request pipeline of DESIGN.md section 1, in order:
+ * svc_dispatch.h: the request pipeline (docs/architecture.md, "One request"), in order:
  * route -> (glue reads the body under the route's cap) -> authenticate and
  * authorize -> parse and validate the body -> rate limit -> handler.
  */

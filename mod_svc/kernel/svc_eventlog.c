@@ -30,13 +30,13 @@ static const svc_stmt_t st_events_after = {
 static const svc_stmt_t st_streams_claim = {
     "svc_streams_claim",
     "SELECT svc_stream_claim($1, $2, $3::int)",
-    3, 0
+    3, SVC_STMT_ALONE
 };
 
 static const svc_stmt_t st_streams_release = {
     "svc_streams_release",
     "DELETE FROM event_streams WHERE id = ANY($1::bigint[])",
-    1, SVC_STMT_RETRY
+    1, SVC_STMT_RETRY | SVC_STMT_ALONE
 };
 
 static const svc_stmt_t st_streams_refresh = {
@@ -44,7 +44,7 @@ static const svc_stmt_t st_streams_refresh = {
     "WITH seen AS (UPDATE event_streams SET seen_at = now() WHERE holder = $1)"
     " DELETE FROM event_streams WHERE seen_at < now() - interval '5 minutes'"
     " AND holder <> $1",
-    1, SVC_STMT_RETRY
+    1, SVC_STMT_RETRY | SVC_STMT_ALONE
 };
 
 apr_status_t svc_event_emit(svc_db_t *db, apr_pool_t *p, const char *org_id,

@@ -31,7 +31,8 @@ typedef struct {
  * Appends an event in the caller's transaction (committed or rolled back
  * with the change it reports). `data` (borrowed) must be a JSON object.
  * The insert takes the org's event lock until the transaction ends, so
- * emit events last in a transaction, right before COMMIT.
+ * emit events last among a transaction's writes (a write's answer, read
+ * after them, takes no lock).
  */
 apr_status_t svc_event_emit(svc_db_t *db, apr_pool_t *p, const char *org_id,
                             const char *project_id, const char *run_id, const char *kind,

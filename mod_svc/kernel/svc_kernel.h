@@ -6,7 +6,8 @@
  * router and areas (svc_route.h), dispatch (svc_dispatch.h), authentication
  * and authorization (svc_auth.h), the membership and role checks
  * (svc_access.h), paging and row-shaped JSON (svc_page.h), audit writing
- * (svc_audit_write.h), rate limits (svc_ratelimit.h), the configuration
+ * (svc_audit_write.h), how a handler writes (svc_write.h: its change and its
+ * answer in one transaction), rate limits (svc_ratelimit.h), the configuration
  * (svc_config.h), OpenAPI (svc_openapi.h) and health (svc_health.h).
  */
 #ifndef SVC_KERNEL_H
@@ -27,6 +28,7 @@
 #include "svc_page.h"
 #include "svc_ratelimit.h"
 #include "svc_route.h"
+#include "svc_write.h"
 
 /* The kernel's own routes: the OpenAPI document and health (svc_kernel_routes.c). */
 extern const svc_area_t svc_kernel_area;

@@ -22,7 +22,7 @@ static const svc_stmt_t st_rate_hit = {
     " FROM (SELECT (floor(extract(epoch FROM now()) / $2::int) * $2::int)::bigint AS start) w"
     " ON CONFLICT (key, window_start) DO UPDATE SET count = r.count + 1"
     " RETURNING count, window_end - floor(extract(epoch FROM now()))::bigint",
-    2, SVC_STMT_RETRY
+    2, SVC_STMT_RETRY | SVC_STMT_ALONE
 };
 
 /*
@@ -38,7 +38,7 @@ static const svc_stmt_t st_rate_sweep = {
     "DELETE FROM rate_limits WHERE ctid = ANY (ARRAY("
     " SELECT ctid FROM rate_limits WHERE window_end <= floor(extract(epoch FROM now()))::bigint"
     " ORDER BY window_end LIMIT $1::int FOR UPDATE SKIP LOCKED))",
-    1, SVC_STMT_RETRY
+    1, SVC_STMT_RETRY | SVC_STMT_ALONE
 };
 
 apr_status_t svc_rate_hit(svc_ctx_t *ctx, const char *class_name, const char *subject)

@@ -1466,6 +1466,7 @@ sub handle_api {
         if $mode eq 'slow' && $FLAVOR eq 'openai';
     $res->header('Content-Length' => length $res->content);
     $rec->{status} = $res->code;
+    capture($mode, $res) if $ENV{SVC_FUZZ_CAPTURE};
     if ($mode eq 'slow') {
         hold($c, $st{delay_ms} / 1000, wire($res));
         return;
@@ -1477,6 +1478,20 @@ sub handle_api {
     }
     print $c wire($res);
     return;
+}
+
+# SVC_FUZZ_CAPTURE=DIR: every answer is appended to DIR/llm.jsonl (as
+# SvcTest::fuzz_capture writes), for t/fuzz/seeds.pl: the seeds of the fuzz
+# target of provider answers are what this fake answered in the tests.
+sub capture {
+    my ($mode, $res) = @_;
+    require MIME::Base64;
+    open my $fh, '>>', "$ENV{SVC_FUZZ_CAPTURE}/llm.jsonl" or return;
+    flock $fh, 2;
+    print $fh JSON::PP->new->canonical->encode({
+        flavor => $FLAVOR, mode => $mode, status => $res->code,
+        body => MIME::Base64::encode_base64($res->content, '') }), "\n";
+    close $fh;
 }
 
 sub reap_kids {

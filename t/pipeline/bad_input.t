@@ -1,4 +1,5 @@
-# Bad input to the pipeline's routes (DESIGN.md section 6): every body,
+# Bad input to the pipeline's routes (bad input gets a 4xx and changes
+# nothing: docs/api/conventions.md): every body,
 # query and header a client could get wrong is a 4xx problem document
 # naming what is wrong, never a 5xx, and changes nothing in the database
 # (the digest of every table but the audit log's and the rate windows',

@@ -68,6 +68,51 @@ extern int svc_test_failed_checks;
         }                                                                     \
     } while (0)
 
+/* ---------------------------------------------------------------------- */
+/* Small helpers of the tests' own (static inline: unused ones cost nothing) */
+
+static inline const char *hexof(apr_pool_t *p, const unsigned char *d, apr_size_t n)
+{
+    static const char digits[] = "0123456789abcdef";
+    char *out = apr_palloc(p, n * 2 + 1);
+    apr_size_t i;
+
+    for (i = 0; i < n; i++) {
+        out[2 * i] = digits[d[i] >> 4];
+        out[2 * i + 1] = digits[d[i] & 15];
+    }
+    out[2 * n] = '\0';
+    return out;
+}
+
+/* A string of n copies of c, in pool memory. */
+static inline char *repeat(apr_pool_t *p, char c, apr_size_t n)
+{
+    char *s = apr_palloc(p, n + 1);
+
+    memset(s, c, n);
+    s[n] = '\0';
+    return s;
+}
+
+/* s, n times over. */
+static inline char *repeat_str(apr_pool_t *p, const char *s, apr_size_t n)
+{
+    apr_size_t len = strlen(s), i;
+    char *out = apr_palloc(p, len * n + 1);
+
+    for (i = 0; i < n; i++) {
+        memcpy(out + i * len, s, len);
+    }
+    out[len * n] = '\0';
+    return out;
+}
+
+static inline int contains(const char *hay, const char *needle)
+{
+    return hay && needle && strstr(hay, needle) != NULL;
+}
+
 /* Defined once, in the test program that includes this with SVC_TEST_MAIN. */
 #ifdef SVC_TEST_MAIN
 svc_test_case_t svc_test_cases[SVC_TEST_MAX];

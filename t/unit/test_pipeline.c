@@ -154,9 +154,9 @@ SVC_TEST(incident_filing)
     inc.title = "Deployment web is down";
     inc.body = "Health checks failed for 5 minutes.";
     inc.source_ref = "dep_abc";
-    SVC_CHECK(svc_db_begin(db, p) == APR_SUCCESS);
+    SVC_CHECK(svc_db_begin(db) == APR_SUCCESS);
     SVC_CHECK(svc_improvement_file_incident(db, p, &inc, &id1, &created) == APR_SUCCESS);
-    SVC_CHECK(svc_db_commit(db, p) == APR_SUCCESS);
+    SVC_CHECK(svc_db_commit(db) == APR_SUCCESS);
     SVC_CHECK_INT(created, 1);
     SVC_CHECK(id1 && strncmp(id1, "imp_", 4) == 0);
     /* The same incident again, while the first is open: that one. */

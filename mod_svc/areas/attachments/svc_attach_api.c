@@ -311,6 +311,48 @@ static apr_status_t reply_attachment(svc_ctx_t *ctx, svc_db_t *db, const char *i
     return svc_reply_org_row(ctx, db, &st_get, attachment_item, "attachment", id, status);
 }
 
+/* A file received in full, to store. */
+typedef struct {
+    const char *id, *filename, *type;
+    const target_kind_t *kind;
+    const char *target;
+    spool_t *sp;
+} upload_t;
+
+/* Stores the spooled file (baton: an upload_t) in chunks, audit-logged. */
+static apr_status_t store_upload(svc_ctx_t *ctx, svc_db_t *db, void *baton)
+{
+    const upload_t *u = baton;
+    const target_kind_t *kind = u->kind;
+    spool_t *sp = u->sp;
+    apr_status_t rv;
+
+    rv = svc_db_execv(db, &st_insert, ctx->pool, NULL, u->id, ctx->org->id,
+                      kind == &kinds[0] ? u->target : NULL, kind == &kinds[1] ? u->target : NULL,
+                      kind == &kinds[2] ? u->target : NULL, u->filename, u->type,
+                      apr_off_t_toa(ctx->pool, sp->size),
+                      svc_bytea_param(ctx->pool, sp->sha256, sizeof(sp->sha256)),
+                      apr_itoa(ctx->pool, (int)((sp->size + CHUNK - 1) / CHUNK)),
+                      ctx->who->user_id);
+    if (rv == SVC_EINTEGRITY) {
+        /* The target went away while the file was being received. */
+        return svc_fail(ctx, 404, "not_found", "No %s %s in %s.", kind->what, u->target,
+                        ctx->org->slug);
+    }
+    if (rv != APR_SUCCESS
+        || (rv = store_chunks(ctx, db, u->id, sp)) != APR_SUCCESS
+        || (rv = svc_audit_member(ctx, db, "attachment.uploaded", "attachment", u->id,
+                                  json_pack("{s:s,s:s,s:s,s:s,s:I,s:s}", kind->column,
+                                            u->target, "filename", u->filename,
+                                            "content_type", u->type, "sha256",
+                                            svc_hex(ctx->pool, sp->sha256, sizeof(sp->sha256)),
+                                            "size", (json_int_t)sp->size, "id", u->id)))
+           != APR_SUCCESS) {
+        return rv;
+    }
+    return reply_attachment(ctx, db, u->id, 201);
+}
+
 apr_status_t svc_h_attachments_upload(svc_ctx_t *ctx)
 {
     const char *filename = apr_table_get(ctx->query, "filename");
@@ -320,6 +362,7 @@ apr_status_t svc_h_attachments_upload(svc_ctx_t *ctx)
     const char *why = svc_attach_name_refusal(filename);
     const target_kind_t *kind;
     const char *target;
+    upload_t u;
     spool_t sp;
     svc_db_t *db;
     apr_status_t rv;
@@ -337,40 +380,15 @@ apr_status_t svc_h_attachments_upload(svc_ctx_t *ctx)
         || (rv = spool_body(ctx, &sp)) != APR_SUCCESS) {
         return rv;
     }
-    if ((rv = svc_ctx_db_begin(ctx, &db)) != APR_SUCCESS) {
-        return rv;
-    }
-    rv = svc_db_execv(db, &st_insert, ctx->pool, NULL, id, ctx->org->id,
-                      kind == &kinds[0] ? target : NULL, kind == &kinds[1] ? target : NULL,
-                      kind == &kinds[2] ? target : NULL, filename, type,
-                      apr_off_t_toa(ctx->pool, sp.size),
-                      svc_bytea_param(ctx->pool, sp.sha256, sizeof(sp.sha256)),
-                      apr_itoa(ctx->pool, (int)((sp.size + CHUNK - 1) / CHUNK)),
-                      ctx->who->user_id);
-    if (rv == SVC_EINTEGRITY) {
-        /* The target went away while the file was being received. */
-        rv = svc_fail(ctx, 404, "not_found", "No %s %s in %s.", kind->what, target,
-                      ctx->org->slug);
-    }
-    if (rv == APR_SUCCESS) {
-        rv = store_chunks(ctx, db, id, &sp);
-    }
-    if (rv == APR_SUCCESS) {
-        rv = svc_audit_member(ctx, db, "attachment.uploaded", "attachment", id,
-                             json_pack("{s:s,s:s,s:s,s:s,s:I,s:s}", kind->column, target,
-                                       "filename", filename, "content_type", type, "sha256",
-                                       svc_hex(ctx->pool, sp.sha256, sizeof(sp.sha256)),
-                                       "size", (json_int_t)sp.size, "id", id));
-    }
-    if (rv == APR_SUCCESS) {
-        rv = svc_db_commit(db, ctx->pool);
-    }
+    u.id = id;
+    u.filename = filename;
+    u.type = type;
+    u.kind = kind;
+    u.target = target;
+    u.sp = &sp;
+    rv = svc_write(ctx, store_upload, &u);
     apr_file_close(sp.file);
-    if (rv != APR_SUCCESS) {
-        svc_db_rollback(db, ctx->pool);
-        return rv;
-    }
-    return reply_attachment(ctx, db, id, 201);
+    return rv;
 }
 
 apr_status_t svc_h_attachments_list(svc_ctx_t *ctx)
@@ -476,23 +494,18 @@ apr_status_t svc_h_attachments_content(svc_ctx_t *ctx)
                               (apr_off_t)size, next_chunk, d);
 }
 
-apr_status_t svc_h_attachments_delete(svc_ctx_t *ctx)
+static apr_status_t delete_attachment(svc_ctx_t *ctx, svc_db_t *db, void *baton)
 {
     const char *id = apr_table_get(ctx->params, "id");
     const char *owner;
     svc_dbres_t *res;
-    svc_db_t *db;
     apr_status_t rv;
 
-    if ((rv = svc_ctx_db_begin(ctx, &db)) != APR_SUCCESS) {
+    if ((rv = svc_db_execv(db, &st_lock, ctx->pool, &res, id, ctx->org->id)) != APR_SUCCESS) {
         return rv;
     }
-    if ((rv = svc_db_execv(db, &st_lock, ctx->pool, &res, id, ctx->org->id)) != APR_SUCCESS) {
-        goto cleanup;
-    }
     if (svc_dbres_rows(res) != 1) {
-        rv = svc_fail(ctx, 404, "not_found", "No attachment %s in %s.", id, ctx->org->slug);
-        goto cleanup;
+        return svc_fail(ctx, 404, "not_found", "No attachment %s in %s.", id, ctx->org->slug);
     }
     owner = svc_dbres_str(res, 0, 0);
     /* Whoever uploaded it, or an admin. */
@@ -502,20 +515,21 @@ apr_status_t svc_h_attachments_delete(svc_ctx_t *ctx)
             rv = svc_fail(ctx, 403, "forbidden", "Only whoever uploaded an attachment, or an "
                           "admin, may delete it.");
         }
-        goto cleanup;
+        return rv;
     }
     if ((rv = svc_audit_member(ctx, db, "attachment.deleted", "attachment", id,
                               json_pack("{s:s,s:s}", "filename", svc_dbres_str(res, 0, 1),
                                         "id", id))) != APR_SUCCESS
         || (rv = svc_db_execv(db, &st_delete, ctx->pool, NULL, id, ctx->org->id))
            != APR_SUCCESS) {
-        goto cleanup;
-    }
-cleanup:
-    if ((rv = svc_db_end(db, ctx->pool, rv)) != APR_SUCCESS) {
         return rv;
     }
     return svc_reply_empty(ctx);
+}
+
+apr_status_t svc_h_attachments_delete(svc_ctx_t *ctx)
+{
+    return svc_write(ctx, delete_attachment, NULL);
 }
 
 apr_status_t svc_attachments_of(svc_db_t *db, apr_pool_t *p, const char *org_id,

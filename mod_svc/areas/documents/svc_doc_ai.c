@@ -388,57 +388,61 @@ static apr_status_t moved_on(svc_ctx_t *ctx, const svc_doc_state_t *st, const ch
                     st->current_version_id, base);
 }
 
-static apr_status_t regenerate(svc_ctx_t *ctx)
-{
-    const char *instructions = svc_json_str(ctx->body, "instructions");
-    const char *vid = svc_id_new(ctx->pool, "ver_");
-    svc_new_version_t nv;
-    svc_provider_t *prov;
-    svc_doc_state_t *st;
+/* What the model wrote, to store as the document's new version. */
+typedef struct {
     ai_input_t in;
-    svc_db_t *db;
+    svc_provider_t *prov;
+    svc_new_version_t nv;
+} regenerated_t;
+
+static apr_status_t store_regenerated(svc_ctx_t *ctx, svc_db_t *db, void *baton)
+{
+    const regenerated_t *r = baton;
+    const char *vid = svc_id_new(ctx->pool, "ver_");
+    svc_doc_state_t *st;
     int number;
     apr_status_t rv;
 
-    memset(&nv, 0, sizeof(nv));
+    if ((rv = svc_doc_lock(ctx, db, r->in.doc_id, &st)) != APR_SUCCESS) {
+        return rv;
+    }
+    if (strcmp(st->current_version_id, r->in.version_id) != 0) {
+        return moved_on(ctx, st, r->in.version_id);
+    }
+    if ((rv = svc_doc_version_add(ctx, db, r->in.doc_id, vid, &r->nv, &number)) != APR_SUCCESS
+        || (rv = svc_doc_audit(ctx, db, "document.regenerated", "document", r->in.doc_id,
+                               json_pack("{s:s,s:i,s:s,s:s,s:s,s:I}", "version_id", vid,
+                                         "number", number, "base_version_id", r->in.version_id,
+                                         "provider_id", svc_provider_id(r->prov),
+                                         "model", svc_provider_model(r->prov),
+                                         "bytes", (json_int_t)strlen(r->nv.body))))
+           != APR_SUCCESS) {
+        return rv;
+    }
+    return svc_doc_reply_version(ctx, db, vid, 201);
+}
+
+static apr_status_t regenerate(svc_ctx_t *ctx)
+{
+    const char *instructions = svc_json_str(ctx->body, "instructions");
+    regenerated_t r;
+    apr_status_t rv;
+
+    memset(&r, 0, sizeof(r));
     rv = ask_model(ctx, "document.regenerate",
                    instructions && *instructions ? instructions
                    : "Rewrite the document: clear, complete, and consistent with the other "
                      "documents.",
                    "Answer with one JSON object: {\"body\": \"<the complete new document, in "
-                   "Markdown>\"}.", &in, &prov, &nv.body, NULL);
+                   "Markdown>\"}.", &r.in, &r.prov, &r.nv.body, NULL);
     if (rv != APR_SUCCESS) {
         return rv;
     }
-    nv.author_kind = "ai";
-    nv.author_model = svc_provider_model(prov);
-    nv.source = "regenerate";
-    nv.base_version_id = in.version_id;
-    if ((rv = svc_ctx_db_begin(ctx, &db)) != APR_SUCCESS) {
-        return rv;
-    }
-    if ((rv = svc_doc_lock(ctx, db, in.doc_id, &st)) != APR_SUCCESS) {
-        goto cleanup;
-    }
-    if (strcmp(st->current_version_id, in.version_id) != 0) {
-        rv = moved_on(ctx, st, in.version_id);
-        goto cleanup;
-    }
-    if ((rv = svc_doc_version_add(ctx, db, in.doc_id, vid, &nv, &number)) != APR_SUCCESS
-        || (rv = svc_doc_audit(ctx, db, "document.regenerated", "document", in.doc_id,
-                               json_pack("{s:s,s:i,s:s,s:s,s:s,s:I}", "version_id", vid,
-                                         "number", number, "base_version_id", in.version_id,
-                                         "provider_id", svc_provider_id(prov),
-                                         "model", svc_provider_model(prov),
-                                         "bytes", (json_int_t)strlen(nv.body))))
-           != APR_SUCCESS) {
-        goto cleanup;
-    }
-cleanup:
-    if ((rv = svc_db_end(db, ctx->pool, rv)) != APR_SUCCESS) {
-        return rv;
-    }
-    return svc_doc_reply_version(ctx, db, vid, 201);
+    r.nv.author_kind = "ai";
+    r.nv.author_model = svc_provider_model(r.prov);
+    r.nv.source = "regenerate";
+    r.nv.base_version_id = r.in.version_id;
+    return svc_write(ctx, store_regenerated, &r);
 }
 
 /*
@@ -482,60 +486,70 @@ static apr_status_t reply_patch(svc_ctx_t *ctx, svc_db_t *db, const char *id, in
     return svc_reply_org_row(ctx, db, &st_pch_get, patch_item, "patch", id, status);
 }
 
-apr_status_t svc_h_patches_create(svc_ctx_t *ctx)
-{
-    const char *instructions = svc_json_str(ctx->body, "instructions");
-    const char *id = svc_id_new(ctx->pool, "pch_");
-    const char *proposal, *summary, *diff, *back, *err;
-    unsigned char digest[32];
-    svc_provider_t *prov;
-    apr_size_t back_len;
+/* A patch the model proposed, to store. */
+typedef struct {
     ai_input_t in;
-    svc_db_t *db;
+    svc_provider_t *prov;
+    const char *summary, *diff;
+    unsigned char digest[32];       /* of the proposed text */
+} proposed_t;
+
+static apr_status_t store_patch(svc_ctx_t *ctx, svc_db_t *db, void *baton)
+{
+    const proposed_t *pr = baton;
+    const char *id = svc_id_new(ctx->pool, "pch_");
     apr_status_t rv;
 
-    rv = ask_model(ctx, "document.patch", instructions,
-                   "Answer with one JSON object: {\"summary\": \"<what you changed and why, in "
-                   "one or two sentences>\", \"body\": \"<the complete revised document, in "
-                   "Markdown>\"}.", &in, &prov, &proposal, &summary);
-    if (rv != APR_SUCCESS) {
-        return rv;
-    }
-    diff = svc_diff_unified(ctx->pool, in.body, in.len, proposal, strlen(proposal),
-                            apr_pstrcat(ctx->pool, in.doc_id, ".md", NULL), SVC_DIFF_CONTEXT, 0);
-    /* What is stored must rebuild the proposal exactly, or nothing is stored. */
-    if (svc_diff_apply(ctx->pool, in.body, in.len, diff, strlen(diff), &back, &back_len, &err)
-        != APR_SUCCESS || back_len != strlen(proposal) || memcmp(back, proposal, back_len)) {
-        return APR_EGENERAL;
-    }
-    svc_sha256(digest, (const unsigned char *)proposal, strlen(proposal));
-    if ((rv = svc_ctx_db_begin(ctx, &db)) != APR_SUCCESS) {
-        return rv;
-    }
     if ((rv = svc_access_recheck(ctx, db, SVC_ROLE_MEMBER, SVC_PROLE_NONE)) != APR_SUCCESS) {
-        goto cleanup;
+        return rv;
     }
-    rv = svc_db_execv(db, &st_pch_insert, ctx->pool, NULL, id, ctx->org->id, in.doc_id,
-                      in.version_id, diff, summary, instructions,
-                      svc_bytea_param(ctx->pool, digest, sizeof(digest)),
-                      svc_provider_model(prov), ctx->who->user_id);
+    rv = svc_db_execv(db, &st_pch_insert, ctx->pool, NULL, id, ctx->org->id, pr->in.doc_id,
+                      pr->in.version_id, pr->diff, pr->summary,
+                      svc_json_str(ctx->body, "instructions"),
+                      svc_bytea_param(ctx->pool, pr->digest, sizeof(pr->digest)),
+                      svc_provider_model(pr->prov), ctx->who->user_id);
     if (rv == SVC_EINTEGRITY) {
-        rv = svc_fail(ctx, 404, "not_found", "Document %s was deleted meanwhile.", in.doc_id);
+        return svc_fail(ctx, 404, "not_found", "Document %s was deleted meanwhile.",
+                        pr->in.doc_id);
     }
     if (rv != APR_SUCCESS
         || (rv = svc_doc_audit(ctx, db, "patch.proposed", "patch", id,
-                               json_pack("{s:s,s:s,s:s,s:s}", "document_id", in.doc_id,
-                                         "base_version_id", in.version_id,
-                                         "provider_id", svc_provider_id(prov),
-                                         "model", svc_provider_model(prov))))
+                               json_pack("{s:s,s:s,s:s,s:s}", "document_id", pr->in.doc_id,
+                                         "base_version_id", pr->in.version_id,
+                                         "provider_id", svc_provider_id(pr->prov),
+                                         "model", svc_provider_model(pr->prov))))
            != APR_SUCCESS) {
-        goto cleanup;
-    }
-cleanup:
-    if ((rv = svc_db_end(db, ctx->pool, rv)) != APR_SUCCESS) {
         return rv;
     }
     return reply_patch(ctx, db, id, 201);
+}
+
+apr_status_t svc_h_patches_create(svc_ctx_t *ctx)
+{
+    const char *proposal, *back, *err;
+    apr_size_t back_len;
+    proposed_t pr;
+    apr_status_t rv;
+
+    memset(&pr, 0, sizeof(pr));
+    rv = ask_model(ctx, "document.patch", svc_json_str(ctx->body, "instructions"),
+                   "Answer with one JSON object: {\"summary\": \"<what you changed and why, in "
+                   "one or two sentences>\", \"body\": \"<the complete revised document, in "
+                   "Markdown>\"}.", &pr.in, &pr.prov, &proposal, &pr.summary);
+    if (rv != APR_SUCCESS) {
+        return rv;
+    }
+    pr.diff = svc_diff_unified(ctx->pool, pr.in.body, pr.in.len, proposal, strlen(proposal),
+                               apr_pstrcat(ctx->pool, pr.in.doc_id, ".md", NULL),
+                               SVC_DIFF_CONTEXT, 0);
+    /* What is stored must rebuild the proposal exactly, or nothing is stored. */
+    if (svc_diff_apply(ctx->pool, pr.in.body, pr.in.len, pr.diff, strlen(pr.diff), &back,
+                       &back_len, &err) != APR_SUCCESS
+        || back_len != strlen(proposal) || memcmp(back, proposal, back_len)) {
+        return APR_EGENERAL;
+    }
+    svc_sha256(pr.digest, (const unsigned char *)proposal, strlen(proposal));
+    return svc_write(ctx, store_patch, &pr);
 }
 
 apr_status_t svc_h_patches_list(svc_ctx_t *ctx)
@@ -544,61 +558,57 @@ apr_status_t svc_h_patches_list(svc_ctx_t *ctx)
 }
 
 /*
- * Accepts (accept) or rejects a proposed patch. Accepting applies the
- * stored diff to its base version, which must still be the document's
+ * Accepts (baton non-NULL) or rejects a proposed patch. Accepting applies
+ * the stored diff to its base version, which must still be the document's
  * current one (409 conflict otherwise: the patch was made for a text that
  * is gone), checks the result against the digest of what the model
  * proposed, and writes it as a new draft. A decided patch is 409
  * invalid_status.
  */
-static apr_status_t decide_patch(svc_ctx_t *ctx, int accept)
+static apr_status_t decide_patch(svc_ctx_t *ctx, svc_db_t *db, void *baton)
 {
     const char *id = apr_table_get(ctx->params, "patchId");
     const char *vid = svc_id_new(ctx->pool, "ver_");
     const char *doc, *status, *base, *diff, *out, *err, *body;
+    int accept = baton != NULL;
     unsigned char digest[32];
     apr_size_t out_len, body_len;
     svc_new_version_t nv;
     svc_doc_state_t *st;
     svc_dbres_t *res;
-    svc_db_t *db = NULL;
     int number = 0;
     apr_status_t rv;
 
-    if ((rv = svc_doc_begin_via(ctx, &st_pch_document, "patch", id, &db, &st)) != APR_SUCCESS
+    if ((rv = svc_doc_lock_via(ctx, db, &st_pch_document, "patch", id, &st)) != APR_SUCCESS
         || (rv = svc_db_execv(db, &st_pch_lock, ctx->pool, &res, id, ctx->org->id))
            != APR_SUCCESS) {
-        goto cleanup;
+        return rv;
     }
     doc = st->id;
     status = svc_dbres_str(res, 0, 0);
     base = svc_dbres_str(res, 0, 1);
     if (strcmp(status, "proposed") != 0) {
-        rv = svc_fail(ctx, 409, "invalid_status", "Patch %s is %s already.", id, status);
-        goto cleanup;
+        return svc_fail(ctx, 409, "invalid_status", "Patch %s is %s already.", id, status);
     }
     if (accept) {
         if (strcmp(st->current_version_id, base) != 0) {
-            rv = svc_fail(ctx, 409, "conflict", "Patch %s was proposed for version %s; the "
-                          "document's current version is %s. Ask for a new patch.", id, base,
-                          st->current_version_id);
-            goto cleanup;
+            return svc_fail(ctx, 409, "conflict", "Patch %s was proposed for version %s; the "
+                            "document's current version is %s. Ask for a new patch.", id, base,
+                            st->current_version_id);
         }
         diff = svc_dbres_str(res, 0, 2);
         if ((rv = svc_doc_version_body(ctx, db, base, &body, &body_len)) != APR_SUCCESS) {
-            goto cleanup;
+            return rv;
         }
         if (svc_diff_apply(ctx->pool, body, body_len, diff, svc_dbres_len(res, 0, 2), &out,
                            &out_len, &err) != APR_SUCCESS) {
-            rv = svc_fail(ctx, 409, "conflict", "Patch %s does not apply: %s.", id, err);
-            goto cleanup;
+            return svc_fail(ctx, 409, "conflict", "Patch %s does not apply: %s.", id, err);
         }
         svc_sha256(digest, (const unsigned char *)out, out_len);
         if (svc_dbres_len(res, 0, 3) != sizeof(digest)
             || !svc_ct_equal(digest, svc_dbres_str(res, 0, 3), sizeof(digest))) {
-            rv = svc_fail(ctx, 409, "conflict", "Patch %s does not rebuild the text that was "
-                          "proposed; ask for a new patch.", id);
-            goto cleanup;
+            return svc_fail(ctx, 409, "conflict", "Patch %s does not rebuild the text that was "
+                            "proposed; ask for a new patch.", id);
         }
         memset(&nv, 0, sizeof(nv));
         nv.body = out;
@@ -607,7 +617,7 @@ static apr_status_t decide_patch(svc_ctx_t *ctx, int accept)
         nv.source = "patch";
         nv.base_version_id = apr_pstrdup(ctx->pool, base);
         if ((rv = svc_doc_version_add(ctx, db, doc, vid, &nv, &number)) != APR_SUCCESS) {
-            goto cleanup;
+            return rv;
         }
     }
     if ((rv = svc_db_execv(db, &st_pch_decide, ctx->pool, NULL, id, ctx->org->id,
@@ -618,10 +628,6 @@ static apr_status_t decide_patch(svc_ctx_t *ctx, int accept)
                                                       "version_id", vid, "number", number)
                                           : json_pack("{s:s}", "document_id", doc)))
            != APR_SUCCESS) {
-        goto cleanup;
-    }
-cleanup:
-    if ((rv = svc_db_end(db, ctx->pool, rv)) != APR_SUCCESS) {
         return rv;
     }
     return reply_patch(ctx, db, id, 200);
@@ -629,10 +635,12 @@ cleanup:
 
 apr_status_t svc_h_patches_accept(svc_ctx_t *ctx)
 {
-    return decide_patch(ctx, 1);
+    static const int accept = 1;
+
+    return svc_write(ctx, decide_patch, (void *)&accept);
 }
 
 apr_status_t svc_h_patches_reject(svc_ctx_t *ctx)
 {
-    return decide_patch(ctx, 0);
+    return svc_write(ctx, decide_patch, NULL);
 }

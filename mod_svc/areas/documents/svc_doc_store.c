@@ -109,20 +109,19 @@ apr_status_t svc_doc_lock(svc_ctx_t *ctx, svc_db_t *db, const char *doc_id,
     return APR_SUCCESS;
 }
 
-apr_status_t svc_doc_begin_via(svc_ctx_t *ctx, const svc_stmt_t *owner, const char *what,
-                               const char *id, svc_db_t **pdb, svc_doc_state_t **pst)
+apr_status_t svc_doc_lock_via(svc_ctx_t *ctx, svc_db_t *db, const svc_stmt_t *owner,
+                              const char *what, const char *id, svc_doc_state_t **pst)
 {
     svc_dbres_t *res;
-    apr_status_t rv;
+    apr_status_t rv = svc_db_execv(db, owner, ctx->pool, &res, id, ctx->org->id);
 
-    if ((rv = svc_ctx_db_begin(ctx, pdb)) != APR_SUCCESS
-        || (rv = svc_db_execv(*pdb, owner, ctx->pool, &res, id, ctx->org->id)) != APR_SUCCESS) {
+    if (rv != APR_SUCCESS) {
         return rv;
     }
     if (svc_dbres_rows(res) != 1) {
         return svc_fail(ctx, 404, "not_found", "No %s %s in %s.", what, id, ctx->org->slug);
     }
-    return svc_doc_lock(ctx, *pdb, apr_pstrdup(ctx->pool, svc_dbres_str(res, 0, 0)), pst);
+    return svc_doc_lock(ctx, db, apr_pstrdup(ctx->pool, svc_dbres_str(res, 0, 0)), pst);
 }
 
 static const svc_stmt_t st_doc_exists = {

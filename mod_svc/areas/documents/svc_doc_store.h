@@ -39,12 +39,12 @@ apr_status_t svc_doc_lock(svc_ctx_t *ctx, svc_db_t *db, const char *doc_id,
                           svc_doc_state_t **pst);
 
 /*
- * The start of a change addressed through something of a document (a
- * version, a patch): a transaction, the document `owner` names for (id,
- * org) found (404 naming `what` when not), then svc_doc_lock.
+ * svc_doc_lock for a change addressed through something of a document (a
+ * version, a patch), in the caller's write: the document `owner` names for
+ * (id, org) found (404 naming `what` when not), then locked.
  */
-apr_status_t svc_doc_begin_via(svc_ctx_t *ctx, const svc_stmt_t *owner, const char *what,
-                               const char *id, svc_db_t **pdb, svc_doc_state_t **pst);
+apr_status_t svc_doc_lock_via(svc_ctx_t *ctx, svc_db_t *db, const svc_stmt_t *owner,
+                              const char *what, const char *id, svc_doc_state_t **pst);
 
 /*
  * A list of a document's children (versions, patches, comments): 404 when

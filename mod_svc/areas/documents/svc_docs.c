@@ -257,58 +257,63 @@ apr_status_t svc_h_documents_list(svc_ctx_t *ctx)
                           SVC_PAGE_BEFORE, SVC_PAGE_FETCH);
 }
 
-apr_status_t svc_h_documents_create(svc_ctx_t *ctx)
+static apr_status_t create_document(svc_ctx_t *ctx, svc_db_t *db, void *baton)
 {
     const char *product = apr_table_get(ctx->params, "productId");
     const char *id = svc_id_new(ctx->pool, "doc_");
     const char *vid = svc_id_new(ctx->pool, "ver_");
     const char *kind = svc_json_str(ctx->body, "kind");
     const char *title = svc_json_str(ctx->body, "title");
-    svc_new_version_t nv;
+    const svc_new_version_t *nv = baton;
     svc_dbres_t *res;
-    svc_db_t *db;
     apr_status_t rv;
 
-    memset(&nv, 0, sizeof(nv));
-    nv.body = svc_json_str(ctx->body, "body");
-    nv.author_kind = "user";
-    nv.source = "create";
-    if ((rv = svc_doc_check_size(ctx, strlen(nv.body))) != APR_SUCCESS
-        || (rv = svc_ctx_db_begin(ctx, &db)) != APR_SUCCESS) {
-        return rv;
-    }
     if ((rv = svc_access_recheck(ctx, db, SVC_ROLE_MEMBER, SVC_PROLE_NONE)) != APR_SUCCESS
         || (rv = svc_db_execv(db, &st_prd_hold, ctx->pool, &res, product, ctx->org->id))
            != APR_SUCCESS) {
-        goto cleanup;
+        return rv;
     }
     if (svc_dbres_rows(res) != 1) {
-        rv = svc_fail(ctx, 404, "not_found", "No product %s in %s.", product, ctx->org->slug);
-        goto cleanup;
+        return svc_fail(ctx, 404, "not_found", "No product %s in %s.", product, ctx->org->slug);
     }
     /* The document names its first version, written next; the reference is
      * checked at commit. */
     rv = svc_db_execv(db, &st_doc_insert, ctx->pool, NULL, id, ctx->org->id, product, kind,
                       title, vid, ctx->who->user_id);
     if (rv == SVC_ECONFLICT) {
-        rv = svc_fail(ctx, 409, "conflict", "Product %s has a table of contents already.",
-                      product);
-        goto cleanup;
+        return svc_fail(ctx, 409, "conflict", "Product %s has a table of contents already.",
+                        product);
     }
     if (rv != APR_SUCCESS
-        || (rv = svc_doc_version_add(ctx, db, id, vid, &nv, NULL)) != APR_SUCCESS
+        || (rv = svc_doc_version_add(ctx, db, id, vid, nv, NULL)) != APR_SUCCESS
         || (rv = svc_doc_audit(ctx, db, "document.created", "document", id,
                                json_pack("{s:s,s:s,s:s,s:s,s:I}", "product_id", product,
                                          "kind", kind, "title", title, "version_id", vid,
-                                         "bytes", (json_int_t)strlen(nv.body))))
+                                         "bytes", (json_int_t)strlen(nv->body))))
            != APR_SUCCESS) {
-        goto cleanup;
-    }
-cleanup:
-    if ((rv = svc_db_end(db, ctx->pool, rv)) != APR_SUCCESS) {
         return rv;
     }
     return reply_document(ctx, db, id, 201);
+}
+
+/* The version a user writes with the body's "body" (*nv), checked against
+ * SvcDocumentLimit. */
+static apr_status_t user_version(svc_ctx_t *ctx, const char *source, svc_new_version_t *nv)
+{
+    memset(nv, 0, sizeof(*nv));
+    nv->body = svc_json_str(ctx->body, "body");
+    nv->author_kind = "user";
+    nv->source = source;
+    nv->base_version_id = svc_json_str(ctx->body, "base_version_id");
+    return svc_doc_check_size(ctx, strlen(nv->body));
+}
+
+apr_status_t svc_h_documents_create(svc_ctx_t *ctx)
+{
+    svc_new_version_t nv;
+    apr_status_t rv = user_version(ctx, "create", &nv);
+
+    return rv == APR_SUCCESS ? svc_write(ctx, create_document, &nv) : rv;
 }
 
 apr_status_t svc_h_documents_get(svc_ctx_t *ctx)
@@ -349,103 +354,98 @@ apr_status_t svc_h_versions_content(svc_ctx_t *ctx)
     return svc_reply_body(ctx, 200, "text/markdown; charset=utf-8", body, len);
 }
 
-apr_status_t svc_h_documents_edit(svc_ctx_t *ctx)
+static apr_status_t edit_document(svc_ctx_t *ctx, svc_db_t *db, void *baton)
 {
     const char *doc = apr_table_get(ctx->params, "docId");
-    const char *base = svc_json_str(ctx->body, "base_version_id");
     const char *vid = svc_id_new(ctx->pool, "ver_");
-    svc_new_version_t nv;
+    const svc_new_version_t *nv = baton;
     svc_doc_state_t *st;
-    svc_db_t *db;
     int number;
     apr_status_t rv;
 
-    memset(&nv, 0, sizeof(nv));
-    nv.body = svc_json_str(ctx->body, "body");
-    nv.author_kind = "user";
-    nv.source = "edit";
-    nv.base_version_id = base;
-    if ((rv = svc_doc_check_size(ctx, strlen(nv.body))) != APR_SUCCESS
-        || (rv = svc_ctx_db_begin(ctx, &db)) != APR_SUCCESS) {
-        return rv;
-    }
     if ((rv = svc_doc_lock(ctx, db, doc, &st)) != APR_SUCCESS) {
-        goto cleanup;
+        return rv;
     }
     /* Optimistic concurrency: whoever edited another version than the
      * current one did not see the latest text. */
-    if (strcmp(st->current_version_id, base) != 0) {
-        rv = svc_fail(ctx, 409, "conflict", "The document's current version is %s, not %s: it "
-                      "changed since you read it. Read it again and redo the edit.",
-                      st->current_version_id, base);
-        goto cleanup;
+    if (strcmp(st->current_version_id, nv->base_version_id) != 0) {
+        return svc_fail(ctx, 409, "conflict", "The document's current version is %s, not %s: "
+                        "it changed since you read it. Read it again and redo the edit.",
+                        st->current_version_id, nv->base_version_id);
     }
-    if ((rv = svc_doc_version_add(ctx, db, doc, vid, &nv, &number)) != APR_SUCCESS
+    if ((rv = svc_doc_version_add(ctx, db, doc, vid, nv, &number)) != APR_SUCCESS
         || (rv = svc_doc_audit(ctx, db, "document.edited", "document", doc,
                                json_pack("{s:s,s:i,s:s,s:I}", "version_id", vid,
-                                         "number", number, "base_version_id", base,
-                                         "bytes", (json_int_t)strlen(nv.body))))
+                                         "number", number, "base_version_id",
+                                         nv->base_version_id,
+                                         "bytes", (json_int_t)strlen(nv->body))))
            != APR_SUCCESS) {
-        goto cleanup;
-    }
-cleanup:
-    if ((rv = svc_db_end(db, ctx->pool, rv)) != APR_SUCCESS) {
         return rv;
     }
     return svc_doc_reply_version(ctx, db, vid, 201);
 }
 
+apr_status_t svc_h_documents_edit(svc_ctx_t *ctx)
+{
+    svc_new_version_t nv;
+    apr_status_t rv = user_version(ctx, "edit", &nv);
+
+    return rv == APR_SUCCESS ? svc_write(ctx, edit_document, &nv) : rv;
+}
+
+/* A decision on a version: its status, and the comment (NULL: approval). */
+typedef struct {
+    const char *status;
+    const char *comment;
+} decision_t;
+
 /*
- * Approves the current version (comment NULL) or requests changes to it.
- * Only the current version, and only a draft, may be decided: anything
- * else is 409 invalid_status, which is also what the second of two
- * simultaneous decisions gets (it waits for the document's lock, then
+ * Approves the current version or requests changes to it (baton: the
+ * decision_t). Only the current version, and only a draft, may be decided:
+ * anything else is 409 invalid_status, which is also what the second of
+ * two simultaneous decisions gets (it waits for the document's lock, then
  * finds the version decided).
  */
-static apr_status_t decide(svc_ctx_t *ctx, const char *status, const char *comment)
+static apr_status_t decide(svc_ctx_t *ctx, svc_db_t *db, void *baton)
 {
     const char *vid = apr_table_get(ctx->params, "versionId");
+    const decision_t *d = baton;
+    const char *status = d->status, *comment = d->comment;
+    int approved = strcmp(status, "approved") == 0;
     const char *doc, *now_status;
     svc_doc_state_t *st;
     svc_dbres_t *res;
-    svc_db_t *db = NULL;
     apr_int64_t number = 0;
     apr_status_t rv;
 
-    if ((rv = svc_doc_begin_via(ctx, &st_ver_document, "document version", vid, &db, &st))
-        != APR_SUCCESS
+    if ((rv = svc_doc_lock_via(ctx, db, &st_ver_document, "document version", vid, &st))
+            != APR_SUCCESS
         || (rv = svc_db_execv(db, &st_ver_status, ctx->pool, &res, vid)) != APR_SUCCESS) {
-        goto cleanup;
+        return rv;
     }
     doc = st->id;
     now_status = svc_dbres_str(res, 0, 0);
     svc_dbres_int64(res, 0, 1, &number);
     if (strcmp(st->current_version_id, vid) != 0) {
-        rv = svc_fail(ctx, 409, "invalid_status", "Version %s is not the document's current "
-                      "version (%s); only the current version can be decided.", vid,
-                      st->current_version_id);
-        goto cleanup;
+        return svc_fail(ctx, 409, "invalid_status", "Version %s is not the document's current "
+                        "version (%s); only the current version can be decided.", vid,
+                        st->current_version_id);
     }
     if (strcmp(now_status, "draft") != 0) {
-        rv = svc_fail(ctx, 409, "invalid_status", "Version %s is %s already; a version is "
-                      "decided once.", vid, now_status);
-        goto cleanup;
+        return svc_fail(ctx, 409, "invalid_status", "Version %s is %s already; a version is "
+                        "decided once.", vid, now_status);
     }
     if ((rv = svc_db_execv(db, &st_ver_decide, ctx->pool, NULL, vid, ctx->org->id, status,
                            ctx->who->user_id, comment)) != APR_SUCCESS
-        || (strcmp(status, "approved") == 0
+        || (approved
             && (rv = svc_db_execv(db, &st_doc_set_approved, ctx->pool, NULL, doc, ctx->org->id,
                                   vid)) != APR_SUCCESS)
-        || (rv = svc_doc_audit(ctx, db, strcmp(status, "approved") == 0
-                                        ? "version.approved" : "version.changes_requested",
+        || (rv = svc_doc_audit(ctx, db, approved ? "version.approved"
+                                                 : "version.changes_requested",
                                "doc_version", vid,
                                json_pack("{s:s,s:I,s:s?}", "document_id", doc,
                                          "number", (json_int_t)number, "comment", comment)))
            != APR_SUCCESS) {
-        goto cleanup;
-    }
-cleanup:
-    if ((rv = svc_db_end(db, ctx->pool, rv)) != APR_SUCCESS) {
         return rv;
     }
     return svc_doc_reply_version(ctx, db, vid, 200);
@@ -453,12 +453,16 @@ cleanup:
 
 apr_status_t svc_h_versions_approve(svc_ctx_t *ctx)
 {
-    return decide(ctx, "approved", NULL);
+    decision_t d = { "approved", NULL };
+
+    return svc_write(ctx, decide, &d);
 }
 
 apr_status_t svc_h_versions_request_changes(svc_ctx_t *ctx)
 {
-    return decide(ctx, "changes_requested", svc_json_str(ctx->body, "comment"));
+    decision_t d = { "changes_requested", svc_json_str(ctx->body, "comment") };
+
+    return svc_write(ctx, decide, &d);
 }
 
 apr_status_t svc_h_documents_comments(svc_ctx_t *ctx)

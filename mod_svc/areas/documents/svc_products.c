@@ -105,29 +105,26 @@ apr_status_t svc_h_products_list(svc_ctx_t *ctx)
                           SVC_PAGE_FETCH);
 }
 
-apr_status_t svc_h_products_create(svc_ctx_t *ctx)
+static apr_status_t create_product(svc_ctx_t *ctx, svc_db_t *db, void *baton)
 {
     const char *id = svc_id_new(ctx->pool, "prd_");
     const char *name = svc_json_str(ctx->body, "name");
-    svc_db_t *db;
     apr_status_t rv;
 
-    if ((rv = svc_ctx_db_begin(ctx, &db)) != APR_SUCCESS) {
-        return rv;
-    }
-    if ((rv = svc_access_recheck(ctx, db, SVC_ROLE_VIEWER, SVC_PROLE_DEVELOPER)) == APR_SUCCESS
-        && (rv = svc_db_execv(db, &st_prd_insert, ctx->pool, NULL, id, ctx->org->id,
-                              ctx->project->id, name, ctx->who->user_id)) == APR_SUCCESS
-        && (rv = svc_doc_audit(ctx, db, "product.created", "product", id,
+    if ((rv = svc_access_recheck(ctx, db, SVC_ROLE_VIEWER, SVC_PROLE_DEVELOPER)) != APR_SUCCESS
+        || (rv = svc_db_execv(db, &st_prd_insert, ctx->pool, NULL, id, ctx->org->id,
+                              ctx->project->id, name, ctx->who->user_id)) != APR_SUCCESS
+        || (rv = svc_doc_audit(ctx, db, "product.created", "product", id,
                                json_pack("{s:s,s:s}", "name", name,
-                                         "project_id", ctx->project->id))) == APR_SUCCESS) {
-        rv = svc_db_commit(db, ctx->pool);
-    }
-    if (rv != APR_SUCCESS) {
-        svc_db_rollback(db, ctx->pool);
+                                         "project_id", ctx->project->id))) != APR_SUCCESS) {
         return rv;
     }
     return reply_product(ctx, db, id, 201);
+}
+
+apr_status_t svc_h_products_create(svc_ctx_t *ctx)
+{
+    return svc_write(ctx, create_product, NULL);
 }
 
 apr_status_t svc_h_products_get(svc_ctx_t *ctx)

@@ -31,16 +31,18 @@ typedef struct {
 } svc_token_spec_t;
 
 /*
- * Creates a token and its audit entry in one transaction. *psecret is the
- * plaintext (show it once), *pmeta the metadata object (bound to p).
+ * Creates a token and its audit entry, in the caller's transaction
+ * (svc_write, or svcctl's svc_db_tx). *psecret is the plaintext (show it
+ * once), *pmeta the metadata object (bound to p). SVC_ENOTFOUND when the
+ * token is bound to an org the user no longer belongs to.
  */
 apr_status_t svc_token_create(svc_db_t *db, apr_pool_t *p, const svc_config_t *conf,
                               const svc_token_spec_t *spec, const svc_actor_t *actor,
                               const char **psecret, json_t **pmeta);
 
 /*
- * Revokes token `id`, audit-logged (token.revoked) by `actor`, in a
- * transaction of its own. user_id and org_id narrow which token may be
+ * Revokes token `id`, audit-logged (token.revoked) by `actor`, in the
+ * caller's transaction. user_id and org_id narrow which token may be
  * meant (NULL: any user's, any binding: the operator's svcctl). *prevoked
  * is 1 when this call revoked it, 0 when it was revoked already (nothing
  * written). SVC_ENOTFOUND when there is no such token within the narrowing.
@@ -84,15 +86,16 @@ const char *svc_signin_check_base_url(apr_pool_t *p, const char *url, const char
 const char *svc_signin_check_ui_url(apr_pool_t *p, const char *url);
 
 /*
- * Opens a session for the user: inserts the row and signs the cookie value.
- * *pcookie is the JWT (the cookie's value), *psid the session id.
+ * Opens a session for the user, in the caller's transaction: inserts the
+ * row and signs the cookie value. *pcookie is the JWT (the
+ * cookie's value), *psid the session id.
  */
 apr_status_t svc_session_create(svc_db_t *db, apr_pool_t *p, const svc_config_t *conf,
                                 const char *user_id, const char *ip, const char *user_agent,
                                 const char **pcookie, const char **psid);
 
 /*
- * Creates a user, audit-logged. allow_email_link: the first sign-in of a
+ * Creates a user, audit-logged, in the caller's transaction. allow_email_link: the first sign-in of a
  * provider identity with this (verified) address may claim the account;
  * otherwise sign-in refuses to link it (docs/authorization.md).
  * SVC_ECONFLICT when the email is taken.
@@ -102,7 +105,7 @@ apr_status_t svc_user_add(svc_db_t *db, apr_pool_t *p, const char *email, const 
                           const char **pid);
 
 /* Allows the next sign-in with the user's verified address to claim the
- * account, audit-logged. SVC_ECONFLICT when a provider identity has claimed
+ * account, audit-logged, in the caller's transaction. SVC_ECONFLICT when a provider identity has claimed
  * it already. */
 apr_status_t svc_user_allow_email_link(svc_db_t *db, apr_pool_t *p, const char *user_id,
                                        const svc_actor_t *actor);

@@ -26,7 +26,7 @@ static const svc_stmt_t st_session_auth = {
 static const svc_stmt_t st_session_touch = {
     "svc_sessions_touch",
     "UPDATE sessions SET last_seen_at = now(), ip = $2 WHERE id = $1",
-    2, SVC_STMT_RETRY
+    2, SVC_STMT_RETRY | SVC_STMT_ALONE
 };
 
 static const svc_stmt_t st_session_revoke = {
@@ -178,27 +178,19 @@ apr_status_t svc_session_revoke(svc_db_t *db, apr_pool_t *p, const svc_actor_t *
     apr_status_t rv;
 
     *pfound = 0;
-    if ((rv = svc_db_begin(db, p)) != APR_SUCCESS) {
-        return rv;
-    }
     rv = svc_db_execv(db, &st_session_revoke, p, &res, sid, user_id);
     if (rv != APR_SUCCESS) {
-        goto cleanup;
+        return rv;
     }
     if (svc_dbres_rows(res) == 0) {
         svc_dbres_t *vis;
         rv = svc_db_execv(db, &st_session_visible, p, &vis, sid, user_id);
         *pfound = rv == APR_SUCCESS && svc_dbres_rows(vis) > 0;
-        goto cleanup;
+        return rv;
     }
     rv = svc_audit_write(db, p, actor, NULL, "session.revoked", "session", sid,
                          svc_json_pool(p, json_pack("{s:s}", "reason", reason)));
-    if (rv == APR_SUCCESS) {
-        rv = svc_db_commit(db, p);
-    }
     *pfound = rv == APR_SUCCESS;
-cleanup:
-    svc_db_rollback(db, p);
     return rv;
 }
 
@@ -224,18 +216,13 @@ apr_status_t svc_h_sessions_list(svc_ctx_t *ctx)
                           SVC_PAGE_BEFORE, ctx->who->session_id, SVC_PAGE_FETCH);
 }
 
-apr_status_t svc_h_sessions_revoke(svc_ctx_t *ctx)
+static apr_status_t revoke_session(svc_ctx_t *ctx, svc_db_t *db, void *baton)
 {
     const char *id = apr_table_get(ctx->params, "id");
     svc_actor_t actor;
-    svc_db_t *db;
     apr_status_t rv;
     int found;
 
-    if ((rv = sessions_allowed(ctx)) != APR_SUCCESS
-        || (rv = svc_ctx_db(ctx, &db)) != APR_SUCCESS) {
-        return rv;
-    }
     svc_actor_from_ctx(ctx, &actor);
     rv = svc_session_revoke(db, ctx->pool, &actor, ctx->who->user_id, id, "revoked", &found);
     if (rv != APR_SUCCESS) {
@@ -251,26 +238,25 @@ apr_status_t svc_h_sessions_revoke(svc_ctx_t *ctx)
     return svc_reply_empty(ctx);
 }
 
-apr_status_t svc_h_sessions_revoke_others(svc_ctx_t *ctx)
+apr_status_t svc_h_sessions_revoke(svc_ctx_t *ctx)
+{
+    apr_status_t rv = sessions_allowed(ctx);
+
+    return rv == APR_SUCCESS ? svc_write(ctx, revoke_session, NULL) : rv;
+}
+
+static apr_status_t revoke_others(svc_ctx_t *ctx, svc_db_t *db, void *baton)
 {
     svc_actor_t actor;
     svc_dbres_t *res;
-    svc_db_t *db;
     apr_status_t rv;
-    int i, n = 0;
+    int i, n;
 
-    if ((rv = sessions_allowed(ctx)) != APR_SUCCESS
-        || (rv = svc_ctx_db(ctx, &db)) != APR_SUCCESS) {
-        return rv;
-    }
     svc_actor_from_ctx(ctx, &actor);
-    if ((rv = svc_db_begin(db, ctx->pool)) != APR_SUCCESS) {
-        return rv;
-    }
     rv = svc_db_execv(db, &st_session_revoke_others, ctx->pool, &res, ctx->who->user_id,
                       ctx->who->session_id);
     if (rv != APR_SUCCESS) {
-        goto cleanup;
+        return rv;
     }
     n = svc_dbres_rows(res);
     /* One entry per session, so each one's end can be traced like a single revocation. */
@@ -280,13 +266,12 @@ apr_status_t svc_h_sessions_revoke_others(svc_ctx_t *ctx)
                              svc_json_pool(ctx->pool,
                                            json_pack("{s:s}", "reason", "revoke_others")));
     }
-    if (rv == APR_SUCCESS) {
-        rv = svc_db_commit(db, ctx->pool);
-    }
-cleanup:
-    svc_db_rollback(db, ctx->pool);
-    if (rv != APR_SUCCESS) {
-        return rv;
-    }
-    return svc_reply_json(ctx, 200, json_pack("{s:i}", "revoked", n));
+    return rv == APR_SUCCESS ? svc_reply_json(ctx, 200, json_pack("{s:i}", "revoked", n)) : rv;
+}
+
+apr_status_t svc_h_sessions_revoke_others(svc_ctx_t *ctx)
+{
+    apr_status_t rv = sessions_allowed(ctx);
+
+    return rv == APR_SUCCESS ? svc_write(ctx, revoke_others, NULL) : rv;
 }

@@ -16,7 +16,7 @@ apr_status_t svc_session_authenticate(svc_ctx_t *ctx, const char *cookie,
 
 /*
  * Revokes one of user_id's sessions and writes its session.revoked audit
- * entry (with `reason`) in one transaction. *pfound is 0 when the user has
+ * entry (with `reason`), in the caller's transaction. *pfound is 0 when the user has
  * no session with this id; one revoked already is found and left as it was,
  * without a second entry.
  */

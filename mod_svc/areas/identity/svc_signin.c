@@ -17,21 +17,21 @@ static const svc_stmt_t st_signin_start = {
     "svc_signin_start",
     "INSERT INTO oauth_states (state_hash, nonce_hash, return_to, expires_at)"
     " VALUES ($1::bytea, $2::bytea, $3, now() + make_interval(secs => $4::int))",
-    4, 0
+    4, SVC_STMT_ALONE
 };
 
 /* Abandoned sign-ins: swept by whoever starts a new one. */
 static const svc_stmt_t st_signin_sweep = {
     "svc_signin_sweep",
     "DELETE FROM oauth_states WHERE expires_at < now()",
-    0, SVC_STMT_RETRY
+    0, SVC_STMT_RETRY | SVC_STMT_ALONE
 };
 
 static const svc_stmt_t st_signin_consume = {
     "svc_signin_consume",
     "DELETE FROM oauth_states WHERE state_hash = $1::bytea"
     " RETURNING coalesce(nonce_hash = $2::bytea, false), expires_at > now(), return_to",
-    2, 0
+    2, SVC_STMT_ALONE
 };
 
 static const svc_stmt_t st_signin_by_vcs = {
@@ -404,51 +404,43 @@ static apr_status_t signin_account(svc_ctx_t *ctx, svc_db_t *db, const svc_githu
     return rv;
 }
 
-/* The account, the session and their audit entries, all or nothing. */
-static apr_status_t signin_finish(svc_ctx_t *ctx, const svc_github_user_t *u,
-                                  const char **pcookie)
-{
-    const char *uid = NULL, *sid = NULL;
-    svc_actor_t actor;
-    svc_db_t *db;
-    apr_status_t rv;
-    int attempt;
+/* What a sign-in that the provider confirmed finishes with. */
+typedef struct {
+    const svc_github_user_t *user;
+    const char *return_to;
+} svc_signin_done_t;
 
-    if ((rv = svc_ctx_db(ctx, &db)) != APR_SUCCESS) {
+/*
+ * The account, the session and their audit entries, all or nothing, and
+ * the answer: the session cookie and the way back (baton: the
+ * svc_signin_done_t).
+ */
+static apr_status_t signin_finish(svc_ctx_t *ctx, svc_db_t *db, void *baton)
+{
+    const svc_signin_done_t *done = baton;
+    const svc_github_user_t *u = done->user;
+    const char *uid = NULL, *sid = NULL, *cookie;
+    svc_actor_t actor;
+    apr_status_t rv;
+
+    if ((rv = signin_account(ctx, db, u, &uid)) != APR_SUCCESS
+        || (rv = svc_session_create(db, ctx->pool, ctx->conf, uid, ctx->client_ip,
+                                    ctx->user_agent, &cookie, &sid)) != APR_SUCCESS) {
         return rv;
     }
-    for (attempt = 0; attempt < 2; attempt++) {
-        if ((rv = svc_db_begin(db, ctx->pool)) != APR_SUCCESS) {
-            return rv;
-        }
-        rv = signin_account(ctx, db, u, &uid);
-        if (rv == APR_SUCCESS) {
-            rv = svc_session_create(db, ctx->pool, ctx->conf, uid, ctx->client_ip,
-                                    ctx->user_agent, pcookie, &sid);
-        }
-        if (rv == APR_SUCCESS) {
-            svc_actor_from_ctx(ctx, &actor);
-            actor.user_id = uid;
-            rv = svc_audit_write(db, ctx->pool, &actor, NULL, "user.signed_in", "user", uid,
-                                 svc_json_pool(ctx->pool,
-                                               json_pack("{s:s,s:s,s:s,s:I}", "session_id",
-                                                         sid, "method", "oauth", "vcs_login",
-                                                         u->login, "vcs_user_id",
-                                                         (json_int_t)u->id)));
-        }
-        if (rv == APR_SUCCESS) {
-            rv = svc_db_commit(db, ctx->pool);
-        }
-        svc_db_rollback(db, ctx->pool);
-        /*
-         * Two first sign-ins of one person at the same moment: the loser's
-         * insert hits the unique index; the second attempt finds the row.
-         */
-        if (rv != SVC_ECONFLICT) {
-            break;
-        }
+    svc_actor_from_ctx(ctx, &actor);
+    actor.user_id = uid;
+    rv = svc_audit_write(db, ctx->pool, &actor, NULL, "user.signed_in", "user", uid,
+                         svc_json_pool(ctx->pool,
+                                       json_pack("{s:s,s:s,s:s,s:I}", "session_id", sid,
+                                                 "method", "oauth", "vcs_login", u->login,
+                                                 "vcs_user_id", (json_int_t)u->id)));
+    if (rv != APR_SUCCESS) {
+        return rv;
     }
-    return rv;
+    svc_cookie_set(ctx, SVC_SESSION_COOKIE, cookie, "/", ctx->conf->session_lifetime);
+    return svc_reply_redirect(ctx, svc_signin_target(ctx->pool, ctx->conf->ui_url,
+                                                     done->return_to));
 }
 
 apr_status_t svc_h_signin_callback(svc_ctx_t *ctx)
@@ -456,8 +448,9 @@ apr_status_t svc_h_signin_callback(svc_ctx_t *ctx)
     const char *state = apr_table_get(ctx->query, "state");
     const char *code = apr_table_get(ctx->query, "code");
     const char *denied = apr_table_get(ctx->query, "error");
-    const char *nonce, *return_to, *redirect_uri, *cookie = NULL;
+    const char *nonce, *return_to, *redirect_uri;
     svc_github_user_t user;
+    svc_signin_done_t done;
     svc_dbres_t *res;
     svc_db_t *db;
     apr_status_t rv;
@@ -526,28 +519,25 @@ apr_status_t svc_h_signin_callback(svc_ctx_t *ctx)
     if (rv != APR_SUCCESS) {
         return rv;
     }
-    if ((rv = signin_finish(ctx, &user, &cookie)) != APR_SUCCESS) {
-        return rv;
+    done.user = &user;
+    done.return_to = return_to;
+    /*
+     * Two first sign-ins of one person at the same moment: the loser's
+     * insert hits the unique index; the second attempt finds the row.
+     */
+    rv = svc_write(ctx, signin_finish, &done);
+    if (rv == SVC_ECONFLICT) {
+        rv = svc_write(ctx, signin_finish, &done);
     }
-    svc_cookie_set(ctx, SVC_SESSION_COOKIE, cookie, "/", ctx->conf->session_lifetime);
-    return svc_reply_redirect(ctx, svc_signin_target(ctx->pool, ctx->conf->ui_url, return_to));
+    return rv;
 }
 
-apr_status_t svc_h_signin_logout(svc_ctx_t *ctx)
+static apr_status_t logout(svc_ctx_t *ctx, svc_db_t *db, void *baton)
 {
     svc_actor_t actor;
-    svc_db_t *db;
     apr_status_t rv;
     int found;
 
-    if (ctx->who->via != SVC_VIA_SESSION) {
-        return svc_fail(ctx, 400, "not_a_session",
-                        "Only a signed-in session can sign out; a personal access token is "
-                        "revoked with DELETE /api/me/tokens/:id.");
-    }
-    if ((rv = svc_ctx_db(ctx, &db)) != APR_SUCCESS) {
-        return rv;
-    }
     svc_actor_from_ctx(ctx, &actor);
     rv = svc_session_revoke(db, ctx->pool, &actor, ctx->who->user_id, ctx->who->session_id,
                             "logout", &found);
@@ -556,4 +546,14 @@ apr_status_t svc_h_signin_logout(svc_ctx_t *ctx)
     }
     svc_cookie_set(ctx, SVC_SESSION_COOKIE, "", "/", 0);
     return svc_reply_empty(ctx);
+}
+
+apr_status_t svc_h_signin_logout(svc_ctx_t *ctx)
+{
+    if (ctx->who->via != SVC_VIA_SESSION) {
+        return svc_fail(ctx, 400, "not_a_session",
+                        "Only a signed-in session can sign out; a personal access token is "
+                        "revoked with DELETE /api/me/tokens/:id.");
+    }
+    return svc_write(ctx, logout, NULL);
 }

@@ -115,7 +115,7 @@ static const svc_stmt_t st_tok_check = {
 static const svc_stmt_t st_tok_touch = {
     "svc_tokens_touch",
     "UPDATE api_tokens SET last_used_at = now(), last_used_ip = $2 WHERE id = $1",
-    2, SVC_STMT_RETRY
+    2, SVC_STMT_RETRY | SVC_STMT_ALONE
 };
 
 static const svc_stmt_t st_tok_insert = {
@@ -548,45 +548,27 @@ apr_status_t svc_token_create(svc_db_t *db, apr_pool_t *p, const svc_config_t *c
     params[6] = apr_pstrndup(p, secret, 12);
     params[7] = spec->days > 0 ? apr_itoa(p, spec->days) : NULL;
 
-    if ((rv = svc_db_begin(db, p)) != APR_SUCCESS) {
-        return rv;
-    }
     /* A concurrent removal from the org (which revokes the member's tokens
      * bound to it) must not miss a token being created. */
-    if (spec->org_id && (rv = svc_member_hold(db, p, spec->org_id, spec->user_id))
-                        != APR_SUCCESS) {
-        goto cleanup;
+    if ((spec->org_id && (rv = svc_member_hold(db, p, spec->org_id, spec->user_id))
+                         != APR_SUCCESS)
+        || (rv = svc_db_exec(db, &st_tok_insert, p, &res, params)) != APR_SUCCESS
+        /* Built the way the list builds it, so both show a token alike. */
+        || (rv = svc_row_json_text(p, res, token_item, &text)) != APR_SUCCESS) {
+        return rv;
     }
-    rv = svc_db_exec(db, &st_tok_insert, p, &res, params);
-    if (rv != APR_SUCCESS) {
-        goto cleanup;
-    }
-    /* Built the way the list builds it, so both show a token alike. */
-    if ((rv = svc_row_json_text(p, res, token_item, &text)) != APR_SUCCESS) {
-        goto cleanup;
-    }
-    meta = json_loads(text, 0, &jerr);
+    meta = svc_json_pool(p, json_loads(text, 0, &jerr));
     if (!meta) {
-        rv = SVC_EDB;
-        goto cleanup;
+        return SVC_EDB;
     }
-    svc_json_pool(p, meta);
     audit = svc_json_pool(p, json_pack("{s:s,s:s,s:s?,s:O}", "name", spec->name,
                                        "scope", svc_scope_name(spec->scope),
                                        "org_id", spec->org_id,
                                        "expires_at", json_object_get(meta, "expires_at")));
     rv = svc_audit_write(db, p, actor, spec->org_id, "token.created", "token", id, audit);
-    if (rv != APR_SUCCESS) {
-        goto cleanup;
-    }
-    rv = svc_db_commit(db, p);
     if (rv == APR_SUCCESS) {
         *psecret = secret;
         *pmeta = meta;
-    }
-cleanup:
-    if (rv != APR_SUCCESS) {
-        svc_db_rollback(db, p);
     }
     return rv;
 }
@@ -597,13 +579,39 @@ apr_status_t svc_h_tokens_list(svc_ctx_t *ctx)
                           svc_auth_binding(ctx), SVC_PAGE_FETCH);
 }
 
+/* The body's "org" is not one of the caller's. */
+static apr_status_t not_a_member(svc_ctx_t *ctx)
+{
+    svc_fail_field(ctx, "org", "not_found",
+                   "You are not a member of an organization with this slug.");
+    return SVC_EPROBLEM;
+}
+
+/* Creates the token *baton (svc_token_spec_t) describes, for the caller. */
+static apr_status_t create_token(svc_ctx_t *ctx, svc_db_t *db, void *baton)
+{
+    const char *secret;
+    svc_actor_t actor;
+    json_t *meta;
+    apr_status_t rv;
+
+    svc_actor_from_ctx(ctx, &actor);
+    rv = svc_token_create(db, ctx->pool, ctx->conf, baton, &actor, &secret, &meta);
+    if (rv == SVC_ENOTFOUND) {
+        /* Removed from the org between the check before and the insert. */
+        return not_a_member(ctx);
+    }
+    if (rv != APR_SUCCESS) {
+        return rv;
+    }
+    json_object_set_new(meta, "token", json_string(secret));
+    return svc_reply_json(ctx, 201, json_incref(meta));
+}
+
 apr_status_t svc_h_tokens_create(svc_ctx_t *ctx)
 {
     svc_token_spec_t spec;
     const char *org_slug = svc_json_str(ctx->body, "org");
-    const char *secret;
-    svc_actor_t actor;
-    json_t *meta;
     svc_db_t *db;
     apr_status_t rv;
 
@@ -639,28 +647,14 @@ apr_status_t svc_h_tokens_create(svc_ctx_t *ctx)
         svc_orgref_t *org;
         rv = svc_org_membership(db, ctx->pool, org_slug, ctx->who->user_id, &org);
         if (rv == SVC_ENOTFOUND) {
-            svc_fail_field(ctx, "org", "not_found",
-                           "You are not a member of an organization with this slug.");
-            return SVC_EPROBLEM;
+            return not_a_member(ctx);
         }
         if (rv != APR_SUCCESS) {
             return rv;
         }
         spec.org_id = org->id;
     }
-    svc_actor_from_ctx(ctx, &actor);
-    rv = svc_token_create(db, ctx->pool, ctx->conf, &spec, &actor, &secret, &meta);
-    if (rv == SVC_ENOTFOUND) {
-        /* Removed from the org between the check above and the insert. */
-        svc_fail_field(ctx, "org", "not_found",
-                       "You are not a member of an organization with this slug.");
-        return SVC_EPROBLEM;
-    }
-    if (rv != APR_SUCCESS) {
-        return rv;
-    }
-    json_object_set_new(meta, "token", json_string(secret));
-    return svc_reply_json(ctx, 201, json_incref(meta));
+    return svc_write(ctx, create_token, &spec);
 }
 
 apr_status_t svc_token_revoke(svc_db_t *db, apr_pool_t *p, const svc_actor_t *actor,
@@ -671,12 +665,9 @@ apr_status_t svc_token_revoke(svc_db_t *db, apr_pool_t *p, const svc_actor_t *ac
     apr_status_t rv;
 
     *prevoked = 0;
-    if ((rv = svc_db_begin(db, p)) != APR_SUCCESS) {
-        return rv;
-    }
     rv = svc_db_execv(db, &st_tok_revoke, p, &res, id, user_id, org_id);
     if (rv != APR_SUCCESS) {
-        goto cleanup;
+        return rv;
     }
     if (svc_dbres_rows(res) == 0) {
         /* Revoked already, or not there (or not visible) at all. */
@@ -685,7 +676,7 @@ apr_status_t svc_token_revoke(svc_db_t *db, apr_pool_t *p, const svc_actor_t *ac
         if (rv == APR_SUCCESS && svc_dbres_rows(vis) == 0) {
             rv = SVC_ENOTFOUND;
         }
-        goto cleanup;
+        return rv;
     }
     rv = svc_audit_write(db, p, actor, svc_dbres_str(res, 0, 0), "token.revoked", "token", id,
                          svc_json_pool(p, json_pack("{s:s?,s:s?,s:s?,s:s?}", "name",
@@ -693,11 +684,9 @@ apr_status_t svc_token_revoke(svc_db_t *db, apr_pool_t *p, const svc_actor_t *ac
                                                     svc_dbres_str(res, 0, 1), "org_id",
                                                     svc_dbres_str(res, 0, 0), "user_id",
                                                     svc_dbres_str(res, 0, 3))));
-    if (rv == APR_SUCCESS && (rv = svc_db_commit(db, p)) == APR_SUCCESS) {
+    if (rv == APR_SUCCESS) {
         *prevoked = 1;
     }
-cleanup:
-    svc_db_rollback(db, p);
     return rv;
 }
 
@@ -732,16 +721,12 @@ apr_status_t svc_tokens_of(svc_db_t *db, apr_pool_t *p, const char *user_id,
     return APR_SUCCESS;
 }
 
-apr_status_t svc_h_tokens_revoke(svc_ctx_t *ctx)
+static apr_status_t revoke_token(svc_ctx_t *ctx, svc_db_t *db, void *baton)
 {
     svc_actor_t actor;
-    svc_db_t *db;
     apr_status_t rv;
     int revoked;
 
-    if ((rv = svc_ctx_db(ctx, &db)) != APR_SUCCESS) {
-        return rv;
-    }
     svc_actor_from_ctx(ctx, &actor);
     /* Revoking a revoked token is fine (DELETE is idempotent); someone
      * else's is not found. */
@@ -750,8 +735,10 @@ apr_status_t svc_h_tokens_revoke(svc_ctx_t *ctx)
     if (rv == SVC_ENOTFOUND) {
         return svc_fail(ctx, 404, "not_found", "You have no token with this id.");
     }
-    if (rv != APR_SUCCESS) {
-        return rv;
-    }
-    return svc_reply_empty(ctx);
+    return rv == APR_SUCCESS ? svc_reply_empty(ctx) : rv;
+}
+
+apr_status_t svc_h_tokens_revoke(svc_ctx_t *ctx)
+{
+    return svc_write(ctx, revoke_token, NULL);
 }

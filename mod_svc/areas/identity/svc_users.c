@@ -44,9 +44,6 @@ apr_status_t svc_user_add(svc_db_t *db, apr_pool_t *p, const char *email, const 
     const char *id = svc_id_new(p, "usr_");
     apr_status_t rv;
 
-    if ((rv = svc_db_begin(db, p)) != APR_SUCCESS) {
-        return rv;
-    }
     rv = svc_db_execv(db, &st_user_insert, p, NULL, id, email, name ? name : "",
                       founder ? "true" : "false", allow_email_link ? "true" : "false");
     if (rv == APR_SUCCESS) {
@@ -57,14 +54,9 @@ apr_status_t svc_user_add(svc_db_t *db, apr_pool_t *p, const char *email, const 
                                                         allow_email_link)));
     }
     if (rv == APR_SUCCESS) {
-        rv = svc_db_commit(db, p);
+        *pid = id;
     }
-    if (rv != APR_SUCCESS) {
-        svc_db_rollback(db, p);
-        return rv;
-    }
-    *pid = id;
-    return APR_SUCCESS;
+    return rv;
 }
 
 apr_status_t svc_user_allow_email_link(svc_db_t *db, apr_pool_t *p, const char *user_id,
@@ -73,9 +65,6 @@ apr_status_t svc_user_allow_email_link(svc_db_t *db, apr_pool_t *p, const char *
     svc_dbres_t *res;
     apr_status_t rv;
 
-    if ((rv = svc_db_begin(db, p)) != APR_SUCCESS) {
-        return rv;
-    }
     rv = svc_db_execv(db, &st_user_allow_link, p, &res, user_id);
     if (rv == APR_SUCCESS && svc_dbres_rows(res) != 1) {
         rv = SVC_ECONFLICT;
@@ -84,10 +73,6 @@ apr_status_t svc_user_allow_email_link(svc_db_t *db, apr_pool_t *p, const char *
         rv = svc_audit_write(db, p, actor, NULL, "user.email_link_allowed", "user", user_id,
                              NULL);
     }
-    if (rv == APR_SUCCESS) {
-        rv = svc_db_commit(db, p);
-    }
-    svc_db_rollback(db, p);
     return rv;
 }
 

@@ -328,33 +328,30 @@ static apr_status_t not_runnable(svc_ctx_t *ctx, const svc_request_t *req)
                              "resume it first (POST .../build/resume).", req->id);
 }
 
-apr_status_t svc_h_requests_run_all(svc_ctx_t *ctx)
+static apr_status_t run_all(svc_ctx_t *ctx, svc_db_t *db, void *baton)
 {
     const char *id = apr_table_get(ctx->params, "requestId");
     json_t *started = svc_json_pool(ctx->pool, json_array());
     const char *tasks;
     svc_request_t *req;
     svc_dbres_t *res;
-    svc_db_t *db = NULL;
     apr_status_t rv;
-    int i, n = 0;
-    const char **runs = NULL, **task_ids = NULL;
+    int i, n;
+    const char **runs, **task_ids;
 
-    if ((rv = svc_request_begin(ctx, id, SVC_PROLE_DEVELOPER, &db, &req)) != APR_SUCCESS) {
-        goto cleanup;
+    if ((rv = svc_request_lock(ctx, db, id, SVC_PROLE_DEVELOPER, &req)) != APR_SUCCESS) {
+        return rv;
     }
     if (strcmp(req->stage, SVC_STAGE_BUILD) != 0 || strcmp(req->status, SVC_REQ_PAUSED) == 0) {
-        rv = not_runnable(ctx, req);
-        goto cleanup;
+        return not_runnable(ctx, req);
     }
     if (req->archived) {
-        rv = svc_fail(ctx, 409, "project_archived", "Project %s is archived; restore it to "
-                      "start runs.", req->project_slug);
-        goto cleanup;
+        return svc_fail(ctx, 409, "project_archived", "Project %s is archived; restore it to "
+                        "start runs.", req->project_slug);
     }
     if ((rv = svc_db_execv(db, &st_tasks_to_run, ctx->pool, &res, id, ctx->org->id))
         != APR_SUCCESS) {
-        goto cleanup;
+        return rv;
     }
     n = svc_dbres_rows(res);
     runs = apr_pcalloc(ctx->pool, sizeof(*runs) * (apr_size_t)(n + 1));
@@ -382,10 +379,7 @@ apr_status_t svc_h_requests_run_all(svc_ctx_t *ctx)
         json_array_append_new(started, json_pack("{s:s,s:s}", "task_id", task_ids[i],
                                                  "run_id", runs[i] ? runs[i] : ""));
     }
-    if (rv != APR_SUCCESS) {
-        goto cleanup;
-    }
-    if (n > 0) {
+    if (rv == APR_SUCCESS && n > 0) {
         rv = svc_audit_member(ctx, db, "request.tasks_started", "request", id,
                               json_pack("{s:O}", "started", started));
     }
@@ -396,15 +390,16 @@ apr_status_t svc_h_requests_run_all(svc_ctx_t *ctx)
             rv = announce_task(ctx, db, req, task_ids[i], "queued", runs[i]);
         }
     }
-cleanup:
-    if ((rv = svc_db_end(db, ctx->pool, rv)) != APR_SUCCESS) {
-        return rv;
-    }
-    if ((rv = svc_build_tasks_json(ctx, db, id, &tasks)) != APR_SUCCESS) {
+    if (rv != APR_SUCCESS || (rv = svc_build_tasks_json(ctx, db, id, &tasks)) != APR_SUCCESS) {
         return rv;
     }
     return svc_reply_text(ctx, 200, apr_pstrcat(ctx->pool, "{\"request_id\":\"", id,
                                                 "\",\"started\":",
                                                 svc_json_dump(ctx->pool, started),
                                                 ",\"build_tasks\":", tasks, "}", NULL));
+}
+
+apr_status_t svc_h_requests_run_all(svc_ctx_t *ctx)
+{
+    return svc_write(ctx, run_all, NULL);
 }

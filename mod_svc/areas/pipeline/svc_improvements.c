@@ -165,62 +165,57 @@ static apr_status_t reply_improvement(svc_ctx_t *ctx, svc_db_t *db, const char *
     return svc_reply_text(ctx, status, svc_dbres_str(res, 0, 0));
 }
 
-apr_status_t svc_h_improvements_file(svc_ctx_t *ctx)
+static apr_status_t file_improvement(svc_ctx_t *ctx, svc_db_t *db, void *baton)
 {
     const char *id = svc_id_new(ctx->pool, "imp_");
     const char *kind = svc_json_str(ctx->body, "kind");
     const char *title = svc_json_str(ctx->body, "title");
-    svc_db_t *db;
     apr_status_t rv;
 
-    if ((rv = svc_ctx_db_begin(ctx, &db)) != APR_SUCCESS) {
-        return rv;
-    }
-    if ((rv = svc_access_recheck(ctx, db, SVC_ROLE_MEMBER, SVC_PROLE_VIEWER)) == APR_SUCCESS
-        && (rv = svc_db_execv(db, &st_imp_insert, ctx->pool, NULL, id, ctx->org->id,
+    if ((rv = svc_access_recheck(ctx, db, SVC_ROLE_MEMBER, SVC_PROLE_VIEWER)) != APR_SUCCESS
+        || (rv = svc_db_execv(db, &st_imp_insert, ctx->pool, NULL, id, ctx->org->id,
                               ctx->project->id, kind, title, svc_json_str(ctx->body, "body"),
-                              ctx->who->user_id)) == APR_SUCCESS
-        && (rv = svc_audit_member(ctx, db, "improvement.filed", "improvement", id,
+                              ctx->who->user_id)) != APR_SUCCESS
+        || (rv = svc_audit_member(ctx, db, "improvement.filed", "improvement", id,
                                   json_pack("{s:s,s:s,s:s,s:s}", "project", ctx->project->slug,
                                             "kind", kind, "title", title, "source", "user")))
-           == APR_SUCCESS
-        && (rv = svc_pl_event(ctx, db, ctx->project->id, "improvement.filed",
+           != APR_SUCCESS
+        || (rv = svc_pl_event(ctx, db, ctx->project->id, "improvement.filed",
                               json_pack("{s:s,s:s,s:s}", "improvement_id", id, "kind", kind,
                                         "source", "user")))
-           == APR_SUCCESS) {
-        rv = svc_db_commit(db, ctx->pool);
-    }
-    if (rv != APR_SUCCESS) {
-        svc_db_rollback(db, ctx->pool);
+           != APR_SUCCESS) {
         return rv;
     }
     return reply_improvement(ctx, db, id, 201);
 }
 
+apr_status_t svc_h_improvements_file(svc_ctx_t *ctx)
+{
+    return svc_write(ctx, file_improvement, NULL);
+}
+
 /*
- * Approves (reason NULL) or rejects an open improvement: its project's
- * maintainers (org admins included) decide, once. Approval makes the
- * request, in the same transaction.
+ * Approves (baton NULL) or rejects (baton: the reason) an open
+ * improvement: its project's maintainers (org admins included) decide,
+ * once. Approval makes the request, in the same transaction.
  */
-static apr_status_t decide(svc_ctx_t *ctx, const char *reason)
+static apr_status_t decide(svc_ctx_t *ctx, svc_db_t *db, void *baton)
 {
     const char *id = apr_table_get(ctx->params, "id");
+    const char *reason = baton;
     const char *status = reason ? "rejected" : "approved";
     const char *request_id = NULL;
     svc_projref_t *proj;
     svc_request_t req;
     svc_dbres_t *res;
-    svc_db_t *db;
     apr_status_t rv;
 
-    if ((rv = svc_ctx_db_begin(ctx, &db)) != APR_SUCCESS
-        || (rv = svc_db_execv(db, &st_imp_lock, ctx->pool, &res, id, ctx->org->id))
-           != APR_SUCCESS) {
-        goto cleanup;
+    if ((rv = svc_db_execv(db, &st_imp_lock, ctx->pool, &res, id, ctx->org->id))
+        != APR_SUCCESS) {
+        return rv;
     }
     if (svc_dbres_rows(res) != 1) {
-        rv = svc_fail(ctx, 404, "not_found", "No improvement %s in %s.", id, ctx->org->slug);
-        goto cleanup;
+        return svc_fail(ctx, 404, "not_found", "No improvement %s in %s.", id, ctx->org->slug);
     }
     memset(&req, 0, sizeof(req));
     req.project_id = apr_pstrdup(ctx->pool, svc_dbres_str(res, 0, 0));
@@ -233,13 +228,12 @@ static apr_status_t decide(svc_ctx_t *ctx, const char *reason)
     ctx->project = proj;
     if ((rv = svc_access_recheck(ctx, db, SVC_ROLE_MEMBER, SVC_PROLE_MAINTAINER))
         != APR_SUCCESS) {
-        goto cleanup;
+        return rv;
     }
     if (strcmp(svc_dbres_str(res, 0, 5), "open") != 0) {
-        rv = svc_pl_refuse_one(ctx, "status", svc_dbres_str(res, 0, 5), "Improvement %s is %s "
-                               "already; an improvement is decided once.", id,
-                               svc_dbres_str(res, 0, 5));
-        goto cleanup;
+        return svc_pl_refuse_one(ctx, "status", svc_dbres_str(res, 0, 5), "Improvement %s is "
+                                 "%s already; an improvement is decided once.", id,
+                                 svc_dbres_str(res, 0, 5));
     }
     if (!reason) {
         request_id = svc_id_new(ctx->pool, "rqs_");
@@ -248,7 +242,7 @@ static apr_status_t decide(svc_ctx_t *ctx, const char *reason)
         req.status = SVC_REQ_ACTIVE;
         if ((rv = svc_request_insert(ctx, db, request_id, req.project_id, "improvement",
                                      req.title, req.body)) != APR_SUCCESS) {
-            goto cleanup;
+            return rv;
         }
     }
     if ((rv = svc_db_execv(db, &st_imp_decide, ctx->pool, NULL, id, ctx->org->id, status,
@@ -266,10 +260,6 @@ static apr_status_t decide(svc_ctx_t *ctx, const char *reason)
                               json_pack("{s:s,s:s,s:s?}", "improvement_id", id, "status",
                                         status, "request_id", request_id))) != APR_SUCCESS
         || (request_id && (rv = svc_request_announce(ctx, db, &req)) != APR_SUCCESS)) {
-        goto cleanup;
-    }
-cleanup:
-    if ((rv = svc_db_end(db, ctx->pool, rv)) != APR_SUCCESS) {
         return rv;
     }
     return reply_improvement(ctx, db, id, 200);
@@ -277,12 +267,12 @@ cleanup:
 
 apr_status_t svc_h_improvements_approve(svc_ctx_t *ctx)
 {
-    return decide(ctx, NULL);
+    return svc_write(ctx, decide, NULL);
 }
 
 apr_status_t svc_h_improvements_reject(svc_ctx_t *ctx)
 {
-    return decide(ctx, svc_json_str(ctx->body, "reason"));
+    return svc_write(ctx, decide, (void *)svc_json_str(ctx->body, "reason"));
 }
 
 apr_status_t svc_improvements_of_request(svc_ctx_t *ctx, svc_db_t *db, const char *request_id,

@@ -34,8 +34,8 @@ typedef struct {
 /*
  * Files an incident improvement (source "incident", filed by the service)
  * with its audit entry and improvement.filed event, in the caller's
- * transaction: call it last before COMMIT (the event takes the org's
- * event lock). When the project has an open improvement for the same
+ * transaction: call it last among the transaction's writes (the event
+ * takes the org's event lock). When the project has an open improvement for the same
  * source_ref, nothing is written and that one is returned (*pcreated 0).
  * *pid is the improvement's id (from p).
  */

@@ -220,15 +220,14 @@ apr_status_t svc_request_read(svc_ctx_t *ctx, svc_db_t *db, const char *id, int 
     return APR_SUCCESS;
 }
 
-apr_status_t svc_request_begin(svc_ctx_t *ctx, const char *id, svc_prole_e least,
-                               svc_db_t **pdb, svc_request_t **preq)
+apr_status_t svc_request_lock(svc_ctx_t *ctx, svc_db_t *db, const char *id,
+                              svc_prole_e least, svc_request_t **preq)
 {
     svc_request_t *req;
     svc_projref_t *proj;
     apr_status_t rv;
 
-    if ((rv = svc_ctx_db_begin(ctx, pdb)) != APR_SUCCESS
-        || (rv = svc_request_read(ctx, *pdb, id, 0, &req)) != APR_SUCCESS) {
+    if ((rv = svc_request_read(ctx, db, id, 0, &req)) != APR_SUCCESS) {
         return rv;
     }
     /* The request's project is the one whose role counts. */
@@ -236,8 +235,8 @@ apr_status_t svc_request_begin(svc_ctx_t *ctx, const char *id, svc_prole_e least
     proj->id = req->project_id;
     proj->slug = req->project_slug;
     ctx->project = proj;
-    if ((rv = svc_access_recheck(ctx, *pdb, SVC_ROLE_MEMBER, least)) != APR_SUCCESS
-        || (rv = svc_request_read(ctx, *pdb, id, 1, preq)) != APR_SUCCESS) {
+    if ((rv = svc_access_recheck(ctx, db, SVC_ROLE_MEMBER, least)) != APR_SUCCESS
+        || (rv = svc_request_read(ctx, db, id, 1, preq)) != APR_SUCCESS) {
         return rv;
     }
     return svc_request_closed(ctx, *preq);

@@ -74,16 +74,16 @@ apr_status_t svc_request_read(svc_ctx_t *ctx, svc_db_t *db, const char *id, int 
                               svc_request_t **preq);
 
 /*
- * The start of every change of a request: a transaction; the request
- * read, and its project made ctx->project; the caller's org role (at
- * least member) and effective role in that project (at least `least`)
- * checked under the org's lock (svc_access_recheck); then the request's
- * row locked, so changes of one request run one at a time and each sees
- * the last one's result; a request cancelled or done is refused
- * (svc_request_closed).
+ * The start of every change of a request, in the caller's write
+ * (svc_write): the request read, and its project made ctx->project; the
+ * caller's org role (at least member) and effective role in that project
+ * (at least `least`) checked under the org's lock (svc_access_recheck);
+ * then the request's row locked, so changes of one request run one at a
+ * time and each sees the last one's result; a request cancelled or done is
+ * refused (svc_request_closed).
  */
-apr_status_t svc_request_begin(svc_ctx_t *ctx, const char *id, svc_prole_e least,
-                               svc_db_t **pdb, svc_request_t **preq);
+apr_status_t svc_request_lock(svc_ctx_t *ctx, svc_db_t *db, const char *id,
+                              svc_prole_e least, svc_request_t **preq);
 
 /* Inserts a request in `intake` (and the first line of its history). */
 apr_status_t svc_request_insert(svc_ctx_t *ctx, svc_db_t *db, const char *id,

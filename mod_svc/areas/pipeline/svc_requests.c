@@ -98,20 +98,64 @@ apr_status_t svc_h_requests_get(svc_ctx_t *ctx)
     return svc_request_reply(ctx, db, apr_table_get(ctx->params, "requestId"), 200);
 }
 
+/* A request to create, checked; replay is set when its Idempotency-Key
+ * turns out to be taken. */
+typedef struct {
+    const char *id;
+    const char *key, *fp;           /* the Idempotency-Key and its fingerprint, or NULL */
+    int replay;
+} creation_t;
+
+static apr_status_t create_request(svc_ctx_t *ctx, svc_db_t *db, void *baton)
+{
+    creation_t *c = baton;
+    const char *kind = svc_json_str(ctx->body, "kind");
+    const char *title = svc_json_str(ctx->body, "title");
+    svc_request_t req;
+    svc_dbres_t *res;
+    apr_status_t rv;
+
+    if ((rv = svc_access_recheck(ctx, db, SVC_ROLE_MEMBER, SVC_PROLE_DEVELOPER)) != APR_SUCCESS
+        || (rv = svc_request_insert(ctx, db, c->id, ctx->project->id, kind, title,
+                                    svc_json_str(ctx->body, "body"))) != APR_SUCCESS) {
+        return rv;
+    }
+    if (c->key) {
+        rv = svc_db_execv(db, &st_key_claim, ctx->pool, &res, ctx->org->id, c->key, c->fp,
+                          c->id);
+        if (rv != APR_SUCCESS) {
+            return rv;
+        }
+        if (svc_dbres_rows(res) == 0) {
+            /* Taken: nothing of this request stays; the first is answered. */
+            c->replay = 1;
+            return SVC_ECONFLICT;
+        }
+    }
+    memset(&req, 0, sizeof(req));
+    req.id = c->id;
+    req.project_id = ctx->project->id;
+    req.stage = SVC_STAGE_INTAKE;
+    req.status = SVC_REQ_ACTIVE;
+    if ((rv = svc_audit_member(ctx, db, "request.created", "request", c->id,
+                               json_pack("{s:s,s:s,s:s}", "project", ctx->project->slug,
+                                         "kind", kind, "title", title))) != APR_SUCCESS
+        || (rv = svc_request_announce(ctx, db, &req)) != APR_SUCCESS) {
+        return rv;
+    }
+    return svc_request_reply(ctx, db, c->id, 201);
+}
+
 apr_status_t svc_h_requests_create(svc_ctx_t *ctx)
 {
     const char *slug = svc_json_str(ctx->body, "project");
-    const char *kind = svc_json_str(ctx->body, "kind");
-    const char *title = svc_json_str(ctx->body, "title");
-    const char *id = svc_id_new(ctx->pool, "rqs_");
-    const char *key, *fp = NULL;
-    svc_request_t req;
     svc_projref_t *proj;
-    svc_dbres_t *res;
+    creation_t c;
     svc_db_t *db;
     apr_status_t rv;
 
-    if ((rv = svc_idem_key(ctx, &key)) != APR_SUCCESS
+    memset(&c, 0, sizeof(c));
+    if ((rv = svc_idem_key(ctx, &c.key)) != APR_SUCCESS
         || (rv = svc_ctx_db(ctx, &db)) != APR_SUCCESS) {
         return rv;
     }
@@ -131,44 +175,16 @@ apr_status_t svc_h_requests_create(svc_ctx_t *ctx)
                         "make requests.", slug);
     }
     ctx->project = proj;
-    if (key) {
-        fp = svc_idem_fingerprint(ctx, "requests");
+    c.id = svc_id_new(ctx->pool, "rqs_");
+    if (c.key) {
+        c.fp = svc_idem_fingerprint(ctx, "requests");
     }
-    if ((rv = svc_ctx_db_begin(ctx, &db)) != APR_SUCCESS) {
-        return rv;
+    rv = svc_write(ctx, create_request, &c);
+    if (rv == SVC_ECONFLICT && c.replay
+        && (rv = svc_ctx_db(ctx, &db)) == APR_SUCCESS) {
+        return svc_idem_replay(ctx, db, &st_key_get, &svc_pl_request_get, c.key, c.fp);
     }
-    if ((rv = svc_access_recheck(ctx, db, SVC_ROLE_MEMBER, SVC_PROLE_DEVELOPER)) != APR_SUCCESS
-        || (rv = svc_request_insert(ctx, db, id, proj->id, kind, title,
-                                    svc_json_str(ctx->body, "body"))) != APR_SUCCESS) {
-        goto cleanup;
-    }
-    if (key) {
-        rv = svc_db_execv(db, &st_key_claim, ctx->pool, &res, ctx->org->id, key, fp, id);
-        if (rv != APR_SUCCESS) {
-            goto cleanup;
-        }
-        if (svc_dbres_rows(res) == 0) {
-            svc_db_rollback(db, ctx->pool);
-            return svc_idem_replay(ctx, db, &st_key_get, &svc_pl_request_get, key, fp);
-        }
-    }
-    memset(&req, 0, sizeof(req));
-    req.id = id;
-    req.project_id = proj->id;
-    req.stage = SVC_STAGE_INTAKE;
-    req.status = SVC_REQ_ACTIVE;
-    if ((rv = svc_audit_member(ctx, db, "request.created", "request", id,
-                               json_pack("{s:s,s:s,s:s}", "project", slug, "kind", kind, "title",
-                                         title))) == APR_SUCCESS
-        && (rv = svc_request_announce(ctx, db, &req)) == APR_SUCCESS) {
-        rv = svc_db_commit(db, ctx->pool);
-    }
-cleanup:
-    if (rv != APR_SUCCESS) {
-        svc_db_rollback(db, ctx->pool);
-        return rv;
-    }
-    return svc_request_reply(ctx, db, id, 201);
+    return rv;
 }
 
 /* The audit entry's data of an update: what changed, bodies by their size. */
@@ -187,29 +203,29 @@ static json_t *changes(const svc_request_t *req, const char *title, const char *
     return json_pack("{s:o,s:o}", "before", before, "after", after);
 }
 
-apr_status_t svc_h_requests_update(svc_ctx_t *ctx)
+static apr_status_t update_request(svc_ctx_t *ctx, svc_db_t *db, void *baton)
 {
     const char *id = apr_table_get(ctx->params, "requestId");
     const char *title = svc_json_str(ctx->body, "title");
     const char *body = svc_json_str(ctx->body, "body");
     svc_request_t *req;
-    svc_db_t *db = NULL;
     apr_status_t rv;
 
-    if (!title && !body) {
-        svc_fail_field(ctx, "title", "required", "Give title, body or both.");
-        return SVC_EPROBLEM;
-    }
-    if ((rv = svc_request_begin(ctx, id, SVC_PROLE_DEVELOPER, &db, &req)) != APR_SUCCESS
+    if ((rv = svc_request_lock(ctx, db, id, SVC_PROLE_DEVELOPER, &req)) != APR_SUCCESS
         || (rv = svc_db_execv(db, &st_req_update, ctx->pool, NULL, id, ctx->org->id, title,
                               body)) != APR_SUCCESS
         || (rv = svc_audit_member(ctx, db, "request.updated", "request", id,
                                   changes(req, title, body))) != APR_SUCCESS) {
-        goto cleanup;
-    }
-cleanup:
-    if ((rv = svc_db_end(db, ctx->pool, rv)) != APR_SUCCESS) {
         return rv;
     }
     return svc_request_reply(ctx, db, id, 200);
+}
+
+apr_status_t svc_h_requests_update(svc_ctx_t *ctx)
+{
+    if (!svc_json_str(ctx->body, "title") && !svc_json_str(ctx->body, "body")) {
+        svc_fail_field(ctx, "title", "required", "Give title, body or both.");
+        return SVC_EPROBLEM;
+    }
+    return svc_write(ctx, update_request, NULL);
 }

@@ -1,8 +1,8 @@
 /*
  * svc_stages.c: moving a request through its stages (docs/api/pipeline.md).
  *
- * Every change runs in one transaction under the request's row lock
- * (svc_request_begin), so of two simultaneous advances one moves the
+ * Every change runs in one transaction (svc_write) under the request's row
+ * lock (svc_request_lock), so of two simultaneous advances one moves the
  * request and the other finds it moved on: each change checks that the
  * stage it locked is the stage it was asked about, and a stage is never
  * skipped by a second caller. Entering planning asks the org's model for a
@@ -202,8 +202,8 @@ static apr_status_t enter_build(svc_ctx_t *ctx, svc_db_t *db, svc_request_t *req
     return rv;
 }
 
-/* Ends a change: the events (the stage's, then any new task's), commit,
- * and the request as it is now. */
+/* Ends a change that went as `rv` says: the events (the stage's, then any
+ * new task's), and the request as it is now, the answer. */
 static apr_status_t finish(svc_ctx_t *ctx, svc_db_t *db, const svc_request_t *req,
                            const apr_array_header_t *tasks, apr_status_t rv)
 {
@@ -213,49 +213,45 @@ static apr_status_t finish(svc_ctx_t *ctx, svc_db_t *db, const svc_request_t *re
     if (rv == APR_SUCCESS && tasks) {
         rv = svc_build_announce_new(ctx, db, req, tasks);
     }
-    if (rv == APR_SUCCESS) {
-        rv = svc_db_commit(db, ctx->pool);
-    }
-    if (rv != APR_SUCCESS) {
-        if (db) {
-            svc_db_rollback(db, ctx->pool);
-        }
-        return rv;
-    }
-    return svc_request_reply(ctx, db, req->id, 200);
+    return rv == APR_SUCCESS ? svc_request_reply(ctx, db, req->id, 200) : rv;
 }
 
-/* The change of an advance, once the request was seen in `seen`'s stage
- * (and, from intake, its table of contents drafted). */
-static apr_status_t advance_from(svc_ctx_t *ctx, const char *id, const svc_request_t *seen,
-                                 const draft_t *draft)
+/* What an advance saw before its write: the request, and the table of
+ * contents drafted for it when it was in intake. */
+typedef struct {
+    const svc_request_t *seen;
+    draft_t draft;
+} advance_t;
+
+static apr_status_t advance(svc_ctx_t *ctx, svc_db_t *db, void *baton)
 {
+    const char *id = apr_table_get(ctx->params, "requestId");
+    const advance_t *a = baton;
     apr_array_header_t *tasks = NULL, *docs;
     const char *was, *product, *toc;
-    svc_request_t *req = NULL;
+    svc_request_t *req;
     json_t *errors;
-    svc_db_t *db = NULL;
     apr_status_t rv;
 
-    if ((rv = svc_request_begin(ctx, id, SVC_PROLE_DEVELOPER, &db, &req)) != APR_SUCCESS) {
-        return finish(ctx, db, req, NULL, rv);
+    if ((rv = svc_request_lock(ctx, db, id, SVC_PROLE_DEVELOPER, &req)) != APR_SUCCESS) {
+        return rv;
     }
-    if (strcmp(req->stage, seen->stage) != 0) {
-        return finish(ctx, db, req, NULL, moved_on(ctx, req, seen->stage));
+    if (strcmp(req->stage, a->seen->stage) != 0) {
+        return moved_on(ctx, req, a->seen->stage);
     }
     was = req->stage;
     errors = svc_json_pool(ctx->pool, json_array());
     switch (svc_stage_index(req->stage)) {
     case 0:     /* intake -> planning: the product and its table of contents */
-        if ((rv = svc_documents_plan(ctx, db, req->project_id, req->title, draft->body,
-                                     draft->model, &product, &toc)) == APR_SUCCESS
+        if ((rv = svc_documents_plan(ctx, db, req->project_id, req->title, a->draft.body,
+                                     a->draft.model, &product, &toc)) == APR_SUCCESS
             && (rv = svc_db_execv(db, &st_req_product, ctx->pool, NULL, req->id, ctx->org->id,
                                   product)) == APR_SUCCESS) {
             req->product_id = product;
             rv = svc_request_move(ctx, db, req, SVC_STAGE_PLANNING, SVC_REQ_ACTIVE, "advance",
                                   "request.stage_changed",
                                   json_pack("{s:s,s:s,s:s?}", "product_id", product,
-                                            "toc_id", toc, "model", draft->model));
+                                            "toc_id", toc, "model", a->draft.model));
         }
         break;
     case 1:     /* planning -> review: a table of contents and a section */
@@ -306,16 +302,17 @@ apr_status_t svc_h_requests_advance(svc_ctx_t *ctx)
     const char *id = apr_table_get(ctx->params, "requestId");
     const char *subject, *claim = NULL;
     svc_request_t *seen;
-    draft_t draft;
     svc_db_t *db = NULL;
+    advance_t a;
     apr_status_t rv;
 
-    memset(&draft, 0, sizeof(draft));
+    memset(&a, 0, sizeof(a));
     if ((rv = first_look(ctx, id, &db, &seen)) != APR_SUCCESS) {
         return rv;
     }
+    a.seen = seen;
     if (strcmp(seen->stage, SVC_STAGE_INTAKE) != 0) {
-        return advance_from(ctx, id, seen, &draft);
+        return svc_write(ctx, advance, &a);
     }
     subject = apr_pstrcat(ctx->pool, "request:", ctx->org->id, "/", id, NULL);
     rv = svc_model_claim(db, ctx->pool, ctx->conf, ctx->org->id, subject, &claim);
@@ -327,8 +324,8 @@ apr_status_t svc_h_requests_advance(svc_ctx_t *ctx)
     if (rv != APR_SUCCESS) {
         return rv;
     }
-    if ((rv = draft_toc(ctx, db, seen, &draft)) == APR_SUCCESS) {
-        rv = advance_from(ctx, id, seen, &draft);
+    if ((rv = draft_toc(ctx, db, seen, &a.draft)) == APR_SUCCESS) {
+        rv = svc_write(ctx, advance, &a);
     }
     if (svc_ctx_db(ctx, &db) == APR_SUCCESS) {
         (void)svc_model_unclaim(db, ctx->pool, subject, claim);
@@ -336,16 +333,15 @@ apr_status_t svc_h_requests_advance(svc_ctx_t *ctx)
     return rv;
 }
 
-apr_status_t svc_h_requests_advance_to_build(svc_ctx_t *ctx)
+static apr_status_t advance_to_build(svc_ctx_t *ctx, svc_db_t *db, void *baton)
 {
     const char *id = apr_table_get(ctx->params, "requestId");
     apr_array_header_t *tasks = NULL;
-    svc_request_t *req = NULL;
-    svc_db_t *db = NULL;
+    svc_request_t *req;
     apr_status_t rv;
 
-    if ((rv = svc_request_begin(ctx, id, SVC_PROLE_DEVELOPER, &db, &req)) != APR_SUCCESS) {
-        return finish(ctx, db, req, NULL, rv);
+    if ((rv = svc_request_lock(ctx, db, id, SVC_PROLE_DEVELOPER, &req)) != APR_SUCCESS) {
+        return rv;
     }
     if (svc_stage_index(req->stage) >= svc_stage_index(SVC_STAGE_BUILD)) {
         rv = svc_pl_refuse_one(ctx, "stage", req->stage, "Request %s is in %s already, past "
@@ -357,17 +353,22 @@ apr_status_t svc_h_requests_advance_to_build(svc_ctx_t *ctx)
     return finish(ctx, db, req, tasks, rv);
 }
 
-/* Pause (to paused) or resume (to active) the build. */
-static apr_status_t pause_or_resume(svc_ctx_t *ctx, int pause)
+apr_status_t svc_h_requests_advance_to_build(svc_ctx_t *ctx)
+{
+    return svc_write(ctx, advance_to_build, NULL);
+}
+
+/* Pause (baton non-NULL: to paused) or resume (to active) the build. */
+static apr_status_t pause_or_resume(svc_ctx_t *ctx, svc_db_t *db, void *baton)
 {
     const char *id = apr_table_get(ctx->params, "requestId");
+    int pause = baton != NULL;
     const char *from = pause ? SVC_REQ_ACTIVE : SVC_REQ_PAUSED;
-    svc_request_t *req = NULL;
-    svc_db_t *db = NULL;
+    svc_request_t *req;
     apr_status_t rv;
 
-    if ((rv = svc_request_begin(ctx, id, SVC_PROLE_DEVELOPER, &db, &req)) != APR_SUCCESS) {
-        return finish(ctx, db, req, NULL, rv);
+    if ((rv = svc_request_lock(ctx, db, id, SVC_PROLE_DEVELOPER, &req)) != APR_SUCCESS) {
+        return rv;
     }
     if (strcmp(req->stage, SVC_STAGE_BUILD) != 0) {
         rv = svc_pl_refuse_one(ctx, "stage", req->stage, "Only a build is paused and resumed; "
@@ -387,94 +388,92 @@ static apr_status_t pause_or_resume(svc_ctx_t *ctx, int pause)
 
 apr_status_t svc_h_requests_pause(svc_ctx_t *ctx)
 {
-    return pause_or_resume(ctx, 1);
+    static const int pause = 1;
+
+    return svc_write(ctx, pause_or_resume, (void *)&pause);
 }
 
 apr_status_t svc_h_requests_resume(svc_ctx_t *ctx)
 {
-    return pause_or_resume(ctx, 0);
+    return svc_write(ctx, pause_or_resume, NULL);
 }
 
 /*
- * Cancels the request (any stage but done), then its queued and running
- * runs, in a transaction of their own: a run that ends meanwhile takes
- * the request's lock (sql/011's trigger) while holding its own row, so
- * holding the request's lock while waiting for runs' rows could deadlock.
- * A request already cancelled starts no run again, whatever happens
- * between the two.
+ * Cancels the request (any stage but done) and its queued and running
+ * runs, in one transaction. The runs' rows are locked before the
+ * request's: a run that ends holds its own row and then takes its
+ * request's (sql/011's trigger), so this is the order in which the two
+ * cannot wait for each other. A run queued between the first look and the
+ * request's lock is cancelled too. A request already cancelled starts no
+ * run again.
  */
-apr_status_t svc_h_requests_cancel(svc_ctx_t *ctx)
+static apr_status_t cancel(svc_ctx_t *ctx, svc_db_t *db, void *baton)
 {
     const char *id = apr_table_get(ctx->params, "requestId");
-    apr_array_header_t *runs = NULL;
+    apr_array_header_t *runs;
+    const char **status;
+    svc_request_t *req;
     json_t *ids;
-    svc_request_t *req = NULL;
-    svc_db_t *db = NULL;
     apr_status_t rv;
     int i;
 
-    if ((rv = svc_request_begin(ctx, id, SVC_PROLE_DEVELOPER, &db, &req)) != APR_SUCCESS
+    if ((rv = svc_build_active_runs(ctx, db, id, &runs)) != APR_SUCCESS) {
+        return rv;
+    }
+    for (i = 0; i < runs->nelts; i++) {
+        if ((rv = svc_run_hold(db, ctx->pool, ctx->org->id,
+                               APR_ARRAY_IDX(runs, i, const char *))) != APR_SUCCESS) {
+            return rv;
+        }
+    }
+    if ((rv = svc_request_lock(ctx, db, id, SVC_PROLE_DEVELOPER, &req)) != APR_SUCCESS
         || (rv = svc_build_active_runs(ctx, db, id, &runs)) != APR_SUCCESS) {
-        return finish(ctx, db, req, NULL, rv);
+        return rv;
     }
     ids = json_array();
     for (i = 0; i < runs->nelts; i++) {
         json_array_append_new(ids, json_string(APR_ARRAY_IDX(runs, i, const char *)));
     }
-    rv = svc_request_move(ctx, db, req, req->stage, SVC_REQ_CANCELLED, "cancel",
-                          "request.cancelled", json_pack("{s:o}", "runs", ids));
+    if ((rv = svc_request_move(ctx, db, req, req->stage, SVC_REQ_CANCELLED, "cancel",
+                               "request.cancelled", json_pack("{s:o}", "runs", ids)))
+        != APR_SUCCESS) {
+        return rv;
+    }
+    status = apr_pcalloc(ctx->pool, sizeof(*status) * (apr_size_t)(runs->nelts + 1));
+    for (i = 0; i < runs->nelts && rv == APR_SUCCESS; i++) {
+        rv = svc_run_cancel_for(db, ctx->pool, ctx->org->id,
+                                APR_ARRAY_IDX(runs, i, const char *), &status[i]);
+    }
+    /* The events last: the request's, then each run's. */
     if (rv == APR_SUCCESS) {
         rv = svc_request_announce(ctx, db, req);
     }
-    if (rv == APR_SUCCESS) {
-        rv = svc_db_commit(db, ctx->pool);
-    }
-    if (rv != APR_SUCCESS) {
-        svc_db_rollback(db, ctx->pool);
-        return rv;
-    }
-    if (runs->nelts > 0) {
-        const char **status = apr_pcalloc(ctx->pool, sizeof(*status) * (apr_size_t)runs->nelts);
-
-        if ((rv = svc_ctx_db_begin(ctx, &db)) != APR_SUCCESS) {
-            return rv;
-        }
-        for (i = 0; i < runs->nelts && rv == APR_SUCCESS; i++) {
-            rv = svc_run_cancel_for(db, ctx->pool, ctx->org->id,
-                                    APR_ARRAY_IDX(runs, i, const char *), &status[i]);
-        }
-        for (i = 0; i < runs->nelts && rv == APR_SUCCESS; i++) {
-            if (status[i] && strcmp(status[i], "cancelled") == 0) {
-                rv = svc_run_announce(db, ctx->pool, ctx->org->id, req->project_id,
-                                      APR_ARRAY_IDX(runs, i, const char *), "cancelled");
-            }
-        }
-        if (rv == APR_SUCCESS) {
-            rv = svc_db_commit(db, ctx->pool);
-        }
-        if (rv != APR_SUCCESS) {
-            svc_db_rollback(db, ctx->pool);
-            return rv;
+    for (i = 0; i < runs->nelts && rv == APR_SUCCESS; i++) {
+        if (status[i] && strcmp(status[i], "cancelled") == 0) {
+            rv = svc_run_announce(db, ctx->pool, ctx->org->id, req->project_id,
+                                  APR_ARRAY_IDX(runs, i, const char *), "cancelled");
         }
     }
-    return svc_request_reply(ctx, db, id, 200);
+    return rv == APR_SUCCESS ? svc_request_reply(ctx, db, id, 200) : rv;
 }
 
-apr_status_t svc_h_requests_approve(svc_ctx_t *ctx)
+apr_status_t svc_h_requests_cancel(svc_ctx_t *ctx)
+{
+    return svc_write(ctx, cancel, NULL);
+}
+
+static apr_status_t approve(svc_ctx_t *ctx, svc_db_t *db, void *baton)
 {
     const char *id = apr_table_get(ctx->params, "requestId");
-    svc_request_t *req = NULL;
-    svc_db_t *db = NULL;
+    svc_request_t *req;
     apr_status_t rv;
 
-    if ((rv = svc_request_begin(ctx, id, SVC_PROLE_MAINTAINER, &db, &req)) != APR_SUCCESS) {
-        return finish(ctx, db, req, NULL, rv);
+    if ((rv = svc_request_lock(ctx, db, id, SVC_PROLE_MAINTAINER, &req)) != APR_SUCCESS) {
+        return rv;
     }
     if (strcmp(req->stage, SVC_STAGE_INTEGRATION) != 0) {
-        return finish(ctx, db, req, NULL,
-                      svc_pl_refuse_one(ctx, "stage", req->stage, "Integration is approved in "
-                                        "integration; request %s is in %s.", req->id,
-                                        req->stage));
+        return svc_pl_refuse_one(ctx, "stage", req->stage, "Integration is approved in "
+                                 "integration; request %s is in %s.", req->id, req->stage);
     }
     rv = svc_request_move(ctx, db, req, SVC_STAGE_DONE, SVC_REQ_DONE, "approve",
                           "request.integration_approved", NULL);
@@ -484,4 +483,9 @@ apr_status_t svc_h_requests_approve(svc_ctx_t *ctx)
                                     "integration_approved", "by", ctx->who->user_id));
     }
     return finish(ctx, db, req, NULL, rv);
+}
+
+apr_status_t svc_h_requests_approve(svc_ctx_t *ctx)
+{
+    return svc_write(ctx, approve, NULL);
 }

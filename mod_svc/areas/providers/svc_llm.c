@@ -75,10 +75,8 @@ const char *svc_llm_scrub(apr_pool_t *p, const svc_provider_t *prov, const char 
     return svc_printable(p, svc_redact(p, s), max);
 }
 
-/* The provider's message in an error answer: {"error": {"message": ...}}
- * (OpenAI, Anthropic, most compatible servers) or {"error": "..."}. */
-static const char *error_message(apr_pool_t *p, const svc_provider_t *prov,
-                                 const svc_http_resp_t *resp)
+const char *svc_llm_error_message(apr_pool_t *p, const svc_provider_t *prov,
+                                  const svc_http_resp_t *resp)
 {
     json_error_t jerr;
     json_t *doc = resp->body_len ? json_loadb(resp->body, resp->body_len, 0, &jerr) : NULL;
@@ -185,17 +183,17 @@ static apr_status_t llm_call(apr_pool_t *p, const svc_config_t *conf,
     }
     if (resp->status == 401 || resp->status == 403) {
         reply_fail(p, reply, "provider_refused", "The provider refused the key (%d): %s",
-                   resp->status, error_message(p, prov, resp));
+                   resp->status, svc_llm_error_message(p, prov, resp));
         return APR_EACCES;
     }
     if (resp->status == 429) {
         reply_fail(p, reply, "provider_rate_limited", "The provider is rate-limiting this key "
-                   "(429): %s", error_message(p, prov, resp));
+                   "(429): %s", svc_llm_error_message(p, prov, resp));
         return APR_EGENERAL;
     }
     if (resp->status < 200 || resp->status > 299) {
         reply_fail(p, reply, "provider_error", "The provider answered %d: %s", resp->status,
-                   error_message(p, prov, resp));
+                   svc_llm_error_message(p, prov, resp));
         return APR_EGENERAL;
     }
     return APR_SUCCESS;
@@ -222,12 +220,7 @@ static apr_int64_t int_at(const json_t *obj, const char *key)
     return json_is_integer(v) ? (apr_int64_t)json_integer_value(v) : 0;
 }
 
-/*
- * The JSON object in a model's text: itself, or inside a ``` fence, or
- * between the first '{' and the last '}' (models that were asked for JSON
- * by instruction only sometimes say a word around it). NULL if none.
- */
-static const char *json_object_text(apr_pool_t *p, const char *text)
+const char *svc_llm_json_object_text(apr_pool_t *p, const char *text)
 {
     const char *open = strchr(text, '{'), *close = strrchr(text, '}');
     json_error_t jerr;
@@ -485,10 +478,8 @@ static void add_call(apr_pool_t *p, const svc_provider_t *prov, json_t *calls, c
     json_array_append_new(calls, call);
 }
 
-/* Reads a completion: the text, the tool calls, token counts and why it
- * stopped. */
-static apr_status_t read_completion(apr_pool_t *p, const svc_provider_t *prov,
-                                    const json_t *doc, svc_llm_reply_t *reply)
+apr_status_t svc_llm_read_completion(apr_pool_t *p, const svc_provider_t *prov,
+                                     const json_t *doc, svc_llm_reply_t *reply)
 {
     json_t *usage = json_object_get(doc, "usage");
 
@@ -571,7 +562,7 @@ apr_status_t svc_provider_complete(apr_pool_t *p, const svc_config_t *conf,
         return APR_EGENERAL;
     }
     doc = answer_json(p, resp);
-    if (!doc || read_completion(p, prov, doc, reply) != APR_SUCCESS) {
+    if (!doc || svc_llm_read_completion(p, prov, doc, reply) != APR_SUCCESS) {
         reply_fail(p, reply, "provider_error", "The provider's answer is not a %s: %s",
                    anthropic ? "Messages API response" : "chat completion",
                    svc_llm_scrub(p, prov, resp->body, 200));
@@ -593,7 +584,7 @@ apr_status_t svc_provider_complete(apr_pool_t *p, const svc_config_t *conf,
         return APR_EGENERAL;
     }
     if (req->json) {
-        const char *obj = json_object_text(p, reply->content);
+        const char *obj = svc_llm_json_object_text(p, reply->content);
         if (!obj) {
             reply_fail(p, reply, "provider_error", "The model did not answer with a JSON "
                        "object%s.", reply->truncated ? " (it was cut off at max_tokens)" : "");

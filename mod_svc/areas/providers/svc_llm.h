@@ -57,4 +57,22 @@ apr_status_t svc_llm_models(apr_pool_t *p, const svc_config_t *conf, const svc_p
 const char *svc_llm_scrub(apr_pool_t *p, const svc_provider_t *prov, const char *text,
                           apr_size_t max);
 
+/*
+ * The readers of what a provider answers (svc_provider_complete's, and
+ * t/fuzz/fuzz_llm.c's): a completion's text, token counts and whether it
+ * was cut off, from the answer's JSON object in the provider's kind of
+ * API (APR_EINVAL when it has not that shape); the JSON object in a
+ * model's text (itself, inside a ``` fence, or between the first '{' and
+ * the last '}': models asked for JSON by instruction only sometimes say a
+ * word around it), compact, or NULL; and the provider's message in an
+ * error answer ({"error": {"message": ...}} of OpenAI, Anthropic and most
+ * compatible servers, {"error": "..."}, {"message": ...}, or the body),
+ * scrubbed.
+ */
+apr_status_t svc_llm_read_completion(apr_pool_t *p, const svc_provider_t *prov,
+                                     const json_t *doc, svc_llm_reply_t *reply);
+const char *svc_llm_json_object_text(apr_pool_t *p, const char *text);
+const char *svc_llm_error_message(apr_pool_t *p, const svc_provider_t *prov,
+                                  const svc_http_resp_t *resp);
+
 #endif /* SVC_LLM_H */

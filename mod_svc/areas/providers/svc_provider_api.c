@@ -219,39 +219,30 @@ apr_status_t svc_h_providers_get(svc_ctx_t *ctx)
     return reply_provider(ctx, db, apr_table_get(ctx->params, "id"), 200);
 }
 
-apr_status_t svc_h_providers_create(svc_ctx_t *ctx)
+static apr_status_t create_provider(svc_ctx_t *ctx, svc_db_t *db, void *baton)
 {
     const char *id = svc_id_new(ctx->pool, "llm_");
     const char *name = svc_json_str(ctx->body, "name");
     const char *kind = svc_json_str(ctx->body, "kind");
-    const char *url = svc_json_str(ctx->body, "base_url");
     const char *model = svc_json_str(ctx->body, "model");
     const char *key = svc_json_str(ctx->body, "api_key");
-    const char *norm = svc_llm_default_url(kind);
+    const char *norm = baton;
     svc_actor_t actor;
     svc_dbres_t *res;
-    svc_db_t *db;
     apr_status_t rv;
 
-    if ((rv = check_key_and_url(ctx, key, url, &norm)) != APR_SUCCESS) {
-        return rv;
-    }
-    if ((rv = svc_ctx_db_begin(ctx, &db)) != APR_SUCCESS) {
-        return rv;
-    }
     if ((rv = svc_access_recheck(ctx, db, SVC_ROLE_ADMIN, SVC_PROLE_NONE)) != APR_SUCCESS) {
-        goto cleanup;
+        return rv;
     }
     rv = svc_db_execv(db, &st_prov_insert, ctx->pool, &res, id, ctx->org->id, name, kind, norm,
                       model, svc_provider_seal_key(ctx->pool, ctx->conf, key),
                       svc_provider_key_hint(ctx->pool, key), ctx->who->user_id,
                       svc_json_str(ctx->body, "tools"));
     if (rv == SVC_ECONFLICT) {
-        rv = name_taken(ctx, name);
-        goto cleanup;
+        return name_taken(ctx, name);
     }
     if (rv != APR_SUCCESS) {
-        goto cleanup;
+        return rv;
     }
     svc_actor_from_ctx(ctx, &actor);
     rv = svc_audit_write(db, ctx->pool, &actor, ctx->org->id, "provider.created", "provider", id,
@@ -265,32 +256,33 @@ apr_status_t svc_h_providers_create(svc_ctx_t *ctx)
                                                  svc_json_str(ctx->body, "tools")
                                                  ? svc_json_str(ctx->body, "tools")
                                                  : "auto")));
-cleanup:
-    if ((rv = svc_db_end(db, ctx->pool, rv)) != APR_SUCCESS) {
-        return rv;
-    }
-    return reply_provider(ctx, db, id, 201);
+    return rv == APR_SUCCESS ? reply_provider(ctx, db, id, 201) : rv;
+}
+
+apr_status_t svc_h_providers_create(svc_ctx_t *ctx)
+{
+    const char *norm = svc_llm_default_url(svc_json_str(ctx->body, "kind"));
+    apr_status_t rv = check_key_and_url(ctx, svc_json_str(ctx->body, "api_key"),
+                                        svc_json_str(ctx->body, "base_url"), &norm);
+
+    return rv == APR_SUCCESS ? svc_write(ctx, create_provider, (void *)norm) : rv;
 }
 
 /*
- * The start of every change to one provider: a transaction, the caller
- * still an admin (under the org lock), and the provider's row locked, with
- * what the audit may say about it (*pbefore) and whether it is the default.
+ * The start of every change to one provider, in the caller's write: the
+ * caller still an admin (under the org lock), and the provider's row
+ * locked, with what the audit may say about it (*pbefore) and whether it is
+ * the default.
  */
-static apr_status_t begin_change(svc_ctx_t *ctx, const char *id, svc_db_t **pdb,
-                                 const char **pbefore, int *pis_default)
+static apr_status_t lock_provider(svc_ctx_t *ctx, svc_db_t *db, const char *id,
+                                  const char **pbefore, int *pis_default)
 {
     svc_dbres_t *res;
     apr_status_t rv;
 
-    if ((rv = svc_ctx_db_begin(ctx, pdb)) != APR_SUCCESS) {
-        return rv;
-    }
-    if ((rv = svc_access_recheck(ctx, *pdb, SVC_ROLE_ADMIN, SVC_PROLE_NONE)) != APR_SUCCESS) {
-        return rv;
-    }
-    if ((rv = svc_db_execv(*pdb, &st_prov_lock, ctx->pool, &res, id, ctx->org->id))
-        != APR_SUCCESS) {
+    if ((rv = svc_access_recheck(ctx, db, SVC_ROLE_ADMIN, SVC_PROLE_NONE)) != APR_SUCCESS
+        || (rv = svc_db_execv(db, &st_prov_lock, ctx->pool, &res, id, ctx->org->id))
+           != APR_SUCCESS) {
         return rv;
     }
     if (svc_dbres_rows(res) != 1) {
@@ -308,18 +300,49 @@ static json_t *json_text(apr_pool_t *p, const char *text)
     return svc_json_pool(p, json_loads(text, 0, &jerr));
 }
 
-apr_status_t svc_h_providers_update(svc_ctx_t *ctx)
+static apr_status_t update_provider(svc_ctx_t *ctx, svc_db_t *db, void *baton)
 {
     const char *id = apr_table_get(ctx->params, "id");
     const char *name = svc_json_str(ctx->body, "name");
-    const char *url = svc_json_str(ctx->body, "base_url");
-    const char *model = svc_json_str(ctx->body, "model");
     const char *key = svc_json_str(ctx->body, "api_key");
-    const char *norm = NULL, *before, *after;
+    const char *norm = baton, *before, *after;
     svc_actor_t actor;
     svc_dbres_t *res;
     int is_default;
-    svc_db_t *db = NULL;
+    apr_status_t rv;
+
+    if ((rv = lock_provider(ctx, db, id, &before, &is_default)) != APR_SUCCESS) {
+        return rv;
+    }
+    rv = svc_db_execv(db, &st_prov_update, ctx->pool, NULL, id, ctx->org->id, name, norm,
+                      svc_json_str(ctx->body, "model"),
+                      key ? svc_provider_seal_key(ctx->pool, ctx->conf, key) : NULL,
+                      key ? svc_provider_key_hint(ctx->pool, key) : NULL,
+                      svc_json_str(ctx->body, "tools"));
+    if (rv == SVC_ECONFLICT) {
+        return name_taken(ctx, name);
+    }
+    if (rv != APR_SUCCESS
+        || (rv = svc_db_execv(db, &st_prov_lock, ctx->pool, &res, id, ctx->org->id))
+           != APR_SUCCESS) {
+        return rv;
+    }
+    after = svc_dbres_str(res, 0, 0);
+    svc_actor_from_ctx(ctx, &actor);
+    rv = svc_audit_write(db, ctx->pool, &actor, ctx->org->id, "provider.updated", "provider", id,
+                         svc_json_pool(ctx->pool,
+                                       json_pack("{s:O?,s:O?,s:b}",
+                                                 "before", json_text(ctx->pool, before),
+                                                 "after", json_text(ctx->pool, after),
+                                                 "key_replaced", key != NULL)));
+    return rv == APR_SUCCESS ? reply_provider(ctx, db, id, 200) : rv;
+}
+
+apr_status_t svc_h_providers_update(svc_ctx_t *ctx)
+{
+    const char *url = svc_json_str(ctx->body, "base_url");
+    const char *key = svc_json_str(ctx->body, "api_key");
+    const char *norm = NULL;
     apr_status_t rv;
 
     if (json_object_size(ctx->body) == 0) {
@@ -335,104 +358,75 @@ apr_status_t svc_h_providers_update(svc_ctx_t *ctx)
                        "base_url: a stored key is never sent to another address than the one "
                        "it was given for.");
     }
-    if ((rv = check_key_and_url(ctx, key, url, &norm)) != APR_SUCCESS) {
-        return rv;
-    }
-    if ((rv = begin_change(ctx, id, &db, &before, &is_default)) != APR_SUCCESS) {
-        goto cleanup;
-    }
-    rv = svc_db_execv(db, &st_prov_update, ctx->pool, NULL, id, ctx->org->id, name, norm, model,
-                      key ? svc_provider_seal_key(ctx->pool, ctx->conf, key) : NULL,
-                      key ? svc_provider_key_hint(ctx->pool, key) : NULL,
-                      svc_json_str(ctx->body, "tools"));
-    if (rv == SVC_ECONFLICT) {
-        rv = name_taken(ctx, name);
-        goto cleanup;
-    }
-    if (rv != APR_SUCCESS
-        || (rv = svc_db_execv(db, &st_prov_lock, ctx->pool, &res, id, ctx->org->id))
-           != APR_SUCCESS) {
-        goto cleanup;
-    }
-    after = svc_dbres_str(res, 0, 0);
-    svc_actor_from_ctx(ctx, &actor);
-    rv = svc_audit_write(db, ctx->pool, &actor, ctx->org->id, "provider.updated", "provider", id,
-                         svc_json_pool(ctx->pool,
-                                       json_pack("{s:O?,s:O?,s:b}",
-                                                 "before", json_text(ctx->pool, before),
-                                                 "after", json_text(ctx->pool, after),
-                                                 "key_replaced", key != NULL)));
-cleanup:
-    if ((rv = svc_db_end(db, ctx->pool, rv)) != APR_SUCCESS) {
-        return rv;
-    }
-    return reply_provider(ctx, db, id, 200);
+    rv = check_key_and_url(ctx, key, url, &norm);
+    return rv == APR_SUCCESS ? svc_write(ctx, update_provider, (void *)norm) : rv;
 }
 
-apr_status_t svc_h_providers_delete(svc_ctx_t *ctx)
+static apr_status_t delete_provider(svc_ctx_t *ctx, svc_db_t *db, void *baton)
 {
     const char *id = apr_table_get(ctx->params, "id");
     const char *before;
     svc_actor_t actor;
     int is_default;
-    svc_db_t *db = NULL;
     apr_status_t rv;
 
-    if ((rv = begin_change(ctx, id, &db, &before, &is_default)) != APR_SUCCESS
+    if ((rv = lock_provider(ctx, db, id, &before, &is_default)) != APR_SUCCESS
         || (rv = svc_db_execv(db, &st_prov_delete, ctx->pool, NULL, id, ctx->org->id))
            != APR_SUCCESS) {
-        goto cleanup;
+        return rv;
     }
     /* Deleting the default leaves the org without one: which provider
      * should answer for it is for an admin to say, not for us to guess. */
     svc_actor_from_ctx(ctx, &actor);
     rv = svc_audit_write(db, ctx->pool, &actor, ctx->org->id, "provider.deleted", "provider", id,
                          json_text(ctx->pool, before));
-cleanup:
-    if ((rv = svc_db_end(db, ctx->pool, rv)) != APR_SUCCESS) {
-        return rv;
-    }
-    return svc_reply_empty(ctx);
+    return rv == APR_SUCCESS ? svc_reply_empty(ctx) : rv;
 }
 
-apr_status_t svc_h_providers_default(svc_ctx_t *ctx)
+apr_status_t svc_h_providers_delete(svc_ctx_t *ctx)
+{
+    return svc_write(ctx, delete_provider, NULL);
+}
+
+static apr_status_t make_default(svc_ctx_t *ctx, svc_db_t *db, void *baton)
 {
     const char *id = apr_table_get(ctx->params, "id");
     const char *before, *previous = NULL;
     svc_actor_t actor;
     svc_dbres_t *res;
     int is_default;
-    svc_db_t *db = NULL;
     apr_status_t rv;
 
-    if ((rv = begin_change(ctx, id, &db, &before, &is_default)) != APR_SUCCESS) {
-        goto cleanup;
-    }
-    if (is_default) {
-        /* Already the default: nothing changes, nothing to audit (rv is
-         * APR_SUCCESS: svc_db_end commits the empty transaction). */
-        goto cleanup;
-    }
-    rv = svc_db_execv(db, &st_prov_default_clear, ctx->pool, &res, ctx->org->id);
-    if (rv != APR_SUCCESS) {
-        goto cleanup;
-    }
-    if (svc_dbres_rows(res) == 1) {
-        previous = apr_pstrdup(ctx->pool, svc_dbres_str(res, 0, 0));
-    }
-    if ((rv = svc_db_execv(db, &st_prov_default_set, ctx->pool, NULL, id, ctx->org->id))
-        != APR_SUCCESS) {
-        goto cleanup;
-    }
-    svc_actor_from_ctx(ctx, &actor);
-    rv = svc_audit_write(db, ctx->pool, &actor, ctx->org->id, "provider.default_set",
-                         "provider", id,
-                         svc_json_pool(ctx->pool, json_pack("{s:s?}", "previous", previous)));
-cleanup:
-    if ((rv = svc_db_end(db, ctx->pool, rv)) != APR_SUCCESS) {
+    if ((rv = lock_provider(ctx, db, id, &before, &is_default)) != APR_SUCCESS) {
         return rv;
     }
+    /* Already the default: nothing changes, nothing to audit. */
+    if (!is_default) {
+        rv = svc_db_execv(db, &st_prov_default_clear, ctx->pool, &res, ctx->org->id);
+        if (rv != APR_SUCCESS) {
+            return rv;
+        }
+        if (svc_dbres_rows(res) == 1) {
+            previous = apr_pstrdup(ctx->pool, svc_dbres_str(res, 0, 0));
+        }
+        if ((rv = svc_db_execv(db, &st_prov_default_set, ctx->pool, NULL, id, ctx->org->id))
+            != APR_SUCCESS) {
+            return rv;
+        }
+        svc_actor_from_ctx(ctx, &actor);
+        rv = svc_audit_write(db, ctx->pool, &actor, ctx->org->id, "provider.default_set",
+                             "provider", id,
+                             svc_json_pool(ctx->pool, json_pack("{s:s?}", "previous", previous)));
+        if (rv != APR_SUCCESS) {
+            return rv;
+        }
+    }
     return reply_provider(ctx, db, id, 200);
+}
+
+apr_status_t svc_h_providers_default(svc_ctx_t *ctx)
+{
+    return svc_write(ctx, make_default, NULL);
 }
 
 /* The test's answer: {"ok", "models", "latency_ms", "error", "error_code",

@@ -14,13 +14,13 @@ static const svc_stmt_t st_claim_take = {
     " ON CONFLICT (subject) DO UPDATE SET org_id = excluded.org_id, token = excluded.token,"
     " expires_at = excluded.expires_at WHERE c.expires_at < clock_timestamp()"
     " RETURNING c.token",
-    4, 0
+    4, SVC_STMT_ALONE
 };
 
 static const svc_stmt_t st_claim_give = {
     "svc_providers_claim_give",
     "DELETE FROM model_claims WHERE subject = $1 AND token = $2",
-    2, 0
+    2, SVC_STMT_ALONE
 };
 
 apr_status_t svc_model_claim(svc_db_t *db, apr_pool_t *p, const svc_config_t *conf,

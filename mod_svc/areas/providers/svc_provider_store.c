@@ -30,10 +30,12 @@ static const svc_stmt_t st_prov_keys = {
     1, SVC_STMT_READ | SVC_STMT_BINARY
 };
 
+/* What a test's probe found stays whatever the test answers: a record of a
+ * call made, like its usage, so it stands alone. */
 static const svc_stmt_t st_prov_tools_found = {
     "svc_providers_tools_found",
     "UPDATE llm_providers SET tools_detected = $3::boolean WHERE id = $1 AND org_id = $2",
-    3, 0
+    3, SVC_STMT_ALONE
 };
 
 static const svc_stmt_t st_usage_calls = {
@@ -54,7 +56,7 @@ static const svc_stmt_t st_usage_insert = {
     " VALUES ($1, (SELECT id FROM llm_providers WHERE id = $2), $3, $4, $5::bigint,"
     " $6::bigint, $7::int, (SELECT id FROM users WHERE id = $8), $9, $10, $11, $12, $13,"
     " nullif($14::int, 0))",
-    14, 0
+    14, SVC_STMT_ALONE
 };
 
 static apr_status_t provider_of(apr_pool_t *p, const svc_config_t *conf,

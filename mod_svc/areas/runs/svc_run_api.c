@@ -117,8 +117,7 @@ static apr_status_t no_run(svc_ctx_t *ctx, const char *id)
 }
 
 /* The run's JSON (*pjson, NULL when the project has no such run); in a
- * transaction that made it, read before COMMIT, so the answer is the run
- * as made (queued) and a failed read cannot turn a saved run into a 5xx. */
+ * write, as its transaction sees it: the run as made. */
 static apr_status_t run_json(svc_ctx_t *ctx, svc_db_t *db, const char *id, const char **pjson)
 {
     svc_dbres_t *res;
@@ -131,6 +130,8 @@ static apr_status_t run_json(svc_ctx_t *ctx, svc_db_t *db, const char *id, const
     return rv;
 }
 
+/* Answers `status` with the run as the API shows it; 404 when the project
+ * has none. */
 static apr_status_t reply_run(svc_ctx_t *ctx, svc_db_t *db, const char *id, int status)
 {
     const char *json;
@@ -257,32 +258,23 @@ static apr_status_t run_repository(svc_ctx_t *ctx, svc_db_t *db, const char **pr
     return APR_SUCCESS;
 }
 
-apr_status_t svc_h_runs_create(svc_ctx_t *ctx)
+/* A run to start; replay is set when its Idempotency-Key turns out to be
+ * taken. */
+typedef struct {
+    const char *key, *fp;           /* the Idempotency-Key and its fingerprint, or NULL */
+    int replay;
+} start_t;
+
+static apr_status_t start_run(svc_ctx_t *ctx, svc_db_t *db, void *baton)
 {
-    const char *key;
-    const char *id = NULL;
+    start_t *st = baton;
+    const char *id = NULL, *repo = NULL, *installation = NULL;
     svc_run_spec_t spec;
-    const char *fp = NULL, *repo = NULL, *installation = NULL;
-    const char *json = NULL;
     svc_dbres_t *res;
-    svc_db_t *db;
     apr_status_t rv;
 
-    if ((rv = svc_idem_key(ctx, &key)) != APR_SUCCESS) {
-        return rv;
-    }
-    if (ctx->project->archived) {
-        return svc_fail(ctx, 409, "project_archived", "Project %s is archived; restore it "
-                        "to start runs.", ctx->project->slug);
-    }
-    if (key) {
-        fp = svc_idem_fingerprint(ctx, ctx->project->id);
-    }
-    if ((rv = svc_ctx_db_begin(ctx, &db)) != APR_SUCCESS) {
-        return rv;
-    }
     if ((rv = run_repository(ctx, db, &repo, &installation)) != APR_SUCCESS) {
-        goto cleanup;
+        return rv;
     }
     memset(&spec, 0, sizeof(spec));
     spec.org_id = ctx->org->id;
@@ -297,86 +289,100 @@ apr_status_t svc_h_runs_create(svc_ctx_t *ctx)
     spec.command_timeout = ctx->conf->run_command_timeout;
     spec.repository = repo;
     spec.repo_installation_id = installation;
-    rv = svc_run_queue(db, ctx->pool, &spec, &id);
-    if (rv != APR_SUCCESS) {
-        goto cleanup;
-    }
-    if (key) {
-        rv = svc_db_execv(db, &st_key_claim, ctx->pool, &res, ctx->org->id, key, fp, id);
-        if (rv != APR_SUCCESS) {
-            goto cleanup;
-        }
-        if (svc_dbres_rows(res) == 0) {
-            svc_db_rollback(db, ctx->pool);
-            /* The same request gets its run again (200), another a 409. */
-            return svc_idem_replay(ctx, db, &st_key_get, &st_runs_get_in_org, key, fp);
-        }
-    }
-    rv = audit(ctx, db, "run.created", id, json_pack("{s:s}", "project", ctx->project->slug));
-    if (rv == APR_SUCCESS) {
-        rv = svc_run_emit_status(db, ctx->pool, ctx->org->id, ctx->project->id, id,
-                                 SVC_RUN_QUEUED, NULL, NULL);
-    }
-    if (rv == APR_SUCCESS) {
-        rv = run_json(ctx, db, id, &json);
-    }
-cleanup:
-    if ((rv = svc_db_end(db, ctx->pool, rv)) != APR_SUCCESS) {
+    if ((rv = svc_run_queue(db, ctx->pool, &spec, &id)) != APR_SUCCESS) {
         return rv;
     }
-    return svc_reply_text(ctx, 201, json);
+    if (st->key) {
+        rv = svc_db_execv(db, &st_key_claim, ctx->pool, &res, ctx->org->id, st->key, st->fp,
+                          id);
+        if (rv != APR_SUCCESS) {
+            return rv;
+        }
+        if (svc_dbres_rows(res) == 0) {
+            /* Taken: nothing of this run stays; the first is answered. */
+            st->replay = 1;
+            return SVC_ECONFLICT;
+        }
+    }
+    if ((rv = audit(ctx, db, "run.created", id,
+                    json_pack("{s:s}", "project", ctx->project->slug))) != APR_SUCCESS
+        || (rv = svc_run_emit_status(db, ctx->pool, ctx->org->id, ctx->project->id, id,
+                                     SVC_RUN_QUEUED, NULL, NULL)) != APR_SUCCESS) {
+        return rv;
+    }
+    return reply_run(ctx, db, id, 201);
 }
 
-apr_status_t svc_h_runs_cancel(svc_ctx_t *ctx)
+apr_status_t svc_h_runs_create(svc_ctx_t *ctx)
+{
+    svc_db_t *db;
+    start_t st;
+    apr_status_t rv;
+
+    memset(&st, 0, sizeof(st));
+    if ((rv = svc_idem_key(ctx, &st.key)) != APR_SUCCESS) {
+        return rv;
+    }
+    if (ctx->project->archived) {
+        return svc_fail(ctx, 409, "project_archived", "Project %s is archived; restore it "
+                        "to start runs.", ctx->project->slug);
+    }
+    if (st.key) {
+        st.fp = svc_idem_fingerprint(ctx, ctx->project->id);
+    }
+    rv = svc_write(ctx, start_run, &st);
+    if (rv == SVC_ECONFLICT && st.replay && (rv = svc_ctx_db(ctx, &db)) == APR_SUCCESS) {
+        /* The same request gets its run again (200), another a 409. */
+        return svc_idem_replay(ctx, db, &st_key_get, &st_runs_get_in_org, st.key, st.fp);
+    }
+    return rv;
+}
+
+static apr_status_t cancel_run(svc_ctx_t *ctx, svc_db_t *db, void *baton)
 {
     const char *id = run_param(ctx);
     const char *status;
     svc_dbres_t *res;
-    svc_db_t *db;
     apr_status_t rv;
     int queued;
 
-    if ((rv = svc_ctx_db_begin(ctx, &db)) != APR_SUCCESS) {
-        return rv;
-    }
     rv = svc_db_execv(db, &st_runs_lock, ctx->pool, &res, id, ctx->project->id);
     if (rv != APR_SUCCESS) {
-        goto cleanup;
+        return rv;
     }
     if (svc_dbres_rows(res) == 0) {
-        rv = no_run(ctx, id);
-        goto cleanup;
+        return no_run(ctx, id);
     }
     status = apr_pstrdup(ctx->pool, svc_dbres_str(res, 0, 0));
     queued = strcmp(status, SVC_RUN_QUEUED) == 0;
     if (!queued && strcmp(status, SVC_RUN_RUNNING) != 0) {
-        rv = svc_fail(ctx, 409, "invalid_status", "Run %s has finished (%s); only a queued "
-                      "or running run can be cancelled.", id, status);
-        goto cleanup;
+        return svc_fail(ctx, 409, "invalid_status", "Run %s has finished (%s); only a queued "
+                        "or running run can be cancelled.", id, status);
     }
-    if (!queued && svc_dbres_bool(res, 0, 1) == 1) {
-        /* Asked for already: nothing changes, and no second audit entry. */
-        goto cleanup;
-    }
-    rv = svc_db_execv(db, queued ? &st_runs_cancel_queued : &st_runs_cancel_running, ctx->pool,
-                      NULL, id);
-    if (rv == APR_SUCCESS) {
-        rv = audit(ctx, db, "run.cancelled", id, json_pack("{s:s}", "status_before", status));
-    }
-    /* A running run's status changes when its supervisor has stopped it. */
-    if (rv == APR_SUCCESS && queued) {
-        rv = svc_run_emit_status(db, ctx->pool, ctx->org->id, ctx->project->id, id,
-                                 SVC_RUN_CANCELLED, NULL, NULL);
-    }
-cleanup:
-    if (rv == APR_SUCCESS) {
-        rv = svc_db_commit(db, ctx->pool);
-    }
-    if (rv != APR_SUCCESS) {
-        svc_db_rollback(db, ctx->pool);
-        return rv;
+    /* Asked for already (a running run): nothing changes, and no second
+     * audit entry. */
+    if (queued || svc_dbres_bool(res, 0, 1) != 1) {
+        rv = svc_db_execv(db, queued ? &st_runs_cancel_queued : &st_runs_cancel_running,
+                          ctx->pool, NULL, id);
+        if (rv == APR_SUCCESS) {
+            rv = audit(ctx, db, "run.cancelled", id,
+                       json_pack("{s:s}", "status_before", status));
+        }
+        /* A running run's status changes when its supervisor has stopped it. */
+        if (rv == APR_SUCCESS && queued) {
+            rv = svc_run_emit_status(db, ctx->pool, ctx->org->id, ctx->project->id, id,
+                                     SVC_RUN_CANCELLED, NULL, NULL);
+        }
+        if (rv != APR_SUCCESS) {
+            return rv;
+        }
     }
     return reply_run(ctx, db, id, 200);
+}
+
+apr_status_t svc_h_runs_cancel(svc_ctx_t *ctx)
+{
+    return svc_write(ctx, cancel_run, NULL);
 }
 
 apr_status_t svc_h_runs_events(svc_ctx_t *ctx)

@@ -28,6 +28,12 @@ static const svc_stmt_t st_cancel = {
     2, 0
 };
 
+static const svc_stmt_t st_hold = {
+    "svc_runs_hold",
+    "SELECT 1 FROM runs WHERE id = $1 AND org_id = $2 FOR UPDATE",
+    2, 0
+};
+
 apr_status_t svc_run_queue(svc_db_t *db, apr_pool_t *p, const svc_run_spec_t *spec,
                            const char **pid)
 {
@@ -78,6 +84,11 @@ apr_status_t svc_run_cancel_for(svc_db_t *db, apr_pool_t *p, const char *org_id,
         *pstatus = apr_pstrdup(p, svc_dbres_str(res, 0, 0));
     }
     return rv;
+}
+
+apr_status_t svc_run_hold(svc_db_t *db, apr_pool_t *p, const char *org_id, const char *run_id)
+{
+    return svc_db_execv(db, &st_hold, p, NULL, run_id, org_id);
 }
 
 apr_status_t svc_run_announce(svc_db_t *db, apr_pool_t *p, const char *org_id,

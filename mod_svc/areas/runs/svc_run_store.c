@@ -288,29 +288,6 @@ apr_status_t svc_run_emit_status(svc_db_t *db, apr_pool_t *p, const char *org_id
     return svc_event_emit(db, p, org_id, project_id, run_id, "run.status", data);
 }
 
-/*
- * The end of a transaction that changed a run's status: its event, then the
- * commit. `rv` is how the transaction went so far; anything but
- * APR_SUCCESS (then or now) rolls it back.
- */
-static apr_status_t status_commit(svc_db_t *db, apr_pool_t *p, apr_status_t rv,
-                                  const char *org_id, const char *project_id,
-                                  const char *run_id, const char *status,
-                                  const char *err_code, const char *err_message)
-{
-    if (rv == APR_SUCCESS) {
-        rv = svc_run_emit_status(db, p, org_id, project_id, run_id, status, err_code,
-                                 err_message);
-    }
-    if (rv == APR_SUCCESS) {
-        rv = svc_db_commit(db, p);
-    }
-    if (rv != APR_SUCCESS) {
-        svc_db_rollback(db, p);
-    }
-    return rv;
-}
-
 /* One run.log event per line of text (whole lines, each ending in '\n'),
  * the first starting at byte `offset` of the log; each of `events` after
  * the line it goes with. */
@@ -366,21 +343,24 @@ static const char *col_dup(apr_pool_t *p, const svc_dbres_t *res, int col)
     return s ? apr_pstrdup(p, s) : NULL;
 }
 
-apr_status_t svc_run_claim(svc_db_t *db, apr_pool_t *p, const char *node, int lease_s,
-                           svc_run_job_t **pjob)
+/* What svc_run_claim asks, and the run it claimed (NULL: none queued). */
+typedef struct {
+    const char *node;
+    int lease_s;
+    svc_run_job_t *job;
+} claim_t;
+
+static apr_status_t claim_tx(svc_db_t *db, apr_pool_t *p, void *baton)
 {
+    claim_t *c = baton;
     svc_run_job_t *job;
     svc_dbres_t *res;
     apr_int64_t v;
     apr_status_t rv;
 
-    *pjob = NULL;
-    if ((rv = svc_db_begin(db, p)) != APR_SUCCESS) {
-        return rv;
-    }
-    rv = svc_db_execv(db, &st_claim, p, &res, node, apr_itoa(p, lease_s));
+    rv = svc_db_execv(db, &st_claim, p, &res, c->node, apr_itoa(p, c->lease_s));
     if (rv != APR_SUCCESS || svc_dbres_rows(res) == 0) {
-        goto cleanup;
+        return rv;
     }
     job = apr_pcalloc(p, sizeof(*job));
     job->id = col_dup(p, res, 0);
@@ -392,26 +372,22 @@ apr_status_t svc_run_claim(svc_db_t *db, apr_pool_t *p, const char *node, int le
     job->author_email = col_dup(p, res, 6);
     if (svc_dbres_int64(res, 0, 7, &v) != APR_SUCCESS
         || svc_dbres_int64(res, 0, 8, &job->log_bytes) != APR_SUCCESS) {
-        rv = SVC_EDB;
-        goto cleanup;
+        return SVC_EDB;
     }
     job->timeout_seconds = (int)v;
     job->log_dropped = svc_dbres_bool(res, 0, 9) == 1;
     if (svc_dbres_int64(res, 0, 12, &v) != APR_SUCCESS
         || svc_dbres_int64(res, 0, 13, &job->max_tokens) != APR_SUCCESS) {
-        rv = SVC_EDB;
-        goto cleanup;
+        return SVC_EDB;
     }
     job->max_steps = (int)v;
     if (svc_dbres_int64(res, 0, 14, &v) != APR_SUCCESS) {
-        rv = SVC_EDB;
-        goto cleanup;
+        return SVC_EDB;
     }
     job->command_timeout = (int)v;
     job->repository = col_dup(p, res, 10);
     if (job->repository && svc_dbres_int64(res, 0, 11, &job->installation_id) != APR_SUCCESS) {
-        rv = SVC_EDB;
-        goto cleanup;
+        return SVC_EDB;
     }
     if (!job->author_name || !*job->author_name) {
         job->author_name = job->author_email ? job->author_email : "mod_svc";
@@ -419,14 +395,18 @@ apr_status_t svc_run_claim(svc_db_t *db, apr_pool_t *p, const char *node, int le
     if (!job->author_email) {
         job->author_email = "runs@mod-svc.invalid";
     }
-    rv = status_commit(db, p, APR_SUCCESS, job->org_id, job->project_id, job->id,
-                       SVC_RUN_RUNNING, NULL, NULL);
-    if (rv == APR_SUCCESS) {
-        *pjob = job;
-    }
-    return rv;
-cleanup:
-    svc_db_rollback(db, p);
+    c->job = job;
+    return svc_run_emit_status(db, p, job->org_id, job->project_id, job->id, SVC_RUN_RUNNING,
+                               NULL, NULL);
+}
+
+apr_status_t svc_run_claim(svc_db_t *db, apr_pool_t *p, const char *node, int lease_s,
+                           svc_run_job_t **pjob)
+{
+    claim_t c = { node, lease_s, NULL };
+    apr_status_t rv = svc_db_tx(db, p, claim_tx, &c);
+
+    *pjob = rv == APR_SUCCESS ? c.job : NULL;
     return rv;
 }
 
@@ -476,43 +456,45 @@ static apr_status_t log_note(svc_db_t *db, apr_pool_t *p, const char *org_id,
     return rv;
 }
 
-apr_status_t svc_run_reap(svc_db_t *db, apr_pool_t *p, int *pcount)
+/* Fails one run whose lease ran out; SVC_ENOTFOUND when there is none. */
+static apr_status_t reap_one(svc_db_t *db, apr_pool_t *p, void *baton)
 {
     static const char msg[] = "The node running it stopped renewing its lease (it stopped, "
                               "or lost the database); the run was abandoned.";
-    apr_status_t rv = APR_SUCCESS;
+    const char *id, *org, *project;
+    svc_dbres_t *res;
+    apr_status_t rv;
+
+    rv = svc_db_execv(db, &st_expired, p, &res);
+    if (rv != APR_SUCCESS) {
+        return rv;
+    }
+    if (svc_dbres_rows(res) == 0) {
+        return SVC_ENOTFOUND;
+    }
+    id = col_dup(p, res, 0);
+    org = col_dup(p, res, 1);
+    project = col_dup(p, res, 2);
+    if ((rv = svc_db_execv(db, &st_reap, p, NULL, id, msg)) != APR_SUCCESS
+        || (rv = log_note(db, p, org, project, id,
+                          apr_pstrcat(p, "[mod_svc] lost: ", msg, NULL))) != APR_SUCCESS) {
+        return rv;
+    }
+    return svc_run_emit_status(db, p, org, project, id, SVC_RUN_FAILED, "lost", msg);
+}
+
+apr_status_t svc_run_reap(svc_db_t *db, apr_pool_t *p, int *pcount)
+{
+    apr_status_t rv;
     int count = 0;
 
-    for (;;) {
-        const char *id, *org, *project;
-        svc_dbres_t *res;
-
-        if ((rv = svc_db_begin(db, p)) != APR_SUCCESS) {
-            break;
-        }
-        rv = svc_db_execv(db, &st_expired, p, &res);
-        if (rv != APR_SUCCESS || svc_dbres_rows(res) == 0) {
-            svc_db_rollback(db, p);
-            break;
-        }
-        id = col_dup(p, res, 0);
-        org = col_dup(p, res, 1);
-        project = col_dup(p, res, 2);
-        rv = svc_db_execv(db, &st_reap, p, NULL, id, msg);
-        if (rv == APR_SUCCESS) {
-            rv = log_note(db, p, org, project, id, apr_pstrcat(p, "[mod_svc] lost: ", msg,
-                                                               NULL));
-        }
-        if ((rv = status_commit(db, p, rv, org, project, id, SVC_RUN_FAILED, "lost", msg))
-            != APR_SUCCESS) {
-            break;
-        }
+    while ((rv = svc_db_tx(db, p, reap_one, NULL)) == APR_SUCCESS) {
         count++;
     }
     if (pcount) {
         *pcount = count;
     }
-    return rv;
+    return rv == SVC_ENOTFOUND ? APR_SUCCESS : rv;
 }
 
 /*
@@ -538,44 +520,61 @@ static apr_status_t settled(svc_db_t *db, apr_pool_t *p, const char *run_id, con
            ? APR_SUCCESS : SVC_ENOTFOUND;
 }
 
+/* A run's end: what svc_run_finish and svc_run_succeed write. unheld is
+ * set when the node turned out not to hold the run. */
+typedef struct {
+    const char *run_id, *node, *status, *result_json;
+    const unsigned char *bundle;
+    apr_size_t bundle_len;
+    const char *err_code, *err_message;
+    int unheld;
+} end_t;
+
 /* Ends a run the node holds, in one transaction: its final status, the
  * artifact in parts when there is one, the event. */
-static apr_status_t end_run(svc_db_t *db, apr_pool_t *p, const char *run_id, const char *node,
-                            const char *status, const char *result_json,
-                            const unsigned char *bundle, apr_size_t bundle_len,
-                            const char *err_code, const char *err_message)
+static apr_status_t end_tx(svc_db_t *db, apr_pool_t *p, void *baton)
 {
+    end_t *e = baton;
     svc_dbres_t *res;
     apr_size_t at;
     apr_status_t rv;
     int part = 0;
 
-    if ((rv = svc_db_begin(db, p)) != APR_SUCCESS) {
+    rv = svc_db_execv(db, &st_end, p, &res, e->run_id, e->node, e->status, e->result_json,
+                      e->bundle ? i64(p, (apr_int64_t)e->bundle_len) : NULL, e->err_code,
+                      e->err_message);
+    if (rv != APR_SUCCESS) {
         return rv;
     }
-    rv = svc_db_execv(db, &st_end, p, &res, run_id, node, status, result_json,
-                      bundle ? i64(p, (apr_int64_t)bundle_len) : NULL, err_code, err_message);
-    if (rv != APR_SUCCESS) {
-        goto cleanup;
-    }
     if (svc_dbres_rows(res) == 0) {
-        svc_db_rollback(db, p);
-        return settled(db, p, run_id, node, status, err_code);
+        e->unheld = 1;
+        return SVC_ENOTFOUND;
     }
-    for (at = 0; bundle && at < bundle_len && rv == APR_SUCCESS; at += ARTIFACT_PART, part++) {
-        apr_size_t n = bundle_len - at < ARTIFACT_PART ? bundle_len - at : ARTIFACT_PART;
+    for (at = 0; e->bundle && at < e->bundle_len && rv == APR_SUCCESS;
+         at += ARTIFACT_PART, part++) {
+        apr_size_t n = e->bundle_len - at < ARTIFACT_PART ? e->bundle_len - at : ARTIFACT_PART;
         apr_pool_t *sp;
 
         /* Each part's hex text is twice its size: let it go at once. */
         apr_pool_create(&sp, p);
-        rv = svc_db_execv(db, &st_artifact_part, sp, NULL, run_id, apr_itoa(sp, part),
-                          svc_bytea_param(sp, bundle + at, n));
+        rv = svc_db_execv(db, &st_artifact_part, sp, NULL, e->run_id, apr_itoa(sp, part),
+                          svc_bytea_param(sp, e->bundle + at, n));
         apr_pool_destroy(sp);
     }
-    return status_commit(db, p, rv, svc_dbres_str(res, 0, 0), svc_dbres_str(res, 0, 1), run_id,
-                         status, err_code, err_message);
-cleanup:
-    svc_db_rollback(db, p);
+    if (rv != APR_SUCCESS) {
+        return rv;
+    }
+    return svc_run_emit_status(db, p, svc_dbres_str(res, 0, 0), svc_dbres_str(res, 0, 1),
+                               e->run_id, e->status, e->err_code, e->err_message);
+}
+
+static apr_status_t end_run(svc_db_t *db, apr_pool_t *p, end_t *e)
+{
+    apr_status_t rv = svc_db_tx(db, p, end_tx, e);
+
+    if (rv == SVC_ENOTFOUND && e->unheld) {
+        return settled(db, p, e->run_id, e->node, e->status, e->err_code);
+    }
     return rv;
 }
 
@@ -583,15 +582,52 @@ apr_status_t svc_run_finish(svc_db_t *db, apr_pool_t *p, const char *run_id,
                             const char *node, const char *status, const char *err_code,
                             const char *err_message)
 {
-    return end_run(db, p, run_id, node, status, NULL, NULL, 0, err_code, err_message);
+    end_t e = { run_id, node, status, NULL, NULL, 0, err_code, err_message, 0 };
+
+    return end_run(db, p, &e);
 }
 
 apr_status_t svc_run_succeed(svc_db_t *db, apr_pool_t *p, const char *run_id,
                              const char *node, const char *result_json,
                              const unsigned char *bundle, apr_size_t bundle_len)
 {
-    return end_run(db, p, run_id, node, SVC_RUN_SUCCEEDED, result_json,
-                   bundle ? bundle : (const unsigned char *)"", bundle_len, NULL, NULL);
+    end_t e = { run_id, node, SVC_RUN_SUCCEEDED, result_json,
+                bundle ? bundle : (const unsigned char *)"", bundle_len, NULL, NULL, 0 };
+
+    return end_run(db, p, &e);
+}
+
+/* A run the node holds, and the node. */
+typedef struct {
+    const char *run_id, *node;
+} held_t;
+
+static apr_status_t requeue_tx(svc_db_t *db, apr_pool_t *p, void *baton)
+{
+    const held_t *h = baton;
+    const char *org, *project, *status;
+    svc_dbres_t *res;
+    apr_status_t rv;
+
+    rv = svc_db_execv(db, &st_requeue, p, &res, h->run_id, h->node);
+    if (rv != APR_SUCCESS) {
+        return rv;
+    }
+    if (svc_dbres_rows(res) == 0) {
+        return SVC_ENOTFOUND;
+    }
+    org = col_dup(p, res, 0);
+    project = col_dup(p, res, 1);
+    status = col_dup(p, res, 2);
+    rv = log_note(db, p, org, project, h->run_id,
+                  strcmp(status, SVC_RUN_QUEUED) == 0
+                  ? "[mod_svc] interrupted: the supervisor stopped; the run is queued again "
+                    "and starts over"
+                  : "[mod_svc] interrupted: the supervisor stopped; the run was cancelled");
+    if (rv != APR_SUCCESS) {
+        return rv;
+    }
+    return svc_run_emit_status(db, p, org, project, h->run_id, status, NULL, NULL);
 }
 
 apr_status_t svc_run_fail_with_work(svc_db_t *db, apr_pool_t *p, const char *run_id,
@@ -599,41 +635,57 @@ apr_status_t svc_run_fail_with_work(svc_db_t *db, apr_pool_t *p, const char *run
                                     const char *err_message, const char *result_json,
                                     const unsigned char *bundle, apr_size_t bundle_len)
 {
-    return end_run(db, p, run_id, node, SVC_RUN_FAILED, result_json,
-                   bundle ? bundle : (const unsigned char *)"", bundle_len, err_code,
-                   err_message);
+    end_t e = { run_id, node, SVC_RUN_FAILED, result_json,
+                bundle ? bundle : (const unsigned char *)"", bundle_len, err_code,
+                err_message, 0 };
+
+    return end_run(db, p, &e);
 }
 
 apr_status_t svc_run_requeue(svc_db_t *db, apr_pool_t *p, const char *run_id,
                              const char *node)
 {
-    const char *org, *project, *status;
+    held_t h = { run_id, node };
+
+    return svc_db_tx(db, p, requeue_tx, &h);
+}
+
+/* A piece of log to append; unheld is set when the node turned out not
+ * to hold the run, or the log not to be `offset` long. */
+typedef struct {
+    const svc_run_job_t *job;
+    const char *node;
+    apr_int64_t offset;
+    const char *text;
+    apr_size_t len;
+    int dropped;
+    const svc_run_log_event_t *events;
+    int nevents;
+    int unheld;
+} append_t;
+
+static apr_status_t append_tx(svc_db_t *db, apr_pool_t *p, void *baton)
+{
+    append_t *a = baton;
     svc_dbres_t *res;
     apr_status_t rv;
 
-    if ((rv = svc_db_begin(db, p)) != APR_SUCCESS) {
+    rv = svc_db_execv(db, &st_log_grow, p, &res, a->job->id, a->node, i64(p, a->offset),
+                      i64(p, (apr_int64_t)a->len), a->dropped ? "true" : "false");
+    if (rv != APR_SUCCESS) {
         return rv;
     }
-    rv = svc_db_execv(db, &st_requeue, p, &res, run_id, node);
-    if (rv != APR_SUCCESS) {
-        goto cleanup;
-    }
     if (svc_dbres_rows(res) == 0) {
-        rv = SVC_ENOTFOUND;
-        goto cleanup;
+        a->unheld = 1;
+        return SVC_ENOTFOUND;
     }
-    org = col_dup(p, res, 0);
-    project = col_dup(p, res, 1);
-    status = col_dup(p, res, 2);
-    rv = log_note(db, p, org, project, run_id,
-                  strcmp(status, SVC_RUN_QUEUED) == 0
-                  ? "[mod_svc] interrupted: the supervisor stopped; the run is queued again "
-                    "and starts over"
-                  : "[mod_svc] interrupted: the supervisor stopped; the run was cancelled");
-    return status_commit(db, p, rv, org, project, run_id, status, NULL, NULL);
-cleanup:
-    svc_db_rollback(db, p);
-    return rv;
+    if (a->len > 0
+        && (rv = svc_db_execv(db, &st_log_insert, p, NULL, a->job->id, i64(p, a->offset),
+                              apr_pstrmemdup(p, a->text, a->len))) != APR_SUCCESS) {
+        return rv;
+    }
+    return emit_lines(db, p, a->job->org_id, a->job->project_id, a->job->id, a->offset,
+                      a->text, a->len, a->events, a->nevents);
 }
 
 apr_status_t svc_run_log_append(svc_db_t *db, apr_pool_t *p, const svc_run_job_t *job,
@@ -641,52 +693,28 @@ apr_status_t svc_run_log_append(svc_db_t *db, apr_pool_t *p, const svc_run_job_t
                                 apr_size_t len, int dropped,
                                 const svc_run_log_event_t *events, int nevents)
 {
+    append_t a = { job, node, offset, text, len, dropped, events, nevents, 0 };
+    apr_int64_t now_len;
     svc_dbres_t *res;
-    apr_status_t rv;
+    apr_status_t rv = svc_db_tx(db, p, append_tx, &a);
 
-    if ((rv = svc_db_begin(db, p)) != APR_SUCCESS) {
+    if (rv != SVC_ENOTFOUND || !a.unheld) {
         return rv;
     }
-    rv = svc_db_execv(db, &st_log_grow, p, &res, job->id, node, i64(p, offset),
-                      i64(p, (apr_int64_t)len), dropped ? "true" : "false");
+    rv = svc_db_execv(db, &st_status_of, p, &res, job->id, node);
     if (rv != APR_SUCCESS) {
-        goto cleanup;
+        return rv;
     }
-    if (svc_dbres_rows(res) == 0) {
-        apr_int64_t now_len;
-
-        svc_db_rollback(db, p);
-        rv = svc_db_execv(db, &st_status_of, p, &res, job->id, node);
-        if (rv != APR_SUCCESS) {
-            return rv;
-        }
-        if (svc_dbres_bool(res, 0, 1) != 1) {
-            return SVC_ENOTFOUND;
-        }
-        /* Still ours: an earlier attempt did commit, or the log moved
-         * under us, which only a bug could do. */
-        if (svc_dbres_int64(res, 0, 2, &now_len) == APR_SUCCESS
-            && now_len == offset + (apr_int64_t)len) {
-            return APR_SUCCESS;
-        }
-        return SVC_EDB;
+    if (svc_dbres_bool(res, 0, 1) != 1) {
+        return SVC_ENOTFOUND;
     }
-    if (len > 0) {
-        rv = svc_db_execv(db, &st_log_insert, p, NULL, job->id, i64(p, offset),
-                          apr_pstrmemdup(p, text, len));
+    /* Still ours: an earlier attempt did commit, or the log moved under us,
+     * which only a bug could do. */
+    if (svc_dbres_int64(res, 0, 2, &now_len) == APR_SUCCESS
+        && now_len == offset + (apr_int64_t)len) {
+        return APR_SUCCESS;
     }
-    if (rv == APR_SUCCESS) {
-        rv = emit_lines(db, p, job->org_id, job->project_id, job->id, offset, text, len,
-                        events, nevents);
-    }
-    if (rv == APR_SUCCESS) {
-        rv = svc_db_commit(db, p);
-    }
-cleanup:
-    if (rv != APR_SUCCESS) {
-        svc_db_rollback(db, p);
-    }
-    return rv;
+    return SVC_EDB;
 }
 
 apr_status_t svc_run_sweep_keys(svc_db_t *db, apr_pool_t *p)

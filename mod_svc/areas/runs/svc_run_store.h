@@ -37,8 +37,8 @@ extern const svc_schema_t svc_schema_run_detail;
 extern const svc_event_kind_t svc_run_events[];
 
 /*
- * Emits run.status for a change made in the caller's transaction (the last
- * statement before COMMIT: it takes the org's event lock). err_code and
+ * Emits run.status for a change made in the caller's transaction (its last
+ * write: it takes the org's event lock). err_code and
  * err_message may be NULL.
  */
 apr_status_t svc_run_emit_status(svc_db_t *db, apr_pool_t *p, const char *org_id,

@@ -105,6 +105,16 @@ apr_status_t svc_run_queue(svc_db_t *db, apr_pool_t *p, const svc_run_spec_t *sp
 apr_status_t svc_run_cancel_for(svc_db_t *db, apr_pool_t *p, const char *org_id,
                                 const char *run_id, const char **pstatus);
 
+/*
+ * Locks a run of the org until the caller's transaction ends (a run that
+ * is ending meanwhile is waited for). A run's status change takes its own
+ * row, then its request's (sql/011's trigger): a change of a pipeline
+ * request that also changes its runs takes their rows first, with this,
+ * so the two never wait for each other. A run that is not there is no
+ * error.
+ */
+apr_status_t svc_run_hold(svc_db_t *db, apr_pool_t *p, const char *org_id, const char *run_id);
+
 /* The run.status event of a run queued or cancelled above, in the
  * caller's transaction, after everything else it writes. */
 apr_status_t svc_run_announce(svc_db_t *db, apr_pool_t *p, const char *org_id,

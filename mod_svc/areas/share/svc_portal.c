@@ -166,10 +166,22 @@ apr_status_t svc_h_portal_document(svc_ctx_t *ctx)
     return svc_reply_body(ctx, 200, "text/markdown; charset=utf-8", body, len);
 }
 
+/* Files the reviewer's comment (baton: the svc_portal_comment_t). */
+static apr_status_t comment(svc_ctx_t *ctx, svc_db_t *db, void *baton)
+{
+    const svc_portal_comment_t *c = baton;
+    const char *json;
+    apr_status_t rv = svc_documents_portal_comment(db, ctx->pool, c, &json);
+
+    if (rv == SVC_ENOTFOUND) {
+        return svc_fail(ctx, 404, "not_found", "This share link has no document %s.", c->doc_id);
+    }
+    return rv == APR_SUCCESS ? svc_reply_text(ctx, 201, json) : rv;
+}
+
 apr_status_t svc_h_portal_comment(svc_ctx_t *ctx)
 {
     svc_portal_comment_t c;
-    const char *json;
     svc_db_t *db;
     share_t sh;
     apr_status_t rv;
@@ -183,12 +195,5 @@ apr_status_t svc_h_portal_comment(svc_ctx_t *ctx)
     c.doc_id = svc_json_str(ctx->body, "document_id");
     c.author_name = svc_json_str(ctx->body, "author_name");
     c.body = svc_json_str(ctx->body, "body");
-    rv = svc_documents_portal_comment(db, ctx->pool, &c, &json);
-    if (rv == SVC_ENOTFOUND) {
-        return svc_fail(ctx, 404, "not_found", "This share link has no document %s.", c.doc_id);
-    }
-    if (rv != APR_SUCCESS) {
-        return rv;
-    }
-    return svc_reply_text(ctx, 201, json);
+    return svc_write(ctx, comment, &c);
 }

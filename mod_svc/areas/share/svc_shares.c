@@ -138,7 +138,7 @@ static const char *share_url(svc_ctx_t *ctx, const char *token)
                        token, NULL);
 }
 
-apr_status_t svc_h_shares_create(svc_ctx_t *ctx)
+static apr_status_t create_share(svc_ctx_t *ctx, svc_db_t *db, void *baton)
 {
     const char *product = apr_table_get(ctx->params, "productId");
     const char *id = svc_id_new(ctx->pool, "shr_");
@@ -147,36 +147,28 @@ apr_status_t svc_h_shares_create(svc_ctx_t *ctx)
     int days = (int)svc_json_int(ctx->body, "expires_in_days", 30);
     unsigned char hash[32];
     svc_actor_t actor;
-    svc_db_t *db;
     apr_status_t rv;
 
     svc_share_hash(ctx->conf, token, hash);
-    if ((rv = svc_ctx_db_begin(ctx, &db)) != APR_SUCCESS) {
-        return rv;
-    }
     if ((rv = svc_access_recheck(ctx, db, SVC_ROLE_MEMBER, SVC_PROLE_NONE)) != APR_SUCCESS
         || (rv = product_check(ctx, db, product)) != APR_SUCCESS) {
-        goto cleanup;
+        return rv;
     }
     rv = svc_db_execv(db, &st_shr_insert, ctx->pool, NULL, id, ctx->org->id, product,
                       svc_bytea_param(ctx->pool, hash, sizeof(hash)), hint, ctx->who->user_id,
                       apr_itoa(ctx->pool, days));
     if (rv == SVC_EINTEGRITY) {
-        rv = svc_fail(ctx, 404, "not_found", "No product %s in %s.", product, ctx->org->slug);
+        return svc_fail(ctx, 404, "not_found", "No product %s in %s.", product, ctx->org->slug);
     }
     if (rv != APR_SUCCESS) {
-        goto cleanup;
+        return rv;
     }
     svc_actor_from_ctx(ctx, &actor);
     rv = svc_audit_write(db, ctx->pool, &actor, ctx->org->id, "share.created", "share", id,
                          svc_json_pool(ctx->pool,
                                        json_pack("{s:s,s:s,s:i}", "product_id", product,
                                                  "token_hint", hint, "expires_in_days", days)));
-cleanup:
-    if ((rv = svc_db_end(db, ctx->pool, rv)) != APR_SUCCESS) {
-        return rv;
-    }
-    if ((rv = reply_share(ctx, db, id, 201)) != APR_SUCCESS) {
+    if (rv != APR_SUCCESS || (rv = reply_share(ctx, db, id, 201)) != APR_SUCCESS) {
         return rv;
     }
     /* The token and the link: in this answer, and nowhere ever again. */
@@ -187,21 +179,22 @@ cleanup:
     return APR_SUCCESS;
 }
 
-apr_status_t svc_h_shares_revoke(svc_ctx_t *ctx)
+apr_status_t svc_h_shares_create(svc_ctx_t *ctx)
+{
+    return svc_write(ctx, create_share, NULL);
+}
+
+static apr_status_t revoke_share(svc_ctx_t *ctx, svc_db_t *db, void *baton)
 {
     const char *id = apr_table_get(ctx->params, "shareId");
     svc_actor_t actor;
     svc_dbres_t *res;
-    svc_db_t *db;
     apr_status_t rv;
 
-    if ((rv = svc_ctx_db_begin(ctx, &db)) != APR_SUCCESS) {
-        return rv;
-    }
     if ((rv = svc_access_recheck(ctx, db, SVC_ROLE_MEMBER, SVC_PROLE_NONE)) != APR_SUCCESS
         || (rv = svc_db_execv(db, &st_shr_revoke, ctx->pool, &res, id, ctx->org->id,
                               ctx->who->user_id)) != APR_SUCCESS) {
-        goto cleanup;
+        return rv;
     }
     /* Revoked already (or not ours): nothing to write; reply_share tells which. */
     if (svc_dbres_rows(res) == 1) {
@@ -210,10 +203,14 @@ apr_status_t svc_h_shares_revoke(svc_ctx_t *ctx)
                              svc_json_pool(ctx->pool,
                                            json_pack("{s:s}", "product_id",
                                                      svc_dbres_str(res, 0, 0))));
-    }
-cleanup:
-    if ((rv = svc_db_end(db, ctx->pool, rv)) != APR_SUCCESS) {
-        return rv;
+        if (rv != APR_SUCCESS) {
+            return rv;
+        }
     }
     return reply_share(ctx, db, id, 200);
+}
+
+apr_status_t svc_h_shares_revoke(svc_ctx_t *ctx)
+{
+    return svc_write(ctx, revoke_share, NULL);
 }

@@ -305,40 +305,43 @@ apr_status_t svc_invite_create(svc_ctx_t *ctx, svc_db_t *db, const char *project
     return rv;
 }
 
-apr_status_t svc_invite_revoke(svc_ctx_t *ctx, const char *project_id, const char *id)
+/*
+ * Revokes the pending invite the route names, of ctx->org (baton NULL: an
+ * org invite; else the id of the project it invites to), audit-logged
+ * (invite.revoked). Revoking a revoked invite is a no-op; an accepted or
+ * declined one is a 409; an unknown id (or one of another org or project)
+ * a 404.
+ */
+static apr_status_t revoke_invite(svc_ctx_t *ctx, svc_db_t *db, void *baton)
 {
+    const char *project_id = baton;
+    const char *id = apr_table_get(ctx->params, "id");
     svc_actor_t actor;
     svc_dbres_t *res;
-    svc_db_t *db;
     apr_status_t rv;
 
-    if ((rv = svc_ctx_db_begin(ctx, &db)) != APR_SUCCESS) {
-        return rv;
-    }
     rv = project_id ? svc_access_recheck(ctx, db, SVC_ROLE_VIEWER, SVC_PROLE_MAINTAINER)
                     : svc_access_recheck(ctx, db, SVC_ROLE_ADMIN, SVC_PROLE_NONE);
-    if (rv != APR_SUCCESS) {
-        goto cleanup;
-    }
-    rv = svc_db_execv(db, &st_inv_revoke, ctx->pool, &res, id, ctx->org->id, project_id,
-                      ctx->who->user_id);
-    if (rv != APR_SUCCESS) {
-        goto cleanup;
+    if (rv != APR_SUCCESS
+        || (rv = svc_db_execv(db, &st_inv_revoke, ctx->pool, &res, id, ctx->org->id,
+                              project_id, ctx->who->user_id)) != APR_SUCCESS) {
+        return rv;
     }
     if (svc_dbres_rows(res) == 0) {
         /* Revoked (or lapsed) already is fine: DELETE is idempotent. */
         rv = svc_db_execv(db, &st_inv_state, ctx->pool, &res, id, ctx->org->id, project_id);
         if (rv != APR_SUCCESS) {
-            goto cleanup;
+            return rv;
         }
         if (svc_dbres_rows(res) == 0) {
-            rv = svc_fail(ctx, 404, "not_found", "No invite %s here.", id);
+            return svc_fail(ctx, 404, "not_found", "No invite %s here.", id);
         }
-        else if (svc_dbres_bool(res, 0, 0) == 1) {
-            rv = svc_fail(ctx, 409, "invite_closed",
-                          "The invite has been answered already; remove the member instead.");
+        if (svc_dbres_bool(res, 0, 0) == 1) {
+            return svc_fail(ctx, 409, "invite_closed",
+                            "The invite has been answered already; remove the member "
+                            "instead.");
         }
-        goto cleanup;
+        return svc_reply_empty(ctx);
     }
     svc_actor_from_ctx(ctx, &actor);
     rv = svc_audit_write(db, ctx->pool, &actor, ctx->org->id, "invite.revoked", "invite", id,
@@ -347,15 +350,7 @@ apr_status_t svc_invite_revoke(svc_ctx_t *ctx, const char *project_id, const cha
                                                  svc_dbres_str(res, 0, 0), "role",
                                                  svc_dbres_str(res, 0, 1), "project_id",
                                                  project_id)));
-    if (rv == APR_SUCCESS) {
-        rv = svc_db_commit(db, ctx->pool);
-    }
-cleanup:
-    svc_db_rollback(db, ctx->pool);
-    if (rv != APR_SUCCESS) {
-        return rv;
-    }
-    return svc_reply_empty(ctx);
+    return rv == APR_SUCCESS ? svc_reply_empty(ctx) : rv;
 }
 
 apr_status_t svc_invites_pending(svc_db_t *db, apr_pool_t *p, const char *org_id, int max,
@@ -381,28 +376,22 @@ apr_status_t svc_invite_list(svc_ctx_t *ctx, const char *project_id)
                           SVC_PAGE_FETCH);
 }
 
-apr_status_t svc_h_org_invite_create(svc_ctx_t *ctx)
+static apr_status_t invite_to_org(svc_ctx_t *ctx, svc_db_t *db, void *baton)
 {
-    const char *json = NULL;
-    svc_db_t *db;
+    const char *json;
     apr_status_t rv;
 
-    if ((rv = svc_ctx_db_begin(ctx, &db)) != APR_SUCCESS) {
-        return rv;
-    }
-    rv = svc_access_recheck(ctx, db, SVC_ROLE_ADMIN, SVC_PROLE_NONE);
-    if (rv == APR_SUCCESS) {
-        rv = svc_invite_create(ctx, db, NULL, svc_json_str(ctx->body, "email"),
-                               svc_json_str(ctx->body, "role"), &json);
-    }
-    if (rv == APR_SUCCESS) {
-        rv = svc_db_commit(db, ctx->pool);
-    }
-    if (rv != APR_SUCCESS) {
-        svc_db_rollback(db, ctx->pool);
+    if ((rv = svc_access_recheck(ctx, db, SVC_ROLE_ADMIN, SVC_PROLE_NONE)) != APR_SUCCESS
+        || (rv = svc_invite_create(ctx, db, NULL, svc_json_str(ctx->body, "email"),
+                                   svc_json_str(ctx->body, "role"), &json)) != APR_SUCCESS) {
         return rv;
     }
     return svc_reply_text(ctx, 201, json);
+}
+
+apr_status_t svc_h_org_invite_create(svc_ctx_t *ctx)
+{
+    return svc_write(ctx, invite_to_org, NULL);
 }
 
 apr_status_t svc_h_org_invites_list(svc_ctx_t *ctx)
@@ -412,7 +401,7 @@ apr_status_t svc_h_org_invites_list(svc_ctx_t *ctx)
 
 apr_status_t svc_h_org_invite_revoke(svc_ctx_t *ctx)
 {
-    return svc_invite_revoke(ctx, NULL, apr_table_get(ctx->params, "id"));
+    return svc_write(ctx, revoke_invite, NULL);
 }
 
 apr_status_t svc_h_team_invites_list(svc_ctx_t *ctx)
@@ -422,7 +411,7 @@ apr_status_t svc_h_team_invites_list(svc_ctx_t *ctx)
 
 apr_status_t svc_h_team_invite_revoke(svc_ctx_t *ctx)
 {
-    return svc_invite_revoke(ctx, ctx->project->id, apr_table_get(ctx->params, "id"));
+    return svc_write(ctx, revoke_invite, (void *)ctx->project->id);
 }
 
 apr_status_t svc_h_my_invites_list(svc_ctx_t *ctx)
@@ -464,149 +453,143 @@ static apr_status_t lock_mine(svc_ctx_t *ctx, svc_db_t *db, const char *id, svc_
     return APR_SUCCESS;
 }
 
-apr_status_t svc_h_my_invite_accept(svc_ctx_t *ctx)
+/*
+ * Joins what the invite (locked, *res from lock_mine) offers: the org, or a
+ * project's team (and its org, when the invite may admit the caller to it).
+ */
+static apr_status_t join(svc_ctx_t *ctx, svc_db_t *db, const char *org_id, svc_role_e my_role,
+                         const svc_dbres_t *res, const svc_actor_t *actor)
+{
+    const char *project_id = svc_dbres_str(res, 0, 1);
+    const char *role_s = svc_dbres_str(res, 0, 2);
+    const char *inviter = svc_dbres_str(res, 0, 7);
+    svc_prole_e prole = svc_prole_parse(role_s);
+    svc_role_e inviter_role = SVC_ROLE_NONE;
+    apr_status_t rv;
+
+    if (!project_id) {
+        if (my_role != SVC_ROLE_NONE) {
+            return svc_fail(ctx, 409, "already_member",
+                            "You are a member of this organization already; decline the "
+                            "invite instead.");
+        }
+        return svc_member_insert(db, ctx->pool, actor, org_id, ctx->who->user_id,
+                                 svc_role_parse(role_s), "invite");
+    }
+    /*
+     * Joining a team means joining its org (read-only for a project
+     * viewer), which only an admin decides: the invite admits a non-member
+     * only if whoever made it is an org admin (or the owner) now. An invite
+     * made to a member who left since, or before this rule, does not.
+     */
+    if (my_role == SVC_ROLE_NONE && inviter
+        && (rv = svc_org_lock(db, ctx->pool, org_id, inviter, &inviter_role)) != APR_SUCCESS) {
+        return rv;
+    }
+    if (my_role == SVC_ROLE_NONE && inviter_role < SVC_ROLE_ADMIN) {
+        return svc_fail(ctx, 409, "org_invite_required",
+                        "You are not a member of this project's organization, and this "
+                        "invite was not made by one of its admins, so it cannot admit you "
+                        "to it: ask an org admin to invite you to the organization (or "
+                        "decline this invite).");
+    }
+    if (my_role == SVC_ROLE_NONE
+        && (rv = svc_member_insert(db, ctx->pool, actor, org_id, ctx->who->user_id,
+                                   prole == SVC_PROLE_VIEWER ? SVC_ROLE_VIEWER
+                                                             : SVC_ROLE_MEMBER,
+                                   "project_invite")) != APR_SUCCESS) {
+        return rv;
+    }
+    if (my_role == SVC_ROLE_VIEWER && prole > SVC_PROLE_VIEWER) {
+        return svc_fail(ctx, 409, "viewer_limited",
+                        "You are a viewer of this organization, and an org viewer can only "
+                        "be a project viewer; decline the invite or ask to be made a "
+                        "member first.");
+    }
+    rv = svc_team_insert(db, ctx->pool, actor, org_id, project_id, ctx->who->user_id, prole);
+    if (rv == SVC_ECONFLICT) {
+        return svc_fail(ctx, 409, "already_member",
+                        "You are on this project's team already; decline the invite "
+                        "instead.");
+    }
+    return rv;
+}
+
+static apr_status_t accept_invite(svc_ctx_t *ctx, svc_db_t *db, void *baton)
 {
     const char *id = apr_table_get(ctx->params, "id");
-    const char *org_id = NULL, *project_id = NULL, *role_s, *org_json = NULL;
-    const char *project_json = NULL;
-    json_t *out;
+    const char *org_id, *project_id, *org_json, *project_json = NULL;
     svc_role_e my_role;
     svc_actor_t actor;
     svc_dbres_t *res;
-    svc_db_t *db;
     apr_status_t rv;
 
-    if ((rv = svc_ctx_db_begin(ctx, &db)) != APR_SUCCESS) {
-        return rv;
-    }
     /*
      * Locks in the order every membership change takes them (org, then the
      * invite, then memberships), so an accept and a revoke cannot deadlock:
      * find the invite's org first, lock the org, then lock the invite.
      */
-    rv = svc_db_execv(db, &st_inv_peek, ctx->pool, &res, id, ctx->who->email, svc_auth_binding(ctx));
+    rv = svc_db_execv(db, &st_inv_peek, ctx->pool, &res, id, ctx->who->email,
+                      svc_auth_binding(ctx));
     if (rv != APR_SUCCESS) {
-        goto cleanup;
+        return rv;
     }
     if (svc_dbres_rows(res) != 1) {
-        rv = svc_fail(ctx, 404, "not_found", "You have no invite with this id.");
-        goto cleanup;
+        return svc_fail(ctx, 404, "not_found", "You have no invite with this id.");
     }
     org_id = svc_dbres_str(res, 0, 0);
+    svc_actor_from_ctx(ctx, &actor);
     if ((rv = svc_org_lock(db, ctx->pool, org_id, ctx->who->user_id, &my_role)) != APR_SUCCESS
-        || (rv = lock_mine(ctx, db, id, &res)) != APR_SUCCESS) {
-        goto cleanup;
+        || (rv = lock_mine(ctx, db, id, &res)) != APR_SUCCESS
+        || (rv = join(ctx, db, org_id, my_role, res, &actor)) != APR_SUCCESS
+        || (rv = svc_db_execv(db, &st_inv_accept, ctx->pool, NULL, id, ctx->who->user_id))
+           != APR_SUCCESS) {
+        return rv;
     }
     project_id = svc_dbres_str(res, 0, 1);
-    role_s = svc_dbres_str(res, 0, 2);
-    svc_actor_from_ctx(ctx, &actor);
-    if (!project_id) {
-        if (my_role != SVC_ROLE_NONE) {
-            rv = svc_fail(ctx, 409, "already_member",
-                          "You are a member of this organization already; decline the "
-                          "invite instead.");
-            goto cleanup;
-        }
-        rv = svc_member_insert(db, ctx->pool, &actor, org_id, ctx->who->user_id,
-                               svc_role_parse(role_s), "invite");
-    }
-    else {
-        svc_prole_e prole = svc_prole_parse(role_s);
-        const char *inviter = svc_dbres_str(res, 0, 7);
-        svc_role_e inviter_role = SVC_ROLE_NONE;
-        /*
-         * Joining a team means joining its org (read-only for a project
-         * viewer), which only an admin decides: the invite admits a
-         * non-member only if whoever made it is an org admin (or the
-         * owner) now. An invite made to a member who left since, or before
-         * this rule, does not.
-         */
-        if (my_role == SVC_ROLE_NONE && inviter
-            && (rv = svc_org_lock(db, ctx->pool, org_id, inviter, &inviter_role))
-               != APR_SUCCESS) {
-            goto cleanup;
-        }
-        if (my_role == SVC_ROLE_NONE && inviter_role < SVC_ROLE_ADMIN) {
-            rv = svc_fail(ctx, 409, "org_invite_required",
-                          "You are not a member of this project's organization, and this "
-                          "invite was not made by one of its admins, so it cannot admit you "
-                          "to it: ask an org admin to invite you to the organization (or "
-                          "decline this invite).");
-        }
-        else if (my_role == SVC_ROLE_NONE) {
-            rv = svc_member_insert(db, ctx->pool, &actor, org_id, ctx->who->user_id,
-                                   prole == SVC_PROLE_VIEWER ? SVC_ROLE_VIEWER
-                                                             : SVC_ROLE_MEMBER,
-                                   "project_invite");
-        }
-        else if (my_role == SVC_ROLE_VIEWER && prole > SVC_PROLE_VIEWER) {
-            rv = svc_fail(ctx, 409, "viewer_limited",
-                          "You are a viewer of this organization, and an org viewer can only "
-                          "be a project viewer; decline the invite or ask to be made a "
-                          "member first.");
-        }
-        if (rv == APR_SUCCESS) {
-            rv = svc_team_insert(db, ctx->pool, &actor, org_id, project_id, ctx->who->user_id,
-                                 prole);
-            if (rv == SVC_ECONFLICT) {
-                rv = svc_fail(ctx, 409, "already_member",
-                              "You are on this project's team already; decline the invite "
-                              "instead.");
-            }
-        }
-    }
-    if (rv != APR_SUCCESS) {
-        goto cleanup;
-    }
-    if ((rv = svc_db_execv(db, &st_inv_accept, ctx->pool, NULL, id, ctx->who->user_id))
-        != APR_SUCCESS) {
-        goto cleanup;
-    }
     rv = svc_audit_write(db, ctx->pool, &actor, org_id, "invite.accepted", "invite", id,
                          svc_json_pool(ctx->pool,
                                        json_pack("{s:s,s:s,s:s?}", "user_id",
-                                                 ctx->who->user_id, "role", role_s,
-                                                 "project_id", project_id)));
-    /*
-     * What was joined is read before COMMIT: once committed, a failed read
-     * would answer "try again" for an accepted invite (and a retry, 409).
-     */
-    if (rv == APR_SUCCESS) {
-        rv = svc_org_json(db, ctx->pool, org_id, ctx->who->user_id, &org_json);
+                                                 ctx->who->user_id, "role",
+                                                 svc_dbres_str(res, 0, 2), "project_id",
+                                                 project_id)));
+    /* The answer: what was joined. */
+    if (rv != APR_SUCCESS
+        || (rv = svc_org_json(db, ctx->pool, org_id, ctx->who->user_id, &org_json))
+           != APR_SUCCESS) {
+        return rv;
     }
-    if (rv == APR_SUCCESS && project_id) {
+    if (project_id) {
         rv = svc_db_execv(db, &st_inv_joined_project, ctx->pool, &res, project_id,
                           ctx->who->user_id);
-        if (rv == APR_SUCCESS && svc_dbres_rows(res) == 1) {
+        if (rv != APR_SUCCESS) {
+            return rv;
+        }
+        if (svc_dbres_rows(res) == 1) {
             project_json = svc_dbres_str(res, 0, 0);
         }
     }
-cleanup:
-    if ((rv = svc_db_end(db, ctx->pool, rv)) != APR_SUCCESS) {
-        return rv;
-    }
-    out = json_pack("{s:o?,s:o?}", "org", json_loads(org_json, 0, NULL), "project",
-                    project_json ? json_loads(project_json, 0, NULL) : NULL);
-    if (!out) {
-        return SVC_EDB;
-    }
-    return svc_reply_json(ctx, 200, out);
+    return svc_reply_json(ctx, 200, json_pack("{s:o?,s:o?}", "org",
+                                              json_loads(org_json, 0, NULL), "project",
+                                              project_json ? json_loads(project_json, 0, NULL)
+                                                           : NULL));
 }
 
-apr_status_t svc_h_my_invite_decline(svc_ctx_t *ctx)
+apr_status_t svc_h_my_invite_accept(svc_ctx_t *ctx)
+{
+    return svc_write(ctx, accept_invite, NULL);
+}
+
+static apr_status_t decline_invite(svc_ctx_t *ctx, svc_db_t *db, void *baton)
 {
     const char *id = apr_table_get(ctx->params, "id");
     svc_actor_t actor;
     svc_dbres_t *res;
-    svc_db_t *db;
     apr_status_t rv;
 
-    if ((rv = svc_ctx_db_begin(ctx, &db)) != APR_SUCCESS) {
-        return rv;
-    }
     if ((rv = lock_mine(ctx, db, id, &res)) != APR_SUCCESS
         || (rv = svc_db_execv(db, &st_inv_decline, ctx->pool, NULL, id)) != APR_SUCCESS) {
-        goto cleanup;
+        return rv;
     }
     svc_actor_from_ctx(ctx, &actor);
     rv = svc_audit_write(db, ctx->pool, &actor, svc_dbres_str(res, 0, 0), "invite.declined",
@@ -616,9 +599,10 @@ apr_status_t svc_h_my_invite_decline(svc_ctx_t *ctx)
                                                  ctx->who->user_id, "role",
                                                  svc_dbres_str(res, 0, 2), "project_id",
                                                  svc_dbres_str(res, 0, 1))));
-cleanup:
-    if ((rv = svc_db_end(db, ctx->pool, rv)) != APR_SUCCESS) {
-        return rv;
-    }
-    return svc_reply_empty(ctx);
+    return rv == APR_SUCCESS ? svc_reply_empty(ctx) : rv;
+}
+
+apr_status_t svc_h_my_invite_decline(svc_ctx_t *ctx)
+{
+    return svc_write(ctx, decline_invite, NULL);
 }

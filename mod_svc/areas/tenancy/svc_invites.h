@@ -24,14 +24,6 @@
 apr_status_t svc_invite_create(svc_ctx_t *ctx, svc_db_t *db, const char *project_id,
                                const char *email, const char *role, const char **pjson);
 
-/*
- * Revokes a pending invite of ctx->org (project_id NULL: an org invite;
- * else an invite to that project), audit-logged (invite.revoked). Revoking
- * a revoked invite is a no-op; an accepted or declined one is a 409;
- * an unknown id (or one of another org or project) a 404.
- */
-apr_status_t svc_invite_revoke(svc_ctx_t *ctx, const char *project_id, const char *id);
-
 /* Lists ctx->org's pending invites (project_id NULL: to the org). */
 apr_status_t svc_invite_list(svc_ctx_t *ctx, const char *project_id);
 

@@ -122,23 +122,13 @@ apr_status_t svc_member_add(svc_db_t *db, apr_pool_t *p, const svc_actor_t *acto
                             const char *org_id, const char *user_id, svc_role_e role)
 {
     svc_role_e current;
-    apr_status_t rv;
+    apr_status_t rv = svc_org_lock(db, p, org_id, user_id, &current);
 
-    if ((rv = svc_db_begin(db, p)) != APR_SUCCESS) {
-        return rv;
-    }
-    rv = svc_org_lock(db, p, org_id, user_id, &current);
     if (rv == APR_SUCCESS && current != SVC_ROLE_NONE) {
         rv = SVC_ECONFLICT;
     }
     if (rv == APR_SUCCESS) {
         rv = svc_member_insert(db, p, actor, org_id, user_id, role, "operator");
-    }
-    if (rv == APR_SUCCESS) {
-        rv = svc_db_commit(db, p);
-    }
-    if (rv != APR_SUCCESS) {
-        svc_db_rollback(db, p);
     }
     return rv;
 }
@@ -163,18 +153,20 @@ static apr_status_t lock_as(svc_ctx_t *ctx, svc_db_t *db, svc_role_e least, int 
     return rv;
 }
 
-/* One member's document (*pjson), read in the caller's transaction. */
-static apr_status_t member_json(svc_ctx_t *ctx, svc_db_t *db, const char *user_id,
-                                const char **pjson)
-{
-    svc_dbres_t *res;
-    apr_status_t rv;
+static const svc_roster_t members = {
+    &st_mem_lock, &st_mem_set_role, &st_mem_get, member_item, "member.role_changed"
+};
 
-    rv = svc_db_execv(db, &st_mem_get, ctx->pool, &res, ctx->org->id, user_id);
-    if (rv != APR_SUCCESS) {
-        return rv;
+/* The member the route names, locked; 404 when there is none. */
+static apr_status_t lock_member(svc_ctx_t *ctx, svc_db_t *db, const char *user_id,
+                                svc_dbres_t **pres)
+{
+    apr_status_t rv = svc_roster_lock(ctx, db, &members, ctx->org->id, user_id, pres);
+
+    if (rv == SVC_ENOTFOUND) {
+        return svc_fail(ctx, 404, "not_found", "No member %s in %s.", user_id, ctx->org->slug);
     }
-    return svc_row_json_text(ctx->pool, res, member_item, pjson);
+    return rv;
 }
 
 /* Pending invites shown with the first page of members (GET .../invites pages them all). */
@@ -207,114 +199,73 @@ apr_status_t svc_h_members_list(svc_ctx_t *ctx)
     return APR_SUCCESS;
 }
 
-apr_status_t svc_h_members_update(svc_ctx_t *ctx)
+static apr_status_t change_role(svc_ctx_t *ctx, svc_db_t *db, void *baton)
 {
     const char *user_id = apr_table_get(ctx->params, "userId");
     const char *role_s = svc_json_str(ctx->body, "role");
-    const char *json = NULL;
     svc_role_e role = svc_role_parse(role_s), me, before;
-    svc_actor_t actor;
     svc_dbres_t *res;
     json_t *data;
-    svc_db_t *db;
     apr_status_t rv;
 
-    if ((rv = svc_ctx_db_begin(ctx, &db)) != APR_SUCCESS) {
+    if ((rv = lock_as(ctx, db, SVC_ROLE_ADMIN, 403, &me)) != APR_SUCCESS
+        || (rv = lock_member(ctx, db, user_id, &res)) != APR_SUCCESS) {
         return rv;
-    }
-    if ((rv = lock_as(ctx, db, SVC_ROLE_ADMIN, 403, &me)) != APR_SUCCESS) {
-        goto cleanup;
-    }
-    rv = svc_db_execv(db, &st_mem_lock, ctx->pool, &res, ctx->org->id, user_id);
-    if (rv != APR_SUCCESS) {
-        goto cleanup;
-    }
-    if (svc_dbres_rows(res) != 1) {
-        rv = svc_fail(ctx, 404, "not_found", "No member %s in %s.", user_id, ctx->org->slug);
-        goto cleanup;
     }
     before = svc_role_parse(svc_dbres_str(res, 0, 0));
     if (before == SVC_ROLE_OWNER) {
-        rv = svc_fail(ctx, 409, "owner_protected",
-                      "The owner's role cannot be changed; the owner can transfer ownership "
-                      "(POST /api/orgs/%s/transfer-ownership) and is then an admin.",
-                      ctx->org->slug);
-        goto cleanup;
+        return svc_fail(ctx, 409, "owner_protected",
+                        "The owner's role cannot be changed; the owner can transfer ownership "
+                        "(POST /api/orgs/%s/transfer-ownership) and is then an admin.",
+                        ctx->org->slug);
     }
     if (before != role) {
-        data = json_pack("{s:s,s:s}", "before", svc_role_name(before), "after", role_s);
-        svc_json_pool(ctx->pool, data);
+        data = svc_json_pool(ctx->pool, json_pack("{s:s,s:s}", "before", svc_role_name(before),
+                                                  "after", role_s));
         if (role == SVC_ROLE_VIEWER) {
             rv = svc_db_execv(db, &st_mem_cap_teams, ctx->pool, &res, ctx->org->id, user_id);
             if (rv != APR_SUCCESS) {
-                goto cleanup;
+                return rv;
             }
             json_object_set_new(data, "projects_capped_to_viewer",
                                 json_loads(svc_dbres_str(res, 0, 0), 0, NULL));
         }
-        rv = svc_db_execv(db, &st_mem_set_role, ctx->pool, NULL, ctx->org->id, user_id, role_s);
+        rv = svc_roster_set_role(ctx, db, &members, ctx->org->id, user_id, role_s, "user",
+                                 user_id, data);
         if (rv != APR_SUCCESS) {
-            goto cleanup;
-        }
-        svc_actor_from_ctx(ctx, &actor);
-        rv = svc_audit_write(db, ctx->pool, &actor, ctx->org->id, "member.role_changed",
-                             "user", user_id, data);
-        if (rv != APR_SUCCESS) {
-            goto cleanup;
+            return rv;
         }
     }
-    /* The answer is read before COMMIT (see svc_h_orgs_update). */
-    if ((rv = member_json(ctx, db, user_id, &json)) == APR_SUCCESS) {
-        rv = svc_db_commit(db, ctx->pool);
-    }
-cleanup:
-    if (rv != APR_SUCCESS) {
-        svc_db_rollback(db, ctx->pool);
-        return rv;
-    }
-    return svc_reply_text(ctx, 200, json);
+    return svc_roster_reply(ctx, db, &members, ctx->org->id, user_id, 200);
 }
 
-apr_status_t svc_h_members_remove(svc_ctx_t *ctx)
+apr_status_t svc_h_members_update(svc_ctx_t *ctx)
+{
+    return svc_write(ctx, change_role, NULL);
+}
+
+static apr_status_t remove_member(svc_ctx_t *ctx, svc_db_t *db, void *baton)
 {
     const char *user_id = apr_table_get(ctx->params, "userId");
     int self = strcmp(user_id, ctx->who->user_id) == 0;
     svc_role_e me, role;
     svc_actor_t actor;
     svc_dbres_t *res, *teams, *toks;
-    svc_db_t *db;
     apr_status_t rv;
 
-    /* Anyone may leave; only admins and the owner remove others. */
-    if (!self && ctx->org->role < SVC_ROLE_ADMIN) {
-        return svc_fail(ctx, 403, "forbidden",
-                        "Your role in %s is %s; removing another member needs admin or "
-                        "above.", ctx->org->slug, svc_role_name(ctx->org->role));
-    }
-    if ((rv = svc_ctx_db_begin(ctx, &db)) != APR_SUCCESS) {
+    if ((rv = lock_as(ctx, db, self ? SVC_ROLE_VIEWER : SVC_ROLE_ADMIN, 403, &me))
+            != APR_SUCCESS
+        || (rv = lock_member(ctx, db, user_id, &res)) != APR_SUCCESS) {
         return rv;
-    }
-    rv = lock_as(ctx, db, self ? SVC_ROLE_VIEWER : SVC_ROLE_ADMIN, 403, &me);
-    if (rv != APR_SUCCESS) {
-        goto cleanup;
-    }
-    rv = svc_db_execv(db, &st_mem_lock, ctx->pool, &res, ctx->org->id, user_id);
-    if (rv != APR_SUCCESS) {
-        goto cleanup;
-    }
-    if (svc_dbres_rows(res) != 1) {
-        rv = svc_fail(ctx, 404, "not_found", "No member %s in %s.", user_id, ctx->org->slug);
-        goto cleanup;
     }
     role = svc_role_parse(svc_dbres_str(res, 0, 0));
     if (role == SVC_ROLE_OWNER) {
-        rv = svc_fail(ctx, 409, "owner_protected",
-                      self ? "The owner cannot leave; transfer ownership first "
-                             "(POST /api/orgs/%s/transfer-ownership)."
-                           : "The owner cannot be removed; only the owner can hand the org "
-                             "over (POST /api/orgs/%s/transfer-ownership).",
-                      ctx->org->slug);
-        goto cleanup;
+        return svc_fail(ctx, 409, "owner_protected",
+                        self ? "The owner cannot leave; transfer ownership first "
+                               "(POST /api/orgs/%s/transfer-ownership)."
+                             : "The owner cannot be removed; only the owner can hand the org "
+                               "over (POST /api/orgs/%s/transfer-ownership).",
+                        ctx->org->slug);
     }
     if ((rv = svc_db_execv(db, &st_mem_leave_teams, ctx->pool, &teams, ctx->org->id, user_id))
             != APR_SUCCESS
@@ -322,7 +273,7 @@ apr_status_t svc_h_members_remove(svc_ctx_t *ctx)
             != APR_SUCCESS
         || (rv = svc_db_execv(db, &st_mem_revoke_tokens, ctx->pool, &toks, ctx->org->id,
                               user_id)) != APR_SUCCESS) {
-        goto cleanup;
+        return rv;
     }
     svc_actor_from_ctx(ctx, &actor);
     rv = svc_audit_write(db, ctx->pool, &actor, ctx->org->id,
@@ -334,46 +285,49 @@ apr_status_t svc_h_members_remove(svc_ctx_t *ctx)
                                                             NULL),
                                                  "tokens_revoked",
                                                  (json_int_t)svc_dbres_affected(toks))));
-cleanup:
-    if ((rv = svc_db_end(db, ctx->pool, rv)) != APR_SUCCESS) {
-        return rv;
-    }
-    return svc_reply_empty(ctx);
+    return rv == APR_SUCCESS ? svc_reply_empty(ctx) : rv;
 }
 
-apr_status_t svc_h_orgs_transfer(svc_ctx_t *ctx)
+apr_status_t svc_h_members_remove(svc_ctx_t *ctx)
+{
+    /* Anyone may leave; only admins and the owner remove others. */
+    if (strcmp(apr_table_get(ctx->params, "userId"), ctx->who->user_id) != 0
+        && ctx->org->role < SVC_ROLE_ADMIN) {
+        return svc_fail(ctx, 403, "forbidden",
+                        "Your role in %s is %s; removing another member needs admin or "
+                        "above.", ctx->org->slug, svc_role_name(ctx->org->role));
+    }
+    return svc_write(ctx, remove_member, NULL);
+}
+
+static apr_status_t transfer(svc_ctx_t *ctx, svc_db_t *db, void *baton)
 {
     const char *to = svc_json_str(ctx->body, "user_id");
     const char *json;
     svc_role_e me, was;
     svc_actor_t actor;
     svc_dbres_t *res;
-    svc_db_t *db;
     apr_status_t rv;
 
-    if ((rv = svc_ctx_db_begin(ctx, &db)) != APR_SUCCESS) {
-        return rv;
-    }
     /*
      * Two transfers at once: the second waits here for the first to commit,
      * then finds its caller an admin, no longer the owner: 409.
      */
     if ((rv = lock_as(ctx, db, SVC_ROLE_OWNER, 409, &me)) != APR_SUCCESS) {
-        goto cleanup;
+        return rv;
     }
     if (strcmp(to, ctx->who->user_id) == 0) {
-        rv = svc_fail(ctx, 409, "conflict", "You are the owner of %s already.", ctx->org->slug);
-        goto cleanup;
+        return svc_fail(ctx, 409, "conflict", "You are the owner of %s already.",
+                        ctx->org->slug);
     }
-    rv = svc_db_execv(db, &st_mem_lock, ctx->pool, &res, ctx->org->id, to);
-    if (rv != APR_SUCCESS) {
-        goto cleanup;
-    }
-    if (svc_dbres_rows(res) != 1) {
+    rv = svc_roster_lock(ctx, db, &members, ctx->org->id, to, &res);
+    if (rv == SVC_ENOTFOUND) {
         svc_fail_field(ctx, "user_id", "not_a_member",
                        "The new owner must be a member of %s already.", ctx->org->slug);
-        rv = SVC_EPROBLEM;
-        goto cleanup;
+        return SVC_EPROBLEM;
+    }
+    if (rv != APR_SUCCESS) {
+        return rv;
     }
     was = svc_role_parse(svc_dbres_str(res, 0, 0));
     /*
@@ -384,7 +338,7 @@ apr_status_t svc_h_orgs_transfer(svc_ctx_t *ctx)
                            ctx->who->user_id, "admin")) != APR_SUCCESS
         || (rv = svc_db_execv(db, &st_mem_set_role, ctx->pool, NULL, ctx->org->id, to,
                               "owner")) != APR_SUCCESS) {
-        goto cleanup;
+        return rv;
     }
     svc_actor_from_ctx(ctx, &actor);
     rv = svc_audit_write(db, ctx->pool, &actor, ctx->org->id, "ownership.transferred", "user",
@@ -395,16 +349,15 @@ apr_status_t svc_h_orgs_transfer(svc_ctx_t *ctx)
                                                  "before", "from_role", "owner", "to_role",
                                                  svc_role_name(was), "after", "from_role",
                                                  "admin", "to_role", "owner")));
-    /* The answer is read before COMMIT (see svc_h_orgs_update). */
-    if (rv == APR_SUCCESS
-        && (rv = svc_org_json(db, ctx->pool, ctx->org->id, ctx->who->user_id, &json))
-           == APR_SUCCESS) {
-        rv = svc_db_commit(db, ctx->pool);
-    }
-cleanup:
-    if (rv != APR_SUCCESS) {
-        svc_db_rollback(db, ctx->pool);
+    if (rv != APR_SUCCESS
+        || (rv = svc_org_json(db, ctx->pool, ctx->org->id, ctx->who->user_id, &json))
+           != APR_SUCCESS) {
         return rv;
     }
     return svc_reply_text(ctx, 200, json);
+}
+
+apr_status_t svc_h_orgs_transfer(svc_ctx_t *ctx)
+{
+    return svc_write(ctx, transfer, NULL);
 }

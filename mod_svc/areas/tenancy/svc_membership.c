@@ -1,7 +1,8 @@
 /*
  * svc_membership.c: the two writes that give someone access, joining an
  * org and joining a project's team, shared by the handlers that add
- * members directly, the ones that accept invites, and project creation.
+ * members directly, the ones that accept invites, and project creation;
+ * and the steps of a role change that members and teams share.
  */
 #include "svc_membership.h"
 
@@ -49,4 +50,41 @@ apr_status_t svc_team_insert(svc_db_t *db, apr_pool_t *p, const svc_actor_t *act
     return svc_audit_write(db, p, actor, org_id, "team.member_added", "project", project_id,
                            svc_json_pool(p, json_pack("{s:s,s:s}", "user_id", user_id,
                                                       "role", svc_prole_name(prole))));
+}
+
+apr_status_t svc_roster_lock(svc_ctx_t *ctx, svc_db_t *db, const svc_roster_t *roster,
+                             const char *scope_id, const char *user_id, svc_dbres_t **pres)
+{
+    apr_status_t rv = svc_db_execv(db, roster->lock, ctx->pool, pres, scope_id, user_id);
+
+    if (rv == APR_SUCCESS && svc_dbres_rows(*pres) != 1) {
+        rv = SVC_ENOTFOUND;
+    }
+    return rv;
+}
+
+apr_status_t svc_roster_set_role(svc_ctx_t *ctx, svc_db_t *db, const svc_roster_t *roster,
+                                 const char *scope_id, const char *user_id, const char *role_s,
+                                 const char *target_type, const char *target_id,
+                                 const json_t *data)
+{
+    svc_actor_t actor;
+    apr_status_t rv;
+
+    rv = svc_db_execv(db, roster->set_role, ctx->pool, NULL, scope_id, user_id, role_s);
+    if (rv != APR_SUCCESS) {
+        return rv;
+    }
+    svc_actor_from_ctx(ctx, &actor);
+    return svc_audit_write(db, ctx->pool, &actor, ctx->org->id, roster->role_changed,
+                           target_type, target_id, data);
+}
+
+apr_status_t svc_roster_reply(svc_ctx_t *ctx, svc_db_t *db, const svc_roster_t *roster,
+                              const char *scope_id, const char *user_id, int status)
+{
+    svc_dbres_t *res;
+    apr_status_t rv = svc_db_execv(db, roster->get, ctx->pool, &res, scope_id, user_id);
+
+    return rv == APR_SUCCESS ? svc_reply_row(ctx, status, res, roster->item) : rv;
 }

@@ -135,14 +135,11 @@ const svc_field_t svc_body_org_update[] = {
 
 apr_status_t svc_org_create(svc_db_t *db, apr_pool_t *p, const char *slug, const char *name,
                             const char *owner_user_id, const svc_actor_t *actor,
-                            const char **pid, const char **pjson)
+                            const char **pid)
 {
     const char *id = svc_id_new(p, "org_");
     apr_status_t rv;
 
-    if ((rv = svc_db_begin(db, p)) != APR_SUCCESS) {
-        return rv;
-    }
     rv = svc_db_execv(db, &st_org_insert, p, NULL, id, slug, name);
     if (rv == APR_SUCCESS) {
         rv = svc_db_execv(db, &st_member_insert, p, NULL, id, owner_user_id, "owner");
@@ -153,20 +150,10 @@ apr_status_t svc_org_create(svc_db_t *db, apr_pool_t *p, const char *slug, const
                                                         "name", name, "owner_id",
                                                         owner_user_id)));
     }
-    /* The answer is read before COMMIT: once committed, a failed read
-     * would answer "try again" for an org that exists. */
-    if (rv == APR_SUCCESS && pjson) {
-        rv = svc_org_json(db, p, id, owner_user_id, pjson);
-    }
     if (rv == APR_SUCCESS) {
-        rv = svc_db_commit(db, p);
+        *pid = id;
     }
-    if (rv != APR_SUCCESS) {
-        svc_db_rollback(db, p);
-        return rv;
-    }
-    *pid = id;
-    return APR_SUCCESS;
+    return rv;
 }
 
 apr_status_t svc_org_json(svc_db_t *db, apr_pool_t *p, const char *org_id,
@@ -207,35 +194,37 @@ apr_status_t svc_h_orgs_list(svc_ctx_t *ctx)
                           svc_auth_binding(ctx), SVC_PAGE_BEFORE, SVC_PAGE_FETCH);
 }
 
-apr_status_t svc_h_orgs_create(svc_ctx_t *ctx)
+static apr_status_t create_org(svc_ctx_t *ctx, svc_db_t *db, void *baton)
 {
     const char *slug = svc_json_str(ctx->body, "slug");
-    const char *name = svc_json_str(ctx->body, "name");
     const char *id, *json;
     svc_actor_t actor;
-    svc_db_t *db;
     apr_status_t rv;
 
+    svc_actor_from_ctx(ctx, &actor);
+    rv = svc_org_create(db, ctx->pool, slug, svc_json_str(ctx->body, "name"),
+                        ctx->who->user_id, &actor, &id);
+    if (rv == SVC_ECONFLICT) {
+        /* The unique index decides between simultaneous creations. */
+        return svc_fail(ctx, 409, "conflict", "An organization with the slug %s already exists.",
+                        slug);
+    }
+    if (rv != APR_SUCCESS
+        || (rv = svc_org_json(db, ctx->pool, id, ctx->who->user_id, &json)) != APR_SUCCESS) {
+        return rv;
+    }
+    return svc_reply_text(ctx, 201, json);
+}
+
+apr_status_t svc_h_orgs_create(svc_ctx_t *ctx)
+{
     /* A token bound to one org must not be a way to reach beyond it. */
     if (ctx->who->via == SVC_VIA_PAT && ctx->who->token_org_id) {
         return svc_fail(ctx, 403, "insufficient_scope",
                         "This token is bound to organization %s and cannot create "
                         "organizations.", ctx->who->token_org_slug);
     }
-    if ((rv = svc_ctx_db(ctx, &db)) != APR_SUCCESS) {
-        return rv;
-    }
-    svc_actor_from_ctx(ctx, &actor);
-    rv = svc_org_create(db, ctx->pool, slug, name, ctx->who->user_id, &actor, &id, &json);
-    if (rv == SVC_ECONFLICT) {
-        /* The unique index decides between simultaneous creations. */
-        return svc_fail(ctx, 409, "conflict", "An organization with the slug %s already exists.",
-                        slug);
-    }
-    if (rv != APR_SUCCESS) {
-        return rv;
-    }
-    return svc_reply_text(ctx, 201, json);
+    return svc_write(ctx, create_org, NULL);
 }
 
 apr_status_t svc_h_orgs_get(svc_ctx_t *ctx)
@@ -252,34 +241,27 @@ apr_status_t svc_h_orgs_get(svc_ctx_t *ctx)
     return svc_reply_text(ctx, 200, json);
 }
 
-apr_status_t svc_h_orgs_update(svc_ctx_t *ctx)
+static apr_status_t rename_org(svc_ctx_t *ctx, svc_db_t *db, void *baton)
 {
     const char *name = svc_json_str(ctx->body, "name");
     const char *before, *json;
     svc_actor_t actor;
     svc_dbres_t *res;
-    svc_db_t *db;
     apr_status_t rv;
 
-    if ((rv = svc_ctx_db_begin(ctx, &db)) != APR_SUCCESS) {
+    if ((rv = svc_access_recheck(ctx, db, SVC_ROLE_ADMIN, SVC_PROLE_NONE)) != APR_SUCCESS
+        || (rv = svc_db_execv(db, &st_org_name_lock, ctx->pool, &res, ctx->org->id))
+           != APR_SUCCESS) {
         return rv;
     }
-    if ((rv = svc_access_recheck(ctx, db, SVC_ROLE_ADMIN, SVC_PROLE_NONE)) != APR_SUCCESS) {
-        goto cleanup;
-    }
-    rv = svc_db_execv(db, &st_org_name_lock, ctx->pool, &res, ctx->org->id);
-    if (rv != APR_SUCCESS) {
-        goto cleanup;
-    }
     if (svc_dbres_rows(res) != 1) {
-        rv = SVC_ENOTFOUND;
-        goto cleanup;
+        return SVC_ENOTFOUND;
     }
     before = svc_dbres_str(res, 0, 0);
     if (strcmp(before, name) != 0) {
         rv = svc_db_execv(db, &st_org_rename, ctx->pool, NULL, ctx->org->id, name);
         if (rv != APR_SUCCESS) {
-            goto cleanup;
+            return rv;
         }
         svc_actor_from_ctx(ctx, &actor);
         rv = svc_audit_write(db, ctx->pool, &actor, ctx->org->id, "org.updated", "org",
@@ -288,19 +270,17 @@ apr_status_t svc_h_orgs_update(svc_ctx_t *ctx)
                                            json_pack("{s:{s:s},s:{s:s}}", "before", "name",
                                                      before, "after", "name", name)));
         if (rv != APR_SUCCESS) {
-            goto cleanup;
+            return rv;
         }
     }
-    /* The answer is read before COMMIT, so a change that is saved is
-     * answered as saved (a failure after COMMIT would say "try again"). */
     if ((rv = svc_org_json(db, ctx->pool, ctx->org->id, ctx->who->user_id, &json))
-        == APR_SUCCESS) {
-        rv = svc_db_commit(db, ctx->pool);
-    }
-cleanup:
-    if (rv != APR_SUCCESS) {
-        svc_db_rollback(db, ctx->pool);
+        != APR_SUCCESS) {
         return rv;
     }
     return svc_reply_text(ctx, 200, json);
+}
+
+apr_status_t svc_h_orgs_update(svc_ctx_t *ctx)
+{
+    return svc_write(ctx, rename_org, NULL);
 }

@@ -107,23 +107,16 @@ const svc_qparam_t svc_query_projects_list[] = {
     { NULL, NULL, NULL }
 };
 
-/* The project's JSON as the caller sees it (*pjson); in a transaction that
- * changed it, read before COMMIT. SVC_ENOTFOUND when there is none. */
-static apr_status_t project_json(svc_ctx_t *ctx, svc_db_t *db, const char *id,
-                                 const char **pjson)
+/* Answers `status` with the project as the caller sees it (in a write, as
+ * its transaction sees it: svc_write.h). 404 when there is none. */
+static apr_status_t reply_project(svc_ctx_t *ctx, svc_db_t *db, const char *id, int status)
 {
     svc_dbres_t *res;
     apr_status_t rv;
 
     rv = svc_db_execv(db, &st_prj_get, ctx->pool, &res, id, svc_role_name(ctx->org->role),
                       ctx->who->user_id);
-    if (rv != APR_SUCCESS) {
-        return rv;
-    }
-    if (svc_dbres_rows(res) != 1) {
-        return SVC_ENOTFOUND;
-    }
-    return svc_row_json_text(ctx->pool, res, project_item, pjson);
+    return rv == APR_SUCCESS ? svc_reply_row(ctx, status, res, project_item) : rv;
 }
 
 apr_status_t svc_h_projects_list(svc_ctx_t *ctx)
@@ -139,34 +132,25 @@ apr_status_t svc_h_projects_list(svc_ctx_t *ctx)
                           ctx->who->user_id);
 }
 
-apr_status_t svc_h_projects_create(svc_ctx_t *ctx)
+static apr_status_t create_project(svc_ctx_t *ctx, svc_db_t *db, void *baton)
 {
     const char *id = svc_id_new(ctx->pool, "prj_");
     const char *slug = svc_json_str(ctx->body, "slug");
     const char *name = svc_json_str(ctx->body, "name");
     const char *desc = svc_json_str(ctx->body, "description");
-    const char *json = NULL;
     svc_actor_t actor;
-    svc_db_t *db;
     apr_status_t rv;
 
-    if ((rv = svc_ctx_db(ctx, &db)) != APR_SUCCESS) {
-        return rv;
-    }
     svc_actor_from_ctx(ctx, &actor);
-    if ((rv = svc_db_begin(db, ctx->pool)) != APR_SUCCESS) {
-        return rv;
-    }
     rv = svc_db_execv(db, &st_prj_insert, ctx->pool, NULL, id, ctx->org->id, slug, name,
                       desc ? desc : "", ctx->who->user_id);
     if (rv == SVC_ECONFLICT) {
         /* The unique index decides between simultaneous creations. */
-        rv = svc_fail(ctx, 409, "conflict", "A project with the slug %s already exists in %s.",
-                      slug, ctx->org->slug);
-        goto cleanup;
+        return svc_fail(ctx, 409, "conflict", "A project with the slug %s already exists in %s.",
+                        slug, ctx->org->slug);
     }
     if (rv != APR_SUCCESS) {
-        goto cleanup;
+        return rv;
     }
     /*
      * The creator's membership is locked before the audit chain's lock (see
@@ -175,83 +159,60 @@ apr_status_t svc_h_projects_create(svc_ctx_t *ctx)
      */
     rv = svc_member_hold(db, ctx->pool, ctx->org->id, ctx->who->user_id);
     if (rv == SVC_ENOTFOUND) {
-        rv = svc_fail(ctx, 404, "not_found", "No organization %s.", ctx->org->slug);
+        return svc_fail(ctx, 404, "not_found", "No organization %s.", ctx->org->slug);
     }
-    if (rv != APR_SUCCESS) {
-        goto cleanup;
-    }
-    rv = svc_audit_write(db, ctx->pool, &actor, ctx->org->id, "project.created", "project", id,
-                         svc_json_pool(ctx->pool,
-                                       json_pack("{s:s,s:s,s:s}", "slug", slug, "name", name,
-                                                 "description", desc ? desc : "")));
-    if (rv != APR_SUCCESS) {
-        goto cleanup;
-    }
-    /* The creator maintains what they created (org admins would anyway). */
-    rv = svc_team_insert(db, ctx->pool, &actor, ctx->org->id, id, ctx->who->user_id,
-                         SVC_PROLE_MAINTAINER);
-    /* The answer is read before COMMIT: once committed, a failed read would
-     * answer "try again" for a project that exists (and a retry, 409). */
-    if (rv == APR_SUCCESS && (rv = project_json(ctx, db, id, &json)) == APR_SUCCESS) {
-        rv = svc_db_commit(db, ctx->pool);
-    }
-cleanup:
-    if (rv != APR_SUCCESS) {
-        svc_db_rollback(db, ctx->pool);
+    if (rv != APR_SUCCESS
+        || (rv = svc_audit_write(db, ctx->pool, &actor, ctx->org->id, "project.created",
+                                 "project", id,
+                                 svc_json_pool(ctx->pool,
+                                               json_pack("{s:s,s:s,s:s}", "slug", slug, "name",
+                                                         name, "description",
+                                                         desc ? desc : ""))))
+           != APR_SUCCESS
+        /* The creator maintains what they created (org admins would anyway). */
+        || (rv = svc_team_insert(db, ctx->pool, &actor, ctx->org->id, id, ctx->who->user_id,
+                                 SVC_PROLE_MAINTAINER)) != APR_SUCCESS) {
         return rv;
     }
-    return svc_reply_text(ctx, 201, json);
+    return reply_project(ctx, db, id, 201);
+}
+
+apr_status_t svc_h_projects_create(svc_ctx_t *ctx)
+{
+    return svc_write(ctx, create_project, NULL);
 }
 
 apr_status_t svc_h_projects_get(svc_ctx_t *ctx)
 {
-    const char *json;
     svc_db_t *db;
-    apr_status_t rv;
+    apr_status_t rv = svc_ctx_db(ctx, &db);
 
-    if ((rv = svc_ctx_db(ctx, &db)) != APR_SUCCESS
-        || (rv = project_json(ctx, db, ctx->project->id, &json)) != APR_SUCCESS) {
-        return rv;
-    }
-    return svc_reply_text(ctx, 200, json);
+    return rv == APR_SUCCESS ? reply_project(ctx, db, ctx->project->id, 200) : rv;
 }
 
-apr_status_t svc_h_projects_update(svc_ctx_t *ctx)
+static apr_status_t update_project(svc_ctx_t *ctx, svc_db_t *db, void *baton)
 {
     const json_t *archived = json_object_get(ctx->body, "archived");
-    const char *name = svc_json_str(ctx->body, "name");
-    const char *desc = svc_json_str(ctx->body, "description");
-    const char *json = NULL;
     svc_dbres_t *before, *after;
     svc_actor_t actor;
     json_error_t jerr;
-    svc_db_t *db;
     apr_status_t rv;
 
-    if (json_object_size(ctx->body) == 0) {
-        return svc_fail(ctx, 400, "validation_failed",
-                        "The body names no setting to change (name, description, archived).");
-    }
-    if ((rv = svc_ctx_db_begin(ctx, &db)) != APR_SUCCESS) {
+    if ((rv = svc_access_recheck(ctx, db, SVC_ROLE_VIEWER, SVC_PROLE_MAINTAINER))
+            != APR_SUCCESS
+        || (rv = svc_db_execv(db, &st_prj_lock, ctx->pool, &before, ctx->project->id,
+                              ctx->org->id)) != APR_SUCCESS) {
         return rv;
     }
-    if ((rv = svc_access_recheck(ctx, db, SVC_ROLE_VIEWER, SVC_PROLE_MAINTAINER))
-        != APR_SUCCESS) {
-        goto cleanup;
-    }
-    rv = svc_db_execv(db, &st_prj_lock, ctx->pool, &before, ctx->project->id, ctx->org->id);
-    if (rv != APR_SUCCESS) {
-        goto cleanup;
-    }
     if (svc_dbres_rows(before) != 1) {
-        rv = svc_fail(ctx, 404, "not_found", "No project %s in %s.", ctx->project->slug,
-                      ctx->org->slug);
-        goto cleanup;
+        return svc_fail(ctx, 404, "not_found", "No project %s in %s.", ctx->project->slug,
+                        ctx->org->slug);
     }
     rv = svc_db_execv(db, &st_prj_update, ctx->pool, &after, ctx->project->id, ctx->org->id,
-                      name, desc, archived ? (json_is_true(archived) ? "true" : "false") : NULL);
+                      svc_json_str(ctx->body, "name"), svc_json_str(ctx->body, "description"),
+                      archived ? (json_is_true(archived) ? "true" : "false") : NULL);
     if (rv != APR_SUCCESS) {
-        goto cleanup;
+        return rv;
     }
     if (svc_dbres_rows(after) == 1) {
         json_t *data = json_pack("{s:o?,s:o?}",
@@ -261,17 +222,17 @@ apr_status_t svc_h_projects_update(svc_ctx_t *ctx)
         rv = svc_audit_write(db, ctx->pool, &actor, ctx->org->id, "project.updated",
                              "project", ctx->project->id, svc_json_pool(ctx->pool, data));
         if (rv != APR_SUCCESS) {
-            goto cleanup;
+            return rv;
         }
     }
-    /* The answer is read before COMMIT (see svc_h_projects_create). */
-    if ((rv = project_json(ctx, db, ctx->project->id, &json)) == APR_SUCCESS) {
-        rv = svc_db_commit(db, ctx->pool);
+    return reply_project(ctx, db, ctx->project->id, 200);
+}
+
+apr_status_t svc_h_projects_update(svc_ctx_t *ctx)
+{
+    if (json_object_size(ctx->body) == 0) {
+        return svc_fail(ctx, 400, "validation_failed",
+                        "The body names no setting to change (name, description, archived).");
     }
-cleanup:
-    if (rv != APR_SUCCESS) {
-        svc_db_rollback(db, ctx->pool);
-        return rv;
-    }
-    return svc_reply_text(ctx, 200, json);
+    return svc_write(ctx, update_project, NULL);
 }

@@ -109,6 +109,12 @@ const svc_field_t svc_body_team_update[] = {
     SVC_FIELD_END
 };
 
+static apr_status_t not_on_team(svc_ctx_t *ctx, const char *user_id)
+{
+    return svc_fail(ctx, 404, "not_found", "%s is not on the team of %s.", user_id,
+                    ctx->project->slug);
+}
+
 static apr_status_t viewer_limited(svc_ctx_t *ctx, const char *user_id)
 {
     return svc_fail(ctx, 409, "viewer_limited",
@@ -116,21 +122,9 @@ static apr_status_t viewer_limited(svc_ctx_t *ctx, const char *user_id)
                     "make them a member of the org first.", user_id, ctx->org->slug);
 }
 
-/* One team member's document (*pjson), read in the caller's transaction
- * before COMMIT: once committed, a failed read would answer "try again"
- * for a change that is saved. */
-static apr_status_t team_member_json(svc_ctx_t *ctx, svc_db_t *db, const char *user_id,
-                                     const char **pjson)
-{
-    svc_dbres_t *res;
-    apr_status_t rv;
-
-    rv = svc_db_execv(db, &st_team_get, ctx->pool, &res, ctx->project->id, user_id);
-    if (rv != APR_SUCCESS) {
-        return rv;
-    }
-    return svc_row_json_text(ctx->pool, res, team_item, pjson);
-}
+static const svc_roster_t team = {
+    &st_team_lock, &st_team_set_role, &st_team_get, team_item, "team.role_changed"
+};
 
 apr_status_t svc_h_team_list(svc_ctx_t *ctx)
 {
@@ -138,162 +132,121 @@ apr_status_t svc_h_team_list(svc_ctx_t *ctx)
                           SVC_PAGE_BEFORE, SVC_PAGE_FETCH);
 }
 
-apr_status_t svc_h_team_add(svc_ctx_t *ctx)
+static apr_status_t add_to_team(svc_ctx_t *ctx, svc_db_t *db, void *baton)
 {
     const char *user_id = svc_json_str(ctx->body, "user_id");
     const char *email = svc_json_str(ctx->body, "email");
     const char *role_s = svc_json_str(ctx->body, "role");
     svc_prole_e role = svc_prole_parse(role_s);
-    const char *json = NULL;
+    const char *json;
     svc_actor_t actor;
     svc_dbres_t *res;
-    svc_db_t *db;
     apr_status_t rv;
 
-    if (!user_id == !email) {
-        svc_fail_field(ctx, user_id ? "email" : "user_id", "one_of",
-                       "Give exactly one of user_id (an org member) and email (an invite).");
-        return SVC_EPROBLEM;
-    }
-    if ((rv = svc_ctx_db_begin(ctx, &db)) != APR_SUCCESS) {
-        return rv;
-    }
     if ((rv = svc_access_recheck(ctx, db, SVC_ROLE_VIEWER, SVC_PROLE_MAINTAINER))
         != APR_SUCCESS) {
-        goto cleanup;
+        return rv;
     }
     if (email) {
         rv = svc_invite_create(ctx, db, ctx->project->id, email, role_s, &json);
-        if (rv == APR_SUCCESS) {
-            rv = svc_db_commit(db, ctx->pool);
-        }
-        goto cleanup;
+        return rv == APR_SUCCESS ? svc_reply_text(ctx, 201, json) : rv;
     }
     rv = svc_db_execv(db, &st_team_org_role, ctx->pool, &res, ctx->org->id, user_id);
     if (rv != APR_SUCCESS) {
-        goto cleanup;
+        return rv;
     }
     if (svc_dbres_rows(res) != 1) {
         svc_fail_field(ctx, "user_id", "not_a_member",
                        "Only members of %s can join its projects' teams; invite others by "
                        "email.", ctx->org->slug);
-        rv = SVC_EPROBLEM;
-        goto cleanup;
+        return SVC_EPROBLEM;
     }
     if (svc_role_parse(svc_dbres_str(res, 0, 0)) == SVC_ROLE_VIEWER && role > SVC_PROLE_VIEWER) {
-        rv = viewer_limited(ctx, user_id);
-        goto cleanup;
+        return viewer_limited(ctx, user_id);
     }
     svc_actor_from_ctx(ctx, &actor);
     rv = svc_team_insert(db, ctx->pool, &actor, ctx->org->id, ctx->project->id, user_id, role);
     if (rv == SVC_ECONFLICT) {
-        rv = svc_fail(ctx, 409, "already_member",
-                      "%s is on the team of %s already; change their role with PATCH.",
-                      user_id, ctx->project->slug);
-        goto cleanup;
+        return svc_fail(ctx, 409, "already_member",
+                        "%s is on the team of %s already; change their role with PATCH.",
+                        user_id, ctx->project->slug);
     }
-    if (rv == APR_SUCCESS && (rv = team_member_json(ctx, db, user_id, &json)) == APR_SUCCESS) {
-        rv = svc_db_commit(db, ctx->pool);
-    }
-cleanup:
     if (rv != APR_SUCCESS) {
-        svc_db_rollback(db, ctx->pool);
         return rv;
     }
-    return svc_reply_text(ctx, 201, json);
+    return svc_roster_reply(ctx, db, &team, ctx->project->id, user_id, 201);
+}
+
+apr_status_t svc_h_team_add(svc_ctx_t *ctx)
+{
+    const char *user_id = svc_json_str(ctx->body, "user_id");
+
+    if (!user_id == !svc_json_str(ctx->body, "email")) {
+        svc_fail_field(ctx, user_id ? "email" : "user_id", "one_of",
+                       "Give exactly one of user_id (an org member) and email (an invite).");
+        return SVC_EPROBLEM;
+    }
+    return svc_write(ctx, add_to_team, NULL);
+}
+
+static apr_status_t change_role(svc_ctx_t *ctx, svc_db_t *db, void *baton)
+{
+    const char *user_id = apr_table_get(ctx->params, "userId");
+    const char *role_s = svc_json_str(ctx->body, "role");
+    svc_prole_e role = svc_prole_parse(role_s), before;
+    svc_dbres_t *res;
+    apr_status_t rv;
+
+    if ((rv = svc_access_recheck(ctx, db, SVC_ROLE_VIEWER, SVC_PROLE_MAINTAINER))
+        != APR_SUCCESS) {
+        return rv;
+    }
+    rv = svc_roster_lock(ctx, db, &team, ctx->project->id, user_id, &res);
+    if (rv == SVC_ENOTFOUND) {
+        return not_on_team(ctx, user_id);
+    }
+    if (rv != APR_SUCCESS) {
+        return rv;
+    }
+    before = svc_prole_parse(svc_dbres_str(res, 0, 0));
+    if (svc_role_parse(svc_dbres_str(res, 0, 1)) == SVC_ROLE_VIEWER && role > SVC_PROLE_VIEWER) {
+        return viewer_limited(ctx, user_id);
+    }
+    if (before != role
+        && (rv = svc_roster_set_role(ctx, db, &team, ctx->project->id, user_id, role_s,
+                                     "project", ctx->project->id,
+                                     svc_json_pool(ctx->pool,
+                                                   json_pack("{s:s,s:s,s:s}", "user_id",
+                                                             user_id, "before",
+                                                             svc_prole_name(before), "after",
+                                                             role_s)))) != APR_SUCCESS) {
+        return rv;
+    }
+    return svc_roster_reply(ctx, db, &team, ctx->project->id, user_id, 200);
 }
 
 apr_status_t svc_h_team_update(svc_ctx_t *ctx)
 {
-    const char *user_id = apr_table_get(ctx->params, "userId");
-    const char *role_s = svc_json_str(ctx->body, "role");
-    const char *json = NULL;
-    svc_prole_e role = svc_prole_parse(role_s), before;
-    svc_actor_t actor;
-    svc_dbres_t *res;
-    svc_db_t *db;
-    apr_status_t rv;
-
-    if ((rv = svc_ctx_db_begin(ctx, &db)) != APR_SUCCESS) {
-        return rv;
-    }
-    if ((rv = svc_access_recheck(ctx, db, SVC_ROLE_VIEWER, SVC_PROLE_MAINTAINER))
-        != APR_SUCCESS) {
-        goto cleanup;
-    }
-    rv = svc_db_execv(db, &st_team_lock, ctx->pool, &res, ctx->project->id, user_id);
-    if (rv != APR_SUCCESS) {
-        goto cleanup;
-    }
-    if (svc_dbres_rows(res) != 1) {
-        rv = svc_fail(ctx, 404, "not_found", "%s is not on the team of %s.", user_id,
-                      ctx->project->slug);
-        goto cleanup;
-    }
-    before = svc_prole_parse(svc_dbres_str(res, 0, 0));
-    if (svc_role_parse(svc_dbres_str(res, 0, 1)) == SVC_ROLE_VIEWER && role > SVC_PROLE_VIEWER) {
-        rv = viewer_limited(ctx, user_id);
-        goto cleanup;
-    }
-    if (before != role) {
-        rv = svc_db_execv(db, &st_team_set_role, ctx->pool, NULL, ctx->project->id, user_id,
-                          role_s);
-        if (rv != APR_SUCCESS) {
-            goto cleanup;
-        }
-        svc_actor_from_ctx(ctx, &actor);
-        rv = svc_audit_write(db, ctx->pool, &actor, ctx->org->id, "team.role_changed",
-                             "project", ctx->project->id,
-                             svc_json_pool(ctx->pool,
-                                           json_pack("{s:s,s:s,s:s}", "user_id", user_id,
-                                                     "before", svc_prole_name(before),
-                                                     "after", role_s)));
-        if (rv != APR_SUCCESS) {
-            goto cleanup;
-        }
-    }
-    if ((rv = team_member_json(ctx, db, user_id, &json)) == APR_SUCCESS) {
-        rv = svc_db_commit(db, ctx->pool);
-    }
-cleanup:
-    if (rv != APR_SUCCESS) {
-        svc_db_rollback(db, ctx->pool);
-        return rv;
-    }
-    return svc_reply_text(ctx, 200, json);
+    return svc_write(ctx, change_role, NULL);
 }
 
-apr_status_t svc_h_team_remove(svc_ctx_t *ctx)
+static apr_status_t remove_from_team(svc_ctx_t *ctx, svc_db_t *db, void *baton)
 {
     const char *user_id = apr_table_get(ctx->params, "userId");
     int self = strcmp(user_id, ctx->who->user_id) == 0;
     svc_actor_t actor;
     svc_dbres_t *res;
-    svc_db_t *db;
     apr_status_t rv;
 
-    /* Anyone may leave a team; only maintainers remove others. */
-    if (!self && ctx->project->prole < SVC_PROLE_MAINTAINER) {
-        return svc_fail(ctx, 403, "forbidden",
-                        "Your role in project %s is %s; removing another team member needs "
-                        "maintainer.", ctx->project->slug, svc_prole_name(ctx->project->prole));
-    }
-    if ((rv = svc_ctx_db_begin(ctx, &db)) != APR_SUCCESS) {
-        return rv;
-    }
     if ((rv = svc_access_recheck(ctx, db, SVC_ROLE_VIEWER,
                                  self ? SVC_PROLE_VIEWER : SVC_PROLE_MAINTAINER))
-        != APR_SUCCESS) {
-        goto cleanup;
-    }
-    rv = svc_db_execv(db, &st_team_delete, ctx->pool, &res, ctx->project->id, user_id);
-    if (rv != APR_SUCCESS) {
-        goto cleanup;
+            != APR_SUCCESS
+        || (rv = svc_db_execv(db, &st_team_delete, ctx->pool, &res, ctx->project->id, user_id))
+           != APR_SUCCESS) {
+        return rv;
     }
     if (svc_dbres_rows(res) != 1) {
-        rv = svc_fail(ctx, 404, "not_found", "%s is not on the team of %s.", user_id,
-                      ctx->project->slug);
-        goto cleanup;
+        return not_on_team(ctx, user_id);
     }
     svc_actor_from_ctx(ctx, &actor);
     rv = svc_audit_write(db, ctx->pool, &actor, ctx->org->id,
@@ -302,9 +255,17 @@ apr_status_t svc_h_team_remove(svc_ctx_t *ctx)
                          svc_json_pool(ctx->pool,
                                        json_pack("{s:s,s:s}", "user_id", user_id, "role",
                                                  svc_dbres_str(res, 0, 0))));
-cleanup:
-    if ((rv = svc_db_end(db, ctx->pool, rv)) != APR_SUCCESS) {
-        return rv;
+    return rv == APR_SUCCESS ? svc_reply_empty(ctx) : rv;
+}
+
+apr_status_t svc_h_team_remove(svc_ctx_t *ctx)
+{
+    /* Anyone may leave a team; only maintainers remove others. */
+    if (strcmp(apr_table_get(ctx->params, "userId"), ctx->who->user_id) != 0
+        && ctx->project->prole < SVC_PROLE_MAINTAINER) {
+        return svc_fail(ctx, 403, "forbidden",
+                        "Your role in project %s is %s; removing another team member needs "
+                        "maintainer.", ctx->project->slug, svc_prole_name(ctx->project->prole));
     }
-    return svc_reply_empty(ctx);
+    return svc_write(ctx, remove_from_team, NULL);
 }

@@ -237,37 +237,59 @@ apr_status_t svc_h_vcs_install_page(svc_ctx_t *ctx)
     return svc_reply_redirect(ctx, url);
 }
 
-/* Records the installation for the org, all or nothing. */
-static apr_status_t link_installation(svc_ctx_t *ctx, const svc_vcs_installation_t *inst,
-                                      const char *setup_action)
+/* What the install callback links, once the provider vouched for it. */
+typedef struct {
+    const svc_vcs_installation_t *inst;
+    const char *setup_action;
+} link_t;
+
+/* The page that says what was linked. */
+static apr_status_t linked_page(svc_ctx_t *ctx, const svc_vcs_installation_t *inst)
 {
+    return svc_vcs_page(
+        ctx, 200, "App installed",
+        apr_pstrcat(ctx->pool, "<p>Installation <b>", apr_ltoa(ctx->pool, (long)inst->id),
+                    "</b> of the App on the ", svc_vcs_html(ctx->pool, inst->account_type),
+                    " account <b>", svc_vcs_html(ctx->pool, inst->account_login),
+                    "</b> is linked to <b>", svc_vcs_html(ctx->pool, ctx->org->slug), "</b>",
+                    inst->suspended
+                    ? ", but the provider reports it suspended: it cannot be used until it "
+                      "is unsuspended there" : "",
+                    ".</p>\n<p>Repository access: ",
+                    strcmp(inst->repository_selection, "all") == 0
+                    ? "all repositories of the account"
+                    : "the repositories selected at the provider",
+                    ".</p>\n<p><a href=\"", svc_vcs_html(ctx->pool, ctx->conf->ui_url),
+                    "\">Back to the service</a></p>", NULL));
+}
+
+/* Records the installation for the org (baton: a link_t), all or nothing. */
+static apr_status_t link_installation(svc_ctx_t *ctx, svc_db_t *db, void *baton)
+{
+    const link_t *l = baton;
+    const svc_vcs_installation_t *inst = l->inst;
     const char *id = apr_psprintf(ctx->pool, "%" APR_INT64_T_FMT, inst->id);
     const char *status = inst->suspended ? "suspended" : "active";
     svc_actor_t actor;
     svc_dbres_t *res;
-    svc_db_t *db;
     apr_status_t rv;
 
-    if ((rv = svc_ctx_db_begin(ctx, &db)) != APR_SUCCESS) {
-        return rv;
-    }
     /* The caller must still be an admin, now that the provider answered. */
     if ((rv = svc_access_recheck(ctx, db, SVC_ROLE_ADMIN, SVC_PROLE_NONE)) != APR_SUCCESS
         || (rv = svc_db_execv(db, &st_inst_lock, ctx->pool, &res, id)) != APR_SUCCESS) {
-        goto cleanup;
+        return rv;
     }
     if (svc_dbres_rows(res) == 1 && strcmp(svc_dbres_str(res, 0, 0), ctx->org->id) != 0
         && strcmp(svc_dbres_str(res, 0, 1), "unlinked") != 0) {
-        rv = svc_fail(ctx, 409, "installation_linked_elsewhere",
-                      "Installation %s is linked to another organization of this service. "
-                      "It can be linked here only once that organization unlinks it.", id);
-        goto cleanup;
+        return svc_fail(ctx, 409, "installation_linked_elsewhere",
+                        "Installation %s is linked to another organization of this service. "
+                        "It can be linked here only once that organization unlinks it.", id);
     }
     rv = svc_db_execv(db, &st_inst_link, ctx->pool, NULL, id, ctx->org->id,
                       inst->account_login, inst->account_type, inst->repository_selection,
                       status, ctx->who->user_id);
     if (rv != APR_SUCCESS) {
-        goto cleanup;
+        return rv;
     }
     svc_actor_from_ctx(ctx, &actor);
     rv = svc_vcs_installation_changed(db, ctx->pool, &actor, ctx->org->id, inst->id,
@@ -277,15 +299,9 @@ static apr_status_t link_installation(svc_ctx_t *ctx, const svc_vcs_installation
                                                               inst->account_type,
                                                               "repository_selection",
                                                               inst->repository_selection,
-                                                              "setup_action", setup_action)));
-    if (rv == APR_SUCCESS) {
-        rv = svc_db_commit(db, ctx->pool);
-    }
-cleanup:
-    if (rv != APR_SUCCESS) {
-        svc_db_rollback(db, ctx->pool);
-    }
-    return rv;
+                                                              "setup_action",
+                                                              l->setup_action)));
+    return rv == APR_SUCCESS ? linked_page(ctx, inst) : rv;
 }
 
 /*
@@ -342,6 +358,7 @@ apr_status_t svc_h_vcs_install_callback(svc_ctx_t *ctx)
     svc_vcs_installation_t inst;
     svc_vcs_call_t c;
     svc_orgref_t *org;
+    link_t l;
     svc_dbres_t *res;
     svc_db_t *db;
     long long id = 0;
@@ -417,23 +434,9 @@ apr_status_t svc_h_vcs_install_callback(svc_ctx_t *ctx)
                         "Installation %" APR_INT64_T_FMT " belongs to another App.",
                         (apr_int64_t)id);
     }
-    if ((rv = link_installation(ctx, &inst, action)) != APR_SUCCESS) {
-        return rv;
-    }
-    return svc_vcs_page(
-        ctx, 200, "App installed",
-        apr_pstrcat(ctx->pool, "<p>Installation <b>", apr_ltoa(ctx->pool, (long)id),
-                    "</b> of the App on the ", svc_vcs_html(ctx->pool, inst.account_type),
-                    " account <b>", svc_vcs_html(ctx->pool, inst.account_login),
-                    "</b> is linked to <b>", h, "</b>", inst.suspended
-                    ? ", but the provider reports it suspended: it cannot be used until it "
-                      "is unsuspended there" : "",
-                    ".</p>\n<p>Repository access: ",
-                    strcmp(inst.repository_selection, "all") == 0
-                    ? "all repositories of the account"
-                    : "the repositories selected at the provider",
-                    ".</p>\n<p><a href=\"", svc_vcs_html(ctx->pool, ctx->conf->ui_url),
-                    "\">Back to the service</a></p>", NULL));
+    l.inst = &inst;
+    l.setup_action = action;
+    return svc_write(ctx, link_installation, &l);
 }
 
 apr_status_t svc_h_vcs_installations_list(svc_ctx_t *ctx)
@@ -455,39 +458,27 @@ static const char *uninstall_url(apr_pool_t *p, const svc_config_t *conf, const 
     return apr_pstrcat(p, conf->vcs_web_url, "/settings/installations/", id, NULL);
 }
 
-apr_status_t svc_h_vcs_installation_unlink(svc_ctx_t *ctx)
+static apr_status_t unlink_installation(svc_ctx_t *ctx, svc_db_t *db, void *baton)
 {
     const char *idtext = apr_table_get(ctx->params, "id");
     const char *login, *type;
-    json_t *links = NULL, *item;
+    json_t *links, *item;
     json_error_t jerr;
     svc_actor_t actor;
     svc_dbres_t *res;
-    svc_db_t *db;
-    long long id;
     apr_status_t rv;
     int i;
 
-    if (!svc_vcs_app(ctx->conf)) {
-        return svc_vcs_off(ctx);
-    }
-    if (svc_parse_int(idtext, 1, 9007199254740991LL, &id) != APR_SUCCESS) {
-        return svc_fail(ctx, 404, "not_found", "No installation %s in %s.",
-                        svc_printable(ctx->pool, idtext, 32), ctx->org->slug);
-    }
-    if ((rv = svc_ctx_db_begin(ctx, &db)) != APR_SUCCESS) {
-        return rv;
-    }
     if ((rv = svc_access_recheck(ctx, db, SVC_ROLE_ADMIN, SVC_PROLE_NONE)) != APR_SUCCESS
         || (rv = svc_db_execv(db, &st_inst_unlink, ctx->pool, &res, idtext, ctx->org->id))
            != APR_SUCCESS) {
-        goto cleanup;
+        return rv;
     }
     if (svc_dbres_rows(res) == 1) {
         login = svc_dbres_str(res, 0, 0);
         if ((rv = svc_db_execv(db, &st_inst_unlink_repos, ctx->pool, &res, idtext,
                                ctx->org->id)) != APR_SUCCESS) {
-            goto cleanup;
+            return rv;
         }
         links = svc_json_pool(ctx->pool, json_array());
         for (i = 0; i < svc_dbres_rows(res); i++) {
@@ -497,30 +488,24 @@ apr_status_t svc_h_vcs_installation_unlink(svc_ctx_t *ctx)
         }
         svc_actor_from_ctx(ctx, &actor);
         rv = svc_vcs_installation_changed(db, ctx->pool, &actor, ctx->org->id,
-                                          (apr_int64_t)id, "vcs.installation.unlinked",
-                                          "unlinked", login,
+                                          *(const apr_int64_t *)baton,
+                                          "vcs.installation.unlinked", "unlinked", login,
                                           svc_json_pool(ctx->pool,
                                                         json_pack("{s:O}", "repositories_unlinked",
                                                                   links)));
         if (rv != APR_SUCCESS) {
-            goto cleanup;
+            return rv;
         }
     }
     /* Unlinking an unlinked installation again changes nothing and says the same. */
     if ((rv = svc_db_execv(db, &st_inst_get, ctx->pool, &res, idtext, ctx->org->id))
         != APR_SUCCESS) {
-        goto cleanup;
-    }
-    if (svc_dbres_rows(res) != 1) {
-        rv = svc_fail(ctx, 404, "not_found", "No installation %s in %s.", idtext,
-                      ctx->org->slug);
-        goto cleanup;
-    }
-cleanup:
-    if ((rv = svc_db_end(db, ctx->pool, rv)) != APR_SUCCESS) {
         return rv;
     }
-    svc_vcs_token_forget((apr_int64_t)id);
+    if (svc_dbres_rows(res) != 1) {
+        return svc_fail(ctx, 404, "not_found", "No installation %s in %s.", idtext,
+                        ctx->org->slug);
+    }
     item = json_loads(svc_dbres_str(res, 0, 0), 0, &jerr);
     login = svc_dbres_str(res, 0, 1);
     type = svc_dbres_str(res, 0, 2);
@@ -535,4 +520,26 @@ cleanup:
                               "of that account uninstalls it there (Settings, then GitHub "
                               "Apps, then Configure, then Uninstall) at uninstall_url.",
                               NULL)));
+}
+
+apr_status_t svc_h_vcs_installation_unlink(svc_ctx_t *ctx)
+{
+    const char *idtext = apr_table_get(ctx->params, "id");
+    long long parsed;
+    apr_int64_t id;
+    apr_status_t rv;
+
+    if (!svc_vcs_app(ctx->conf)) {
+        return svc_vcs_off(ctx);
+    }
+    if (svc_parse_int(idtext, 1, 9007199254740991LL, &parsed) != APR_SUCCESS) {
+        return svc_fail(ctx, 404, "not_found", "No installation %s in %s.",
+                        svc_printable(ctx->pool, idtext, 32), ctx->org->slug);
+    }
+    id = (apr_int64_t)parsed;
+    if ((rv = svc_write(ctx, unlink_installation, &id)) == APR_SUCCESS) {
+        /* Its cached token goes with the link. */
+        svc_vcs_token_forget(id);
+    }
+    return rv;
 }

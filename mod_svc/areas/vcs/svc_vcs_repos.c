@@ -337,30 +337,65 @@ static apr_status_t link_json(svc_ctx_t *ctx, svc_db_t *db, const char *project_
     return rv;
 }
 
+
+/* A repository the provider showed, to link to a project. */
+typedef struct {
+    const char *installation;       /* its installation's id */
+    const svc_vcs_repo_t *repo;
+    svc_projref_t *project;         /* to link it to, or NULL */
+} link_t;
+
+/* The answer about a project's link: `repo_json` (NULL: none, the answer of
+ * a link) and the link of proj (NULL: none), read in the caller's write. */
+static apr_status_t reply_linked(svc_ctx_t *ctx, svc_db_t *db, int status,
+                                 const char *repo_json, const svc_projref_t *proj)
+{
+    const char *json = NULL;
+    apr_status_t rv;
+
+    if (proj && (rv = link_json(ctx, db, proj->id, &json)) != APR_SUCCESS) {
+        return rv;
+    }
+    return svc_reply_text(ctx, status,
+                          apr_pstrcat(ctx->pool, "{",
+                                      repo_json ? "\"repository\":" : "",
+                                      repo_json ? repo_json : "",
+                                      repo_json ? ",\"link\":" : "\"repository\":",
+                                      json ? json : "null", "}", NULL));
+}
+
 apr_status_t svc_h_vcs_link_get(svc_ctx_t *ctx)
 {
-    const char *json;
     svc_db_t *db;
     apr_status_t rv;
 
     if (!svc_vcs_app(ctx->conf)) {
         return svc_vcs_off(ctx);
     }
-    if ((rv = svc_ctx_db(ctx, &db)) != APR_SUCCESS
-        || (rv = link_json(ctx, db, ctx->project->id, &json)) != APR_SUCCESS) {
+    rv = svc_ctx_db(ctx, &db);
+    return rv == APR_SUCCESS ? reply_linked(ctx, db, 200, NULL, ctx->project) : rv;
+}
+
+static apr_status_t link_repository(svc_ctx_t *ctx, svc_db_t *db, void *baton)
+{
+    const link_t *l = baton;
+    apr_status_t rv;
+
+    if ((rv = svc_access_recheck(ctx, db, SVC_ROLE_VIEWER, SVC_PROLE_MAINTAINER)) != APR_SUCCESS
+        || (rv = link_write(ctx, db, l->project, l->installation, l->repo)) != APR_SUCCESS) {
         return rv;
     }
-    return svc_reply_text(ctx, 200, apr_pstrcat(ctx->pool, "{\"repository\":",
-                                                json ? json : "null", "}", NULL));
+    return reply_linked(ctx, db, 200, NULL, l->project);
 }
 
 apr_status_t svc_h_vcs_link_put(svc_ctx_t *ctx)
 {
     const svc_vcs_app_t *app = svc_vcs_app(ctx->conf);
     const char *full_name = svc_json_str(ctx->body, "full_name");
-    const char *id, *login, *type, *token, *slash, *json;
+    const char *id, *login, *type, *token, *slash;
     svc_vcs_repo_t repo;
     svc_vcs_call_t c;
+    link_t l;
     apr_time_t expires;
     svc_db_t *db;
     apr_status_t rv;
@@ -401,43 +436,23 @@ apr_status_t svc_h_vcs_link_put(svc_ctx_t *ctx)
         return svc_vcs_call_fail(ctx, &c, rv, "linking a repository");
     }
 
-    if ((rv = svc_ctx_db_begin(ctx, &db)) != APR_SUCCESS) {
-        return rv;
-    }
-    if ((rv = svc_access_recheck(ctx, db, SVC_ROLE_VIEWER, SVC_PROLE_MAINTAINER))
-        == APR_SUCCESS
-        && (rv = link_write(ctx, db, ctx->project, id, &repo)) == APR_SUCCESS) {
-        rv = svc_db_commit(db, ctx->pool);
-    }
-    if (rv != APR_SUCCESS) {
-        svc_db_rollback(db, ctx->pool);
-        return rv;
-    }
-    if ((rv = link_json(ctx, db, ctx->project->id, &json)) != APR_SUCCESS) {
-        return rv;
-    }
-    return svc_reply_text(ctx, 200, apr_pstrcat(ctx->pool, "{\"repository\":",
-                                                json ? json : "null", "}", NULL));
+    l.installation = id;
+    l.repo = &repo;
+    l.project = ctx->project;
+    return svc_write(ctx, link_repository, &l);
 }
 
-apr_status_t svc_h_vcs_link_delete(svc_ctx_t *ctx)
+static apr_status_t unlink_repository(svc_ctx_t *ctx, svc_db_t *db, void *baton)
 {
     svc_actor_t actor;
     svc_dbres_t *res;
-    svc_db_t *db;
     apr_status_t rv;
 
-    if (!svc_vcs_app(ctx->conf)) {
-        return svc_vcs_off(ctx);
-    }
-    if ((rv = svc_ctx_db_begin(ctx, &db)) != APR_SUCCESS) {
-        return rv;
-    }
     if ((rv = svc_access_recheck(ctx, db, SVC_ROLE_VIEWER, SVC_PROLE_MAINTAINER))
         != APR_SUCCESS
         || (rv = svc_db_execv(db, &st_link_delete, ctx->pool, &res, ctx->project->id,
                               ctx->org->id)) != APR_SUCCESS) {
-        goto cleanup;
+        return rv;
     }
     /* Removing a link that is not there changes nothing, and is no error. */
     if (svc_dbres_rows(res) == 1) {
@@ -451,11 +466,15 @@ apr_status_t svc_h_vcs_link_delete(svc_ctx_t *ctx)
                                                          svc_dbres_str(res, 0, 0)),
                                                      "full_name", svc_dbres_str(res, 0, 1))));
     }
-cleanup:
-    if ((rv = svc_db_end(db, ctx->pool, rv)) != APR_SUCCESS) {
-        return rv;
+    return rv == APR_SUCCESS ? svc_reply_empty(ctx) : rv;
+}
+
+apr_status_t svc_h_vcs_link_delete(svc_ctx_t *ctx)
+{
+    if (!svc_vcs_app(ctx->conf)) {
+        return svc_vcs_off(ctx);
     }
-    return svc_reply_empty(ctx);
+    return svc_write(ctx, unlink_repository, NULL);
 }
 
 static apr_status_t permission_missing(svc_ctx_t *ctx, const svc_vcs_app_t *app,
@@ -469,18 +488,59 @@ static apr_status_t permission_missing(svc_ctx_t *ctx, const svc_vcs_app_t *app,
                     "installation; then try again.", ctx->conf->vcs_web_url, app->slug, login);
 }
 
+/* Records a repository the App created (and links it, when the request
+ * named a project). */
+static apr_status_t record_created(svc_ctx_t *ctx, svc_db_t *db, void *baton)
+{
+    const link_t *l = baton;
+    const svc_vcs_repo_t *repo = l->repo;
+    json_int_t installation = (json_int_t)svc_json_int(ctx->body, "installation_id", 0);
+    svc_actor_t actor;
+    apr_status_t rv;
+
+    ctx->project = l->project;
+    svc_actor_from_ctx(ctx, &actor);
+    if ((rv = svc_access_recheck(ctx, db, SVC_ROLE_ADMIN,
+                                 l->project ? SVC_PROLE_MAINTAINER : SVC_PROLE_NONE))
+            != APR_SUCCESS
+        || (rv = svc_audit_write(db, ctx->pool, &actor, ctx->org->id, "vcs.repository.created",
+                                 "vcs_repository", repo->full_name,
+                                 svc_json_pool(ctx->pool,
+                                               json_pack("{s:I,s:I,s:b}", "installation_id",
+                                                         installation, "repo_id",
+                                                         (json_int_t)repo->id, "private",
+                                                         repo->private_))))
+           != APR_SUCCESS
+        || (l->project && (rv = link_write(ctx, db, l->project, l->installation, repo))
+                          != APR_SUCCESS)) {
+        return rv;
+    }
+    return reply_linked(ctx, db, 201,
+                        svc_json_dump(ctx->pool,
+                                      svc_json_pool(ctx->pool,
+                                                    json_pack("{s:s,s:I,s:b,s:s,s:I}",
+                                                              "full_name", repo->full_name,
+                                                              "repo_id", (json_int_t)repo->id,
+                                                              "private", repo->private_,
+                                                              "default_branch",
+                                                              repo->default_branch,
+                                                              "installation_id",
+                                                              installation))),
+                        l->project);
+}
+
 apr_status_t svc_h_vcs_repos_create(svc_ctx_t *ctx)
 {
     const svc_vcs_app_t *app = svc_vcs_app(ctx->conf);
     const char *name = svc_json_str(ctx->body, "name");
     const char *slug = svc_json_str(ctx->body, "project");
     const json_t *priv = json_object_get(ctx->body, "private");
-    const char *id, *login, *type, *token, *json = NULL;
+    const char *id, *login, *type, *token;
     svc_projref_t *proj = NULL;
     svc_vcs_repo_t repo;
     svc_vcs_call_t c;
-    svc_actor_t actor;
     apr_time_t expires;
+    link_t l;
     svc_db_t *db;
     apr_status_t rv;
 
@@ -536,47 +596,10 @@ apr_status_t svc_h_vcs_repos_create(svc_ctx_t *ctx)
         return svc_vcs_call_fail(ctx, &c, rv, "creating a repository");
     }
 
-    if ((rv = svc_ctx_db_begin(ctx, &db)) != APR_SUCCESS) {
-        return rv;
-    }
-    ctx->project = proj;
-    svc_actor_from_ctx(ctx, &actor);
-    if ((rv = svc_access_recheck(ctx, db, SVC_ROLE_ADMIN,
-                                 proj ? SVC_PROLE_MAINTAINER : SVC_PROLE_NONE)) == APR_SUCCESS
-        && (rv = svc_audit_write(db, ctx->pool, &actor, ctx->org->id, "vcs.repository.created",
-                                 "vcs_repository", repo.full_name,
-                                 svc_json_pool(ctx->pool,
-                                               json_pack("{s:I,s:I,s:b}", "installation_id",
-                                                         (json_int_t)svc_json_int(
-                                                             ctx->body, "installation_id", 0),
-                                                         "repo_id", (json_int_t)repo.id,
-                                                         "private", repo.private_))))
-           == APR_SUCCESS
-        && (!proj || (rv = link_write(ctx, db, proj, id, &repo)) == APR_SUCCESS)) {
-        rv = svc_db_commit(db, ctx->pool);
-    }
-    if (rv != APR_SUCCESS) {
-        svc_db_rollback(db, ctx->pool);
-        return rv;
-    }
-    if (proj && (rv = link_json(ctx, db, proj->id, &json)) != APR_SUCCESS) {
-        return rv;
-    }
-    return svc_reply_text(
-        ctx, 201,
-        apr_pstrcat(ctx->pool, "{\"repository\":",
-                    svc_json_dump(ctx->pool,
-                                  svc_json_pool(ctx->pool,
-                                                json_pack("{s:s,s:I,s:b,s:s,s:I}", "full_name",
-                                                          repo.full_name, "repo_id",
-                                                          (json_int_t)repo.id, "private",
-                                                          repo.private_, "default_branch",
-                                                          repo.default_branch,
-                                                          "installation_id",
-                                                          (json_int_t)svc_json_int(
-                                                              ctx->body, "installation_id",
-                                                              0)))),
-                    ",\"link\":", json ? json : "null", "}", NULL));
+    l.installation = id;
+    l.repo = &repo;
+    l.project = proj;
+    return svc_write(ctx, record_created, &l);
 }
 
 apr_status_t svc_vcs_project_repository(svc_db_t *db, apr_pool_t *p, const char *org_id,

@@ -163,6 +163,43 @@ static const char *conversion_keys(apr_pool_t *p, const json_t *doc,
     return NULL;
 }
 
+/* An App whose keys the wizard wrote: its id, slug and client id, its
+ * owner at the provider, and the file. */
+typedef struct {
+    const char *const *values;
+    const char *owner, *path;
+} written_t;
+
+/* The audit entry of the keys written, and the page that says so. */
+static apr_status_t record_written(svc_ctx_t *ctx, svc_db_t *db, void *baton)
+{
+    const written_t *w = baton;
+    apr_pool_t *p = ctx->pool;
+    svc_actor_t actor;
+    apr_status_t rv;
+
+    svc_actor_from_ctx(ctx, &actor);
+    rv = svc_audit_write(db, p, &actor, NULL, "vcs.app.credentials_written", "vcs_app",
+                         w->values[0],
+                         svc_json_pool(p, json_pack("{s:s,s:s,s:s?,s:s}", "slug", w->values[1],
+                                                    "client_id", w->values[2], "owner",
+                                                    w->owner, "file", w->path)));
+    if (rv != APR_SUCCESS) {
+        return rv;
+    }
+    return svc_vcs_page(
+        ctx, 200, "The App is created",
+        apr_pstrcat(p, "<p>The App <b>", svc_vcs_html(p, w->values[1]), "</b> (id ",
+                    w->values[0], ") was created at the code-hosting provider, and its keys "
+                    "were written to <code>", svc_vcs_html(p, w->path), "</code>.</p>\n"
+                    "<p>Restart httpd so the service reads them (<code>apachectl -k "
+                    "graceful</code>, or <code>systemctl reload apache2</code>). Then "
+                    "organizations install it from the service (<code>POST "
+                    "/api/orgs/:orgSlug/vcs/install</code>) or at <code>",
+                    svc_vcs_html(p, ctx->conf->vcs_web_url), "/apps/",
+                    svc_vcs_html(p, w->values[1]), "/installations/new</code>.</p>", NULL));
+}
+
 /* The provider's return: the code becomes the App's keys, written to disk. */
 static apr_status_t finish(svc_ctx_t *ctx, const char *path)
 {
@@ -170,7 +207,7 @@ static apr_status_t finish(svc_ctx_t *ctx, const char *path)
     const char *code = apr_table_get(ctx->query, "code");
     const char *values[SVC_VCS_NKEYS], *bad, *why = "", *err = "", *owner, *no_org;
     svc_vcs_call_t c;
-    svc_actor_t actor;
+    written_t w;
     json_t *doc;
     svc_db_t *db;
     apr_status_t rv;
@@ -219,27 +256,10 @@ static apr_status_t finish(svc_ctx_t *ctx, const char *path)
         ctx->problem->log_detail = apr_pstrcat(p, "setup wizard: ", err, NULL);
         return SVC_EPROBLEM;
     }
-    if ((rv = svc_ctx_db(ctx, &db)) == APR_SUCCESS) {
-        svc_actor_from_ctx(ctx, &actor);
-        rv = svc_audit_write(db, p, &actor, NULL, "vcs.app.credentials_written", "vcs_app",
-                             values[0],
-                             svc_json_pool(p, json_pack("{s:s,s:s,s:s?,s:s}", "slug",
-                                                        values[1], "client_id", values[2],
-                                                        "owner", owner, "file", path)));
-    }
-    if (rv != APR_SUCCESS) {
-        return rv;
-    }
-    return svc_vcs_page(
-        ctx, 200, "The App is created",
-        apr_pstrcat(p, "<p>The App <b>", svc_vcs_html(p, values[1]), "</b> (id ",
-                    values[0], ") was created at the code-hosting provider, and its keys were "
-                    "written to <code>", svc_vcs_html(p, path), "</code>.</p>\n<p>Restart "
-                    "httpd so the service reads them (<code>apachectl -k graceful</code>, "
-                    "or <code>systemctl reload apache2</code>). Then organizations install "
-                    "it from the service (<code>POST /api/orgs/:orgSlug/vcs/install</code>) "
-                    "or at <code>", svc_vcs_html(p, ctx->conf->vcs_web_url), "/apps/",
-                    svc_vcs_html(p, values[1]), "/installations/new</code>.</p>", NULL));
+    w.values = values;
+    w.owner = owner;
+    w.path = path;
+    return svc_write(ctx, record_written, &w);
 }
 
 apr_status_t svc_h_vcs_setup(svc_ctx_t *ctx)

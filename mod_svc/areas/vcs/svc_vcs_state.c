@@ -8,14 +8,14 @@
 static const svc_stmt_t st_state_sweep = {
     "svc_vcs_state_sweep",
     "DELETE FROM vcs_states WHERE expires_at < now()",
-    0, SVC_STMT_RETRY
+    0, SVC_STMT_RETRY | SVC_STMT_ALONE
 };
 
 static const svc_stmt_t st_state_new = {
     "svc_vcs_state_new",
     "INSERT INTO vcs_states (state_hash, purpose, user_id, session_id, org_id, expires_at)"
     " VALUES ($1::bytea, $2, $3, $4, $5, now() + make_interval(secs => $6::int))",
-    6, 0
+    6, SVC_STMT_ALONE
 };
 
 /* Deleted by the one statement that reads it, so two returns with one
@@ -25,7 +25,7 @@ static const svc_stmt_t st_state_take = {
     "DELETE FROM vcs_states WHERE state_hash = $1::bytea AND purpose = $2"
     " RETURNING user_id = $3, coalesce(session_id = $4, purpose = 'install'),"
     " expires_at > now(), org_id",
-    4, 0
+    4, SVC_STMT_ALONE
 };
 
 /* Keyed under the sign-in key, with the purpose, so no state of one flow

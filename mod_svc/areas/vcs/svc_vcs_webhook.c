@@ -136,9 +136,7 @@ int svc_vcs_signature_ok(apr_pool_t *p, const char *secret, apr_size_t secret_le
     return svc_ct_equal(want, given, 64);
 }
 
-/* [{id, full_name, private}] of the payload's repository objects that have
- * them (the provider's lists of added, removed or selected repositories). */
-static json_t *repo_list(apr_pool_t *p, const json_t *arr)
+json_t *svc_vcs_repo_list(apr_pool_t *p, const json_t *arr)
 {
     json_t *out = svc_json_pool(p, json_array()), *r;
     size_t i;
@@ -206,7 +204,7 @@ static apr_status_t apply(svc_ctx_t *ctx, svc_db_t *db, const char *event, const
             /* Known only when the install callback came first. */
             return svc_db_execv(db, &st_wh_created, ctx->pool, NULL, idtext, selection,
                                 svc_json_dump(ctx->pool,
-                                              repo_list(ctx->pool,
+                                              svc_vcs_repo_list(ctx->pool,
                                                         json_object_get(doc, "repositories"))));
         }
         return APR_SUCCESS;
@@ -215,13 +213,47 @@ static apr_status_t apply(svc_ctx_t *ctx, svc_db_t *db, const char *event, const
         && (strcmp(action, "added") == 0 || strcmp(action, "removed") == 0)) {
         return svc_db_execv(db, &st_wh_repos, ctx->pool, NULL, idtext, selection,
                             svc_json_dump(ctx->pool,
-                                          repo_list(ctx->pool, json_object_get(
+                                          svc_vcs_repo_list(ctx->pool, json_object_get(
                                                                    doc, "repositories_added"))),
                             svc_json_dump(ctx->pool,
-                                          repo_list(ctx->pool, json_object_get(
+                                          svc_vcs_repo_list(ctx->pool, json_object_get(
                                                                    doc, "repositories_removed"))));
     }
     return APR_SUCCESS;
+}
+
+/* A delivery whose signature held. */
+typedef struct {
+    const char *delivery, *event, *action;
+    json_t *doc;
+    apr_int64_t installation;       /* 0: none named */
+} delivery_t;
+
+/* Records the delivery (baton: a delivery_t) and applies it, once. */
+static apr_status_t record_delivery(svc_ctx_t *ctx, svc_db_t *db, void *baton)
+{
+    const delivery_t *d = baton;
+    svc_dbres_t *res;
+    apr_status_t rv;
+
+    /* A replay waits here for the first delivery's transaction, then finds
+     * its row; if that one rolled back, this one goes ahead instead. */
+    rv = svc_db_execv(db, &st_wh_record, ctx->pool, &res, d->delivery, d->event, d->action,
+                      d->installation ? apr_psprintf(ctx->pool, "%" APR_INT64_T_FMT,
+                                                     d->installation) : NULL,
+                      ctx->raw_body);
+    if (rv != APR_SUCCESS) {
+        return rv;
+    }
+    if (svc_dbres_rows(res) == 0) {
+        return svc_reply_json(ctx, 200, json_pack("{s:s,s:s}", "status", "duplicate",
+                                                  "delivery_id", d->delivery));
+    }
+    if ((rv = apply(ctx, db, d->event, d->action, d->doc, d->installation)) != APR_SUCCESS) {
+        return rv;
+    }
+    return svc_reply_json(ctx, 202, json_pack("{s:s,s:s}", "status", "accepted",
+                                              "delivery_id", d->delivery));
 }
 
 apr_status_t svc_h_vcs_webhook(svc_ctx_t *ctx)
@@ -232,9 +264,7 @@ apr_status_t svc_h_vcs_webhook(svc_ctx_t *ctx)
     const char *action, *err;
     json_t *doc, *jid;
     apr_int64_t id = 0;
-    svc_dbres_t *res;
-    svc_db_t *db;
-    apr_status_t rv;
+    delivery_t d;
 
     if (!app) {
         return svc_vcs_off(ctx);
@@ -268,32 +298,12 @@ apr_status_t svc_h_vcs_webhook(svc_ctx_t *ctx)
         id = (apr_int64_t)json_integer_value(jid);
     }
 
-    if ((rv = svc_ctx_db_begin(ctx, &db)) != APR_SUCCESS) {
-        return rv;
-    }
-    /* A replay waits here for the first delivery's transaction, then finds
-     * its row; if that one rolled back, this one goes ahead instead. */
-    rv = svc_db_execv(db, &st_wh_record, ctx->pool, &res, delivery, event, action,
-                      id ? apr_psprintf(ctx->pool, "%" APR_INT64_T_FMT, id) : NULL,
-                      ctx->raw_body);
-    if (rv != APR_SUCCESS) {
-        goto cleanup;
-    }
-    if (svc_dbres_rows(res) == 0) {
-        svc_db_rollback(db, ctx->pool);
-        return svc_reply_json(ctx, 200, json_pack("{s:s,s:s}", "status", "duplicate",
-                                                  "delivery_id", delivery));
-    }
-    if ((rv = apply(ctx, db, event, action, doc, id)) == APR_SUCCESS) {
-        rv = svc_db_commit(db, ctx->pool);
-    }
-cleanup:
-    if (rv != APR_SUCCESS) {
-        svc_db_rollback(db, ctx->pool);
-        return rv;
-    }
-    return svc_reply_json(ctx, 202, json_pack("{s:s,s:s}", "status", "accepted",
-                                              "delivery_id", delivery));
+    d.delivery = delivery;
+    d.event = event;
+    d.action = action;
+    d.doc = doc;
+    d.installation = id;
+    return svc_write(ctx, record_delivery, &d);
 }
 
 apr_status_t svc_h_vcs_deliveries_list(svc_ctx_t *ctx)

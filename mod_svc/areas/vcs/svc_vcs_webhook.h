@@ -16,6 +16,12 @@
 int svc_vcs_signature_ok(apr_pool_t *p, const char *secret, apr_size_t secret_len,
                          const char *header, const char *body, apr_size_t len);
 
+/* [{id, full_name, private}] of a delivery's repository objects that have
+ * them (the provider's lists of added, removed or selected repositories;
+ * anything else in arr is skipped), bound to p. The webhook's, and the
+ * fuzz target's (t/fuzz/fuzz_webhook.c). */
+json_t *svc_vcs_repo_list(apr_pool_t *p, const json_t *arr);
+
 apr_status_t svc_h_vcs_webhook(svc_ctx_t *ctx);
 apr_status_t svc_h_vcs_deliveries_list(svc_ctx_t *ctx);
 apr_status_t svc_h_vcs_delivery_get(svc_ctx_t *ctx);
