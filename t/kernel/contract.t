@@ -98,6 +98,36 @@ fails_like('a 429 without Retry-After', qr{Retry-After},
                             detail => 'x', code => 'rate_limited',
                             request_id => $res->header('X-Request-Id') }));
 
+# --- an answer read on a raw socket (contract_raw) ---------------------------------
+{
+    require IO::Socket::INET;
+    my $body = '{"name":"' . ('a' x (2 * 1024 * 1024)) . '","scope":"read"}';
+    my $head = "POST /api/me/tokens HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer $pat\r\n"
+             . "Content-Type: application/json\r\nContent-Length: " . length($body)
+             . "\r\nConnection: close\r\n\r\n";
+    my $sock = IO::Socket::INET->new(PeerAddr => Apache::TestRequest::hostport(),
+                                     Timeout => 30) or die "connect: $!";
+    local $SIG{PIPE} = 'IGNORE';
+    print $sock $head, $body;
+    my $raw = '';
+    while (sysread($sock, my $buf, 65536)) { $raw .= $buf }
+    close $sock;
+    like($raw, qr{\AHTTP/1\.1 413 }, 'a body over the route\'s cap, on a raw socket: 413');
+    my (undef, undef, @e) = SvcContract::contract_errors(SvcContract::raw_args($head, $raw));
+    is_deeply(\@e, [], '... keeps to the contract');
+    (my $bare = $raw) =~ s/^X-Request-Id:[^\r\n]*\r\n//mi;
+    fails_like('... and without its X-Request-Id, it fails', qr{X-Request-Id}i,
+               SvcContract::contract_errors(SvcContract::raw_args($head, $bare)));
+    # A chunked answer is put together before its body is checked.
+    (my $chunked = $raw) =~ s/^Content-Length:[^\r\n]*\r\n/Transfer-Encoding: chunked\r\n/mi;
+    my ($h, $b) = split /\r\n\r\n/, $chunked, 2;
+    my $half = int(length($b) / 2);
+    $chunked = "$h\r\n\r\n" . sprintf("%x\r\n%s\r\n%x\r\n%s\r\n0\r\n\r\n", $half,
+        substr($b, 0, $half), length($b) - $half, substr($b, $half));
+    (undef, undef, @e) = SvcContract::contract_errors(SvcContract::raw_args($head, $chunked));
+    is_deeply(\@e, [], '... as it does sent in chunks');
+}
+
 # --- events ---------------------------------------------------------------------
 my $stream = "/api/orgs/$org/events";
 is_deeply([SvcContract::event_errors($stream, 'run.status',

@@ -15,6 +15,8 @@ package SvcContract;
 #   - the event streams SvcTest reads on raw sockets (sse_open) are checked
 #     the same way for their head, and each event's data against the
 #     schema the operation names for its kind (x-svc-events);
+#   - answers a test reads on a raw socket, to control the framing, are
+#     checked when it hands them over (contract_raw);
 #   - an answer to a path no operation has (an unknown path, another
 #     method) must still be a problem document with X-Request-Id.
 #
@@ -41,7 +43,7 @@ use Storable qw(dclone);
 use URI ();
 use Apache::Test ();
 
-our @EXPORT_OK = qw(contract_doc contract_check contract_event contract_problems);
+our @EXPORT_OK = qw(contract_doc contract_check contract_event contract_problems contract_raw);
 
 my $JSON = JSON::PP->new->utf8->canonical->allow_nonref;
 my ($doc, $schema, $strict_doc, @ops, %ports);
@@ -414,6 +416,45 @@ sub _seen {
                    content_type => scalar $res->header('Content-Type'),
                    body => $res->content);
     return;
+}
+
+# contract_raw($request, $response): an answer a test read on a raw socket
+# (to control the framing: a body over a limit, chunked), checked as any
+# other. $request is at least its request line; $response the bytes read,
+# whole (a chunked body is put together first).
+sub contract_raw {
+    return if $checking;
+    my @args = raw_args(@_) or return;
+    contract_check(@args);
+    return;
+}
+
+# The same answer as contract_check's arguments; () for none of the
+# service's (httpd's own page, or nothing readable).
+sub raw_args {
+    my ($request, $response) = @_;
+    my ($method, $target) = $request =~ m{\A(\S+) (\S+) HTTP/} or return;
+    require HTTP::Response;
+    my $res = HTTP::Response->parse($response);
+    return unless $res && $res->code;
+    if (lc($res->header('Transfer-Encoding') // '') eq 'chunked') {
+        my ($raw, $body) = ($res->content, '');
+        while ($raw =~ s/\A([0-9A-Fa-f]+)[^\r\n]*\r\n//) {
+            my $n = hex $1;
+            last if $n == 0;
+            $body .= substr($raw, 0, $n, '');
+            $raw =~ s/\A\r\n//;
+        }
+        $res->content($body);
+    }
+    # httpd's own answers (a request it refused before the service saw it)
+    # are not the service's.
+    return if !defined $res->header('X-Request-Id')
+              && ($res->header('Content-Type') // '') =~ m{^text/html};
+    (my $path = $target) =~ s/\?.*//s;
+    return (method => $method, path => $path, status => $res->code,
+            header => sub { scalar $res->header($_[0]) },
+            content_type => scalar $res->header('Content-Type'), body => $res->content);
 }
 
 # A test that forks workers (t/kernel/pg_restart.t, races) would have each
