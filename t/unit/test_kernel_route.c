@@ -770,12 +770,12 @@ SVC_TEST(openapi_check_refuses_what_it_cannot_document)
     static const svc_header_t h_one[] = {
         { .name = "X-Count", .type = SVC_COL_INT, .required = 1, .description = "How many.",
           .example = "3" },
-        { NULL }
+        { .name = NULL }
     };
     static const svc_header_t h_other[] = {
         { .name = "X-Count", .type = SVC_COL_INT, .required = 1,
           .description = "How many are left.", .example = "3" },
-        { NULL }
+        { .name = NULL }
     };
     static const svc_route_t same_header[] = {
         OC_ROW(.tag = "Items", .summary = "Items", .response = &oc_item, .headers = h_one),

@@ -15,7 +15,7 @@ static const svc_header_t content_headers[] = {
     { .name = "Content-Security-Policy", .type = SVC_COL_TEXT, .required = 1,
       .description = "default-src 'none'; sandbox: inert if a browser shows it anyway.",
       .example = "default-src 'none'; sandbox" },
-    { NULL }
+    { .name = NULL }
 };
 
 static const svc_route_t routes[] = {

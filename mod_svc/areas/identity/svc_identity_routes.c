@@ -14,7 +14,7 @@ static const svc_header_t set_cookie[] = {
       .description = "The cookie the flow needs next (HttpOnly, Secure where the site is).",
       .example = "svc_signin=3kTq0dKc5gWm1xQ9aZr2Lb; Path=/auth/; Max-Age=600; HttpOnly; "
         "SameSite=Lax; Secure" },
-    { NULL }
+    { .name = NULL }
 };
 
 static const svc_route_t routes[] = {

@@ -15,14 +15,14 @@ static const svc_header_t log_headers[] = {
     { .name = "X-Run-Status", .type = SVC_COL_TEXT, .required = 1,
       .description = "The run's status (queued, running, succeeded, failed, cancelled).",
       .example = "running" },
-    { NULL }
+    { .name = NULL }
 };
 
 static const svc_header_t artifact_headers[] = {
     { .name = "Content-Disposition", .type = SVC_COL_TEXT, .required = 1,
       .description = "attachment, with the file's name: a browser saves it, and does not show it.",
       .example = "attachment; filename=\"notes.txt\"; filename*=UTF-8''notes.txt" },
-    { NULL }
+    { .name = NULL }
 };
 
 static const svc_route_t routes[] = {
