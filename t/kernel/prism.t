@@ -56,7 +56,7 @@ sub start_proxy {
     if (!$pid) {
         open STDOUT, '>', $log or POSIX::_exit(127);
         open STDERR, '>&', \*STDOUT or POSIX::_exit(127);
-        exec $prism, 'proxy', $file, base_url(), '--host', '127.0.0.1', '--port', $port;
+        { exec $prism, 'proxy', $file, base_url(), '--host', '127.0.0.1', '--port', $port }
         POSIX::_exit(127);
     }
     push @children, $pid;
