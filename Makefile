@@ -165,12 +165,12 @@ bench:
 	tools/bench.sh
 
 clean:
-	rm -rf $(BUILD) t/logs t/conf/httpd.conf t/conf/apache_test_config.pm t/TEST \
+	rm -rf $(BUILD) build-fuzz t/logs t/conf/httpd.conf t/conf/apache_test_config.pm t/TEST \
 	    t/conf/extra.conf t/htdocs/index.html
 
 # make deb, make rpm, make srpm, make test-packages
 include packaging/packaging.mk
 # build/svc-factory, the default factory program of a run
 include mod_svc/factory/factory.mk
-# make fuzz, make fuzz-replay: libFuzzer targets (clang), in build/fuzz
+# make fuzz, make fuzz-replay: libFuzzer targets (clang), in build-fuzz
 include t/fuzz/fuzz.mk

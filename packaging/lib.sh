@@ -35,7 +35,7 @@ clean_copy() {
                 if [ -e "$f" ] || [ -L "$f" ]; then printf '%s\0' "$f"; fi
             done | tar --null -T - -cf -) | tar -C "$dest" -xf -
     else
-        tar -C "$TOP" --exclude=./build --exclude=./var --exclude=./t/logs \
+        tar -C "$TOP" --exclude=./build --exclude=./build-fuzz --exclude=./var --exclude=./t/logs \
             --exclude=./.git -cf - . | tar -C "$dest" -xf -
     fi
     [ -f "$dest/Makefile" ] && [ -d "$dest/mod_svc" ] || die "the copy in $dest is incomplete"

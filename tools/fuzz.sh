@@ -2,16 +2,16 @@
 # tools/fuzz.sh: runs the libFuzzer targets that `make fuzz-build` made
 # (docs/fuzzing.md). Called by `make fuzz` and `make fuzz-replay`.
 #
-#   tools/fuzz.sh run    BUILD/fuzz SECONDS TARGET...   fuzz each target that long
-#   tools/fuzz.sh replay BUILD/fuzz 0 TARGET...         every corpus input once
+#   tools/fuzz.sh run    build-fuzz SECONDS TARGET...   fuzz each target that long
+#   tools/fuzz.sh replay build-fuzz 0 TARGET...         every corpus input once
 #
 # run: each target starts from its seed corpus (t/fuzz/corpus/NAME) and
-# what earlier runs here found (BUILD/fuzz/corpus/NAME, where new inputs
+# what earlier runs here found (build-fuzz/corpus/NAME, where new inputs
 # go; the repository's corpus is never written), with its dictionary
 # (t/fuzz/NAME.dict) when there is one. A crash, a sanitizer report, a
 # leak, a broken property or an input slower than FUZZ_UNIT_TIMEOUT
 # seconds (default 25) stops that target; the input is kept in
-# BUILD/fuzz/crashes/NAME/ and the run fails at the end, after the other
+# build-fuzz/crashes/NAME/ and the run fails at the end, after the other
 # targets had their turn.
 #
 # replay: every input of t/fuzz/corpus/NAME once (the seeds and the

@@ -56,7 +56,7 @@ if [ "$(id -u)" = 0 ]; then
         fi
     }
     trap cleanup_root EXIT
-    tar -C "$TOP" --exclude=./build --exclude=./var --exclude=./t/logs -cf - . \
+    tar -C "$TOP" --exclude=./build --exclude=./build-fuzz --exclude=./var --exclude=./t/logs -cf - . \
         | tar -C "$WORK" -xf -
     chown -R "$TEST_USER:" "$WORK"
 

@@ -8,14 +8,16 @@
 #   make fuzz-build           build only
 #
 # The targets are built with clang (-fsanitize=fuzzer,address,undefined)
-# into build/fuzz/, from the same sources as the module, compiled again
+# into build-fuzz/, from the same sources as the module, compiled again
 # with the same include rules per layer (base/, kernel/, areas/); nothing
 # of the httpd glue is linked. The factory's targets link the factory's
 # parser objects only, as the factory program does.
 
 FUZZ_CC      ?= clang
 FUZZ_TIME    ?= 30
-FUZZ_BUILD   := $(BUILD)/fuzz
+# Outside build/: the object-loop check reads build/ as one program, and
+# these objects are a second copy of the core.
+FUZZ_BUILD   := build-fuzz
 FUZZ_SRC     := $(sort $(wildcard t/fuzz/fuzz_*.c))
 FUZZ_ALL     := $(patsubst t/fuzz/fuzz_%.c,%,$(FUZZ_SRC))
 FUZZ_TARGETS ?= $(FUZZ_ALL)
