@@ -50,8 +50,12 @@ static const svc_route_t routes[] = {
         "page" },
     { .method = "GET", .path = "/auth/vcs-app/callback", .handler = svc_h_vcs_install_callback,
       .scope = SVC_SCOPE_ADMIN, .flags = SVC_RF_SECRET_QUERY | SVC_RF_HTML,
-      .op_id = "vcsInstallCallback", .answers = SVC_ANS_PROVIDER, .tag = TAG,
-      .query = svc_q_vcs_callback,
+      .op_id = "vcsInstallCallback", .answers = SVC_ANS_PROVIDER | SVC_ANS_CONFLICT,
+      .success_also = 202, .tag = TAG, .query = svc_q_vcs_callback,
+      .description = "A page for the browser: 200 when the installation is recorded; 202 when "
+        "the provider says an owner of the account must approve it first "
+        "(`setup_action=request`: nothing is linked); 409 `installation_linked_elsewhere` "
+        "when another organization has it.",
       .summary = "The provider's return from installing: checks the state and the installation, "
         "records it" },
     { .method = "GET", .path = "/api/orgs/:orgSlug/vcs/installations",
