@@ -29,8 +29,9 @@ while (<$fh>) {
     }
 }
 close $fh;
-ok($answers > 1000, "$answers answers checked");
-ok($events, ($events // 0) . ' events checked');
+ok($answers, ($answers // 0) . ' answers checked');
+# Events are read by the event-stream tests; a run of other files reads none.
+ok($events, ($events // 0) . ' events checked') if $ENV{SVC_TEST_ALL};
 is(scalar @violations, 0, 'no answer broke the document') or diag(join "\n", @violations);
 
 # Which operations answered, and which only failed.
