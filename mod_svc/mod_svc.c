@@ -95,6 +95,46 @@ static apr_status_t vcs_setup(svc_server_conf *sc, server_rec *vs, server_rec *s
 }
 
 /*
+ * Resolves the billing settings of one server, sharing the main server's
+ * result where a virtual host inherited them all (so each "off" line is
+ * logged once); nothing is logged on the pass httpd makes over the
+ * configuration before the real start.
+ */
+static apr_status_t billing_setup(svc_server_conf *sc, server_rec *vs, server_rec *s,
+                                  apr_pool_t *pconf)
+{
+    svc_server_conf *main_sc = ap_get_module_config(s->module_config, &svc_module);
+    const char *err = NULL, *webhook_off = NULL;
+    int logging = ap_state_query(AP_SQ_MAIN_STATE) != AP_SQ_MS_CREATE_PRE_CONFIG;
+    apr_status_t rv;
+
+    if (vs != s && memcmp(&sc->billing_refs, &main_sc->billing_refs,
+                          sizeof(sc->billing_refs)) == 0) {
+        sc->core.billing = main_sc->core.billing;
+        sc->core.billing_off = main_sc->core.billing_off;
+        return APR_SUCCESS;
+    }
+    rv = svc_billing_configure(&sc->core, &sc->billing_refs, pconf, &webhook_off, &err);
+    if (rv != APR_SUCCESS) {
+        ap_log_error(APLOG_MARK, APLOG_CRIT, rv, vs, "SVC0701: billing: %s", err);
+        return rv;
+    }
+    if (sc->core.billing_off && logging) {
+        ap_log_error(APLOG_MARK, APLOG_WARNING, 0, vs, "SVC0700: billing_not_configured: "
+                     "payments are off: %s. Checkout, the customer portal and the payment "
+                     "method answer 503 billing_not_configured; plans, billing and usage work "
+                     "as usual (docs/operations.md, \"Billing\").", sc->core.billing_off);
+    }
+    else if (webhook_off && logging) {
+        ap_log_error(APLOG_MARK, APLOG_WARNING, 0, vs, "SVC0702: billing_not_configured: the "
+                     "payment provider's webhook is off: %s. POST /webhooks/billing answers "
+                     "503, so subscriptions are not followed (docs/operations.md, "
+                     "\"Billing\").", webhook_off);
+    }
+    return APR_SUCCESS;
+}
+
+/*
  * mod_dbd reports every failed connection attempt and every request that
  * found no connection (AH00629, AH02655): two error lines per request for
  * as long as the database is down, which under load fills the disk. For the
@@ -228,7 +268,8 @@ static int svc_post_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptem
         sc->core.openapi_json = svc_openapi_render(pconf, sc->core.areas, sc->core.public_url);
         svc_config_default_rates(&sc->core, pconf);
         if (signin_setup(sc, vs, s, pconf) != APR_SUCCESS
-            || vcs_setup(sc, vs, s, pconf) != APR_SUCCESS) {
+            || vcs_setup(sc, vs, s, pconf) != APR_SUCCESS
+            || billing_setup(sc, vs, s, pconf) != APR_SUCCESS) {
             return HTTP_INTERNAL_SERVER_ERROR;
         }
         if (!sc->core.signin_off && !public_url_known(sc, vs)) {

@@ -5,7 +5,7 @@
  * Every row's cmd->info is NULL or the descriptor of the setting it writes
  * (an offset into svc_server_conf and the kind of value), so one handler
  * serves each kind: whole numbers, seconds, milliseconds, bytes, sizes with
- * K/M/G, settings given as a value or a reference, secrets given by
+ * K/M/G, amounts with K/M/G (tokens), settings given as a value or a reference, secrets given by
  * reference only, absolute paths. A setting no directive wrote stays unset
  * (SVC_UNSET, NULL, an empty list): merge_server_conf takes the main
  * server's value for it, and svc_config_fill gives what is still unset its
@@ -32,6 +32,7 @@ typedef enum {
     VAL_MS,             /* a whole number of milliseconds */
     VAL_BYTES,          /* a whole number of bytes */
     VAL_SIZE,           /* bytes, or a number with K, M or G */
+    VAL_AMOUNT,         /* a whole number, or one with K, M or G (of tokens, say) */
     VAL_SETTING,        /* a value, or a reference (env:, file:, exec:) to one */
     VAL_SECRET,         /* a reference only, never the secret itself */
     VAL_URL,            /* an http(s) base URL, or a reference to one */
@@ -114,6 +115,11 @@ void *svc_merge_server_conf(apr_pool_t *p, void *basev, void *addv)
     MERGE_PTR(vcs_refs.webhook_secret);
     MERGE_PTR(vcs_refs.private_key);
     MERGE_PTR(vcs_refs.credentials);
+    MERGE_PTR(billing_refs.secret_key);
+    MERGE_PTR(billing_refs.webhook_secret);
+    MERGE_PTR(billing_refs.api_url);
+    /* A virtual host's plans replace the main server's, all of them. */
+    MERGE_PTR(billing_refs.plans);
     return sc;
 }
 
@@ -141,7 +147,7 @@ static const char *set_number(cmd_parms *cmd, void *dummy, const char *arg)
         v = 0;
         ok = 1;
     }
-    else if (set->kind == VAL_SIZE) {
+    else if (set->kind == VAL_SIZE || set->kind == VAL_AMOUNT) {
         ok = svc_config_parse_size(arg, set->min, set->max, &v);
     }
     else {
@@ -152,15 +158,18 @@ static const char *set_number(cmd_parms *cmd, void *dummy, const char *arg)
             [VAL_COUNT] = "a whole number", [VAL_SECONDS] = "a number of seconds",
             [VAL_MS] = "a number of milliseconds", [VAL_BYTES] = "a number of bytes"
         };
-        if (set->kind == VAL_SIZE) {
-            return apr_psprintf(cmd->pool, "%s must be a size from %" APR_INT64_T_FMT " to %"
-                                APR_INT64_T_FMT " bytes (suffixes K, M and G allowed)%s",
-                                name, set->min, set->max,
-                                (set->flags & SET_ZERO_OFF) ? ", or 0 for no limit" : "");
+        const char *zero = (set->flags & SET_ZERO_OFF) ? ", or 0 for no limit" : "";
+
+        if (set->kind == VAL_SIZE || set->kind == VAL_AMOUNT) {
+            return apr_psprintf(cmd->pool, "%s must be %s from %" APR_INT64_T_FMT " to %"
+                                APR_INT64_T_FMT "%s (suffixes K, M and G allowed)%s",
+                                name, set->kind == VAL_SIZE ? "a size" : "a number",
+                                set->min, set->max, set->kind == VAL_SIZE ? " bytes" : "",
+                                zero);
         }
         return apr_psprintf(cmd->pool, "%s must be %s from %" APR_INT64_T_FMT " to %"
                             APR_INT64_T_FMT "%s", name, what[set->kind], set->min, set->max,
-                            (set->flags & SET_ZERO_OFF) ? ", or 0 for no limit" : "");
+                            zero);
     }
     v *= set->scale ? set->scale : 1;
     if (set->width == sizeof(int)) {
@@ -193,7 +202,7 @@ static const char *set_string(cmd_parms *cmd, void *dummy, const char *arg)
         if (!svc_secret_is_ref(arg)
             && (err = svc_signin_check_base_url(cmd->pool, arg, &norm)) != NULL) {
             return apr_pstrcat(cmd->pool, name, " ", err, " (or give a reference such as "
-                               "env:VCS_WEB_URL)", NULL);
+                               "env:NAME)", NULL);
         }
         break;
     case VAL_PATH:
@@ -407,6 +416,37 @@ static const char *set_runner(cmd_parms *cmd, void *dummy, int argc, char *const
 }
 
 /*
+ * SvcBillingPlan ID NAME PRICE_ID AMOUNT CURRENCY [key=value ...], repeatable;
+ * the arguments are the billing area's to read (svc_billing_plan_parse). Two
+ * plans may not share an id or a price: the provider's events name the
+ * price, and clients the id.
+ */
+static const char *add_billing_plan(cmd_parms *cmd, void *dummy, int argc, char *const argv[])
+{
+    svc_server_conf *sc = server_conf(cmd);
+    svc_billing_plan_t plan;
+    const char *err = NULL;
+    int i;
+
+    if (svc_billing_plan_parse(cmd->pool, argc, argv, &plan, &err) != APR_SUCCESS) {
+        return err;
+    }
+    if (!sc->billing_refs.plans) {
+        sc->billing_refs.plans = apr_array_make(cmd->pool, 4, sizeof(svc_billing_plan_t));
+    }
+    for (i = 0; i < sc->billing_refs.plans->nelts; i++) {
+        const svc_billing_plan_t *e = &APR_ARRAY_IDX(sc->billing_refs.plans, i,
+                                                     svc_billing_plan_t);
+        if (strcmp(e->id, plan.id) == 0 || strcmp(e->price_id, plan.price_id) == 0) {
+            return apr_psprintf(cmd->pool, "SvcBillingPlan: plan %s or price %s is named "
+                                "twice", plan.id, plan.price_id);
+        }
+    }
+    APR_ARRAY_PUSH(sc->billing_refs.plans, svc_billing_plan_t) = plan;
+    return NULL;
+}
+
+/*
  * DBDParams belongs to mod_dbd; mod_svc reads it on the way (the table of
  * the module loaded last is searched first, and DECLINE_CMD passes the
  * directive on to mod_dbd), because the connections that must not come
@@ -457,10 +497,8 @@ const command_rec svc_cmds[] = {
     NUMBER("SvcDocumentLimit", VAL_BYTES, core.document_limit, 1, 8 * MIB, 1, 0,
            "Largest planning document body in bytes (default 1048576); routes that "
            "take a document accept a JSON body big enough to carry one"),
-    /* The main server's only: one count per user, whichever host a stream
-     * is on. */
-    NUMBER("SvcStreamLimit", VAL_COUNT, core.stream_limit, 1, 1000000, 1,
-           SET_GLOBAL | SET_ZERO_OFF,
+    /* The main server's only: one count per user, whichever host a stream is on. */
+    NUMBER("SvcStreamLimit", VAL_COUNT, core.stream_limit, 0, 1000000, 1, SET_GLOBAL,
            "Event streams one user may hold open at once, counted across every node "
            "(default 100; 0: no limit); beyond it a new stream answers 429 "
            "too_many_streams"),
@@ -532,9 +570,28 @@ const command_rec svc_cmds[] = {
            "The file (mode 0600) where the setup wizard writes the App's keys, and "
            "whose entries stand in for unset VCS_APP_* variables"),
 
+    /* Billing: resolved at start (svc_billing_configure), so an unset env:
+     * variable leaves the payment routes off instead of failing start-up. */
+    STRING("SvcBillingSecretKey", VAL_SECRET, billing_refs.secret_key, 0,
+           "The payment provider's secret API key, by reference only (default "
+           "env:BILLING_SECRET_KEY); unset, the payment routes answer 503 "
+           "billing_not_configured"),
+    STRING("SvcBillingWebhookSecret", VAL_SECRET, billing_refs.webhook_secret, 0,
+           "The signing secret of the provider's webhook endpoint, by reference only "
+           "(default env:BILLING_WEBHOOK_SECRET)"),
+    STRING("SvcBillingApiURL", VAL_URL, billing_refs.api_url, 0,
+           "The payment provider's API base URL, or a reference to it (default "
+           "env:BILLING_API_URL, else https://api.stripe.com)"),
+    NUMBER("SvcBillingTimeout", VAL_SECONDS, core.billing_timeout_ms, 1, 300, 1000, 0,
+           "Seconds one call to the payment provider may take (default 20)"),
+    AP_INIT_TAKE_ARGV("SvcBillingPlan", add_billing_plan, NULL, RSRC_CONF,
+                      "ID NAME PRICE_ID AMOUNT CURRENCY [run_minutes=N] [model_tokens=N] "
+                      "[deployment_hours=N] [hard=on|off] [interval=month|year]: a plan "
+                      "organizations may subscribe to (repeatable)"),
+
     /* Runs: one supervisor per httpd, so its settings are the main server's;
-     * only the run timeout is per virtual host (a run keeps the value of the
-     * host it was started through). */
+     * only the run timeout and the agent's limits are per virtual host (a run
+     * keeps the values of the host it was started through). */
     AP_INIT_FLAG("SvcRunSupervisor", set_run_supervisor, NULL, RSRC_CONF,
                  "On (default): this httpd carries out queued runs; Off: it only serves "
                  "the API, and other nodes run them"),
@@ -552,7 +609,7 @@ const command_rec svc_cmds[] = {
     NUMBER("SvcRunMaxSteps", VAL_COUNT, core.run_max_steps, 1, 10000, 1, 0,
            "Tool calls an agent run started through this server may make before it "
            "fails with step_limit, its work so far committed (default 50)"),
-    NUMBER("SvcRunMaxTokens", VAL_SIZE, core.run_max_tokens, 1000, 1000000000, 1, 0,
+    NUMBER("SvcRunMaxTokens", VAL_AMOUNT, core.run_max_tokens, 1000, 1000000000, 1, 0,
            "Model tokens (input and output) a run started through this server may use "
            "before it fails with token_limit, its work so far committed (default "
            "2000000; K, M and G allowed)"),

@@ -4,10 +4,11 @@
  * The glue is what must touch httpd, and no more (docs/architecture.md,
  * "The glue"): the module record and hooks (mod_svc.c), the directives
  * (mod_svc_config.c), a request_rec into a core context and the context
- * back into a response (mod_svc_ctx.c), one API request (mod_svc_request.c),
- * event streams (mod_svc_sse.c), and the run supervisor's process
- * (mod_svc_daemon.c). Everything else is below: base/, the kernel and
- * the areas.
+ * back into a response (mod_svc_ctx.c), what httpd does with our URLs
+ * around the handler (mod_svc_url.c), one API request (mod_svc_request.c),
+ * event streams (mod_svc_sse.c), the database's own reason
+ * (mod_svc_dbwatch.c), and the run supervisor's process (mod_svc_daemon.c).
+ * Everything else is below: base/, the kernel and the areas.
  */
 #ifndef SVC_MOD_SVC_GLUE_H
 #define SVC_MOD_SVC_GLUE_H
@@ -18,6 +19,7 @@
 
 #include "svc_kernel.h"
 #include "svc_areas.h"
+#include "svc_billing.h"
 #include "svc_identity.h"
 #include "svc_runs.h"
 #include "svc_vcs.h"
@@ -33,6 +35,8 @@ typedef struct {
     svc_signin_refs_t signin_refs;
     /* The code-hosting App's directives as written; resolved at start. */
     svc_vcs_refs_t vcs_refs;
+    /* The billing directives as written (SvcBilling*); resolved at start. */
+    svc_billing_refs_t billing_refs;
     const svc_router_t *router;
     /*
      * Per child process (the struct is copied at fork) and per server, since

@@ -782,6 +782,7 @@ static const char *field_type_name(svc_ftype_e t)
     case SVC_FT_ID: return "id";
     case SVC_FT_OBJECT: return "object";
     case SVC_FT_TEXT: return "text";
+    case SVC_FT_INTS: return "ints";
     }
     return "?";
 }

@@ -318,6 +318,20 @@ SvcVcsAppClientSecret  env:VCS_APP_CLIENT_SECRET
 SvcVcsAppWebhookSecret env:VCS_APP_WEBHOOK_SECRET
 SvcVcsAppPrivateKey    env:VCS_APP_PRIVATE_KEY_PEM
 
+# Billing: payments are on when BILLING_SECRET_KEY (a Stripe test key,
+# sk_test_...) is set in the environment of \`make run\`; the webhook when
+# BILLING_WEBHOOK_SECRET is (\`stripe listen --forward-to
+# 127.0.0.1:$PORT/webhooks/billing\` prints one); BILLING_API_URL points
+# elsewhere than Stripe. Two example plans, whose prices are made in the
+# provider's test mode and named here by BILLING_PRICE_TEAM and
+# BILLING_PRICE_BUSINESS (placeholders otherwise: checkout then answers 502
+# with the provider's "No such price").
+SvcBillingSecretKey     env:BILLING_SECRET_KEY
+SvcBillingWebhookSecret env:BILLING_WEBHOOK_SECRET
+SvcBillingApiURL        env:BILLING_API_URL
+SvcBillingPlan team     "Team"     ${BILLING_PRICE_TEAM:-price_team}         2900 usd run_minutes=1000  model_tokens=5000000  deployment_hours=720
+SvcBillingPlan business "Business" ${BILLING_PRICE_BUSINESS:-price_business} 9900 usd run_minutes=10000 model_tokens=50000000 deployment_hours=7200
+
 <Location /api/>
     Require all granted
     SetHandler svc
@@ -331,6 +345,10 @@ SvcVcsAppPrivateKey    env:VCS_APP_PRIVATE_KEY_PEM
     SetHandler svc
 </Location>
 <Location /webhooks/vcs>
+    Require all granted
+    SetHandler svc
+</Location>
+<Location /webhooks/billing>
     Require all granted
     SetHandler svc
 </Location>
@@ -349,7 +367,7 @@ SvcVcsAppPrivateKey    env:VCS_APP_PRIVATE_KEY_PEM
 # (application/problem+json with a code, docs/api/conventions.md). Requests
 # refused before httpd has read a URL at all (a request line over
 # LimitRequestLine, a malformed header) keep httpd's own page.
-<LocationMatch "^/(api|internal|auth)/|^/webhooks/vcs|^/admin/vcs-app/|^/orgs/[^/]+/vcs/install\$">
+<LocationMatch "^/(api|internal|auth)/|^/webhooks/(vcs|billing)|^/admin/vcs-app/|^/orgs/[^/]+/vcs/install\$">
     ErrorDocument 400 /api/_error
     ErrorDocument 401 /api/_error
     ErrorDocument 403 /api/_error
@@ -496,6 +514,9 @@ mod_svc is running on http://127.0.0.1:$PORT/  (Ctrl-C stops httpd and PostgreSQ
            callback and setup URL http://127.0.0.1:$PORT/auth/vcs-app/callback
            (a provider must reach them: use SvcPublicURL behind a tunnel;
            see docs/api/vcs.md)
+  billing: plans team and business; payments on when BILLING_SECRET_KEY is
+           set, the webhook (http://127.0.0.1:$PORT/webhooks/billing) when
+           BILLING_WEBHOOK_SECRET is (docs/operations.md, Billing)
   logs: var/log/error_log (also shown below), var/log/access_log (the previous
         run's: *.1), var/log/postgresql.log
 

@@ -173,7 +173,7 @@ cleanup() {
         fi
     fi
     local fake
-    for fake in ${FAKEVCS_PID:-} ${FAKEVCS_TLS_PID:-}; do
+    for fake in ${FAKEVCS_PID:-} ${FAKEVCS_TLS_PID:-} ${FAKESTRIPE_PID:-}; do
         if kill -0 "$fake" 2>/dev/null; then
             kill -TERM "$fake"
         fi
@@ -349,6 +349,28 @@ SVC_TEST_CA_FILE=$CA_DIR/ca.pem
 export VCS_TLS_WEB_URL VCS_TLS_API_URL SVC_TEST_CA_FILE
 export VCS_WEB_URL VCS_API_URL
 
+# The fake payment provider (t/lib/FakeStripe.pm): Stripe's API with the
+# prices of the plans t/conf/extra.conf.in defines. The secret key is the one
+# it accepts; the webhook secret signs the events the tests deliver. Both
+# are secrets the log check hunts for.
+BILLING_SECRETS=$PGTMP/billing-secrets
+BILLING_SECRET_KEY=sk_test_$(od -An -tx1 -N24 /dev/urandom | tr -d ' \n')
+BILLING_WEBHOOK_SECRET=whsec_$(od -An -tx1 -N24 /dev/urandom | tr -d ' \n')
+# A key the fake refuses (t/billing/provider_down.t): its refusal must never
+# show the key.
+BILLING_BAD_KEY=sk_test_$(od -An -tx1 -N24 /dev/urandom | tr -d ' \n')
+(umask 077; { echo "$BILLING_SECRET_KEY"; echo "$BILLING_WEBHOOK_SECRET"; echo "$BILLING_BAD_KEY"; } \
+     >"$BILLING_SECRETS")
+export BILLING_SECRET_KEY BILLING_WEBHOOK_SECRET BILLING_BAD_KEY
+perl -It/lib -MFakeStripe -e FakeStripe::main -- --port-file "$PGTMP/fakestripe.port" \
+    --prices price_team:2900,price_business:9900,price_capped:500 \
+    >"$PGTMP/fakestripe.log" 2>&1 &
+FAKESTRIPE_PID=$!
+for _ in $(seq 100); do [ -s "$PGTMP/fakestripe.port" ] && break; sleep 0.1; done
+[ -s "$PGTMP/fakestripe.port" ] || { cat "$PGTMP/fakestripe.log"; die "the fake payment provider did not start"; }
+BILLING_API_URL=http://127.0.0.1:$(cat "$PGTMP/fakestripe.port")
+export BILLING_API_URL
+
 # Start from scratch: no configuration or logs of an earlier run.
 rm -rf "$LOGS" t/TEST t/SMOKE t/conf/httpd.conf t/conf/extra.conf \
     t/conf/apache_test_config.pm t/conf/modules.conf t/conf/mime.types t/htdocs
@@ -414,7 +436,8 @@ if [ -n "$cores" ]; then
     fail "core dumps"
 fi
 if tools/check-logs.pl --logs "$LOGS" --pg-log "$LOGS/postgresql.log" \
-        --secrets "$SECRET_FILE" --secrets "$VCS_SECRET_FILE" --secrets "$VCS_APP_SECRETS"; then
+        --secrets "$SECRET_FILE" --secrets "$VCS_SECRET_FILE" --secrets "$VCS_APP_SECRETS" \
+        --secrets "$BILLING_SECRETS"; then
     pass "logs"
 else
     fail "logs"

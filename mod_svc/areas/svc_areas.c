@@ -6,6 +6,7 @@
 #include "svc_areas.h"
 #include "svc_attachments.h"
 #include "svc_auditlog.h"
+#include "svc_billing.h"
 #include "svc_documents.h"
 #include "svc_events.h"
 #include "svc_identity.h"
@@ -29,6 +30,7 @@ const svc_area_t *const svc_areas[] = {
     &svc_pipeline_area,
     &svc_attachments_area,
     &svc_vcs_area,
+    &svc_billing_area,
     NULL
 };
 

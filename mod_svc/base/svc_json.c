@@ -181,6 +181,8 @@ static const char *type_word(svc_ftype_e t)
         return "a boolean";
     case SVC_FT_OBJECT:
         return "an object";
+    case SVC_FT_INTS:
+        return "a list of integers";
     default:
         return "a string";
     }
@@ -237,6 +239,26 @@ static void check_field(const svc_field_t *f, const json_t *v, apr_pool_t *p,
                       apr_psprintf(p, "%s must be an object.", f->name));
         }
         return;
+    case SVC_FT_INTS: {
+        size_t i;
+        json_t *e;
+        if (!json_is_array(v) || json_array_size(v) > SVC_JSON_MAX_INTS) {
+            add_error(errors, f->name, "invalid_type",
+                      apr_psprintf(p, "%s must be a list of at most %d integers.", f->name,
+                                   SVC_JSON_MAX_INTS));
+            return;
+        }
+        json_array_foreach(v, i, e) {
+            if (!json_is_integer(e) || json_integer_value(e) < f->min
+                || json_integer_value(e) > f->max) {
+                add_error(errors, f->name, "out_of_range",
+                          apr_psprintf(p, "%s must hold integers between %" APR_INT64_T_FMT
+                                       " and %" APR_INT64_T_FMT ".", f->name, f->min, f->max));
+                return;
+            }
+        }
+        return;
+    }
     default:
         break;
     }
@@ -360,6 +382,13 @@ json_t *svc_json_schema_of(const svc_field_t *schema)
         case SVC_FT_OBJECT:
             type = "object";
             break;
+        case SVC_FT_INTS:
+            type = "array";
+            json_object_set_new(s, "items", json_pack("{s:s,s:I,s:I}", "type", "integer",
+                                                      "minimum", (json_int_t)f->min,
+                                                      "maximum", (json_int_t)f->max));
+            json_object_set_new(s, "maxItems", json_integer(SVC_JSON_MAX_INTS));
+            break;
         case SVC_FT_STRING:
         case SVC_FT_TEXT:
             json_object_set_new(s, "minLength", json_integer(f->min));
@@ -436,6 +465,10 @@ apr_size_t svc_json_body_max(const svc_field_t *schema)
             break;
         case SVC_FT_INT:
             value = 21;
+            break;
+        case SVC_FT_INTS:
+            /* Each integer, its comma and some whitespace; the brackets. */
+            value = 2 + SVC_JSON_MAX_INTS * (21 + 1 + 8);
             break;
         case SVC_FT_BOOL:
             value = 5;

@@ -17,8 +17,12 @@ typedef enum {
     SVC_FT_EMAIL,       /* a plausible address, at most 254 characters */
     SVC_FT_ID,          /* an opaque id with the given prefix (values[0]) */
     SVC_FT_OBJECT,      /* free-form object (validated by the handler) */
-    SVC_FT_TEXT         /* multi-line text: min/max length, no NUL */
+    SVC_FT_TEXT,        /* multi-line text: min/max length, no NUL */
+    SVC_FT_INTS         /* a list of at most SVC_JSON_MAX_INTS integers, each from min to max */
 } svc_ftype_e;
+
+/* The most entries an SVC_FT_INTS list may have. */
+#define SVC_JSON_MAX_INTS 16
 
 /*
  * One field of a body schema, written with designated initialisers that

@@ -56,6 +56,25 @@ static apr_size_t secret_at(const char *s)
             }
         }
     }
+    /* A payment provider's secret key or webhook signing secret (Stripe's
+     * shapes: sk_live_, sk_test_, restricted rk_*, whsec_), which a
+     * provider's error message or a misconfigured trace could carry. */
+    {
+        static const char *const pay[] = {
+            "sk_live_", "sk_test_", "rk_live_", "rk_test_", "whsec_", NULL
+        };
+        int i;
+        for (i = 0; pay[i]; i++) {
+            apr_size_t k = strlen(pay[i]);
+            if (strncmp(s, pay[i], k) == 0) {
+                for (n = 0; is_b62(s[k + n]); n++) {
+                }
+                if (n >= 16) {
+                    return k + n;
+                }
+            }
+        }
+    }
     /* A JWT: three base64url segments, the first one a JSON header ("eyJ"). */
     if (strncmp(s, "eyJ", 3) == 0) {
         int dots = 0;

@@ -5,9 +5,11 @@
  * through svc_redact first; it removes anything shaped like one of our
  * secrets (svc_<kind>_<random>), bearer credentials, JWTs and session
  * cookies, other services' tokens and keys (GitHub's gh*_ and github_pat_,
- * sk-... API keys, AWS access key ids), the values of secret settings
- * (password, token, secret, api_key, ... with '=' or ':', as in a query,
- * YAML or JSON) and the passwords of URLs (scheme://user:[REDACTED]@host).
+ * sk-... API keys, AWS access key ids, the payment provider's secret keys
+ * and webhook secrets: sk_live_..., sk_test_..., rk_..., whsec_...), the
+ * values of secret settings (password, token, secret, api_key, ... with '='
+ * or ':', as in a query, YAML or JSON) and the passwords of URLs
+ * (scheme://user:[REDACTED]@host).
  */
 #ifndef SVC_REDACT_H
 #define SVC_REDACT_H

@@ -29,6 +29,7 @@ void svc_config_unset(svc_config_t *conf, apr_pool_t *p)
     conf->run_max_steps = SVC_UNSET;
     conf->run_max_tokens = SVC_UNSET;
     conf->run_command_timeout = SVC_UNSET;
+    conf->billing_timeout_ms = SVC_UNSET;
     conf->rate_classes = apr_array_make(p, 4, sizeof(svc_rate_class_t));
     conf->internal_allow = apr_array_make(p, 2, sizeof(apr_ipsubnet_t *));
     conf->trusted_origins = apr_array_make(p, 2, sizeof(const char *));
@@ -38,6 +39,7 @@ void svc_config_unset(svc_config_t *conf, apr_pool_t *p)
     conf->vcs_api_url = "https://api.github.com";
     conf->vcs_connect_timeout_ms = 3000;
     conf->vcs_app_off = "the code-hosting App is not configured";
+    conf->billing_off = "billing is not configured";
 }
 
 /* One line per setting: add's value where it set one, else base's. */
@@ -61,10 +63,13 @@ void svc_config_merge(svc_config_t *into, const svc_config_t *base, const svc_co
     MERGE(run_timeout);
     MERGE(upload_limit);
     MERGE(vcs_timeout_ms);
-    MERGE(stream_limit);
     MERGE(run_max_steps);
     MERGE(run_max_tokens);
     MERGE(run_command_timeout);
+    MERGE(billing_timeout_ms);
+    /* The main server's only: one count per user, whichever host a stream
+     * is on (SvcStreamLimit is GLOBAL_ONLY). */
+    into->stream_limit = base->stream_limit;
     MERGE_PTR(model_prices);
     MERGE_PTR(ui_url);
     MERGE_PTR(vcs_ca_file);
@@ -104,6 +109,7 @@ void svc_config_fill(svc_config_t *conf, apr_pool_t *p)
     DEFAULT(run_max_steps, 50);
     DEFAULT(run_max_tokens, 2000000);
     DEFAULT(run_command_timeout, 120);
+    DEFAULT(billing_timeout_ms, 20000);
     if (!conf->ui_url) {
         conf->ui_url = "/";
     }

@@ -91,6 +91,12 @@ struct svc_config_t {
     const char *vcs_app_off;        /* why the App is off (the missing keys), or NULL */
     const struct svc_vcs_app_t *vcs_app;    /* the App's keys while it is on */
     const char *vcs_app_credentials;        /* SvcVcsAppCredentials: the wizard's file */
+
+    /* Billing (areas/billing), resolved at start by svc_billing_configure;
+     * the kernel carries it without looking inside. */
+    const struct svc_billing_t *billing;    /* plans, the provider's keys and URL */
+    const char *billing_off;        /* why the payment routes are off, or NULL */
+    int billing_timeout_ms;         /* SvcBillingTimeout: one call to the provider */
 };
 
 /*

@@ -5,7 +5,6 @@
 #include "svc_ctx.h"
 #include "svc_db.h"
 #include "svc_json.h"
-#include "svc_redact.h"
 
 #include <stdarg.h>
 #include <string.h>
@@ -141,6 +140,7 @@ const char *svc_status_title(int status)
     switch (status) {
     case 400: return "Bad Request";
     case 401: return "Unauthorized";
+    case 402: return "Payment Required";
     case 403: return "Forbidden";
     case 404: return "Not Found";
     case 405: return "Method Not Allowed";
@@ -322,45 +322,6 @@ void svc_cookie_set(svc_ctx_t *ctx, const char *name, const char *value, const c
                    apr_psprintf(ctx->pool, "%s=%s; Path=%s; Max-Age=%d; HttpOnly; "
                                 "SameSite=Lax%s", name, value, path, max_age,
                                 ctx->is_tls ? "; Secure" : ""));
-}
-
-apr_status_t svc_query_parse(svc_ctx_t *ctx, const char *args, int (*unescape)(char *s))
-{
-    char *copy, *pair, *state = NULL;
-    int n = 0;
-
-    if (!args || !*args) {
-        return APR_SUCCESS;
-    }
-    copy = apr_pstrdup(ctx->pool, args);
-    for (pair = apr_strtok(copy, "&", &state); pair; pair = apr_strtok(NULL, "&", &state)) {
-        char *eq = strchr(pair, '=');
-        char *val = eq ? eq + 1 : pair + strlen(pair);
-
-        if (++n > SVC_MAX_QUERY_PARAMS) {
-            return svc_fail(ctx, 400, "invalid_query",
-                            "The query string has more than %d parameters.",
-                            SVC_MAX_QUERY_PARAMS);
-        }
-        if (eq) {
-            *eq = '\0';
-        }
-        /* Form decoding ('+' is a space); %2F is an ordinary character in a
-         * query (encodeURIComponent("/x") is "%2Fx"); bad escapes and %00
-         * are refused. */
-        if (unescape(pair) != 0 || unescape(val) != 0) {
-            return svc_fail(ctx, 400, "invalid_query",
-                            "The query string has a parameter that is not valid "
-                            "percent-encoding, or that encodes a NUL character.");
-        }
-        if (apr_table_get(ctx->query, pair)) {
-            return svc_fail(ctx, 400, "invalid_query",
-                            "The query string gives the parameter %s more than once.",
-                            svc_printable(ctx->pool, pair, 64));
-        }
-        apr_table_setn(ctx->query, pair, val);
-    }
-    return APR_SUCCESS;
 }
 
 apr_status_t svc_stream_resume_point(svc_ctx_t *ctx, apr_int64_t *pafter)

@@ -264,19 +264,6 @@ apr_status_t svc_reply_redirect(svc_ctx_t *ctx, const char *location);
 void svc_cookie_set(svc_ctx_t *ctx, const char *name, const char *value, const char *path,
                     int max_age);
 
-/* Query strings with more parameters than this are refused. */
-#define SVC_MAX_QUERY_PARAMS 64
-
-/*
- * Decodes a request's query string (NULL or "" for none) into ctx->query:
- * '&'-separated name=value pairs, names and values decoded by `unescape`
- * in place (the glue's is httpd's ap_unescape_urlencoded: '+' is a space,
- * %XX a byte; non-zero for a bad escape or an encoded NUL). A 400
- * invalid_query problem for more than SVC_MAX_QUERY_PARAMS parameters, one
- * that does not decode, or a name given twice.
- */
-apr_status_t svc_query_parse(svc_ctx_t *ctx, const char *args, int (*unescape)(char *s));
-
 /*
  * Where a stream resumes: the Last-Event-ID header, or the last_event_id
  * query parameter (a browser's EventSource cannot set a header on its first

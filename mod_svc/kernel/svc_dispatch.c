@@ -13,9 +13,6 @@
 
 #include <string.h>
 
-/* Query strings with more parameters than this are refused. */
-#define SVC_MAX_QUERY_PARAMS 64
-
 /* The longest id a path may carry (ours are a prefix and 22 characters). */
 #define SVC_ID_MAX 64
 
@@ -93,17 +90,43 @@ apr_status_t svc_dispatch_route(svc_ctx_t *ctx, const svc_router_t *rt)
                     "This endpoint does not accept %s; it accepts %s.", ctx->method, allow);
 }
 
-/* svc_url_decode_form's answer as svc_query_parse takes it: 0 when decoded. */
-static int dispatch_decode_form(char *s)
-{
-    return svc_url_decode_form(s) ? 0 : 1;
-}
-
 apr_status_t svc_dispatch_query(svc_ctx_t *ctx, const char *args)
 {
-    /* One reader of query strings (svc_query_parse, which the fuzz target
-     * drives too), with the form decoding of base's URL code. */
-    return svc_query_parse(ctx, args, dispatch_decode_form);
+    char *copy, *pair, *state = NULL;
+    int n = 0;
+
+    if (!args || !*args) {
+        return APR_SUCCESS;
+    }
+    copy = apr_pstrdup(ctx->pool, args);
+    for (pair = apr_strtok(copy, "&", &state); pair; pair = apr_strtok(NULL, "&", &state)) {
+        char *eq = strchr(pair, '=');
+        char *val = eq ? eq + 1 : pair + strlen(pair);
+
+        if (++n > SVC_MAX_QUERY_PARAMS) {
+            return svc_fail(ctx, 400, "invalid_query",
+                            "The query string has more than %d parameters.",
+                            SVC_MAX_QUERY_PARAMS);
+        }
+        if (eq) {
+            *eq = '\0';
+        }
+        /* Form decoding ('+' is a space); %2F is an ordinary character in a
+         * query (encodeURIComponent("/x") is "%2Fx"); bad escapes and %00
+         * are refused. */
+        if (!svc_url_decode_form(pair) || !svc_url_decode_form(val)) {
+            return svc_fail(ctx, 400, "invalid_query",
+                            "The query string has a parameter that is not valid "
+                            "percent-encoding, or that encodes a NUL character.");
+        }
+        if (apr_table_get(ctx->query, pair)) {
+            return svc_fail(ctx, 400, "invalid_query",
+                            "The query string gives the parameter %s more than once.",
+                            svc_printable(ctx->pool, pair, 64));
+        }
+        apr_table_setn(ctx->query, pair, val);
+    }
+    return APR_SUCCESS;
 }
 
 apr_status_t svc_dispatch_refusal(svc_ctx_t *ctx, int status)

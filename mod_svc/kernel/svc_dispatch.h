@@ -18,10 +18,14 @@
  */
 apr_status_t svc_dispatch_route(svc_ctx_t *ctx, const svc_router_t *rt);
 
+/* Query strings with more parameters than this are refused. */
+#define SVC_MAX_QUERY_PARAMS 64
+
 /*
  * Decodes the query string (`args`, as received; NULL or "" for none)
  * into ctx->query, all of it or nothing: a parameter that cannot be
- * decoded (a bad escape, an encoded NUL), more than 64 parameters, or a
+ * decoded (a bad escape, an encoded NUL), more than SVC_MAX_QUERY_PARAMS
+ * parameters, or a
  * name given twice is a 400 invalid_query. Dropping what cannot be read
  * would answer a wider question than the one asked: a filter that
  * vanished returns more than the client wanted.

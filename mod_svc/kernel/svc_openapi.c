@@ -797,6 +797,9 @@ static void success(oa_t *oa, const svc_route_t *r, json_t *op, json_t *response
         }
         else {
             schema = schema_ref(oa, r->response);
+            if (r->answers & SVC_ANS_NULL) {
+                schema = json_pack("{s:[o,{s:s}]}", "oneOf", schema, "type", "null");
+            }
             json_object_set_new(resp, "description",
                                 json_string(apr_pstrcat(oa->p, code == 201 ? "Made: the "
                                                         : "The ", r->response->name, ".",

@@ -141,12 +141,9 @@ apr_status_t svc_router_create(svc_router_t **prt, const svc_route_t *table, apr
             return APR_EINVAL;
         }
         /* A state-changing user route that a read token could call would
-         * break the scope model; refuse to start rather than serve it. A
-         * user route names its least scope: a row that named neither its
-         * caller nor the scope was not thought through. */
-        if (r->auth == SVC_AUTH_USER
-            && (r->scope < SVC_SCOPE_READ
-                || (svc_method_is_unsafe(r->method) && r->scope < SVC_SCOPE_WRITE))) {
+         * break the scope model; refuse to start rather than serve it. */
+        if (r->auth == SVC_AUTH_USER && svc_method_is_unsafe(r->method)
+            && r->scope < SVC_SCOPE_WRITE) {
             return APR_EINVAL;
         }
         /* A raw body is the handler's to read; a schema would never be applied. */

@@ -91,6 +91,7 @@ typedef apr_status_t (*svc_handler_fn)(svc_ctx_t *ctx);
 #define SVC_ANS_LIMITED     0x08    /* 429 without a rate class (too many streams) */
 #define SVC_ANS_DENIED      0x10    /* 401 and 403 on a route of another kind of caller */
 #define SVC_ANS_NOT_FOUND   0x20    /* 404 where nothing in the row names a thing */
+#define SVC_ANS_NULL        0x40    /* the JSON success may be null instead of .response */
 
 /* A query parameter a route documents and accepts. */
 typedef struct {
@@ -110,12 +111,12 @@ typedef struct {
  *       .tag = "Organizations",
  *       .summary = "Organization detail: owner, counts, your role" },
  *
- * A user route must name its least scope (svc_router_create refuses one
- * that does not), so a row cannot leave both who and how much unsaid. A
- * route that answers JSON names the schema of its answer (.response), and
- * its tag is one its area describes: svc_openapi_check refuses the start
- * otherwise. A field added here, at the end, touches no row that does not
- * use it.
+ * A row that leaves out its caller fails closed: it needs a signed-in
+ * user, whose every token may read; a change must name write or admin
+ * scope (svc_router_create refuses it otherwise). A route that answers
+ * JSON names the schema of its answer (.response), and its tag is one its
+ * area describes: svc_openapi_check refuses the start otherwise. A field
+ * added here, at the end, touches no row that does not use it.
  */
 struct svc_route_t {
     const char *method;         /* GET, POST, PUT, PATCH, DELETE */

@@ -1,8 +1,9 @@
 /*
  * fuzz_query.c: query strings, as a list request reads them: the decoding
- * into parameters (kernel/svc_ctx.c, svc_query_parse), then ?limit= and
- * ?cursor= (kernel/svc_page.c, svc_page_parse: cursors are base64url,
- * versioned and MAC'd over the list they belong to), Last-Event-ID and
+ * into parameters (kernel/svc_dispatch.c, svc_dispatch_query, over base's
+ * svc_url_decode_form, as the glue calls it), then ?limit= and ?cursor=
+ * (kernel/svc_page.c, svc_page_parse: cursors are base64url, versioned
+ * and MAC'd over the list they belong to), Last-Event-ID and
  * ?last_event_id= (svc_stream_resume_point), the audit log's time filters
  * (svc_parse_rfc3339_usec, and back with svc_format_rfc3339_usec), a byte
  * offset (svc_parse_int), and the masking of a query for the access log
@@ -14,10 +15,6 @@
  * after the other parameters are read, so valid cursors of every filter
  * combination are reachable.
  *
- * The glue decodes each part with httpd's ap_unescape_urlencoded; httpd is
- * not linked here, so form_unescape below keeps its contract ('+' is a
- * space, %XX a byte, a bad escape or %00 refused).
- *
  * Properties: every refusal is a 400 problem document; a cursor this list
  * issued is accepted and gives back its key; an accepted cursor is the
  * one cursor of its key (written again, it is the same text); an accepted
@@ -27,8 +24,6 @@
  */
 #include "fuzz_svc.h"
 #include "svc_areas.h"
-
-#include <apr_lib.h>
 
 static const svc_route_t *route;
 
@@ -49,39 +44,6 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
         abort();
     }
     return 0;
-}
-
-static int hexval(int c)
-{
-    return c >= '0' && c <= '9' ? c - '0' : apr_tolower(c) - 'a' + 10;
-}
-
-/* Form decoding in place, as ap_unescape_urlencoded: 0, or non-zero for a
- * bad escape or one that encodes NUL. */
-static int form_unescape(char *s)
-{
-    char *o = s;
-    int bad = 0;
-
-    for (; *s; s++, o++) {
-        if (*s == '+') {
-            *o = ' ';
-        }
-        else if (*s != '%') {
-            *o = *s;
-        }
-        else if (!apr_isxdigit(s[1]) || !apr_isxdigit(s[2])) {
-            *o = '%';
-            bad = 1;
-        }
-        else {
-            *o = (char)(hexval(s[1]) * 16 + hexval(s[2]));
-            bad |= *o == '\0';
-            s += 2;
-        }
-    }
-    *o = '\0';
-    return bad;
 }
 
 static void check_time_filter(const char *v)
@@ -164,7 +126,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     check_masked(p, args);
 
-    rv = svc_query_parse(ctx, args, form_unescape);
+    rv = svc_dispatch_query(ctx, args);
     if (rv != APR_SUCCESS) {
         FUZZ_ASSERT(fuzz_check_problem(ctx, rv) == 400);
         goto done;

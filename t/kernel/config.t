@@ -63,6 +63,11 @@ my @bad = (
       qr/SvcStatementTimeout must be a number of milliseconds/ ],
     [ 'SvcStatementTimeout 10s', 'a unit', qr/SvcStatementTimeout must be a number of milliseconds/ ],
 
+    [ 'SvcStreamLimit -1', 'negative', qr/SvcStreamLimit must be a whole number from 0 to 1000000/ ],
+    [ 'SvcStreamLimit 1K', 'a suffix', qr/SvcStreamLimit must be a whole number/ ],
+    [ "<VirtualHost 127.0.0.1:8>\nSvcStreamLimit 3\n</VirtualHost>", 'in a virtual host',
+      qr/SvcStreamLimit cannot occur within <VirtualHost> section/ ],
+
     [ 'SvcProviderAllowPrivate maybe', 'not On or Off', qr/SvcProviderAllowPrivate must be On or Off/ ],
 
     [ 'SvcTrustedOrigin app.example.com', 'no scheme', qr/SvcTrustedOrigin must be an origin/ ],
@@ -79,6 +84,22 @@ my @bad = (
     (map { ([ "$_ hunter2hunter2", 'an inline secret', qr/$_ takes a reference/ ]) }
      qw(SvcVcsAppClientSecret SvcVcsAppWebhookSecret SvcVcsAppPrivateKey)),
 
+    (map { ([ "$_ sk_test_hunter2hunter2", 'an inline secret', qr/$_ takes a reference/ ]) }
+     qw(SvcBillingSecretKey SvcBillingWebhookSecret)),
+    [ 'SvcBillingApiURL ftp://api.stripe.com', 'not http(s)', qr/SvcBillingApiURL must be an http/ ],
+    [ 'SvcBillingTimeout 0', 'zero', qr/SvcBillingTimeout must be a number of seconds from 1 to 300/ ],
+    [ 'SvcBillingTimeout 301', 'over five minutes', qr/SvcBillingTimeout must be a number of seconds/ ],
+    [ 'SvcBillingPlan team Team price_a', 'too few arguments',
+      qr/SvcBillingPlan takes ID NAME PRICE_ID AMOUNT CURRENCY/ ],
+    [ 'SvcBillingPlan team Team price_a 19.99 usd', 'a decimal amount',
+      qr/SvcBillingPlan: the AMOUNT is the price in the currency's smallest unit/ ],
+    [ 'SvcBillingPlan team Team price_a 1999 usd hard=maybe', 'hard neither on nor off',
+      qr/SvcBillingPlan: hard must be hard=on or hard=off/ ],
+    [ 'SvcBillingPlan team Team price_a 1999 usd seats=5', 'an unknown setting',
+      qr/SvcBillingPlan: unknown setting seats/ ],
+    [ "SvcBillingPlan team Team price_a 1999 usd\nSvcBillingPlan team Again price_b 1 usd",
+      'an id twice', qr/SvcBillingPlan: plan team or price price_b is named twice/ ],
+
     [ 'SvcRunSupervisor maybe', 'not On or Off', qr/SvcRunSupervisor must be On or Off/ ],
     [ 'SvcRunner bwrap {command} {workspace}', 'a relative program',
       qr/SvcRunner: the program must be an absolute path/ ],
@@ -91,6 +112,14 @@ my @bad = (
     [ 'SvcRunProcesses 1K', 'a suffix', qr/SvcRunProcesses must be a whole number/ ],
     [ 'SvcRunTimeout 0', 'zero', qr/SvcRunTimeout must be a number of seconds from 1 to 604800/ ],
     [ 'SvcRunTimeout 1K', 'a suffix', qr/SvcRunTimeout must be a number of seconds/ ],
+    [ 'SvcRunMaxSteps 0', 'zero', qr/SvcRunMaxSteps must be a whole number from 1 to 10000/ ],
+    [ 'SvcRunMaxSteps 1K', 'a suffix', qr/SvcRunMaxSteps must be a whole number/ ],
+    [ 'SvcRunMaxTokens 999', 'too few',
+      qr/SvcRunMaxTokens must be a number from 1000 to 1000000000 \(suffixes K, M and G allowed\)/ ],
+    [ 'SvcRunMaxTokens 2T', 'an unknown suffix', qr/SvcRunMaxTokens must be a number from/ ],
+    [ 'SvcRunCommandTimeout 0', 'zero',
+      qr/SvcRunCommandTimeout must be a number of seconds from 1 to 86400/ ],
+    [ 'SvcRunCommandTimeout 2M', 'a suffix', qr/SvcRunCommandTimeout must be a number of seconds/ ],
     [ 'SvcRunLease 4', 'too short', qr/SvcRunLease must be a number of seconds from 5 to 3600/ ],
     [ 'SvcRunLease 1K', 'a suffix', qr/SvcRunLease must be a number of seconds/ ],
     [ 'SvcRunMemory 1M', 'under 64 MiB', qr/SvcRunMemory must be a size from 67108864 to \d+ bytes/ ],
@@ -113,11 +142,12 @@ for my $b (@bad) {
     like($out, $words, '... saying why') or diag($out);
 }
 
-# Every directive at a good value (and the run timeout per virtual host).
+# Every directive at a good value (and the run's limits per virtual host).
 my $good = <<'EOF';
 SvcBodyLimit 2097152
 SvcDocumentLimit 8388608
 SvcAttachmentLimit 4G
+SvcStreamLimit 0
 SvcRateLimit tokens 0 60
 SvcRateLimit token_revoke 5 1
 SvcRateLimit signin 100 86400
@@ -147,10 +177,19 @@ SvcVcsAppClientSecret env:SVC_T_APP_SECRET
 SvcVcsAppWebhookSecret file:/nonexistent/webhook
 SvcVcsAppPrivateKey exec:/bin/true
 SvcVcsAppCredentials vcs-app.env
+SvcBillingSecretKey env:SVC_T_BILLING_KEY
+SvcBillingWebhookSecret file:/nonexistent/whsec
+SvcBillingApiURL https://api.stripe.com
+SvcBillingTimeout 300
+SvcBillingPlan team "Team plan" price_1Team 2900 usd run_minutes=1000 model_tokens=5000000 deployment_hours=720
+SvcBillingPlan biz Business price_1Biz 9900 EUR hard=on interval=year
 SvcRunSupervisor Off
 SvcRunner /usr/bin/env {workspace} {command}
 SvcRunConcurrency 256
 SvcRunTimeout 604800
+SvcRunMaxSteps 10000
+SvcRunMaxTokens 2M
+SvcRunCommandTimeout 86400
 SvcRunMemory 0
 SvcRunProcesses 8
 SvcRunFileSize 1M
@@ -160,6 +199,9 @@ SvcRunWorkDir /tmp/svc-config-t/runs
 SvcRunFactory /usr/libexec/mod_svc/svc-factory
 <VirtualHost 127.0.0.1:8>
     SvcRunTimeout 60
+    SvcRunMaxSteps 5
+    SvcRunMaxTokens 1000
+    SvcRunCommandTimeout 1
     SvcStatementTimeout 1
     SvcRateLimit runs 1 1
 </VirtualHost>

@@ -126,6 +126,7 @@ sub valid_body {
             : $t eq 'id'     ? ($f->{values}[0] eq 'usr_' ? $member_id
                                 : $f->{values}[0] . ('x' x 22))
             : $t eq 'object' ? {}
+            : $t eq 'ints'   ? [ $f->{min} ]
             :                  'x';
     }
     return (json => \%b);

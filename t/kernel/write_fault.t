@@ -328,6 +328,18 @@ push @routes, {
     };
 }
 
+# billing: setting the org's budget (the service's own data; the payment
+# provider's routes write only their audit entry once it has answered).
+push @routes, {
+    name => 'billing: PUT /api/orgs/:org/billing/budget',
+    method => 'PUT', path => "/api/orgs/$org/billing/budget", token => $tok,
+    json => { monthly_usd => 77, alerts => [ 50, 100 ] }, table => 'billing_accounts',
+    status => 200,
+    changed => sub { (psql_value("SELECT coalesce(max(budget_usd), 0) FROM billing_accounts "
+                                 . "WHERE org_id = '$oid'") // 0) == 77 },
+    answered => sub { is($_[0]{monthly_usd}, 77, '... answered with it') },
+};
+
 check_route($_) for @routes;
 
 # The audit log area has no route that writes.

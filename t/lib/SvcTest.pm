@@ -1474,4 +1474,85 @@ sub raw_http {
     return ($status // 0, $ct // '', $body // '', $head);
 }
 
+# ===========================================================================
+# Billing (issue 23): the fake payment provider (t/lib/FakeStripe.pm, started
+# by tools/test.sh, which exports BILLING_API_URL, BILLING_SECRET_KEY and
+# BILLING_WEBHOOK_SECRET) and the provider's signed webhook deliveries.
+# ===========================================================================
+
+push @EXPORT, qw(stripe_control stripe_state stripe_reset stripe_do stripe_deliver billing_sign
+                 billing_deliver);
+
+my $stripe_ua;
+
+sub _stripe_call {
+    my ($method, $path, $data) = @_;
+    my $base = $ENV{BILLING_API_URL}
+        // die "SvcTest: BILLING_API_URL is not set (the fake runs under tools/test.sh)\n";
+    $stripe_ua //= LWP::UserAgent->new(timeout => 10, keep_alive => 0);
+    my $req = HTTP::Request->new($method => $base . $path);
+    if ($data) {
+        $req->header('Content-Type' => 'application/json');
+        $req->content($JSON->encode($data));
+    }
+    my $res = $stripe_ua->request($req);
+    die "SvcTest: fake payment provider $method $path: " . $res->status_line . ' '
+        . $res->content . "\n" unless $res->is_success;
+    return $JSON->decode($res->content);
+}
+
+# stripe_control(mode => 'ok'|'server_error'|'unavailable'|'rate_limited'|'slow'|
+#                'timeout'|'garbage', times => N, path => 'regex', delay_ms => N)
+#   → the fake's state
+sub stripe_control { my %set = @_; return _stripe_call(POST => '/_control', \%set) }
+
+# stripe_state() → {mode, requests => [{method, path, params, idempotency_key,
+#   version, auth, replayed, status}], customers, subscriptions, sessions}
+sub stripe_state { return _stripe_call(GET => '/_control') }
+
+sub stripe_reset { return _stripe_call(POST => '/_control/reset') }
+
+# stripe_do('complete_checkout', {session => $id}) → {events => [...], ...}:
+# what happens at the provider (a customer pays, a subscription changes, an
+# invoice fails), and the events it would send.
+sub stripe_do { my ($what, $data) = @_; return _stripe_call(POST => "/_control/$what", $data) }
+
+# stripe_deliver(events => [...] | ids => [...], secrets => [...], t => TIME,
+#                base => URL) → [{id, type, status, body}]: the fake delivers
+# the events to /webhooks/billing itself, signed as Stripe signs them
+# (t=, one v1 per secret, a v0), one POST each.
+sub stripe_deliver {
+    my (%opt) = @_;
+    my $base = delete($opt{base}) // base_url();
+    return _stripe_call(POST => '/_control/deliver',
+                        { %opt, url => "$base/webhooks/billing" })->{deliveries};
+}
+
+# billing_sign($body, t => $time, secret => $s, secrets => [...]) → the
+# Stripe-Signature header value: t=TIME,v1=HEX for each secret (the
+# configured webhook secret unless told).
+sub billing_sign {
+    my ($body, %opt) = @_;
+    require Digest::SHA;
+    my $t = $opt{t} // int(time);
+    my @secrets = $opt{secrets} ? @{ $opt{secrets} }
+                : ($opt{secret} // $ENV{BILLING_WEBHOOK_SECRET});
+    return join ',', "t=$t", map { 'v1=' . Digest::SHA::hmac_sha256_hex("$t.$body", $_) }
+                                 @secrets;
+}
+
+# billing_deliver($event, %sign_opts, signature => $header, base => $url)
+#   → ($status, $json, $res): the event POSTed to /webhooks/billing as the
+#   provider sends it, signed unless a signature is given.
+sub billing_deliver {
+    my ($event, %opt) = @_;
+    my $body = ref $event ? $JSON->encode($event) : $event;
+    my $sig = exists $opt{signature} ? $opt{signature} : billing_sign($body, %opt);
+    return api(POST => '/webhooks/billing', raw => $body,
+               $opt{base} ? (base => $opt{base}) : (),
+               headers => { 'Content-Type' => 'application/json; charset=utf-8',
+                            'User-Agent' => 'Stripe/1.0 (+https://stripe.com/docs/webhooks)',
+                            defined $sig ? ('Stripe-Signature' => $sig) : () });
+}
+
 1;

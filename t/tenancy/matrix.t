@@ -329,6 +329,21 @@ my %call = (
         my $i = vcs_fixture($_[0]);
         ({}, { installation_id => $i->{id} + 0, full_name => "$i->{login}/api" }) },
     'DELETE /api/orgs/:orgSlug/projects/:projectSlug/repository' => sub { ({}) },
+
+    # Billing, against the fake payment provider (t/lib/FakeStripe.pm).
+    'GET /api/orgs/:orgSlug/billing/plans'       => sub { ({}) },
+    'GET /api/orgs/:orgSlug/billing'             => sub { ({}) },
+    'GET /api/orgs/:orgSlug/usage'               => sub { ({}) },
+    'POST /api/orgs/:orgSlug/billing/checkout'   => sub {
+        ({}, { plan => 'team', success_url => base_url() . '/billing/ok',
+               cancel_url => base_url() . '/billing' }) },
+    'POST /api/orgs/:orgSlug/billing/portal'     => sub {
+        ({}, { return_url => base_url() . '/billing' }) },
+    'GET /api/orgs/:orgSlug/billing/payment-method' => sub { ({}) },
+    'PUT /api/orgs/:orgSlug/billing/payment-method' => sub {
+        ({}, { payment_method => 'pm_card_visa' }) },
+    'GET /api/orgs/:orgSlug/billing/budget'      => sub { ({}) },
+    'PUT /api/orgs/:orgSlug/billing/budget'      => sub { ({}, { monthly_usd => 100 }) },
 );
 
 # A request of the fixture's project, made by the owner and brought to

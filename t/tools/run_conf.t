@@ -45,6 +45,13 @@ like($out, qr{^SvcPublicURL\s+http://127\.0\.0\.1:18089$}m,
 like($out, qr{^LogFormat "[^"\n]*(?:\\"[^"\n]*)*%\{X-Request-Id\}o" svc$}m,
      'the access log format ends with the request id');
 like($out, qr{^CustomLog "[^"]+/access_log" svc$}m, '... and the access log uses it');
+# Issue 23: billing's keys from the environment, as the App's are, and two
+# example plans.
+like($out, qr{^SvcBillingSecretKey\s+env:BILLING_SECRET_KEY$}m, "billing's secret key from BILLING_SECRET_KEY");
+like($out, qr{^SvcBillingWebhookSecret\s+env:BILLING_WEBHOOK_SECRET$}m, '... its webhook secret from BILLING_WEBHOOK_SECRET');
+like($out, qr{^SvcBillingApiURL\s+env:BILLING_API_URL$}m, '... its API from BILLING_API_URL');
+is_deeply([ $out =~ /^SvcBillingPlan (\w+) /mg ], [qw(team business)], '... and two example plans');
+like($out, qr{^<Location /webhooks/billing>$}m, 'the billing webhook is served');
 for my $code (400, 403, 404, 413, 414, 500) {
     like($out, qr{^\s+ErrorDocument $code /api/_error$}m, "ErrorDocument $code goes to the module");
 }

@@ -215,17 +215,18 @@ static const char *const colors[] = { "red", "green", NULL };
 static const char *const prj_prefix[] = { "prj_", NULL };
 
 static const svc_field_t test_schema[] = {
-    { "name", SVC_FT_STRING, 1, 0, 2, 5, NULL, "a one-line name" },
-    { "bio", SVC_FT_TEXT, 0, 0, 0, 8, NULL, NULL },
-    { "count", SVC_FT_INT, 0, 0, 1, 100, NULL, NULL },
-    { "flag", SVC_FT_BOOL, 0, 0, 0, 0, NULL, NULL },
-    { "color", SVC_FT_ENUM, 0, 0, 0, 0, colors, NULL },
-    { "slug", SVC_FT_SLUG, 0, 0, 0, 0, NULL, NULL },
-    { "email", SVC_FT_EMAIL, 0, 0, 0, 0, NULL, NULL },
-    { "ref", SVC_FT_ID, 0, 0, 0, 0, prj_prefix, NULL },
-    { "meta", SVC_FT_OBJECT, 0, 0, 0, 0, NULL, NULL },
-    { "note", SVC_FT_STRING, 0, 1, 0, 10, NULL, NULL },
-    { "level", SVC_FT_INT, 0, 1, -5, 5, NULL, NULL },
+    { .name = "name", .type = SVC_FT_STRING, .required = 1, .min = 2, .max = 5,
+      .description = "a one-line name" },
+    { .name = "bio", .type = SVC_FT_TEXT, .max = 8 },
+    { .name = "count", .type = SVC_FT_INT, .min = 1, .max = 100 },
+    { .name = "flag", .type = SVC_FT_BOOL },
+    { .name = "color", .type = SVC_FT_ENUM, .values = colors },
+    { .name = "slug", .type = SVC_FT_SLUG },
+    { .name = "email", .type = SVC_FT_EMAIL },
+    { .name = "ref", .type = SVC_FT_ID, .values = prj_prefix },
+    { .name = "meta", .type = SVC_FT_OBJECT },
+    { .name = "note", .type = SVC_FT_STRING, .nullable = 1, .max = 10 },
+    { .name = "level", .type = SVC_FT_INT, .nullable = 1, .min = -5, .max = 5 },
     SVC_FIELD_END
 };
 
@@ -312,16 +313,16 @@ SVC_TEST(json_body_max_fits_the_longest_encoding)
 {
     static const char *const roles[] = { "viewer", "maintainer", NULL };
     static const svc_field_t schema[] = {
-        { "name", SVC_FT_STRING, 1, 0, 1, 200, NULL, NULL },
-        { "description", SVC_FT_TEXT, 0, 0, 0, 2000, NULL, NULL },
-        { "role", SVC_FT_ENUM, 0, 0, 0, 0, roles, NULL },
-        { "slug", SVC_FT_SLUG, 0, 0, 0, 0, NULL, NULL },
-        { "days", SVC_FT_INT, 0, 1, 1, 365, NULL, NULL },
+        { .name = "name", .type = SVC_FT_STRING, .required = 1, .min = 1, .max = 200 },
+        { .name = "description", .type = SVC_FT_TEXT, .max = 2000 },
+        { .name = "role", .type = SVC_FT_ENUM, .values = roles },
+        { .name = "slug", .type = SVC_FT_SLUG },
+        { .name = "days", .type = SVC_FT_INT, .nullable = 1, .min = 1, .max = 365 },
         SVC_FIELD_END
     };
     static const svc_field_t with_object[] = {
-        { "name", SVC_FT_STRING, 1, 0, 1, 10, NULL, NULL },
-        { "meta", SVC_FT_OBJECT, 0, 0, 0, 0, NULL, NULL },
+        { .name = "name", .type = SVC_FT_STRING, .required = 1, .min = 1, .max = 10 },
+        { .name = "meta", .type = SVC_FT_OBJECT },
         SVC_FIELD_END
     };
     const char *pair = "\\uD83D\\uDE00", *body, *desc, *name;

@@ -31,7 +31,7 @@ static apr_status_t h_dummy(svc_ctx_t *ctx)
     return APR_SUCCESS;
 }
 
-#define ROW(m_, path_, auth_, scope_)                                         \
+#define ROW(m_, path_, auth_, scope_) \
     { .method = m_, .path = path_, .handler = h_dummy, .auth = auth_, .scope = scope_ }
 #define ROW_END SVC_ROUTE_END
 

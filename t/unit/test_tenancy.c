@@ -146,13 +146,13 @@ SVC_TEST(router_refuses_project_route_without_role)
 
 /*
  * A row that leaves out who may call it takes a signed-in user (it fails
- * closed), and a user route must name its least scope: a row that names
- * neither is refused at start rather than served to any token.
+ * closed), and a change it leaves the scope of unsaid is refused at start
+ * rather than served to read tokens.
  */
 SVC_TEST(route_rows_default_to_signed_in_callers)
 {
     static const svc_route_t unsaid[] = {
-        { .method = "GET", .path = "/api/me/x", .handler = svc_h_projects_get },
+        { .method = "POST", .path = "/api/me/x", .handler = svc_h_projects_get },
         SVC_ROUTE_END
     };
     static const svc_route_t read[] = {
@@ -167,7 +167,7 @@ SVC_TEST(route_rows_default_to_signed_in_callers)
     };
     svc_router_t *rt;
 
-    SVC_CHECK(read[0].auth == SVC_AUTH_USER);
+    SVC_CHECK(read[0].auth == SVC_AUTH_USER && unsaid[0].auth == SVC_AUTH_USER);
     SVC_CHECK(svc_route_success(&read[0]) == 200);
     SVC_CHECK(svc_router_create(&rt, unsaid, p) == APR_EINVAL);
     SVC_CHECK(svc_router_create(&rt, read, p) == APR_SUCCESS);

@@ -13,6 +13,7 @@
  * writes nothing but its usage record, and answers 502 provider_error.
  */
 #include "svc_doc_ai.h"
+#include "svc_billing.h"
 #include "svc_doc_store.h"
 #include "svc_providers.h"
 
@@ -330,6 +331,11 @@ static apr_status_t ask_model(svc_ctx_t *ctx, const char *purpose, const char *i
 
     if ((rv = svc_ctx_db(ctx, &db)) != APR_SUCCESS
         || (rv = read_input(ctx, db, doc, in)) != APR_SUCCESS) {
+        return rv;
+    }
+    /* A hard budget used up (or a plan's hard limit) refuses new model
+     * work: 402 budget_exceeded. */
+    if ((rv = svc_billing_admit(ctx)) != APR_SUCCESS) {
         return rv;
     }
     rv = svc_provider_default(db, ctx->pool, ctx->conf, ctx->org->id, pprov);

@@ -1,6 +1,6 @@
 /*
  * svc_documents.h: the documents area: products and their planning documents, versions, decisions, AI edits, comments.
- * May call base/, the kernel and the providers area (svc_providers.h); others call it through this header only.
+ * May call base/, the kernel, the providers area (svc_providers.h) and the billing area (svc_billing.h: a budget used up refuses new model work); others call it through this header only.
  *
  * A product is the planning set of a project: a table of contents and
  * section documents. Every change of a document is a new version (its body

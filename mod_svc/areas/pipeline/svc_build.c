@@ -4,6 +4,7 @@
  * trigger of sql/011 as their runs change status.
  */
 #include "svc_build.h"
+#include "svc_billing.h"
 #include "svc_documents.h"
 #include "svc_runs.h"
 
@@ -348,6 +349,10 @@ static apr_status_t run_all(svc_ctx_t *ctx, svc_db_t *db, void *baton)
     if (req->archived) {
         return svc_fail(ctx, 409, "project_archived", "Project %s is archived; restore it to "
                         "start runs.", req->project_slug);
+    }
+    /* A hard budget used up refuses new build tasks' runs (402). */
+    if ((rv = svc_billing_admit(ctx)) != APR_SUCCESS) {
+        return rv;
     }
     if ((rv = svc_db_execv(db, &st_tasks_to_run, ctx->pool, &res, id, ctx->org->id))
         != APR_SUCCESS) {

@@ -8,6 +8,7 @@
 
 #include "svc_pipeline.h"
 #include "svc_pl_store.h"
+#include "svc_providers.h"
 
 /* What the factory adds to every run's instructions (its own prompt, the
  * repository's listing), in tokens. */
@@ -15,23 +16,6 @@
 /* The most a run's one model call may answer (the factory's max_tokens). */
 #define SVC_ESTIMATE_OUTPUT_MAX 16000
 #define SVC_ESTIMATE_OUTPUT_MIN 1000
-
-/* A model's price in US dollars per million tokens, and where it is from. */
-typedef struct {
-    const char *entry;          /* the table's name for it */
-    double input_per_mtok;
-    double output_per_mtok;
-    const char *source;         /* "SvcModelPrice" or "the shipped table" */
-} svc_price_t;
-
-/*
- * The price of `model`: the entry named exactly so, else the longest entry
- * the model's name starts with, followed by '-' (dated and "-latest" names:
- * gpt-4o-2024-08-06, claude-sonnet-4-20250514), from SvcModelPrice and the
- * shipped table (svc_estimate.c) together, SvcModelPrice winning between
- * equals. 0 when no price is known.
- */
-int svc_price_of(const svc_config_t *conf, const char *model, svc_price_t *pprice);
 
 /* Tokens of text, reckoned: one per 4 bytes, rounded up. */
 apr_int64_t svc_estimate_tokens(apr_size_t bytes);

@@ -1,6 +1,6 @@
 /*
  * svc_pipeline.h: the pipeline area: requests stage by stage, build tasks and their runs, cost estimates, improvements.
- * May call base/, the kernel, and the documents, providers, runs and attachments areas' public headers; others call it through this header only.
+ * May call base/, the kernel, and the documents, providers, runs, attachments and billing areas' public headers; others call it through this header only.
  *
  * A request (a build, or an approved improvement) moves through intake,
  * planning, review, build, integration and done. Entering planning makes

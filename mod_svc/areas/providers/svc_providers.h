@@ -193,4 +193,36 @@ apr_status_t svc_provider_usage_sums(svc_db_t *db, apr_pool_t *p, const char *or
                                      const apr_array_header_t *subject_ids,
                                      apr_array_header_t **psums);
 
+/*
+ * Model prices (svc_provider_price.c): SvcModelPrice first, then the table
+ * shipped with the service. The pipeline's estimates and the billing
+ * area's costs read the same prices.
+ */
+
+/* A model's price in US dollars per million tokens, and where it is from. */
+typedef struct {
+    const char *entry;          /* the table's name for it */
+    double input_per_mtok;
+    double output_per_mtok;
+    const char *source;         /* "SvcModelPrice" or "the shipped table" */
+} svc_price_t;
+
+/*
+ * The price of `model`: the entry named exactly so, else the longest entry
+ * the model's name starts with, followed by '-' (dated and "-latest" names:
+ * gpt-4o-2024-08-06, claude-sonnet-4-20250514), from SvcModelPrice and the
+ * shipped table together, SvcModelPrice winning between equals. 0 when no
+ * price is known.
+ */
+int svc_price_of(const svc_config_t *conf, const char *model, svc_price_t *pprice);
+
+/*
+ * Every entry of both tables as JSON text (in p), for SQL that prices what
+ * it sums: [{"entry", "input", "output", "rank"}], rank 0 for SvcModelPrice
+ * and 1 for the shipped table. Matched in SQL as svc_price_of matches:
+ * exact name first, then the longest entry followed by '-', then the lower
+ * rank.
+ */
+const char *svc_price_table_json(apr_pool_t *p, const svc_config_t *conf);
+
 #endif /* SVC_PROVIDERS_H */

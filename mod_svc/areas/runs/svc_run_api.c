@@ -6,6 +6,7 @@
  */
 #include "svc_run_api.h"
 #include "svc_run_store.h"
+#include "svc_billing.h"
 #include "svc_idempotency.h"
 #include "svc_vcs.h"
 #include "svc_providers.h"
@@ -326,6 +327,10 @@ apr_status_t svc_h_runs_create(svc_ctx_t *ctx)
     if (ctx->project->archived) {
         return svc_fail(ctx, 409, "project_archived", "Project %s is archived; restore it "
                         "to start runs.", ctx->project->slug);
+    }
+    /* A hard budget used up refuses new runs (402); running ones finish. */
+    if ((rv = svc_billing_admit(ctx)) != APR_SUCCESS) {
+        return rv;
     }
     if (st.key) {
         st.fp = svc_idem_fingerprint(ctx, ctx->project->id);

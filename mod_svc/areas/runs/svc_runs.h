@@ -1,6 +1,7 @@
 /*
  * svc_runs.h: the runs area: factory runs, their supervisor, sandbox, logs and artifacts.
- * May call base/, the kernel, the providers area's public header and the vcs area's
+ * May call base/, the kernel, the providers area's public header, the billing area's
+ * (svc_billing.h: a budget used up refuses new runs; the supervisors sweep the budgets) and the vcs area's
  * (svc_vcs.h: a project's linked repository, the init step's clone token); the glue
  * calls it here.
  *

@@ -11,6 +11,7 @@
  * once; a periodic look at the table covers notifications missed while
  * the database was away. Each run has a thread of its own (svc_runner.c).
  */
+#include "svc_billing.h"
 #include "svc_runner.h"
 #include "svc_sandbox.h"
 #include "svc_workspace.h"
@@ -27,6 +28,9 @@
 #define CLAIM_EVERY_S   2
 #define SWEEP_EVERY_S   60
 #define KEYS_EVERY_S    3600
+/* Budgets are compared with the month's spend this often (svc_billing_sweep:
+ * orgs with model calls since their last look only). */
+#define BUDGETS_EVERY_S 5
 #define RECONNECT_MS    1000
 
 typedef struct {
@@ -39,6 +43,7 @@ typedef struct {
     svc_db_t *db;
     unsigned long db_resets;    /* the connection's reconnects when LISTEN was sent */
     apr_time_t next_connect, next_renew, next_reap, next_claim, next_sweep, next_keys;
+    apr_time_t next_budgets;
     int claim_soon;
 } sup_t;
 
@@ -380,6 +385,18 @@ int svc_supervisor_run(const svc_supervisor_conf_t *sc, volatile sig_atomic_t *s
             checked(&s, svc_run_sweep_keys(db, sp), "removing old idempotency keys");
             apr_pool_destroy(sp);
             s.next_keys = now + apr_time_from_sec(KEYS_EVERY_S);
+        }
+        if ((db = db_get(&s)) != NULL && now >= s.next_budgets && sc->conf) {
+            apr_pool_t *sp;
+            int alerts = 0;
+
+            apr_pool_create(&sp, p);
+            checked(&s, svc_billing_sweep(db, sp, sc->conf, &alerts), "checking budgets");
+            if (alerts) {
+                say(&s, SVC_SUP_INFO, "SVC0703: %d budget alert(s) sent", alerts);
+            }
+            apr_pool_destroy(sp);
+            s.next_budgets = now + apr_time_from_sec(BUDGETS_EVERY_S);
         }
         pfd.fd = s.db ? svc_db_socket(s.db) : -1;
         pfd.events = POLLIN;

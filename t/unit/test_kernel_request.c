@@ -1,5 +1,5 @@
 /*
- * test_request.c: what the kernel does for the glue with a request's raw
+ * test_kernel_request.c: what the kernel does for the glue with a request's raw
  * parts, which needs no httpd: the query string decoded all or nothing
  * (svc_dispatch_query, over svc_url_decode_form), and a share link's
  * token kept out of the path the access log prints (svc_route_redact_path).
