@@ -497,6 +497,8 @@ static const problem_def_t problems[] = {
     { 401, "Unauthenticated", "No, malformed, unknown, expired or revoked credentials "
       "(`unauthenticated`)." },
     { 401, "Unauthorized", "The request's own credentials were refused (a signature, a code)." },
+    { 402, "PaymentRequired", "A hard budget or the plan's allowance is used up "
+      "(`budget_exceeded`): nothing new was started." },
     { 403, "Forbidden", "Not allowed: the token's scope (`insufficient_scope`), your role "
       "(`forbidden`), a cookie-authenticated change from an untrusted origin (`csrf_failed`), "
       "or the route's own reason." },
@@ -533,6 +535,7 @@ static void define_problems(oa_t *oa, json_t *responses)
                                     "detail", d->description,
                                     "code", d->status == 400 ? "validation_failed"
                                     : d->status == 401 ? "unauthenticated"
+                                    : d->status == 402 ? "budget_exceeded"
                                     : d->status == 403 ? "forbidden"
                                     : d->status == 404 ? "not_found"
                                     : d->status == 409 ? "conflict"
@@ -893,6 +896,9 @@ static void failures(oa_t *oa, const svc_route_t *r, json_t *responses)
     else if (r->auth == SVC_AUTH_WEBHOOK || (r->answers & SVC_ANS_DENIED)) {
         add_problem(oa, responses, 401, "Unauthorized");
         add_problem(oa, responses, 403, "Forbidden");
+    }
+    if (r->answers & SVC_ANS_PAYMENT) {
+        add_problem(oa, responses, 402, "PaymentRequired");
     }
     /* An internal route answers 404 to other addresses: it does not
      * confirm it exists. */

@@ -92,6 +92,7 @@ typedef apr_status_t (*svc_handler_fn)(svc_ctx_t *ctx);
 #define SVC_ANS_DENIED      0x10    /* 401 and 403 on a route of another kind of caller */
 #define SVC_ANS_NOT_FOUND   0x20    /* 404 where nothing in the row names a thing */
 #define SVC_ANS_NULL        0x40    /* the JSON success may be null instead of .response */
+#define SVC_ANS_PAYMENT     0x80    /* 402: a hard budget or the plan's allowance is used up */
 
 /* A query parameter a route documents and accepts. */
 typedef struct {

@@ -280,10 +280,11 @@ sub contract_errors {
     my ($o) = eval { _operation($a{method}, $a{path}) };
     return ($what, 'FAIL document', "the document could not be read: $@") if $@;
     my $has_body = defined $a{body} && length $a{body} && $a{method} ne 'HEAD';
-    my $data;
+    my ($data, $decoded);
     if ($has_body && $ct =~ m{^application/(?:problem\+)?json$}) {
         $data = eval { $JSON->decode($a{body}) };
         return ($what, 'FAIL json', "the body is not JSON: $@") if $@;
+        $decoded = 1;    # (null decodes to undef)
     }
     if (!$o) {
         # No operation: an unknown path, or another method (405), or
@@ -345,7 +346,7 @@ sub contract_errors {
         },
         body => sub {
             return { exists => 0 } unless $has_body;
-            return { exists => 1, value => (defined $data ? $data : $a{body}),
+            return { exists => 1, value => ($decoded ? $data : $a{body}),
                      content_type => ($ct eq '' ? undef : $ct) };
         },
     );

@@ -194,6 +194,7 @@ static const svc_route_t routes[] = {
     { .method = "POST", .path = ORG "/billing/checkout", .handler = svc_h_billing_checkout,
       .scope = SVC_SCOPE_ADMIN, .role = SVC_ROLE_ADMIN, .body = svc_body_billing_checkout,
       .body_limit = SVC_KB(16), .success = 201, .op_id = "createBillingCheckout", .tag = TAG,
+      .flags = SVC_RF_IDEMPOTENT,
       .response = &schema_checkout, .answers = SVC_ANS_PROVIDER,
       .body_example = "{\"plan\": \"team\", \"success_url\": \"https://app.example.com/ok\", "
         "\"cancel_url\": \"https://app.example.com/billing\"}",

@@ -61,7 +61,7 @@ static const svc_route_t routes[] = {
       .body = svc_body_regenerate, .body_limit = SVC_KB(64), .rate_class = "models", .success = 201,
       .body_example = "{\"instructions\": \"Shorter, and say how long the cart keeps items.\"}",
       .op_id = "regenerateDocument", .response = &svc_schema_doc_version,
-      .answers = SVC_ANS_PROVIDER, .tag = "Documents",
+      .answers = SVC_ANS_PROVIDER | SVC_ANS_PAYMENT, .tag = "Documents",
       .summary = "The organization's default model rewrites the document as a new draft version" },
     { .method = "GET", .path = "/api/orgs/:orgSlug/documents/:docId/patches",
       .handler = svc_h_patches_list, .scope = SVC_SCOPE_READ, .role = SVC_ROLE_VIEWER,
@@ -73,7 +73,7 @@ static const svc_route_t routes[] = {
       .body = svc_body_patch_create, .body_limit = SVC_KB(64), .rate_class = "models",
       .body_example = "{\"instructions\": \"Say how long the cart keeps items.\"}",
       .success = 201, .op_id = "proposePatch", .response = &svc_schema_patch,
-      .answers = SVC_ANS_PROVIDER, .tag = "Documents",
+      .answers = SVC_ANS_PROVIDER | SVC_ANS_PAYMENT, .tag = "Documents",
       .summary = "Ask the organization's default model for a change, kept as a patch (a unified "
         "diff)" },
     { .method = "GET", .path = "/api/orgs/:orgSlug/documents/:docId/comments",

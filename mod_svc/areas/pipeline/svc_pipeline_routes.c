@@ -66,6 +66,7 @@ static const svc_route_t routes[] = {
     { .method = "POST", .path = REQ "/build-tasks/run-all", .handler = svc_h_requests_run_all,
       .scope = SVC_SCOPE_WRITE, .role = SVC_ROLE_MEMBER, .rate_class = "runs",
       .op_id = "runAllBuildTasks", .response = &svc_schema_run_all, .tag = TAG,
+      .answers = SVC_ANS_PAYMENT,
       .summary = "Start a run for every build task that is pending, failed or cancelled" },
     REQUEST_ACTION("/build/pause", svc_h_requests_pause, "pauseBuild",
                    "Start no more runs (running ones finish)"),

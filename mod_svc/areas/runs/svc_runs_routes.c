@@ -34,7 +34,7 @@ static const svc_route_t routes[] = {
       .role = SVC_ROLE_VIEWER, .prole = SVC_PROLE_DEVELOPER, .body = svc_body_run_create,
       .body_example = "{\"instructions\": \"Add a README that says how to run the tests.\"}",
       .body_limit = SVC_KB(512), .rate_class = "runs", .flags = SVC_RF_IDEMPOTENT, .success = 201,
-      .op_id = "startRun", .response = &svc_schema_run,
+      .op_id = "startRun", .response = &svc_schema_run, .answers = SVC_ANS_PAYMENT,
       .tag = "Runs",
       .summary = "Start a run: the factory builds what the instructions ask for on a fresh "
         "repository (honours Idempotency-Key)" },
