@@ -172,5 +172,7 @@ clean:
 include packaging/packaging.mk
 # build/svc-factory, the default factory program of a run
 include mod_svc/factory/factory.mk
+# build/svc-agent, the deploy agent of a deploy target
+include mod_svc/agent/agent.mk
 # make fuzz, make fuzz-replay: libFuzzer targets (clang), in build-fuzz
 include t/fuzz/fuzz.mk

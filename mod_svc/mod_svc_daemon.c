@@ -12,6 +12,7 @@
  * (svc_supervisor_run), which needs nothing of httpd.
  */
 #include "mod_svc_glue.h"
+#include "svc_deploy.h"
 
 #include <http_core.h>
 #include <http_log.h>
@@ -21,6 +22,7 @@
 #include <unixd.h>
 #include <apr_signal.h>
 #include <apr_strings.h>
+#include <apr_thread_proc.h>
 
 #include <errno.h>
 #include <signal.h>
@@ -57,6 +59,18 @@ static void sup_signal(int sig)
 {
     (void)sig;
     sup_stop = 1;
+}
+
+/* The deploy area's planner, on a thread beside the supervisor's. */
+static void *APR_THREAD_FUNC planner_main(apr_thread_t *thd, void *data)
+{
+    const svc_supervisor_conf_t *sup = data;
+    apr_pool_t *p;
+
+    apr_pool_create(&p, NULL);
+    svc_deploy_planner_run(sup, &sup_stop, p);
+    apr_pool_destroy(p);
+    return NULL;
 }
 
 /*
@@ -113,6 +127,8 @@ static void supervisor_main(server_rec *s, apr_pool_t *pconf, int backoff)
 {
     svc_server_conf *sc = ap_get_module_config(s->module_config, &svc_module);
     svc_supervisor_conf_t sup = sc->sup;
+    apr_thread_t *planner = NULL;
+    apr_status_t trv;
     apr_pool_t *p;
     sigset_t none;
     int rc, i;
@@ -148,7 +164,19 @@ static void supervisor_main(server_rec *s, apr_pool_t *pconf, int backoff)
     sup.conf = &sc->core;
     sup.log = sup_log;
     sup.log_baton = s;
+    /* Deployments are planned in this process too: it has the sandbox
+     * that reads an artifact, and the providers' configuration. */
+    if (!sup_stop && apr_thread_create(&planner, NULL, planner_main, &sup, p) != APR_SUCCESS) {
+        ap_log_error(APLOG_MARK, APLOG_ERR, 0, s, "SVC0606: the deployment planner cannot "
+                     "start; deployments stay in planning until the supervisor restarts");
+        planner = NULL;
+    }
     rc = sup_stop ? 0 : svc_supervisor_run(&sup, &sup_stop, p);
+    if (planner) {
+        /* The supervisor returns once stopped (or unable to work): so does the planner. */
+        sup_stop = 1;
+        apr_thread_join(&trv, planner);
+    }
     exit(rc ? SUP_EXIT_SETUP : 0);
 }
 

@@ -340,7 +340,8 @@ int svc_handler(request_rec *r)
              ? stream_body_begin(ctx, r, svc_dispatch_body_limit(ctx), &sb)
              : receive_body(ctx, r, svc_dispatch_body_limit(ctx));
         if (rv == APR_SUCCESS && !sc->core.have_secret
-            && (ctx->route->auth == SVC_AUTH_USER || ctx->route->auth == SVC_AUTH_SHARE)) {
+            && (ctx->route->auth == SVC_AUTH_USER || ctx->route->auth == SVC_AUTH_SHARE
+                || ctx->route->auth == SVC_AUTH_AGENT)) {
             rv = svc_fail(ctx, 503, "not_configured",
                           "The service is not configured for authentication yet "
                           "(SvcSecret is missing).");

@@ -107,6 +107,7 @@ typedef struct {
     apr_int64_t id;
     char *org_id;
     char *run_id;
+    char *target_id;
     char *kind;
     char *data;
 } ring_entry;
@@ -176,6 +177,8 @@ struct sse_stream {
     apr_uint32_t slot, gen;     /* the watcher's: where it is registered */
     const char *run_id;
     int until_run_ends;
+    const char *target_id;      /* a deploy agent's work stream: its target */
+    const char *recheck_prefix; /* events of these kinds have access checked at once */
     apr_int64_t last_id;
     apr_uint64_t ring_pos;      /* arrival number to scan the ring from */
     apr_uint64_t written_at_beat;   /* net->written at the last heartbeat */
@@ -452,13 +455,32 @@ typedef struct {
     int more;                   /* it stopped at the budget: more is waiting */
     int final;                  /* a run stream sent its run's final status */
     int later;                  /* queued for the table: woken in its turn */
+    int recheck;                /* it sent an event that may have changed access */
 } sse_pass;
+
+/* Whether the event of this kind makes the stream check its caller's access
+ * now (svc_stream_t.recheck_prefix). */
+static int asks_recheck(const char *prefix, const char *kind)
+{
+    return prefix && strncmp(kind, prefix, strlen(prefix)) == 0;
+}
+
+/* Whether an event belongs on a stream for target_id (NULL: a user's
+ * stream, which carries no target's work). */
+static int target_matches(const char *stream_target, const char *event_target)
+{
+    if (!stream_target) {
+        return event_target == NULL;
+    }
+    return event_target && strcmp(stream_target, event_target) == 0;
+}
 
 /* Writes the events (an array of svc_event_t) the stream has not sent,
  * within the pass's budget, and flushes them. */
 static apr_status_t send_events(request_rec *r, apr_bucket_brigade *bb,
                                 const apr_array_header_t *events, apr_int64_t *plast,
-                                int until_run_ends, sse_pass *pass)
+                                int until_run_ends, const char *recheck_prefix,
+                                sse_pass *pass)
 {
     int i, wrote = 0;
 
@@ -477,6 +499,9 @@ static apr_status_t send_events(request_rec *r, apr_bucket_brigade *bb,
         pass->budget = n < pass->budget ? pass->budget - n : 0;
         *plast = e->id;
         wrote = 1;
+        if (asks_recheck(recheck_prefix, e->kind)) {
+            pass->recheck = 1;
+        }
         if (until_run_ends && is_final_status(e->kind, e->data)) {
             pass->final = 1;
             break;
@@ -493,8 +518,9 @@ static apr_status_t send_events(request_rec *r, apr_bucket_brigade *bb,
  */
 static apr_status_t replay(request_rec *r, svc_ctx_t *ctx, apr_pool_t *p,
                            apr_bucket_brigade *bb, const sse_net *net, const char *org_id,
-                           const char *run_id, int until_run_ends, apr_int64_t *plast,
-                           sse_pass *pass)
+                           const char *run_id, const char *target_id,
+                           const char *recheck_prefix, int until_run_ends,
+                           apr_int64_t *plast, sse_pass *pass)
 {
     apr_array_header_t *events;
     apr_pool_t *bp;
@@ -512,14 +538,15 @@ static apr_status_t replay(request_rec *r, svc_ctx_t *ctx, apr_pool_t *p,
         int i;
 
         apr_pool_clear(bp);
-        rv = svc_events_after(db, bp, org_id, run_id, *plast, SSE_BATCH, asked, &events);
+        rv = svc_events_after(db, bp, org_id, run_id, target_id, *plast, SSE_BATCH, asked,
+                              &events);
         if (rv != APR_SUCCESS || !events->nelts) {
             break;
         }
         for (i = 0; i < events->nelts; i++) {
             got += strlen(APR_ARRAY_IDX(events, i, svc_event_t).data);
         }
-        rv = send_events(r, bb, events, plast, until_run_ends, pass);
+        rv = send_events(r, bb, events, plast, until_run_ends, recheck_prefix, pass);
         if (rv != APR_SUCCESS || pass->final || pass->more) {
             break;
         }
@@ -599,15 +626,18 @@ static void ring_add(sse_hub *hub, hub_org *o, const svc_event_t *e)
         }
         free(slot->org_id);
         free(slot->run_id);
+        free(slot->target_id);
         free(slot->kind);
         free(slot->data);
     }
     slot->id = e->id;
     slot->org_id = strdup(o->org_id);
     slot->run_id = e->run_id ? strdup(e->run_id) : NULL;
+    slot->target_id = e->target_id ? strdup(e->target_id) : NULL;
     slot->kind = strdup(e->kind);
     slot->data = strdup(e->data);
-    if (!slot->org_id || !slot->kind || !slot->data || (e->run_id && !slot->run_id)) {
+    if (!slot->org_id || !slot->kind || !slot->data || (e->run_id && !slot->run_id)
+        || (e->target_id && !slot->target_id)) {
         /* Out of memory: forget the org's coverage; its streams read the table. */
         o->covered = 0;
     }
@@ -663,8 +693,8 @@ static apr_status_t hub_fetch(sse_hub *hub, svc_db_t *db, apr_pool_t *p, notices
         after = o->covered ? o->fetched : low - 1;
         apr_thread_mutex_unlock(hub->lock);
         do {
-            rv = svc_events_after(db, p, org_id, NULL, after, SSE_BATCH,
-                                  (apr_size_t)APR_INT64_MAX, &events);
+            rv = svc_events_after(db, p, org_id, NULL, SVC_EVENTS_EVERY_TARGET, after,
+                                  SSE_BATCH, (apr_size_t)APR_INT64_MAX, &events);
             if (rv != APR_SUCCESS) {
                 break;
             }
@@ -809,6 +839,16 @@ static void *APR_THREAD_FUNC hub_main(apr_thread_t *thd, void *data)
             db = NULL;
         }
     }
+    /*
+     * The child is going away, and every stream it holds with it: their
+     * places are given back now, whether or not their requests' cleanups
+     * got to hand them over (a child that exits with streams open would
+     * otherwise leave places counted for 90 s and kept for five minutes).
+     */
+    if (db) {
+        apr_pool_clear(tp);
+        svc_streams_release_all(db, tp, holder);
+    }
     if (cp) {
         apr_pool_destroy(cp);
     }
@@ -838,6 +878,7 @@ static apr_status_t hub_stop(void *data)
     for (i = 0; i < SSE_RING; i++) {
         free(hub->ring[i].org_id);
         free(hub->ring[i].run_id);
+        free(hub->ring[i].target_id);
         free(hub->ring[i].kind);
         free(hub->ring[i].data);
     }
@@ -1268,7 +1309,8 @@ static apr_status_t next_events(sse_stream *st, sse_pass *pass)
             apr_size_t n;
 
             if (re->id <= st->last_id || strcmp(re->org_id, st->org->org_id) != 0
-                || (st->run_id && (!re->run_id || strcmp(re->run_id, st->run_id) != 0))) {
+                || (st->run_id && (!re->run_id || strcmp(re->run_id, st->run_id) != 0))
+                || !target_matches(st->target_id, re->target_id)) {
                 continue;
             }
             if (!pass->budget) {
@@ -1279,6 +1321,9 @@ static apr_status_t next_events(sse_stream *st, sse_pass *pass)
             pass->budget = n < pass->budget ? pass->budget - n : 0;
             st->last_id = re->id;
             wrote = 1;
+            if (asks_recheck(st->recheck_prefix, re->kind)) {
+                pass->recheck = 1;
+            }
             if (st->until_run_ends && is_final_status(re->kind, re->data)) {
                 pass->final = 1;
                 pos++;
@@ -1299,7 +1344,8 @@ static apr_status_t next_events(sse_stream *st, sse_pass *pass)
         apr_pool_create(&tp, st->r->pool);
         ctx = svc_glue_ctx(st->r, tp);
         rv = replay(st->r, ctx, tp, st->bb, st->net, st->org->org_id, st->run_id,
-                    st->until_run_ends, &st->last_id, pass);
+                    st->target_id, st->recheck_prefix, st->until_run_ends, &st->last_id,
+                    pass);
         svc_glue_ctx_release(ctx);
         apr_pool_destroy(tp);
         table_leave();
@@ -1322,10 +1368,12 @@ static apr_status_t next_events(sse_stream *st, sse_pass *pass)
  * takes more). Returns non-zero when the stream must end (client gone, run
  * over).
  */
+static int still_allowed(sse_stream *st);
+
 static int deliver(sse_stream *st)
 {
     for (;;) {
-        sse_pass pass = { 0, 0, 0, 0 };
+        sse_pass pass = { 0, 0, 0, 0, 0 };
 
         if (net_write(st->net) != APR_SUCCESS) {
             return 1;
@@ -1336,6 +1384,14 @@ static int deliver(sse_stream *st)
         pass.budget = SSE_BACKLOG - st->net->pending;
         if (next_events(st, &pass) != APR_SUCCESS || pass.final) {
             return 1;
+        }
+        if (pass.recheck) {
+            /* Access may have changed with it (a target's key rotated):
+             * checked now, not at the next periodic check. */
+            st->next_recheck = apr_time_now() + SSE_RECHECK;
+            if (!still_allowed(st)) {
+                return 1;
+            }
         }
         if (pass.later) {
             /* Queued for the table: woken in its turn. */
@@ -1484,26 +1540,31 @@ static int stream_refused(request_rec *r, svc_ctx_t *ctx, apr_status_t rv)
 static apr_status_t take_place(request_rec *r, svc_ctx_t *ctx, sse_hub *hub, int limit)
 {
     const svc_principal_t *who = ctx->who;
+    const char *principal;
     sse_place *pl;
     svc_db_t *db;
     apr_status_t rv;
 
-    if (!limit || !who || !who->user_id) {
+    /* A user's streams count against the user, whatever the credential; a
+     * deploy agent's against its target. */
+    if (!limit || !who || (!who->user_id && !who->target_id)) {
         return APR_SUCCESS;
     }
+    principal = who->user_id ? apr_pstrcat(r->pool, "user:", who->user_id, NULL)
+                             : apr_pstrcat(r->pool, "target:", who->target_id, NULL);
     pl = apr_pcalloc(r->pool, sizeof(*pl));
     pl->hub = hub;
     if ((rv = svc_ctx_db(ctx, &db)) != APR_SUCCESS
-        || (rv = svc_streams_claim(db, r->pool, apr_pstrcat(r->pool, "user:", who->user_id,
-                                                            NULL),
-                                   holder, limit, &pl->id)) != APR_SUCCESS) {
+        || (rv = svc_streams_claim(db, r->pool, principal, holder, limit, &pl->id))
+           != APR_SUCCESS) {
         return rv;
     }
     if (!pl->id) {
         apr_table_setn(ctx->headers_out, "Retry-After", SSE_LIMIT_RETRY);
         return svc_fail(ctx, 429, "too_many_streams", "You hold %d event streams open "
-                        "already, as many as one user may (SvcStreamLimit); close one, or "
-                        "try again when one has ended.", limit);
+                        "already, as many as one %s may (SvcStreamLimit); close one, or "
+                        "try again when one has ended.", limit,
+                        who->user_id ? "user" : "deploy target");
     }
     apr_pool_cleanup_register(r->pool, pl, place_release, apr_pool_cleanup_null);
     return APR_SUCCESS;
@@ -1514,7 +1575,7 @@ int svc_sse_begin(request_rec *r, svc_ctx_t *ctx)
     svc_server_conf *sc = ap_get_module_config(r->server->module_config, &svc_module);
     const svc_stream_t *spec = ctx->stream;
     apr_bucket_brigade *bb = apr_brigade_create(r->pool, r->connection->bucket_alloc);
-    sse_pass pass = { SSE_BACKLOG, 0, 0, 0 };
+    sse_pass pass = { SSE_BACKLOG, 0, 0, 0, 0 };
     apr_int64_t last = spec->after;
     sse_stream *st;
     sse_watch *w;
@@ -1553,8 +1614,8 @@ int svc_sse_begin(request_rec *r, svc_ctx_t *ctx)
     apr_brigade_printf(bb, NULL, NULL, "retry: %d\n\n", SSE_RETRY_MS);
     rv = flush(r, bb);
     if (rv == APR_SUCCESS) {
-        rv = replay(r, ctx, r->pool, bb, net, spec->org_id, spec->run_id,
-                    spec->until_run_ends, &last, &pass);
+        rv = replay(r, ctx, r->pool, bb, net, spec->org_id, spec->run_id, spec->target_id,
+                    spec->recheck_prefix, spec->until_run_ends, &last, &pass);
     }
     /* Idle streams hold no pooled connection. */
     svc_glue_ctx_release(ctx);
@@ -1577,6 +1638,8 @@ int svc_sse_begin(request_rec *r, svc_ctx_t *ctx)
     st->net = net;
     st->run_id = spec->run_id;
     st->until_run_ends = spec->until_run_ends;
+    st->target_id = spec->target_id;
+    st->recheck_prefix = spec->recheck_prefix;
     st->last_id = last;
     st->route = ctx->route;
     st->params = ctx->params;

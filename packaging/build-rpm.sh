@@ -72,20 +72,23 @@ rpmbuild "${defs[@]}" --nodeps -bb "$spec" >"$log" 2>&1 \
 arch=$(rpm --eval '%{_arch}')
 rpmfile=$TOPDIR/RPMS/$arch/$NVR.$arch.rpm
 [ -f "$rpmfile" ] || die "rpmbuild made no $NVR.$arch.rpm (log: $log)"
-cp "$rpmfile" "$spec" "$OUT"/
+# The deploy agent's subpackage, for the deploy targets.
+agentfile=$TOPDIR/RPMS/$arch/svc-agent-$VERSION-$RPM_RELEASE.$arch.rpm
+[ -f "$agentfile" ] || die "rpmbuild made no svc-agent subpackage (log: $log)"
+cp "$rpmfile" "$agentfile" "$spec" "$OUT"/
 
 # rpmlint with Fedora's settings where they differ from the generic ones
 # (packaging/rpm/rpmlint.toml): errors fail the build; warnings are shown
 # (docs/decisions.md lists the ones we keep). The report stays next to the
 # package for the test.
 report=$OUT/rpmlint_$VERSION-$RPM_RELEASE.txt
-say "rpmlint $NVR.$arch.rpm mod_svc.spec"
+say "rpmlint $NVR.$arch.rpm ${agentfile##*/} mod_svc.spec"
 rc=0
-rpmlint -c "$TOP/packaging/rpm/rpmlint.toml" "$OUT/$NVR.$arch.rpm" "$OUT/mod_svc.spec" \
-    >"$report" 2>&1 || rc=$?
+rpmlint -c "$TOP/packaging/rpm/rpmlint.toml" "$OUT/$NVR.$arch.rpm" "$OUT/${agentfile##*/}" \
+    "$OUT/mod_svc.spec" >"$report" 2>&1 || rc=$?
 sed 's/^/    /' "$report"
 summary=$(grep -E '[0-9]+ errors?, [0-9]+ warnings?' "$report" | tail -n 1)
 [ -n "$summary" ] || die "rpmlint printed no summary (exit $rc; report in $report)"
 errors=$(sed -E 's/.* ([0-9]+) errors?,.*/\1/' <<<"$summary")
 [ "$errors" = 0 ] || die "rpmlint found $errors error(s) (see above; report in $report)"
-say "package: ${OUT#"$TOP"/}/$NVR.$arch.rpm"
+say "packages: ${OUT#"$TOP"/}/$NVR.$arch.rpm, ${OUT#"$TOP"/}/${agentfile##*/}"

@@ -1,7 +1,8 @@
 # packaging/packaging.mk: the Debian and RPM packages; included by the
 # Makefile, whose VERSION is the packages' version.
 #
-#   make deb             build/packages/deb/: libapache2-mod-svc and svc-tools
+#   make deb             build/packages/deb/: libapache2-mod-svc, svc-tools and
+#                        svc-agent
 #                        (dpkg-buildpackage in a clean copy of the tree), lintian
 #   make rpm             build/packages/rpm/: mod_svc for Fedora / RHEL 9, built
 #                        here with rpmbuild --nodeps to check it (rpmlint)

@@ -108,6 +108,7 @@ my %tx_callers = map { ("$src/$_" => 1) } (
     'base/svc_migrate',         # one migration per transaction
     'svcctl',                   # the operator's commands
     'areas/runs/svc_run_store', # the run supervisor's status changes and logs
+    'areas/deploy/svc_planner', # a plan written, in the run supervisor's process
     'areas/billing/svc_budget_sweep', # the run supervisors' budget sweep
 );
 for my $mod (sort keys %uses) {

@@ -12,7 +12,10 @@
 #    PostgreSQL: installs the packages with apt-get, runs the three commands
 #    the postinst prints (and README.Debian lists), a2enmod svc, configtest,
 #    reload, and calls /internal/health and GET /api/me with a token made by
-#    svcctl; upgrades to the higher version (the secret and a changed conffile
+#    svcctl; installs svc-agent and runs one deployment with it (a target
+#    registered, the agent started from its configuration file as its user,
+#    a run's artifact planned, approved, answering on its port, torn down),
+#    then purges it; upgrades to the higher version (the secret and a changed conffile
 #    survive, the old token still works); removes (module disabled, config
 #    kept); purges (config gone, database untouched).
 #
@@ -101,7 +104,9 @@ DEB_TOOLS1=$OUT/v1/deb/svc-tools_${V1}-1_amd64.deb
 DEB_MOD2=$OUT/v2/deb/libapache2-mod-svc_${V2}-1_amd64.deb
 DEB_TOOLS2=$OUT/v2/deb/svc-tools_${V2}-1_amd64.deb
 RPM1=$OUT/rpm/mod_svc-${V1}-1.x86_64.rpm
-for f in "$DEB_MOD1" "$DEB_TOOLS1" "$DEB_MOD2" "$DEB_TOOLS2" "$RPM1"; do
+DEB_AGENT1=$OUT/v1/deb/svc-agent_${V1}-1_amd64.deb
+RPM_AGENT1=$OUT/rpm/svc-agent-${V1}-1.x86_64.rpm
+for f in "$DEB_MOD1" "$DEB_TOOLS1" "$DEB_MOD2" "$DEB_TOOLS2" "$RPM1" "$DEB_AGENT1" "$RPM_AGENT1"; do
     [ -f "$f" ] || fail "expected package $f was not built"
 done
 ok "packages built: $(cd "$OUT" && ls v1/deb/*.deb v2/deb/*.deb rpm/*.rpm | grep -v dbgsym | tr '\n' ' ')"
@@ -124,6 +129,16 @@ grep -q ' \./usr/sbin/svcctl$' <<<"$tools_contents" || fail "svc-tools lacks /us
 grep -q ' \./usr/share/man/man8/svcctl\.8\.gz$' <<<"$tools_contents" \
     || fail "svc-tools lacks the svcctl(8) manual page"
 ok "svc-tools holds /usr/sbin/svcctl and svcctl(8)"
+agent_contents=$(dpkg-deb -c "$DEB_AGENT1" | awk '{print $6}' | sed 's|^\./|/|')
+for p in /usr/bin/svc-agent /lib/systemd/system/svc-agent.service \
+         /usr/share/svc-agent/agent.conf.example /usr/share/man/man8/svc-agent.8.gz; do
+    grep -qxF "$p" <<<"$agent_contents" || fail "svc-agent lacks $p"
+done
+agent_deps=$(dpkg-deb -f "$DEB_AGENT1" Depends)
+for d in bubblewrap git adduser libcurl4 libjansson4; do
+    grep -qE "(^|, )$d( |,|$)" <<<"$agent_deps" || fail "svc-agent does not depend on $d: $agent_deps"
+done
+ok "svc-agent holds /usr/bin/svc-agent, its unit, svc-agent(8), and depends on bubblewrap, git, libcurl, jansson"
 conff=$(dpkg-deb --ctrl-tarfile "$DEB_MOD1" | tar -xOf - ./conffiles)
 [ "$(sort <<<"$conff")" = "$(printf '/etc/apache2/mods-available/svc.conf\n/etc/apache2/mods-available/svc.load')" ] \
     || fail "conffiles are not exactly svc.conf and svc.load: $conff"
@@ -193,6 +208,19 @@ done
 ok "requires: httpd-mmn = ${mmn}x8664, apr-util-pgsql, httpd-filesystem, libpq, jansson, libsodium, libcurl, OpenSSL, apr-util"
 [ "$(rpm -qp --qf '%{VERSION}' "$RPM1")" = "$V1" ] || fail "the RPM's version is not $V1"
 ok "version $V1 (the Makefile's)"
+afiles=$(rpm -qlp "$RPM_AGENT1")
+for p in /usr/bin/svc-agent /usr/lib/systemd/system/svc-agent.service /etc/svc-agent/agent.conf \
+         /var/lib/svc-agent /var/lib/svc-agent-separated; do
+    grep -qxF "$p" <<<"$afiles" || fail "the svc-agent RPM lacks $p; it has: $(echo $afiles)"
+done
+aflags=$(rpm -qp --qf '[%{FILEFLAGS:fflags} %{FILEMODES:perms} %{FILEUSERNAME} %{FILENAMES}\n]' "$RPM_AGENT1")
+grep -qx 'cn -rw------- svc-agent /etc/svc-agent/agent.conf' <<<"$aflags" \
+    || fail "agent.conf is not %config(noreplace), 0600, svc-agent's: $(grep agent.conf <<<"$aflags")"
+areqs=$(rpm -qp --requires "$RPM_AGENT1")
+for r in bubblewrap git-core 'libcurl.so.4()(64bit)' 'libjansson.so.4()(64bit)'; do
+    grep -qxF "$r" <<<"$areqs" || fail "the svc-agent RPM does not require '$r'"
+done
+ok "subpackage svc-agent: the agent, its unit, agent.conf (noreplace, 0600, the agent's), its directories; requires bubblewrap, git-core, libcurl, jansson"
 scripts=$(rpm -qp --scripts "$RPM1")
 for s in 'chown root:apache' 'chmod 0640' 'setsebool -P httpd_can_network_connect_db 1' \
          'setsebool -P httpd_can_network_connect 1' 'svcctl --db dbname=svc migrate'; do
@@ -591,6 +619,143 @@ done
     && [ "$(perl -MJSON::PP -e 'print decode_json($ARGV[0])->{error}{code} // ""' "$BODY")" = no_provider ] \
     || fail "the run did not fail with no_provider: $BODY" "$ROOT/var/log/apache2/error.log"
 ok "a run is claimed by the supervisor and fails at once with no_provider (no model provider yet)"
+
+# ---------------------------------------------------------------------------
+step "the deploy agent: install svc-agent, one deployment, purge"
+# ---------------------------------------------------------------------------
+# A chroot cannot make user namespaces (the kernel refuses CLONE_NEWUSER to a
+# chrooted process), so bubblewrap cannot run in this root: the planner's git
+# runs through SvcRunner and the replicas through the agent's runner, both
+# `env` without a sandbox, as an operator's runner program would be used. What
+# bubblewrap does is t/deploy/agent.t's.
+t=$SECONDS
+cp "$DEB_AGENT1" "$ROOT/tmp/pkgs/v1/"
+chmod a+r "$ROOT/tmp/pkgs/v1/${DEB_AGENT1##*/}"
+in_root apt-get install -y -q "/tmp/pkgs/v1/${DEB_AGENT1##*/}" </dev/null >"$LOGS/install-agent.log" 2>&1 \
+    || fail "apt-get install of svc-agent failed" "$LOGS/install-agent.log"
+[ "$(installed svc-agent)" = "install ok installed ${V1}-1" ] || fail "svc-agent is not installed: $(installed svc-agent)"
+in_root getent passwd svc-agent >/dev/null || fail "the postinst made no user svc-agent"
+# (Owners as the root names them: its users' ids are not this machine's.)
+[ "$(in_root stat -c '%U %a' /etc/svc-agent/agent.conf)" = "svc-agent 600" ] \
+    || fail "/etc/svc-agent/agent.conf is $(in_root stat -c '%U %a' /etc/svc-agent/agent.conf), not svc-agent 600"
+[ "$(in_root stat -c '%U %a' /var/lib/svc-agent)" = "svc-agent 700" ] \
+    || fail "/var/lib/svc-agent is $(in_root stat -c '%U %a' /var/lib/svc-agent), not svc-agent 700"
+[ ! -e "$ROOT/etc/systemd/system/multi-user.target.wants/svc-agent.service" ] \
+    || fail "svc-agent.service is enabled at install: it has no key yet"
+ok "apt-get install ./svc-agent_${V1}-1: user svc-agent, agent.conf 0600, /var/lib/svc-agent 0700, unit not enabled"
+[ "$(in_root svc-agent --version)" = "svc-agent $V1" ] || fail "svc-agent --version says '$(in_root svc-agent --version)'"
+if in_root svc-agent --key svc_dek_x >/dev/null 2>&1; then
+    fail "svc-agent took an argument (the key must never be on a command line)"
+fi
+ok "svc-agent --version: svc-agent $V1; arguments refused"
+
+printf 'SvcRunner /usr/bin/env -C {workspace} {command}\n' >"$ROOT/etc/apache2/conf-available/pkgtest-runner.conf"
+in_root a2enconf -q pkgtest-runner >/dev/null || fail "a2enconf pkgtest-runner failed"
+in_root apache2ctl graceful >"$LOGS/graceful-runner.log" 2>&1 || fail "graceful failed" "$LOGS/graceful-runner.log"
+in_root runuser -u www-data -- svcctl --db dbname=svc --secret file:/etc/mod_svc/secret.key \
+    token create "$EMAIL" --scope admin --name pkgtest-deploy >"$LOGS/token-a" 2>"$LOGS/token-a.err" \
+    || fail "svcctl token create --scope admin failed" "$LOGS/token-a.err"
+ATOKEN=$(cat "$LOGS/token-a")
+wait_code /api/orgs/pkgtest/deploy-targets 201 -X POST -H "Authorization: Bearer $ATOKEN" \
+    -H 'Content-Type: application/json' -d '{"name":"pkgtest-box"}' \
+    || fail "registering a deploy target answered $CODE: $BODY" "$ROOT/var/log/apache2/error.log"
+TARGET=$(json id)
+KEY=$(json key)
+[[ $KEY =~ ^svc_dek_[A-Za-z0-9]+$ ]] || fail "the target's answer holds no key"
+ok "a deploy target registered (its key svc_dek_… shown once)"
+
+# An artifact as a run leaves it: a git bundle whose Procfile serves HTTP
+# (with perl: python3 is not in a minimal root), stored as a succeeded run.
+mkdir -p "$ROOT/tmp/site"
+cat >"$ROOT/tmp/site/Procfile" <<'PROCFILE'
+web: perl -MIO::Socket::INET -e '$s = IO::Socket::INET->new(LocalAddr => "127.0.0.1", LocalPort => $ENV{PORT}, Listen => 5, ReuseAddr => 1) or die "$!"; while ($c = $s->accept) { <$c>; print $c "HTTP/1.0 200 OK\r\n\r\nhello from the package test\n"; close $c }'
+PROCFILE
+in_root sh -c 'set -e; cd /tmp/site; git init -q -b svc/run-pkgtest; git add -A
+    git -c user.name=pkgtest -c user.email=pkgtest@example.test commit -q -m site
+    git bundle create -q /tmp/site.bundle HEAD svc/run-pkgtest' >"$LOGS/bundle.log" 2>&1 \
+    || fail "the artifact could not be made in the root" "$LOGS/bundle.log"
+COMMIT=$(in_root git -C /tmp/site rev-parse HEAD)
+HEX=$(od -An -tx1 -v "$ROOT/tmp/site.bundle" | tr -d ' \n')
+DRUN=run_pkgtestDeploy0000000001
+psql_root "INSERT INTO runs (id, org_id, project_id, status, instructions, timeout_seconds, started_at,
+           finished_at, result, artifact_bytes)
+           SELECT '$DRUN', o.id, p.id, 'succeeded', 'An artifact of the package test', 60, now(), now(),
+                  jsonb_build_object('summary', 'site', 'commit', '$COMMIT', 'files', '[]'::jsonb),
+                  $(stat -c %s "$ROOT/tmp/site.bundle")
+           FROM orgs o JOIN projects p ON p.org_id = o.id WHERE o.slug = 'pkgtest' AND p.slug = 'app';
+           INSERT INTO run_artifacts (run_id, part, data) VALUES ('$DRUN', 0, decode('$HEX', 'hex'))" \
+    >"$LOGS/run-fixture.log" 2>&1 || fail "the run could not be stored" "$LOGS/run-fixture.log"
+
+# The agent, configured as the sysadmin would (the file), run as its user.
+APORTLO=$(shuf -i 21000-29000 -n 1)
+cat >"$ROOT/etc/svc-agent/agent.conf" <<CONF
+url = http://127.0.0.1:$PORT
+key = $KEY
+dir = /var/lib/svc-agent
+ports = $APORTLO-$((APORTLO + 50))
+heartbeat = 2
+runner = /usr/bin/env PORT={port} /bin/sh -c {command}
+CONF
+[ "$(in_root stat -c '%U %a' /etc/svc-agent/agent.conf)" = "svc-agent 600" ] || fail "agent.conf lost its mode"
+in_root runuser -u svc-agent -- env SVC_AGENT_CONFIG=/etc/svc-agent/agent.conf /usr/bin/svc-agent \
+    </dev/null >"$LOGS/agent.log" 2>&1 &
+AGENT_PID=$!
+for _ in $(seq 100); do
+    http /api/orgs/pkgtest/deploy-targets -H "Authorization: Bearer $ATOKEN"
+    grep -qE '"status" *: *"online"' <<<"$BODY" && break
+    sleep 0.2
+done
+grep -qE '"status" *: *"online"' <<<"$BODY" || fail "the target did not come online: $BODY" "$LOGS/agent.log"
+ok "svc-agent (as user svc-agent, from agent.conf) connects: the target is online"
+
+http /api/orgs/pkgtest/deployments -X POST -H "Authorization: Bearer $ATOKEN" \
+    -H 'Content-Type: application/json' \
+    -d "{\"project\":\"app\",\"target_id\":\"$TARGET\",\"run_id\":\"$DRUN\"}"
+[ "$CODE" = 201 ] || fail "making a deployment answered $CODE: $BODY"
+DEP=$(json id)
+dep_status() {  # dep_status WANT: poll the deployment until it is WANT (60 s)
+    local i
+    for i in $(seq 300); do
+        http "/api/orgs/pkgtest/deployments/$DEP" -H "Authorization: Bearer $ATOKEN"
+        [ "$(json status)" = "$1" ] && return 0
+        sleep 0.2
+    done
+    return 1
+}
+dep_status planned || fail "the deployment was not planned: $BODY" "$ROOT/var/log/apache2/error.log"
+PLANV=$(perl -MJSON::PP -e 'print decode_json($ARGV[0])->{plan}{version}' "$BODY")
+ok "deployment $DEP planned from the Procfile (plan version $PLANV)"
+http "/api/orgs/pkgtest/deployments/$DEP/approve" -X POST -H "Authorization: Bearer $ATOKEN" \
+    -H 'Content-Type: application/json' -d "{\"plan_version\":$PLANV}"
+[ "$CODE" = 200 ] || fail "approving answered $CODE: $BODY"
+dep_status running || fail "the deployment is not running: $BODY" "$LOGS/agent.log"
+APORT=$(perl -MJSON::PP -e 'print decode_json($ARGV[0])->{workload}{replicas}[0]{port}' "$BODY")
+APP=$(curl -sS --max-time 5 "http://127.0.0.1:$APORT/" 2>&1) || true
+[ "$APP" = "hello from the package test" ] || fail "the workload on port $APORT answered '$APP'" "$LOGS/agent.log"
+ok "approved, running: the workload answers on port $APORT"
+http "/api/orgs/pkgtest/deployments/$DEP/teardown" -X POST -H "Authorization: Bearer $ATOKEN"
+[ "$CODE" = 200 ] || fail "teardown answered $CODE: $BODY"
+dep_status torn_down || fail "the deployment was not torn down: $BODY" "$LOGS/agent.log"
+[ ! -e "$ROOT/var/lib/svc-agent/deployments/$DEP" ] || fail "the deployment's files are still on the target"
+if curl -s --max-time 2 "http://127.0.0.1:$APORT/" >/dev/null 2>&1; then
+    fail "the workload still answers after teardown"
+fi
+ok "torn down: no process answers, no file left"
+kill -TERM "$AGENT_PID"
+for _ in $(seq 100); do kill -0 "$AGENT_PID" 2>/dev/null || break; sleep 0.1; done
+! kill -0 "$AGENT_PID" 2>/dev/null || fail "svc-agent did not stop on SIGTERM" "$LOGS/agent.log"
+if grep -qF "$KEY" "$LOGS/agent.log"; then fail "the agent's log shows its key"; fi
+ok "svc-agent stops on SIGTERM; its log never shows the key"
+in_root a2disconf -q pkgtest-runner >/dev/null
+rm -f "$ROOT/etc/apache2/conf-available/pkgtest-runner.conf"
+in_root apache2ctl graceful >"$LOGS/graceful-norunner.log" 2>&1 || fail "graceful failed" "$LOGS/graceful-norunner.log"
+in_root apt-get purge -y -q svc-agent </dev/null >"$LOGS/purge-agent.log" 2>&1 \
+    || fail "apt-get purge svc-agent failed" "$LOGS/purge-agent.log"
+[ ! -e "$ROOT/etc/svc-agent/agent.conf" ] && [ ! -e "$ROOT/var/lib/svc-agent" ] && [ ! -e "$ROOT/usr/bin/svc-agent" ] \
+    || fail "purging svc-agent left its configuration, data or program"
+[ -d "$ROOT/var/lib/svc-agent-separated" ] || fail "purging svc-agent removed the hand-over directory"
+ok "apt-get purge svc-agent: program, agent.conf (with the key) and data gone; the hand-over directory kept"
+timed "deploy agent" $((SECONDS - t))
 
 # ---------------------------------------------------------------------------
 step "upgrade to $V2"

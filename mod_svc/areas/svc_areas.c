@@ -6,6 +6,7 @@
 #include "svc_areas.h"
 #include "svc_attachments.h"
 #include "svc_auditlog.h"
+#include "svc_deploy.h"
 #include "svc_billing.h"
 #include "svc_documents.h"
 #include "svc_events.h"
@@ -30,12 +31,19 @@ const svc_area_t *const svc_areas[] = {
     &svc_pipeline_area,
     &svc_attachments_area,
     &svc_vcs_area,
+    &svc_deploy_area,
     &svc_billing_area,
     NULL
 };
 
+/* Identity's verifiers of users, with the deploy area's of agents; filled
+ * at start, the same every time. */
+static svc_verifiers_t verifiers;
+
 void svc_areas_configure(svc_config_t *conf)
 {
+    verifiers = svc_identity_verifiers;
+    verifiers.agent = svc_deploy_agent_verify;
     conf->areas = svc_areas;
-    conf->verifiers = &svc_identity_verifiers;
+    conf->verifiers = &verifiers;
 }

@@ -18,7 +18,8 @@ static const svc_stmt_t st_audit_insert = {
 
 void svc_actor_from_ctx(const svc_ctx_t *ctx, svc_actor_t *a)
 {
-    a->kind = "user";
+    /* A deploy agent acts for its target: no user, no token. */
+    a->kind = ctx->who && ctx->who->via == SVC_VIA_AGENT ? "agent" : "user";
     a->user_id = ctx->who ? ctx->who->user_id : NULL;
     a->token_id = ctx->who ? ctx->who->token_id : NULL;
     a->ip = ctx->client_ip;

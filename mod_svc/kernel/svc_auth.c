@@ -152,6 +152,33 @@ static apr_status_t authenticate(svc_ctx_t *ctx)
 }
 
 /*
+ * A deploy agent: its target's key as a bearer token, and nothing else (no
+ * cookie, no personal access token: those are refused by the verifier,
+ * which knows the key's shape).
+ */
+static apr_status_t authenticate_agent(svc_ctx_t *ctx)
+{
+    const svc_verifiers_t *v = ctx->conf->verifiers;
+    const char *authz = apr_table_get(ctx->headers_in, "Authorization");
+    const char *key;
+
+    if (!authz || strncasecmp(authz, "Bearer ", 7) != 0) {
+        apr_table_setn(ctx->headers_out, "WWW-Authenticate", "Bearer realm=\"mod_svc\"");
+        return svc_fail(ctx, 401, "unauthenticated",
+                        "Agent routes need the deploy target's key (Authorization: Bearer "
+                        "svc_dek_...).");
+    }
+    if (!v || !v->agent) {
+        return svc_auth_fail(ctx, "This server verifies no deploy agents.");
+    }
+    key = authz + 7;
+    while (*key == ' ') {
+        key++;
+    }
+    return v->agent(ctx, key, &ctx->who);
+}
+
+/*
  * The project of a route under /projects/:projectSlug, looked up in the org
  * already resolved (so a slug of another org is simply not found), and the
  * caller's effective role in it. Every member of the org can see that a
@@ -210,9 +237,11 @@ apr_status_t svc_auth_check(svc_ctx_t *ctx)
         return APR_SUCCESS;
     case SVC_AUTH_USER:
         break;
+    case SVC_AUTH_AGENT:
+        return authenticate_agent(ctx);
     default:
-        /* Share tokens, webhook signatures and agent keys are checked by
-         * their handlers, over the material only they know how to read. */
+        /* Share tokens and webhook signatures are checked by their
+         * handlers, over the material only they know how to read. */
         return APR_SUCCESS;
     }
 

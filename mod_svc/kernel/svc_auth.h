@@ -28,6 +28,13 @@ struct svc_verifiers_t {
     apr_status_t (*session)(svc_ctx_t *ctx, const char *cookie, svc_principal_t **pwho);
     /* Settles a check the bearer verifier deferred (svc_auth_confirm). */
     apr_status_t (*confirm)(svc_ctx_t *ctx);
+    /*
+     * A deploy agent's key from "Authorization: Bearer ..." on an agent
+     * route (SVC_AUTH_AGENT): on success *pwho, of SVC_VIA_AGENT, naming
+     * its target. Checked afresh on every request, never cached, so a
+     * rotated key is refused at once. NULL: agent routes answer 401.
+     */
+    apr_status_t (*agent)(svc_ctx_t *ctx, const char *key, svc_principal_t **pwho);
 };
 
 /* Authenticates and authorizes ctx->route for the request in ctx. */

@@ -225,6 +225,7 @@ apr_status_t svc_config_load_secret(svc_config_t *conf, const char *ref, apr_poo
     crypto_kdf_derive_from_key(conf->signin_key, SVC_KEY_BYTES, 4, "svc_sign", master);
     crypto_kdf_derive_from_key(conf->share_key, SVC_KEY_BYTES, 5, "svc_shr_", master);
     crypto_kdf_derive_from_key(conf->cursor_key, SVC_KEY_BYTES, 6, "svc_curs", master);
+    crypto_kdf_derive_from_key(conf->agent_key, SVC_KEY_BYTES, 7, "svc_dek_", master);
     sodium_memzero(master, sizeof(master));
     sodium_memzero((void *)v, n);
     conf->have_secret = 1;
@@ -330,5 +331,6 @@ void svc_config_share_keys(svc_config_t *to, const svc_config_t *from)
     memcpy(to->signin_key, from->signin_key, sizeof(to->signin_key));
     memcpy(to->share_key, from->share_key, sizeof(to->share_key));
     memcpy(to->cursor_key, from->cursor_key, sizeof(to->cursor_key));
+    memcpy(to->agent_key, from->agent_key, sizeof(to->agent_key));
     to->have_secret = from->have_secret;
 }

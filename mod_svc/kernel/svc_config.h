@@ -38,6 +38,7 @@ struct svc_config_t {
     unsigned char signin_key[SVC_KEY_BYTES];   /* OAuth state hashes, PKCE verifiers */
     unsigned char share_key[SVC_KEY_BYTES];    /* keyed hash of share-link tokens */
     unsigned char cursor_key[SVC_KEY_BYTES];   /* MACs of pagination cursors */
+    unsigned char agent_key[SVC_KEY_BYTES];    /* keyed hash of deploy targets' keys */
     int have_secret;
 
     apr_size_t body_limit;          /* default JSON body cap in bytes */

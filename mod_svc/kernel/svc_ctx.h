@@ -31,6 +31,10 @@ struct svc_principal_t {
     apr_int64_t user_rev;       /* api_tokens.user_rev: the user's details as read */
     /* Set for a session caller. */
     const char *session_id;
+    /* Set for a deploy agent (SVC_VIA_AGENT; user_id is NULL): its target,
+     * and the target's org. */
+    const char *target_id;
+    const char *target_org_id;
     /* The credential's last use is due to be recorded (after the request). */
     int touch_due;
 };
@@ -56,15 +60,21 @@ struct svc_projref_t {
 /*
  * A live event stream a handler asks for (routes flagged SVC_RF_STREAM):
  * the glue sends the org's events after `after` (only the run's when run_id
- * is set), then each new one as it commits, with heartbeats, until the
- * client leaves, its access ends, or (until_run_ends) the run has reported
- * its final status.
+ * is set; only a deploy target's work when target_id is, and otherwise none
+ * of any target's), then each new one as it commits, with heartbeats, until
+ * the client leaves, its access ends, or (until_run_ends) the run has
+ * reported its final status. An event whose kind starts with
+ * recheck_prefix (when set) has the caller's access checked again at once,
+ * rather than at the next periodic check: a target's key rotated or the
+ * target removed ends its agent's stream as it happens.
  */
 typedef struct {
     const char *org_id;
     const char *run_id;
     apr_int64_t after;
     int until_run_ends;
+    const char *target_id;
+    const char *recheck_prefix;
 } svc_stream_t;
 
 /*

@@ -306,6 +306,9 @@ static const char *rate_subject(const svc_ctx_t *ctx)
     if (ctx->route->flags & SVC_RF_RATE_PER_TOKEN) {
         return ctx->who && ctx->who->via == SVC_VIA_PAT ? ctx->who->token_id : NULL;
     }
+    if (ctx->who && ctx->who->via == SVC_VIA_AGENT) {
+        return ctx->who->target_id;
+    }
     return ctx->who ? ctx->who->user_id : ctx->client_ip;
 }
 

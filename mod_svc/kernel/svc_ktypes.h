@@ -54,7 +54,8 @@ typedef enum {
 typedef enum {
     SVC_VIA_NONE = 0,
     SVC_VIA_SESSION,
-    SVC_VIA_PAT
+    SVC_VIA_PAT,
+    SVC_VIA_AGENT           /* a deploy agent, by its target's key: no user at all */
 } svc_via_e;
 
 typedef struct svc_config_t svc_config_t;

@@ -1056,13 +1056,18 @@ static json_t *operation(oa_t *oa, const svc_route_t *r, json_t *params,
                             : json_pack("[{s:[s]},{s:[]}]", "pat", svc_scope_name(r->scope),
                                         "session"));
     }
+    else if (r->auth == SVC_AUTH_AGENT) {
+        json_object_set_new(responses, "401", problem_ref("Not a deploy target's current key."));
+        json_object_set_new(op, "security", json_pack("[{s:[]}]", "agent"));
+    }
     else {
         json_object_set_new(op, "security", json_array());
     }
     /* What the conformance tests and clients need to know about access. */
     json_object_set_new(op, "x-svc-auth",
                         json_string(r->auth == SVC_AUTH_USER ? "user"
-                                    : r->auth == SVC_AUTH_NONE ? "none" : "other"));
+                                    : r->auth == SVC_AUTH_NONE ? "none"
+                                    : r->auth == SVC_AUTH_AGENT ? "agent" : "other"));
     json_object_set_new(op, "x-svc-scope", json_string(svc_scope_name(r->scope)));
     if (svc_route_is_tenant(r)) {
         json_object_set_new(op, "x-svc-role", json_string(svc_role_name(r->role)));
@@ -1169,11 +1174,13 @@ static json_t *parameters(void)
 static json_t *security_schemes(void)
 {
     return json_pack(
-        "{s:{s:s,s:s,s:s},s:{s:s,s:s,s:s,s:s}}",
+        "{s:{s:s,s:s,s:s},s:{s:s,s:s,s:s,s:s},s:{s:s,s:s,s:s}}",
         "pat", "type", "http", "scheme", "bearer", "description",
         "A personal access token, svc_pat_...; its scope caps what it may do.",
         "session", "type", "apiKey", "in", "cookie", "name", "service_session",
-        "description", "The web UI's session cookie (counts as admin scope).");
+        "description", "The web UI's session cookie (counts as admin scope).",
+        "agent", "type", "http", "scheme", "bearer", "description",
+        "A deploy target's enrollment key, svc_dek_... (the agent routes only).");
 }
 
 json_t *svc_openapi_build_checked(apr_pool_t *p, const svc_area_t *const *areas,

@@ -85,6 +85,26 @@ my %id_of = (productId => $product->{id}, docId => $doc->{id}, requestId => $req
 # its event stream ends).
 my $run_id = run_fixture($org, $proj, status => 'succeeded');
 
+# A deploy target of the victim org and a deployment on it (docs/api/deployments.md).
+my ($s7, $target) = api(POST => "/api/orgs/$org/deploy-targets", token => $owner_tok,
+                        json => { name => 'victim-box' });
+is($s7, 201, 'victim deploy target');
+my ($s8, $deployment) = api(POST => "/api/orgs/$org/deployments", token => $owner_tok,
+                            json => { project => $proj, target_id => $target->{id},
+                                      run_id => $run_id });
+is($s8, 201, 'victim deployment');
+# Its planner ends (the fixture's artifact is no bundle) before digests are taken.
+ok(wait_for(sub {
+    my (undef, $d) = api(GET => "/api/orgs/$org/deployments/$deployment->{id}",
+                         token => $owner_tok);
+    $d->{status} eq 'plan_failed'
+}, timeout => 60, interval => 0.2), 'victim deployment planned (and failed: no bundle)');
+# A piece of work for its target, as an approval would have made.
+my $work_id = 'wrk_' . join '', map { ('a'..'z')[rand 26] } 1 .. 22;
+psql("INSERT INTO deploy_work (id, org_id, target_id, deployment_id, action, spec) VALUES "
+     . "('$work_id', '" . org_id_of($org) . "', '$target->{id}', '$deployment->{id}', "
+     . "'deploy', '{}')");
+
 # Real ids of the victim org for each path parameter; unknown ones get a
 # random id of the right shape.
 sub path_for {
@@ -99,6 +119,8 @@ sub path_for {
     elsif ($path =~ m{/providers/:id\b})  { $path =~ s{:id}{$provider->{id}} }
     elsif ($path =~ m{/attachments/:id\b}) { $path =~ s{:id}{$attachment->{id}} }
     elsif ($path =~ m{/improvements/:id\b}) { $path =~ s{:id}{$improvement->{id}} }
+    elsif ($path =~ m{/deploy-targets/:id\b}) { $path =~ s{:id}{$target->{id}} }
+    elsif ($path =~ m{/deployments/:id\b}) { $path =~ s{:id}{$deployment->{id}} }
     $path =~ s{:[A-Za-z]+}{'id_' . join '', map { ('a'..'z')[rand 26] } 1 .. 22}ge;
     return $path;
 }
@@ -233,6 +255,41 @@ for my $r (grep { !unsafe($_) } @tenant) {
 }
 
 ok(scalar @tenant >= 20, scalar(@tenant) . ' tenant routes covered');
+
+# --- the agents' routes: a deploy target's key and nothing else -------------------------
+{
+    my @agent = grep { $_->{auth} eq 'agent' } @routes;
+    my ($st, $their_target) = api(POST => "/api/orgs/$their/deploy-targets", token => $out_tok,
+                                  json => { name => 'their-box' });
+    is($st, 201, "another org's deploy target");
+    my $agent_path = sub {
+        (my $p = $_[0]) =~ s{:workId}{$work_id};
+        $p =~ s{:id}{$deployment->{id}};
+        return $p;
+    };
+    for my $r (@agent) {
+        my $path = $agent_path->($r->{path});
+        for my $c ([ 'no credentials' ], [ 'the owner\'s admin PAT', token => $owner_tok ],
+                   [ 'the owner\'s session', cookie => new_session($owner), csrf_ok() ]) {
+            my ($name, @auth) = @$c;
+            my $before = db_digest();
+            my ($status, $p, $res) = api($r->{method} => $path, @auth, valid_body($r));
+            is($status, 401, "$name: $r->{method} $r->{path} is 401");
+            like($res->header('WWW-Authenticate') // '', qr/^Bearer/, '... with a challenge');
+            is_deeply(db_digest(), $before, '... and nothing changed');
+        }
+        next unless $r->{path} =~ /:(?:id|workId)\b/;
+        my $before = db_digest();
+        my ($status, $p) = api($r->{method} => $path, token => $their_target->{key},
+                               valid_body($r));
+        is($status, 404, "another target's key: $r->{method} $r->{path} is 404");
+        is_deeply(db_digest(), $before, '... and nothing changed');
+    }
+    ok(scalar @agent >= 5, scalar(@agent) . ' agent routes covered');
+    # The victim's own key reaches them (the stream is opened by t/deploy/agent.t).
+    my ($vs) = api(GET => '/api/agent/deployments', token => $target->{key});
+    is($vs, 200, "the target's own key: GET /api/agent/deployments is 200");
+}
 
 # --- the share portal: one 404 for every dead token and every other product --
 {

@@ -328,6 +328,17 @@ push @routes, {
     };
 }
 
+# deploy: a new deploy target (its key shown once, in the answer).
+push @routes, {
+    name => 'deploy: POST /api/orgs/:org/deploy-targets',
+    method => 'POST', path => "/api/orgs/$org/deploy-targets", token => $tok,
+    json => { name => 'wf-target' }, table => 'deploy_targets', status => 201,
+    changed => sub { psql_value("SELECT count(*) FROM deploy_targets WHERE org_id = '$oid' "
+                                . "AND name = 'wf-target'") },
+    answered => sub { record_secret($_[0]{key}); is($_[0]{name}, 'wf-target',
+                                                    '... answered with it') },
+};
+
 # billing: setting the org's budget (the service's own data; the payment
 # provider's routes write only their audit entry once it has answered).
 push @routes, {

@@ -572,11 +572,20 @@ sub csrf_ok { return (headers => { 'X-Requested-With' => 'mod_svc-tests' }) }
 # on its own schedule: a stream of an earlier request may end meanwhile).  The
 # columns that authentication itself moves forward (a token's or session's
 # last use, and where from) are left out, so a digest changes only when data
-# does.
-my %touched = (api_tokens => [qw(last_used_at last_used_ip)],
-               sessions   => [qw(last_seen_at ip)]);
+# does; so are those a deploy agent's reports move on its own schedule (what
+# its workload is doing, when its target was last heard from).
+my %touched = (api_tokens     => [qw(last_used_at last_used_ip)],
+               sessions       => [qw(last_seen_at ip)],
+               deployments    => [qw(workload workload_at)],
+               deploy_targets => [qw(last_seen_at agent_version agent_hostname)]);
 sub db_digest {
-    runs_settle();
+    # What works in the background settles first: the run supervisor (as
+    # runs_settle) and the deployment planner (issue 21), in one query.
+    wait_for(sub {
+        !psql_value("SELECT (SELECT count(*) FROM runs WHERE status = 'queued' OR "
+                    . "(status = 'running' AND lease_owner NOT LIKE 'fixture/%')) + "
+                    . "(SELECT count(*) FROM deployments WHERE status = 'planning')")
+    }, timeout => 60, interval => 0.05);
     my @tables = map { $_->[0] } psql(
         "SELECT tablename FROM pg_tables WHERE schemaname = 'public' "
         . "AND tablename NOT IN ('audit_log', 'rate_limits', 'event_streams') "
@@ -945,9 +954,11 @@ sub share_url_token {
 
 push @EXPORT, qw(run_fixture runs_settle);
 
-# run_fixture($org_slug, $project_slug, status => 'succeeded' | 'running')
+# run_fixture($org_slug, $project_slug, status => 'succeeded' | 'running',
+#             bundle => $bytes, commit => $sha)
 #   → the id of a run inserted as the supervisor would have left it:
-#   succeeded, with a result, an artifact (a few bytes) and its run.status
+#   succeeded, with a result, an artifact (a few bytes, or the git bundle
+#   given, whose HEAD is `commit`: see SvcDeploy::git_bundle) and its run.status
 #   events; or running under a lease no supervisor holds, which lasts a day
 #   (nobody reaps it, nobody works on it: a cancellation is only asked for).
 sub run_fixture {
@@ -958,16 +969,19 @@ sub run_fixture {
     my $q = sub { sql_quote($_[0]) };
     my $prj = "(SELECT id FROM projects WHERE org_id = @{[ $q->($org_id) ]} AND slug = "
             . $q->($project) . ')';
+    # A real bundle (bundle => bytes, commit => its HEAD), or six bytes.
+    my $bundle = $opt{bundle} // 'bundle';
+    my $commit = $opt{commit} // ('a' x 40);
     my @sql = ("INSERT INTO runs (id, org_id, project_id, status, instructions, timeout_seconds, "
                . 'started_at, finished_at, result, artifact_bytes, lease_owner, lease_expires_at) '
                . "VALUES (@{[ $q->($id) ]}, @{[ $q->($org_id) ]}, $prj, @{[ $q->($status) ]}, "
                . "'A fixture', 60, now(), "
                . ($status eq 'succeeded'
-                  ? "now(), '{\"summary\": \"fixture\", \"commit\": \"" . ('a' x 40)
-                    . "\", \"files\": []}', 6, NULL, NULL)"
+                  ? "now(), '{\"summary\": \"fixture\", \"commit\": \"$commit"
+                    . "\", \"files\": []}', " . length($bundle) . ", NULL, NULL)"
                   : "NULL, NULL, NULL, 'fixture/0/none', now() + interval '1 day')"));
     push @sql, "INSERT INTO run_artifacts (run_id, part, data) VALUES (@{[ $q->($id) ]}, 0, "
-               . "'bundle'::bytea)" if $status eq 'succeeded';
+               . "decode('" . unpack('H*', $bundle) . "', 'hex'))" if $status eq 'succeeded';
     for my $st ('queued', 'running', $status eq 'succeeded' ? ('succeeded') : ()) {
         push @sql, "INSERT INTO events (org_id, project_id, run_id, kind, data) VALUES "
                  . "(@{[ $q->($org_id) ]}, $prj, @{[ $q->($id) ]}, 'run.status', "

@@ -408,7 +408,7 @@ ok(!-e $ws, 'the workspace is gone');
 
     # The run's timeout (4 s through this virtual host) stops a clone too.
     my $short = 'http://127.0.0.1:' . Apache::Test::vars('runs_short_port');
-    my ($s, $t) = api(POST => $runs, token => $tok, base => $short,
+    ($s, my $t) = api(POST => $runs, token => $tok, base => $short,
                       json => { instructions => 'Too slow a provider.' });
     is($s, 201, 'a run with a 4-second timeout');
     $d = finished($t->{id}, 30);

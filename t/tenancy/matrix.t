@@ -330,6 +330,32 @@ my %call = (
         ({}, { installation_id => $i->{id} + 0, full_name => "$i->{login}/api" }) },
     'DELETE /api/orgs/:orgSlug/projects/:projectSlug/repository' => sub { ({}) },
 
+    # Deploy targets and deployments (docs/api/deployments.md).
+    'GET /api/orgs/:orgSlug/deploy-targets'      => sub { target($_[0]); ({}) },
+    'POST /api/orgs/:orgSlug/deploy-targets'     => sub { ({}, { name => uniq('box') }) },
+    'DELETE /api/orgs/:orgSlug/deploy-targets/:id' => sub { ({ id => fresh_target($_[0]) }) },
+    'POST /api/orgs/:orgSlug/deploy-targets/:id/rotate-key' => sub {
+        ({ id => fresh_target($_[0]) }) },
+    'GET /api/orgs/:orgSlug/deployments'         => sub { ({}) },
+    'POST /api/orgs/:orgSlug/deployments'        => sub {
+        ({}, { project => $_[0]{proj}, target_id => target($_[0]),
+               run_id => run_of($_[0])->{runId} }) },
+    'GET /api/orgs/:orgSlug/deployments/:id'     => sub {
+        ({ id => fresh_deployment($_[0], 'planned') }) },
+    'POST /api/orgs/:orgSlug/deployments/:id/approve' => sub {
+        ({ id => fresh_deployment($_[0], 'planned') }, { plan_version => 1 }) },
+    'POST /api/orgs/:orgSlug/deployments/:id/replan' => sub {
+        ({ id => fresh_deployment($_[0], 'planned') }) },
+    'POST /api/orgs/:orgSlug/deployments/:id/stop' => sub {
+        ({ id => fresh_deployment($_[0], 'running') }) },
+    'POST /api/orgs/:orgSlug/deployments/:id/start' => sub {
+        ({ id => fresh_deployment($_[0], 'stopped') }) },
+    'POST /api/orgs/:orgSlug/deployments/:id/scale' => sub {
+        ({ id => fresh_deployment($_[0], 'running') }, { replicas => 2 }) },
+    'POST /api/orgs/:orgSlug/deployments/:id/teardown' => sub {
+        ({ id => fresh_deployment($_[0], 'planned') }) },
+    'POST /api/orgs/:orgSlug/deployments/:id/separate' => sub {
+        ({ id => fresh_deployment($_[0], 'running') }) },
     # Billing, against the fake payment provider (t/lib/FakeStripe.pm).
     'GET /api/orgs/:orgSlug/billing/plans'       => sub { ({}) },
     'GET /api/orgs/:orgSlug/billing'             => sub { ({}) },
@@ -345,6 +371,40 @@ my %call = (
     'GET /api/orgs/:orgSlug/billing/budget'      => sub { ({}) },
     'PUT /api/orgs/:orgSlug/billing/budget'      => sub { ({}, { monthly_usd => 100 }) },
 );
+
+# The fixture's deploy target, and fresh ones (made by the owner).
+sub target {
+    my $fx = shift;
+    $fx->{target} //= fresh_target($fx);
+    return $fx->{target};
+}
+
+sub fresh_target {
+    my $fx = shift;
+    my ($st, $t) = api(POST => "/api/orgs/$fx->{org}/deploy-targets", token => $PAT{owner},
+                       json => { name => uniq('box') });
+    die "fresh_target: $st\n" unless $st == 201;
+    return $t->{id};
+}
+
+# A deployment of the fixture's run on its target, as the planner and an
+# agent would have left it in `status`: planned (plan version 1), or
+# running or stopped on that plan.
+sub fresh_deployment {
+    my ($fx, $status) = @_;
+    my $id = 'dep_' . join '', map { ('a'..'z', 'A'..'Z')[rand 52] } 1 .. 22;
+    my $plan = '{"command": "python3 -m http.server $PORT", "port_env": "PORT", '
+             . '"health_path": "/", "replicas": 1, "memory_mb": 512, "notes": "", '
+             . '"source": "procfile"}';
+    my $applied = $status eq 'planned' ? 'NULL' : "'" . substr($plan, 0, -1)
+                                                  . ', "version": 1}\'::jsonb';
+    psql("INSERT INTO deployments (id, org_id, project_id, target_id, run_id, status, plan, "
+         . "plan_version, applied_plan, replicas, created_by) SELECT '$id', p.org_id, p.id, "
+         . "'" . target($fx) . "', '" . run_of($fx)->{runId} . "', '$status', '$plan'::jsonb, "
+         . "1, $applied, " . ($status eq 'running' ? 1 : 0) . ", '$ID{owner}' FROM projects p "
+         . "WHERE p.slug = '$fx->{proj}' AND p.org_id = '" . org_id_of($fx->{org}) . "'");
+    return $id;
+}
 
 # A request of the fixture's project, made by the owner and brought to
 # `stage` (intake unless said): its documents written and approved on the

@@ -92,6 +92,8 @@ const svc_area_t svc_identity_area = {
     .routes = routes, .tags = tags
 };
 
+/* Agents' keys are the deploy area's: the registry adds its verifier. */
 const svc_verifiers_t svc_identity_verifiers = {
-    svc_pat_authenticate, svc_session_authenticate, svc_pat_confirm
+    .bearer = svc_pat_authenticate, .session = svc_session_authenticate,
+    .confirm = svc_pat_confirm
 };

@@ -21,14 +21,8 @@ static const svc_stmt_t st_log_read = {
 
 static const svc_stmt_t st_artifact_of = {
     "svc_runs_artifact_of",
-    "SELECT status, artifact_bytes FROM runs WHERE id = $1 AND org_id = $2",
+    "SELECT status FROM runs WHERE id = $1 AND org_id = $2",
     2, SVC_STMT_READ
-};
-
-static const svc_stmt_t st_artifact_parts = {
-    "svc_runs_artifact_parts",
-    "SELECT data FROM run_artifacts WHERE run_id = $1 ORDER BY part",
-    1, SVC_STMT_READ | SVC_STMT_BINARY
 };
 
 const svc_qparam_t svc_query_runs_logs[] = {
@@ -105,13 +99,11 @@ apr_status_t svc_h_runs_logs(svc_ctx_t *ctx)
 apr_status_t svc_h_runs_artifact(svc_ctx_t *ctx)
 {
     const char *id = apr_table_get(ctx->params, "runId");
-    apr_int64_t size;
+    const char *data;
+    apr_size_t len;
     svc_dbres_t *res;
     svc_db_t *db;
     apr_status_t rv;
-    apr_size_t len = 0;
-    char *out;
-    int i, n;
 
     if ((rv = svc_ctx_db(ctx, &db)) != APR_SUCCESS
         || (rv = svc_db_execv(db, &st_artifact_of, ctx->pool, &res, id, ctx->org->id))
@@ -123,29 +115,17 @@ apr_status_t svc_h_runs_artifact(svc_ctx_t *ctx)
     }
     /* A succeeded run has one, and so has a run stopped at its step limit
      * or token budget: its work so far. */
-    if (svc_dbres_int64(res, 0, 1, &size) != APR_SUCCESS) {
+    rv = svc_run_artifact(db, ctx->pool, ctx->org->id, id, &data, &len);
+    if (rv == SVC_ENOTFOUND) {
         return svc_fail(ctx, 404, "not_found", "Run %s has no artifact: it has status %s; "
                         "a run has one once it succeeded (or stopped at its step limit or "
-                        "token budget with its work so far).", id, svc_dbres_str(res, 0, 0));
+                        "token budget with its work so far).", id,
+                        apr_pstrdup(ctx->pool, svc_dbres_str(res, 0, 0)));
     }
-    if ((rv = svc_db_execv(db, &st_artifact_parts, ctx->pool, &res, id)) != APR_SUCCESS) {
+    if (rv != APR_SUCCESS) {
         return rv;
-    }
-    out = apr_palloc(ctx->pool, (apr_size_t)size + 1);
-    n = svc_dbres_rows(res);
-    for (i = 0; i < n; i++) {
-        apr_size_t plen = svc_dbres_len(res, i, 0);
-
-        if ((apr_int64_t)(len + plen) > size) {
-            return SVC_EDB;
-        }
-        memcpy(out + len, svc_dbres_str(res, i, 0), plen);
-        len += plen;
-    }
-    if ((apr_int64_t)len != size) {
-        return SVC_EDB;
     }
     apr_table_setn(ctx->headers_out, "Content-Disposition",
                    apr_psprintf(ctx->pool, "attachment; filename=\"%s.bundle\"", id));
-    return svc_reply_body(ctx, 200, "application/octet-stream", out, len);
+    return svc_reply_body(ctx, 200, "application/octet-stream", data, len);
 }

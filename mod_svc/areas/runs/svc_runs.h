@@ -15,6 +15,7 @@
 
 #include "svc_kernel.h"
 
+#include <apr_hash.h>
 #include <signal.h>
 
 /* The area's routes (svc_runs_routes.c). */
@@ -120,5 +121,30 @@ apr_status_t svc_run_hold(svc_db_t *db, apr_pool_t *p, const char *org_id, const
  * caller's transaction, after everything else it writes. */
 apr_status_t svc_run_announce(svc_db_t *db, apr_pool_t *p, const char *org_id,
                               const char *project_id, const char *run_id, const char *status);
+
+/*
+ * A run's artifact, its git bundle, read whole into p (*pdata is
+ * NUL-terminated beyond *plen). SVC_ENOTFOUND: the org has no such run, or
+ * the run has none (a run has one once it succeeded, or stopped at its step
+ * limit or token budget). svc_run_tree.c.
+ */
+apr_status_t svc_run_artifact(svc_db_t *db, apr_pool_t *p, const char *org_id,
+                              const char *run_id, const char **pdata, apr_size_t *plen);
+
+/*
+ * What a bundle holds at its HEAD, read by git in the run sandbox (as every
+ * git command on a run's repository is; SvcRunner applies): the paths of
+ * its files (*pfiles, const char *, in git's order), and the contents of
+ * those of `wanted` (top-level names, NULL-ended) that are files of at most
+ * max_each bytes (*pcontents: name -> const char *; the others are
+ * absent). A workspace under SvcRunWorkDir holds it meanwhile and is
+ * removed. No database. On failure *perr says why. Call it from the thread
+ * that waits (the sandbox dies with it).
+ */
+apr_status_t svc_run_artifact_tree(const svc_supervisor_conf_t *sc, apr_pool_t *p,
+                                   const char *bundle, apr_size_t len,
+                                   const char *const *wanted, apr_size_t max_each,
+                                   apr_array_header_t **pfiles, apr_hash_t **pcontents,
+                                   const char **perr);
 
 #endif /* SVC_RUNS_H */

@@ -1,0 +1,19 @@
+/*
+ * svc_agent_api.h: the handlers of /api/agent/... (svc_agent_api.c).
+ */
+#ifndef SVC_AGENT_API_H
+#define SVC_AGENT_API_H
+
+#include "svc_deploy.h"
+
+extern const svc_field_t svc_body_agent_heartbeat[];
+extern const svc_field_t svc_body_agent_report[];
+extern const svc_qparam_t svc_query_agent_work[];
+
+apr_status_t svc_h_agent_view(svc_ctx_t *ctx);
+apr_status_t svc_h_agent_work_stream(svc_ctx_t *ctx);
+apr_status_t svc_h_agent_heartbeat(svc_ctx_t *ctx);
+apr_status_t svc_h_agent_report(svc_ctx_t *ctx);
+apr_status_t svc_h_agent_bundle(svc_ctx_t *ctx);
+
+#endif /* SVC_AGENT_API_H */

@@ -1,0 +1,17 @@
+/*
+ * svc_targets.h: the handlers of /api/orgs/:orgSlug/deploy-targets and the
+ * verifier of their keys (svc_targets.c).
+ */
+#ifndef SVC_TARGETS_H
+#define SVC_TARGETS_H
+
+#include "svc_deploy.h"
+
+extern const svc_field_t svc_body_target_create[];
+
+apr_status_t svc_h_targets_list(svc_ctx_t *ctx);
+apr_status_t svc_h_targets_create(svc_ctx_t *ctx);
+apr_status_t svc_h_targets_delete(svc_ctx_t *ctx);
+apr_status_t svc_h_targets_rotate(svc_ctx_t *ctx);
+
+#endif /* SVC_TARGETS_H */
