@@ -78,5 +78,6 @@ static const svc_tag_t tags[] = {
 };
 
 const svc_area_t svc_kernel_area = {
-    "service", "The service itself: its OpenAPI document and health.", routes, tags, NULL
+    .name = "service", .description = "The service itself: its OpenAPI document and health.",
+    .routes = routes, .tags = tags
 };

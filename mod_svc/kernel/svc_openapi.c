@@ -704,7 +704,9 @@ static json_t *stream_events(oa_t *oa, const svc_route_t *r, const svc_area_t *c
     const svc_event_kind_t *e;
 
     for (a = areas; a && *a; a++) {
-        for (e = (*a)->events; e && e->kind; e++) {
+        /* An agent's stream carries its target's work; a user's never. */
+        for (e = r->auth == SVC_AUTH_AGENT ? (*a)->agent_events : (*a)->events;
+             e && e->kind; e++) {
             if (r->events && strncmp(e->kind, r->events, strlen(r->events)) != 0) {
                 continue;
             }
@@ -893,6 +895,10 @@ static void failures(oa_t *oa, const svc_route_t *r, json_t *responses)
         add_problem(oa, responses, 401, "Unauthenticated");
         add_problem(oa, responses, 403, "Forbidden");
     }
+    else if (r->auth == SVC_AUTH_AGENT) {
+        /* Not a deploy target's current key (a PAT or a session neither). */
+        add_problem(oa, responses, 401, "Unauthenticated");
+    }
     else if (r->auth == SVC_AUTH_WEBHOOK || (r->answers & SVC_ANS_DENIED)) {
         add_problem(oa, responses, 401, "Unauthorized");
         add_problem(oa, responses, 403, "Forbidden");
@@ -1057,7 +1063,6 @@ static json_t *operation(oa_t *oa, const svc_route_t *r, json_t *params,
                                         "session"));
     }
     else if (r->auth == SVC_AUTH_AGENT) {
-        json_object_set_new(responses, "401", problem_ref("Not a deploy target's current key."));
         json_object_set_new(op, "security", json_pack("[{s:[]}]", "agent"));
     }
     else {

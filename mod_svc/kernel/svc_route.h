@@ -169,6 +169,9 @@ struct svc_area_t {
     const svc_route_t *routes;  /* ended by a row with method NULL */
     const svc_tag_t *tags;      /* the tags its routes name, described; {NULL} ended */
     const svc_event_kind_t *events;  /* the event kinds it writes; {NULL} ended, or NULL */
+    /* The kinds it addresses to one deploy target: only that target's
+     * agent's work stream carries them, never a user's stream. */
+    const svc_event_kind_t *agent_events;
 };
 
 /*

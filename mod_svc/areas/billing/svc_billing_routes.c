@@ -12,6 +12,8 @@
 #define ORG "/api/orgs/:orgSlug"
 
 /* The answers' shapes (docs/api/conventions.md, "The document"). */
+static const char *const billing_statuses[] = { "none", "active", "past_due", "canceled",
+                                                NULL };
 static const svc_col_t plan_price_keys[] = {
     { .key = "amount", .type = SVC_COL_INT, .description = "In the currency's smallest unit." },
     { .key = "currency", .type = SVC_COL_TEXT, .example = "usd" },
@@ -60,15 +62,24 @@ static const svc_col_t period_usage_keys[] = {
       .description = "true: a model with no known price was used (its cost is not counted)." },
     SVC_COL_END
 };
+static const svc_col_t next_invoice_keys[] = {
+    { .key = "amount_due", .type = SVC_COL_INT,
+      .description = "In the currency's smallest unit." },
+    { .key = "currency", .type = SVC_COL_TEXT, .example = "usd" },
+    { .key = "date", .type = SVC_COL_TIME, .flags = SVC_COL_NULL,
+      .description = "When it is to be paid (else the end of the period it bills)." },
+    SVC_COL_END
+};
 static const svc_col_t billing_keys[] = {
     { .key = "plan", .type = SVC_COL_OBJECT, .flags = SVC_COL_NULL, .ref = &schema_plan },
-    { .key = "status", .type = SVC_COL_TEXT, .example = "active" },
+    { .key = "status", .type = SVC_COL_TEXT, .values = billing_statuses },
     { .key = "provider_status", .type = SVC_COL_TEXT, .flags = SVC_COL_NULL },
     { .key = "current_period_end", .type = SVC_COL_TEXT, .flags = SVC_COL_NULL },
     { .key = "usage", .type = SVC_COL_OBJECT, .sub = period_usage_keys },
-    { .key = "next_invoice", .type = SVC_COL_JSON, .flags = SVC_COL_NULL,
-      .description = "The payment provider's preview of the next invoice (amount_due, "
-        "currency, ...), or null." },
+    { .key = "next_invoice", .type = SVC_COL_OBJECT, .flags = SVC_COL_NULL,
+      .sub = next_invoice_keys,
+      .description = "The payment provider's preview of the next invoice, or null (no "
+        "subscription, or the provider could not say: next_invoice_error)." },
     { .key = "next_invoice_error", .type = SVC_COL_TEXT, .flags = SVC_COL_NULL },
     SVC_COL_END
 };
@@ -76,16 +87,55 @@ static const svc_schema_t schema_billing = {
     .name = "Billing", .description = "The organization's plan, subscription and this "
         "period's usage.", .keys = billing_keys
 };
+static const svc_col_t usage_figure_keys[] = {
+    { .key = "run_minutes", .type = SVC_COL_NUMBER },
+    { .key = "model_calls", .type = SVC_COL_INT },
+    { .key = "input_tokens", .type = SVC_COL_INT },
+    { .key = "output_tokens", .type = SVC_COL_INT },
+    { .key = "model_cost_usd", .type = SVC_COL_NUMBER,
+      .description = "At SvcModelPrice's prices; models without one count 0 (unpriced_models)." },
+    { .key = "deployment_hours", .type = SVC_COL_NUMBER, .description = "Replica-hours." },
+    SVC_COL_END
+};
+static const svc_schema_t schema_usage_figures = {
+    .name = "UsageFigures", .description = "What was used.", .keys = usage_figure_keys
+};
+static const svc_col_t usage_project_keys[] = {
+    { .key = "id", .type = SVC_COL_TEXT, .id = "prj" },
+    { .key = "slug", .type = SVC_COL_TEXT, .flags = SVC_COL_NULL, .format = "slug",
+      .description = "null for a project deleted since." },
+    { .key = "name", .type = SVC_COL_TEXT, .flags = SVC_COL_NULL },
+    SVC_COL_END
+};
+static const svc_col_t usage_group_keys[] = {
+    { .key = "day", .type = SVC_COL_TEXT, .flags = SVC_COL_OPTIONAL, .example = "2026-11-27",
+      .description = "group_by=day: the day (UTC)." },
+    { .key = "project", .type = SVC_COL_OBJECT, .flags = SVC_COL_OPTIONAL | SVC_COL_NULL,
+      .sub = usage_project_keys,
+      .description = "group_by=project: the project; null for what belongs to none." },
+    { .key = "model", .type = SVC_COL_TEXT, .flags = SVC_COL_OPTIONAL | SVC_COL_NULL,
+      .example = "gpt-4o-mini",
+      .description = "group_by=model: the model; null for usage that is no model's." },
+    { .key = "kind", .type = SVC_COL_TEXT, .flags = SVC_COL_OPTIONAL | SVC_COL_NULL,
+      .values = SVC_VALUES("model", "run", "deployment"),
+      .description = "group_by=kind: what was used." },
+    SVC_COL_END
+};
+static const svc_schema_t schema_usage_group = {
+    .name = "UsageGroup", .description = "The usage of one group: its key (the one group_by "
+        "names) and its figures.", .base = &schema_usage_figures, .keys = usage_group_keys
+};
 static const svc_col_t usage_keys[] = {
     { .key = "from", .type = SVC_COL_TIME },
     { .key = "to", .type = SVC_COL_TIME },
     { .key = "group_by", .type = SVC_COL_TEXT,
       .values = SVC_VALUES("day", "project", "model", "kind") },
     { .key = "currency", .type = SVC_COL_TEXT, .values = SVC_VALUES("usd") },
-    { .key = "data", .type = SVC_COL_ARRAY, .item = SVC_COL_JSON,
+    { .key = "data", .type = SVC_COL_ARRAY, .ref = &schema_usage_group,
       .description = "One object per group: its key (day, project, model or kind) and its "
         "usage." },
-    { .key = "totals", .type = SVC_COL_JSON, .description = "The usage of every group." },
+    { .key = "totals", .type = SVC_COL_OBJECT, .ref = &schema_usage_figures,
+      .description = "The usage of every group." },
     { .key = "unpriced_models", .type = SVC_COL_ARRAY, .item = SVC_COL_TEXT },
     SVC_COL_END
 };
@@ -168,6 +218,43 @@ static const svc_schema_t schema_event_detail = {
     .base = &schema_event, .keys = event_detail_keys
 };
 static const svc_col_t no_page_keys[] = { SVC_COL_END };
+
+/* The events the area writes on the org's streams. */
+static const svc_col_t updated_event_keys[] = {
+    { .key = "plan", .type = SVC_COL_TEXT, .flags = SVC_COL_NULL, .example = "team" },
+    { .key = "status", .type = SVC_COL_TEXT, .values = billing_statuses },
+    { .key = "current_period_end", .type = SVC_COL_TIME, .flags = SVC_COL_NULL },
+    { .key = "cause", .type = SVC_COL_TEXT, .example = "customer.subscription.updated",
+      .description = "The type of the provider's event that made the change." },
+    { .key = "event_id", .type = SVC_COL_TEXT, .example = "evt_1" },
+    SVC_COL_END
+};
+static const svc_schema_t updated_event = {
+    .name = "BillingUpdatedEvent", .description = "billing.updated: the provider's event "
+        "changed the organization's subscription.", .keys = updated_event_keys
+};
+static const svc_col_t budget_event_keys[] = {
+    { .key = "level", .type = SVC_COL_INT, .description = "The alert level crossed, in %." },
+    { .key = "month", .type = SVC_COL_TEXT, .example = "2026-11" },
+    { .key = "monthly_usd", .type = SVC_COL_INT },
+    { .key = "spend_usd", .type = SVC_COL_NUMBER },
+    { .key = "percent", .type = SVC_COL_NUMBER },
+    { .key = "hard", .type = SVC_COL_BOOL },
+    { .key = "exceeded", .type = SVC_COL_BOOL },
+    SVC_COL_END
+};
+static const svc_schema_t budget_event = {
+    .name = "BillingBudgetEvent", .description = "billing.budget: this month's model spend "
+        "crossed an alert level of the budget.", .keys = budget_event_keys
+};
+static const svc_event_kind_t events[] = {
+    { "billing.updated", &updated_event, "A provider's event changed the subscription (plan, "
+      "status, period)." },
+    { "billing.budget", &budget_event, "Model spend crossed one of the budget's alert levels "
+      "(once per level and month)." },
+    { NULL, NULL, NULL }
+};
+
 static const svc_tag_t tags[] = {
     { TAG, "Plans, the organization's billing and usage, the payment provider's checkout, "
       "portal and payment method, budgets, and the provider's webhook." },
@@ -252,5 +339,6 @@ static const svc_route_t routes[] = {
 
 const svc_area_t svc_billing_area = {
     .name = "billing", .description = "Plans, usage, the payment provider's checkout, portal "
-        "and payment method, its webhook, and budgets.", .routes = routes, .tags = tags
+        "and payment method, its webhook, and budgets.", .routes = routes, .tags = tags,
+    .events = events
 };
