@@ -297,7 +297,7 @@ sub audit_of {
     is($st, 404, 'an unknown delivery: 404');
     my $p;
     ($st, $p) = api(GET => '/api/admin/vcs/deliveries', token => new_token($owner, scope => 'admin'));
-    is($st, 403, 'an org owner who is no founder: 403');
+    is($st, 404, 'an org owner who is no founder: 404, as if it did not exist (issue 24)');
 }
 
 done_testing();
