@@ -112,3 +112,18 @@ CREATE TRIGGER users_identity_changed
           OR OLD.suspended_at IS DISTINCT FROM NEW.suspended_at)
     EXECUTE FUNCTION svc_users_identity_changed();
 
+-- --- Deliveries that failed, and their redelivery ---------------------------------
+--
+-- A code-hosting delivery whose processing failed used to leave no trace
+-- (its transaction rolled back whole), so only the provider could send it
+-- again. It is now kept, as failed, with its attempts and the last error:
+-- an operator redelivers it (POST /api/admin/vcs/deliveries/:id/redeliver),
+-- and the provider's own redelivery of the same delivery id is processed
+-- again too. Deliveries recorded before this migration were processed.
+ALTER TABLE vcs_webhook_deliveries ADD COLUMN IF NOT EXISTS status text NOT NULL
+    DEFAULT 'processed' CHECK (status IN ('processed', 'failed'));
+ALTER TABLE vcs_webhook_deliveries ADD COLUMN IF NOT EXISTS attempts integer NOT NULL
+    DEFAULT 1 CHECK (attempts >= 1);
+ALTER TABLE vcs_webhook_deliveries ADD COLUMN IF NOT EXISTS last_error text
+    CHECK (char_length(last_error) <= 1000);
+ALTER TABLE vcs_webhook_deliveries ADD COLUMN IF NOT EXISTS last_attempt_at timestamptz;
