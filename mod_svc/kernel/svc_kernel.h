@@ -28,6 +28,7 @@
 #include "svc_page.h"
 #include "svc_ratelimit.h"
 #include "svc_route.h"
+#include "svc_shared.h"
 #include "svc_write.h"
 
 /* The kernel's own routes: the OpenAPI document and health (svc_kernel_routes.c). */

@@ -594,4 +594,36 @@ for my $row (@rows) {
     }
 }
 
+# --- the operator's routes (issue 24): every column, every credential, 404 ---------------------
+# /api/admin/ is the founders'; to any member of any org, by any
+# credential (an org-bound admin token included), it does not exist.
+{
+    my $fx = fixture();
+    my @operator = grep { $_->{founder} && $_->{path} =~ m{^/api/admin/} } route_table();
+    ok(scalar @operator >= 10, scalar(@operator) . ' operator routes');
+    my %creds;
+    for my $col (@COLS) {
+        $creds{$col} = [ [ 'admin PAT' => token => $PAT{$col} ],
+                         [ 'session' => cookie => new_session($U{$col}), csrf_ok() ] ];
+        push @{ $creds{$col} }, [ 'PAT bound to the org' => token =>
+                                  new_token($U{$col}, scope => 'admin', org => $fx->{org}) ]
+            unless $col eq 'non-member';
+    }
+    for my $r (@operator) {
+        (my $path = $r->{path}) =~ s{:orgSlug}{$fx->{org}};
+        $path =~ s{:userId}{$ID{owner}};
+        $path =~ s{:[A-Za-z]+}{id_missing}g;
+        for my $col (@COLS) {
+            for my $c (@{ $creds{$col} }) {
+                my ($name, @auth) = @$c;
+                my $before = db_digest();
+                my ($st, $p) = api($r->{method} => $path, @auth,
+                                   $r->{method} eq 'POST' ? (json => { reason => 'matrix' }) : ());
+                is($st, 404, "$r->{method} $r->{path} as $col with a $name: 404");
+                is_deeply(db_digest(), $before, '... and nothing changed');
+            }
+        }
+    }
+}
+
 done_testing();
