@@ -1,6 +1,6 @@
 /*
  * svc_deploy.h: the deploy area: deploy targets, deployments, their planner, and the agents' routes.
- * May call base/, the kernel, and the runs and providers areas' public headers; the registry, the glue and svcctl call it here.
+ * May call base/, the kernel, and the runs, providers and pipeline (incidents) areas' public headers; the registry, the glue and svcctl call it here.
  *
  * A deploy target is a machine of the customer's where our agent
  * (svc-agent, mod_svc/agent/) runs, enrolled with the target's key. A
