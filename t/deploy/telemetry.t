@@ -215,7 +215,8 @@ is($i->{project}, $proj, '... in the deployment\'s project');
 is($i->{source}, 'incident', '... an incident');
 like($i->{title}, qr/\Q$id\E fails its health checks/, '... naming the deployment');
 like($i->{body}, qr/failed their last 3 health probes/, '... what failed');
-like($i->{body}, qr/^replica 0 \| bad bytes \x{FFFD}\x{FFFD} here$/m, '... with the last lines of its latest logs');
+like($i->{body}, qr/^replica 0 \| bad bytes \x{FFFD}\x{FFFD} here$/m,
+     '... with the last lines of its latest logs');
 unlike($i->{body}, qr/\Q$key\E/, '... never the key');
 is(psql_value("SELECT count(*) FROM events WHERE kind = 'deployment.incident' AND "
               . "data->>'improvement_id' = '$imp' AND data->>'state' = 'filed'"), 1,
@@ -282,7 +283,7 @@ ok(wait_for(sub { psql_value("SELECT count(*) FROM deploy_probes WHERE deploymen
 is(improvements(), 1, '... and no second incident within the hour');
 unlink catfile($appdir, 'fail');
 
-# --- the service redacts and cleans what any agent sends ---------------------------------------------
+# --- the service redacts and cleans what any agent sends ----------------------------------
 is(stop_agent($agent), 0, 'the agent stops');
 
 # --- no route reaches another org's deployment, nor another target's ------------------------------

@@ -658,7 +658,8 @@ apr_status_t svc_h_deployments_metrics(svc_ctx_t *ctx)
         || (rv = svc_db_execv(db, &st_metrics_read, ctx->pool, &res, id, ctx->org->id,
                               apr_psprintf(ctx->pool, "%" APR_INT64_T_FMT, from),
                               apr_psprintf(ctx->pool, "%" APR_INT64_T_FMT, to),
-                              apr_psprintf(ctx->pool, "%" APR_INT64_T_FMT, (apr_int64_t)step))) != APR_SUCCESS) {
+                              apr_psprintf(ctx->pool, "%" APR_INT64_T_FMT,
+                                           (apr_int64_t)step))) != APR_SUCCESS) {
         return rv;
     }
     if (svc_dbres_rows(res) != 1) {
