@@ -46,6 +46,9 @@ CREATE TABLE IF NOT EXISTS deploy_metrics (
     PRIMARY KEY (deployment_id, replica, at)
 );
 CREATE INDEX IF NOT EXISTS deploy_metrics_at ON deploy_metrics (at);
+-- A deployment's newest figures and a window of them (uptime, metrics, the
+-- deployment's document).
+CREATE INDEX IF NOT EXISTS deploy_metrics_dep_at ON deploy_metrics (deployment_id, at);
 
 -- A health probe of a replica (GET of its plan's health_path), every 10
 -- seconds: up (2xx or 3xx) or down, and how long the answer took (NULL:
@@ -59,6 +62,7 @@ CREATE TABLE IF NOT EXISTS deploy_probes (
     PRIMARY KEY (deployment_id, replica, at)
 );
 CREATE INDEX IF NOT EXISTS deploy_probes_at ON deploy_probes (at);
+CREATE INDEX IF NOT EXISTS deploy_probes_dep_at ON deploy_probes (deployment_id, at);
 
 -- A deployment's incidents (the improvements the service filed for it):
 -- the one open now and how often it failed since, when one was last filed

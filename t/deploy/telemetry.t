@@ -157,6 +157,12 @@ ok(wait_for(sub {
 }, timeout => 90, interval => 1), 'metrics: points for both replicas, and their sum')
     or diag(explain($m));
 is($m->{step}, 15, '... a step of 15 s by default');
+{
+    my $tel = deployment($org, $tok, $id)->{telemetry};
+    ok($tel->{last_sample_at} && $tel->{last_probe_at} && $tel->{logs_at},
+       'the deployment says when its agent last reported samples, probes and logs');
+    is($tel->{open_incident}, undef, '... and no open incident');
+}
 my ($r0) = grep { defined $_->{replica} && $_->{replica} == 0 } @{ $m->{series} };
 my $pt = $r0->{points}[-1];
 like($pt->[0], qr/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/, '... a point\'s time, RFC 3339');
@@ -231,6 +237,8 @@ ok(wait_for(sub {
     grep { $_->{down} > 0 } @{ $u->{buckets} }
 }, timeout => 10), 'uptime shows the failures in a down bucket');
 is_deeply($u->{incidents}, [ $imp ], '... and the incident');
+is(deployment($org, $tok, $id)->{telemetry}{open_incident}, $imp,
+   'the deployment names its open incident');
 
 # A crash loop on top: the replicas exit at once, three times and more.
 open $fh, '>', catfile($appdir, 'crash') or die "crash: $!";
@@ -269,6 +277,8 @@ ok($u->{availability} < 1, "... availability below 1 ($u->{availability})");
 ($st, $p) = api(POST => "/api/orgs/$org/improvements/$imp/approve", token => $tok);
 is($st, 200, 'the incident is approved');
 like($p->{request_id}, qr/^rqs_/, '... into a request');
+is(deployment($org, $tok, $id)->{telemetry}{open_incident}, undef,
+   '... and the deployment has no open incident');
 
 # Failing again within the hour: no second incident, even with the first decided.
 open $fh, '>', catfile($appdir, 'fail') or die "fail: $!";

@@ -120,6 +120,17 @@ static const svc_col_t error_keys[] = {
     { .key = "message", .type = SVC_COL_TEXT },
     SVC_COL_END
 };
+static const svc_col_t dep_telemetry_keys[] = {
+    { .key = "last_sample_at", .type = SVC_COL_TIME, .flags = SVC_COL_NULL,
+      .description = "The newest resource sample its agent reported (GET .../metrics)." },
+    { .key = "last_probe_at", .type = SVC_COL_TIME, .flags = SVC_COL_NULL,
+      .description = "The newest health probe (GET .../uptime)." },
+    { .key = "logs_at", .type = SVC_COL_TIME, .flags = SVC_COL_NULL,
+      .description = "The newest log upload (GET .../logs)." },
+    { .key = "open_incident", .type = SVC_COL_TEXT, .flags = SVC_COL_NULL, .id = "imp",
+      .description = "The open incident improvement filed for it, if any." },
+    SVC_COL_END
+};
 static const svc_col_t deployment_keys[] = {
     { .key = "id", .type = SVC_COL_TEXT, .id = "dep" },
     { .key = "project", .type = SVC_COL_TEXT, .format = "slug",
@@ -142,6 +153,9 @@ static const svc_col_t deployment_keys[] = {
     { .key = "updated_at", .type = SVC_COL_TIME },
     { .key = "approved_by", .type = SVC_COL_TEXT, .flags = SVC_COL_NULL, .id = "usr" },
     { .key = "approved_at", .type = SVC_COL_TIME, .flags = SVC_COL_NULL },
+    { .key = "telemetry", .type = SVC_COL_OBJECT, .sub = dep_telemetry_keys,
+      .description = "What its agent last reported (docs/api/deployments.md, "
+        "\"Telemetry\")." },
     SVC_COL_END
 };
 static const svc_schema_t schema_deployment = {
