@@ -104,6 +104,11 @@ my $work_id = 'wrk_' . join '', map { ('a'..'z')[rand 26] } 1 .. 22;
 psql("INSERT INTO deploy_work (id, org_id, target_id, deployment_id, action, spec) VALUES "
      . "('$work_id', '" . org_id_of($org) . "', '$target->{id}', '$deployment->{id}', "
      . "'deploy', '{}')");
+# Logs of it, as its agent would have uploaded them (GET .../logs answers them).
+my $log_id = 'lgr_' . join '', map { ('a'..'z')[rand 26] } 1 .. 22;
+psql("INSERT INTO deploy_log_requests (id, org_id, deployment_id, target_id, lines, uploaded_at, "
+     . "body) VALUES ('$log_id', '" . org_id_of($org) . "', '$deployment->{id}', "
+     . "'$target->{id}', 10, now(), E'replica 0 | victim\\n')");
 
 # Real ids of the victim org for each path parameter; unknown ones get a
 # random id of the right shape.
@@ -308,6 +313,7 @@ ok(scalar @tenant >= 20, scalar(@tenant) . ' tenant routes covered');
     is($st, 201, "another org's deploy target");
     my $agent_path = sub {
         (my $p = $_[0]) =~ s{:workId}{$work_id};
+        $p =~ s{:requestId}{$log_id};
         $p =~ s{:id}{$deployment->{id}};
         return $p;
     };
