@@ -37,15 +37,15 @@
  *
  * A stream that fell behind the ring, or whose org the hub has not covered
  * since it (re)connected, reads the log from the database instead, through
- * a pooled connection held only for that read. The hub also keeps the books
- * of the child's stream places: it deletes those given back, confirms the
- * rest, and gives back all it holds when the child exits.
+ * a pooled connection held only for that read. Event ids are in commit
+ * order per org (sql/006_events.sql), so "after the last id sent" never
+ * skips or repeats an event. The hub also keeps the books of the child's
+ * stream places: it deletes those given back, confirms the rest, and gives
+ * back all it holds when the child exits.
  *
  * What is here is what touches httpd: the MPM's timed callbacks, the
  * watcher (sockets of suspended connections), the network filter that
- * writes without waiting, the request handler, and the child's life. Event ids are in commit
- * order per org (sql/006_events.sql), so "after the last id sent" never
- * skips or repeats an event.
+ * writes without waiting, the request handler, and the child's life.
  *
  * What httpd 2.4 cannot do: give a suspended connection back to the MPM.
  * So a stream that ends writes its last bytes, finishes the request (it is
