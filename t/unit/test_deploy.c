@@ -5,7 +5,9 @@
  */
 #define SVC_TEST_MAIN
 #include "svc_test.h"
+#include "svc_testdb.h"
 #include "svc_deploy_rules.h"
+#include "svc_telemetry.h"
 
 SVC_TEST(procfile_web)
 {
@@ -148,6 +150,54 @@ SVC_TEST(prompt)
     text = svc_deploy_plan_prompt(p, files, contents);
     SVC_CHECK(strstr(text, "(and 7 more)") != NULL);
     SVC_CHECK(strstr(svc_deploy_plan_system, "JSON") != NULL);
+}
+
+/*
+ * The telemetry sweep (sql/023): samples, probes and log requests older
+ * than 30 days go, younger ones stay. In a transaction rolled back at the
+ * end, with foreign keys off for it (the rows name a deployment that does
+ * not exist), so nothing stays behind.
+ */
+SVC_TEST(telemetry_sweep)
+{
+    const char *dep, *org;
+    apr_int64_t dropped = -1;
+    svc_db_t *db;
+
+    if (!svc_testdb_conninfo() || !(db = svc_testdb_open(p))) {
+        return;
+    }
+    dep = svc_testdb_name(p, "dep_");
+    org = svc_testdb_name(p, "org_");
+    svc_testdb_value(p, db, "BEGIN");
+    svc_testdb_value(p, db, "SET LOCAL session_replication_role = replica");
+    svc_testdb_value(p, db, apr_psprintf(p,
+        "INSERT INTO deploy_metrics (deployment_id, replica, at, cpu_seconds, rss_bytes, fds,"
+        " restarts) VALUES ('%s', 0, now() - interval '31 days', 1, 1, 1, 0),"
+        " ('%s', 0, now() - interval '29 days', 1, 1, 1, 0)", dep, dep));
+    svc_testdb_value(p, db, apr_psprintf(p,
+        "INSERT INTO deploy_probes (deployment_id, replica, at, ok, latency_ms)"
+        " VALUES ('%s', 1, now() - interval '30 days 1 minute', false, NULL),"
+        " ('%s', 1, now() - interval '1 hour', true, 3)", dep, dep));
+    svc_testdb_value(p, db, apr_psprintf(p,
+        "INSERT INTO deploy_log_requests (id, org_id, deployment_id, target_id, lines,"
+        " created_at) VALUES ('lgr_%sold', '%s', '%s', 'dtg_x', 10,"
+        " now() - interval '31 days'), ('lgr_%snew', '%s', '%s', 'dtg_x', 10, now())",
+        svc_random_base62(p, 16), org, dep, svc_random_base62(p, 16), org, dep));
+
+    SVC_CHECK(svc_telemetry_sweep(db, p, &dropped) == APR_SUCCESS);
+    /* Other tests' old rows may go in the same sweep: at least ours. */
+    SVC_CHECK(dropped >= 3);
+    SVC_CHECK_STR(svc_testdb_value(p, db, apr_psprintf(p,
+        "SELECT string_agg(extract(day FROM now() - at)::int::text, ',')"
+        " FROM deploy_metrics WHERE deployment_id = '%s'", dep)), "29");
+    SVC_CHECK_STR(svc_testdb_value(p, db, apr_psprintf(p,
+        "SELECT string_agg(ok::text, ',') FROM deploy_probes WHERE deployment_id = '%s'",
+        dep)), "true");
+    SVC_CHECK_STR(svc_testdb_value(p, db, apr_psprintf(p,
+        "SELECT string_agg(right(id, 3), ',') FROM deploy_log_requests"
+        " WHERE deployment_id = '%s'", dep)), "new");
+    svc_testdb_value(p, db, "ROLLBACK");
 }
 
 int main(int argc, const char *const *argv)
