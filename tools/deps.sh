@@ -45,6 +45,7 @@ DEB_TEST=(
                            # sandbox (t/runs/agent.t: no network there)
     python3                # what the agent's tests build and test in the sandbox
     iproute2               # ss: the event-stream tests count sockets by state
+    pgbouncer              # t/nodes/pgbouncer.t: the stack through PgBouncer (session mode)
     util-linux             # runuser, setpriv (dropping root in test.sh)
     passwd                 # useradd (the unprivileged test user)
     tar coreutils findutils
@@ -79,6 +80,7 @@ RPM_TEST=(
     perl-Time-HiRes perl-Digest-SHA perl-IPC-Cmd
     valgrind wrk curl procps-ng iproute util-linux shadow-utils tar coreutils findutils
     python3
+    pgbouncer              # t/nodes/pgbouncer.t
     clang compiler-rt      # make fuzz: clang, libFuzzer and the sanitizers' runtimes
 )
 RPM_PKG=(
