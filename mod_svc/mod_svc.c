@@ -227,6 +227,7 @@ static int svc_post_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptem
     const svc_router_t *router;
     svc_router_t *rt;
     server_rec *vs;
+    const char *undocumented;
     apr_status_t rv;
 
     /* Libraries that want one call per process, before any thread exists. */
@@ -249,6 +250,13 @@ static int svc_post_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptem
         return HTTP_INTERNAL_SERVER_ERROR;
     }
     router = rt;
+    /* A route the OpenAPI document cannot describe truthfully (a JSON
+     * answer without a schema, say) is a route table mistake too. */
+    if ((undocumented = svc_openapi_check(pconf, svc_areas)) != NULL) {
+        ap_log_error(APLOG_MARK, APLOG_CRIT, 0, s, "SVC0306: the route table cannot be "
+                     "documented: %s (docs/api/conventions.md, \"The document\")", undocumented);
+        return HTTP_INTERNAL_SERVER_ERROR;
+    }
 
     for (vs = s; vs; vs = vs->next) {
         svc_server_conf *sc = ap_get_module_config(vs->module_config, &svc_module);

@@ -1560,7 +1560,7 @@ static apr_status_t take_place(request_rec *r, svc_ctx_t *ctx, sse_hub *hub, int
         return rv;
     }
     if (!pl->id) {
-        apr_table_setn(r->err_headers_out, "Retry-After", SSE_LIMIT_RETRY);
+        apr_table_setn(ctx->headers_out, "Retry-After", SSE_LIMIT_RETRY);
         return svc_fail(ctx, 429, "too_many_streams", "You hold %d event streams open "
                         "already, as many as one %s may (SvcStreamLimit); close one, or "
                         "try again when one has ended.", limit,

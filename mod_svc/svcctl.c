@@ -45,6 +45,9 @@ static const char usage_text[] =
     "  session create EMAIL                print a service_session cookie value\n"
     "  audit verify                        check every audit chain; exit 1 if one is broken\n"
     "  routes [--json]                     the route table\n"
+    "  openapi [--server URL]              print the OpenAPI document GET /api/openapi.json\n"
+    "                                      answers (for client generators, offline); exit 1\n"
+    "                                      when a route cannot be documented\n"
     "  vcs-app check [--credentials FILE]  sign an App JWT with the code-hosting App's key and\n"
     "                                      ask the provider who it is (after a key rotation);\n"
     "                                      the keys as the module reads them: VCS_APP_*, then\n"
@@ -816,6 +819,35 @@ static int cmd_vcs_app_check(cli_t *cli)
     return 0;
 }
 
+/* The document the module serves, from the same table; with --server, that
+ * base URL in its servers list (the module's is SvcPublicURL, or "/"). */
+static int cmd_openapi(cli_t *cli)
+{
+    const char *server = NULL, *err = NULL;
+    json_t *doc;
+    char *out;
+
+    if (cli->argc == 2 && strcmp(cli->argv[0], "--server") == 0) {
+        server = cli->argv[1];
+    }
+    else if (cli->argc != 0) {
+        return usage("openapi takes only --server URL");
+    }
+    doc = svc_openapi_build_checked(cli->pool, svc_areas, server, &err);
+    if (err) {
+        json_decref(doc);
+        return fail("openapi", err);
+    }
+    out = json_dumps(doc, JSON_INDENT(2));
+    json_decref(doc);
+    if (!out) {
+        return fail("openapi", "out of memory");
+    }
+    printf("%s\n", out);
+    free(out);
+    return 0;
+}
+
 static int cmd_routes(cli_t *cli)
 {
     const svc_route_t *table = svc_route_table(cli->pool, svc_areas), *r;
@@ -865,6 +897,8 @@ static int cmd_routes(cli_t *cli)
                            "session_only", (r->flags & SVC_RF_SESSION) != 0,
                            "stream", (r->flags & SVC_RF_STREAM) != 0,
                            "success", svc_route_success(r), "op_id", r->op_id));
+        json_object_set_new(json_array_get(all, json_array_size(all) - 1), "response",
+                            r->response ? json_string(r->response->name) : json_null());
         if (!r->body) {
             json_decref(fields);
         }
@@ -978,6 +1012,10 @@ int main(int argc, const char *const *argv)
     else if (IS(0, "routes")) {
         ARGS(1);
         rc = cmd_routes(&cli);
+    }
+    else if (IS(0, "openapi")) {
+        ARGS(1);
+        rc = cmd_openapi(&cli);
     }
     else {
         rc = usage(apr_psprintf(cli.pool, "unknown command: %s", argv[i]));

@@ -17,6 +17,11 @@
 # module needs at run time (plus the PostgreSQL server `make run` starts);
 # test = the test harness, `make bench` and `make fuzz`; pkg = `make deb`, `make rpm` and
 # `make test-packages` (not in `all`: only CI and packagers need it).
+#
+# The test group also installs the npm packages pinned in
+# t/contract/package-lock.json (npm ci into t/contract/node_modules): the
+# OpenAPI linter and client generator t/kernel/openapi.t runs, and the
+# validating proxy (Prism) t/kernel/prism.t runs.
 set -euo pipefail
 
 # --- Debian 12 / Ubuntu --------------------------------------------------
@@ -46,6 +51,10 @@ DEB_TEST=(
     python3                # what the agent's tests build and test in the sandbox
     iproute2               # ss: the event-stream tests count sockets by state
     pgbouncer              # t/nodes/pgbouncer.t: the stack through PgBouncer (session mode)
+    libjson-validator-perl # every answer checked against the OpenAPI document (SvcContract.pm)
+    nodejs                 # t/kernel/openapi.t: Redocly, openapi-typescript, tsc (npm ci;
+                           # Node 20 or later: NodeSource's nodejs carries npm, Debian's needs
+                           # its npm package, which deps.sh adds then)
     util-linux             # runuser, setpriv (dropping root in test.sh)
     passwd                 # useradd (the unprivileged test user)
     tar coreutils findutils
@@ -77,7 +86,8 @@ RPM_RUN=(
 )
 RPM_TEST=(
     perl-Apache-Test perl-libwww-perl perl-HTTP-Daemon perl-JSON-PP perl-IO-Socket-SSL openssl
-    perl-Time-HiRes perl-Digest-SHA perl-IPC-Cmd
+    perl-Time-HiRes perl-Digest-SHA perl-IPC-Cmd perl-JSON-Validator
+    nodejs npm
     valgrind wrk curl procps-ng iproute util-linux shadow-utils tar coreutils findutils
     python3
     pgbouncer              # t/nodes/pgbouncer.t
@@ -165,6 +175,34 @@ install_rpm() {
     as_root dnf install -y "$@"
 }
 
+# The npm packages of the test group: npm ci into t/contract/node_modules
+# when the lockfile changed since the last install (a stamp of its digest).
+NPM_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")/../t/contract" && pwd)
+npm_stamp() { sha256sum "$NPM_DIR/package-lock.json" | cut -d' ' -f1; }
+npm_current() {
+    [ -f "$NPM_DIR/node_modules/.svc-lock" ] \
+        && [ "$(cat "$NPM_DIR/node_modules/.svc-lock")" = "$(npm_stamp)" ]
+}
+npm_deps() {
+    local mode=$1
+    npm_current && { echo "deps.sh: npm packages of t/contract present"; return 0; }
+    if [ "$mode" = check ]; then
+        echo "deps.sh: missing: the npm packages of t/contract (npm ci)" >&2
+        return 1
+    fi
+    if ! command -v npm >/dev/null 2>&1; then
+        [ "$(family)" = deb ] || die "npm is missing (install nodejs and npm)"
+        echo "deps.sh: installing: npm"
+        install_deb npm || die "npm could not be installed"
+    fi
+    echo "deps.sh: npm ci in t/contract"
+    # No install scripts: the tools need none, and a registry package's
+    # scripts have no business running as root here.
+    (cd "$NPM_DIR" && npm ci --no-audit --no-fund --ignore-scripts --loglevel=error) \
+        || die "npm ci failed in t/contract"
+    npm_stamp > "$NPM_DIR/node_modules/.svc-lock"
+}
+
 main() {
     local mode=install
     local -a groups=()
@@ -176,7 +214,7 @@ main() {
             --group) [ $# -ge 2 ] || die "--group needs a group name"
                      pick deb "$2" >/dev/null   # dies on an unknown group
                      groups+=("$2"); shift ;;
-            -h|--help) sed -n '2,19p' "$0"; return ;;
+            -h|--help) sed -n '2,24p' "$0"; return ;;
             *) die "unknown argument '$1' (see --help)" ;;
         esac
         shift
@@ -193,7 +231,8 @@ main() {
     mapfile -t miss < <(missing "$fam")
     if [ ${#miss[@]} -eq 0 ]; then
         echo "deps.sh: all $(for g in "${DEP_GROUPS[@]}"; do pick "$fam" "$g"; done | sort -u | wc -l) packages present (${DEP_GROUPS[*]})"
-        return 0
+        if wants_npm; then npm_deps "$mode"; fi
+        return
     fi
     if [ "$mode" = check ]; then
         echo "deps.sh: missing: ${miss[*]}" >&2
@@ -211,6 +250,16 @@ main() {
     # What apt says it installed is not proof; check again.
     mapfile -t miss < <(missing "$fam")
     [ ${#miss[@]} -eq 0 ] || die "still missing after install: ${miss[*]}"
+    if wants_npm; then npm_deps install; fi
+}
+
+# Whether the chosen groups include the test group's npm packages.
+wants_npm() {
+    local g
+    for g in "${DEP_GROUPS[@]}"; do
+        case $g in all|test) return 0 ;; esac
+    done
+    return 1
 }
 
 main "$@"

@@ -178,6 +178,13 @@ void svc_ctx_render_problem(svc_ctx_t *ctx, const svc_problem_t *pr)
     if (pr->errors) {
         json_object_set(doc, "errors", pr->errors);
     }
+    /* A 503 or a 429 always says when to try again (the OpenAPI document
+     * declares Retry-After on both): one whose cause did not say, says
+     * shortly. */
+    if ((pr->status == 503 || pr->status == 429)
+        && !apr_table_get(ctx->headers_out, "Retry-After")) {
+        apr_table_setn(ctx->headers_out, "Retry-After", pr->status == 429 ? "1" : "5");
+    }
     ctx->status = pr->status;
     ctx->content_type = "application/problem+json";
     ctx->resp_body = svc_json_dump(ctx->pool, doc);

@@ -3,6 +3,7 @@
  * (svc_idempotency.h).
  */
 #include "svc_idempotency.h"
+#include "svc_route.h"
 #include "svc_crypto.h"
 #include "svc_json.h"
 #include "svc_redact.h"
@@ -16,6 +17,14 @@ apr_status_t svc_idem_key(svc_ctx_t *ctx, const char **pkey)
     const char *c;
 
     *pkey = key;
+    /* The document says which routes honour the key from their flag: a
+     * handler that reads it on another route is a mistake of ours, not a
+     * key to ignore. */
+    if (!ctx->route || !(ctx->route->flags & SVC_RF_IDEMPOTENT)) {
+        *pkey = NULL;
+        return svc_fail(ctx, 500, "internal_error", "Idempotency-Key is read on a route that "
+                        "does not declare it (SVC_RF_IDEMPOTENT).");
+    }
     if (!key) {
         return APR_SUCCESS;
     }

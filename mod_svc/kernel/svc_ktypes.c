@@ -10,6 +10,11 @@ static const char *const scope_names[] = { "none", "read", "write", "admin" };
 static const char *const role_names[] = { "none", "viewer", "member", "admin", "owner" };
 static const char *const prole_names[] = { "none", "viewer", "developer", "maintainer" };
 
+/* The same, as the values an answer may hold (svc_schema.h). */
+const char *const svc_scope_values[] = { "read", "write", "admin", NULL };
+const char *const svc_role_values[] = { "viewer", "member", "admin", "owner", NULL };
+const char *const svc_prole_values[] = { "viewer", "developer", "maintainer", NULL };
+
 const char *svc_scope_name(svc_scope_e scope)
 {
     return (scope >= SVC_SCOPE_NONE && scope <= SVC_SCOPE_ADMIN) ? scope_names[scope] : "none";

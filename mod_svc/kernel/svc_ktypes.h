@@ -69,6 +69,12 @@ typedef struct svc_principal_t svc_principal_t;
 typedef struct svc_orgref_t svc_orgref_t;
 typedef struct svc_projref_t svc_projref_t;
 
+/* The names of scopes, org roles and project roles, NULL ended, for the
+ * enums of the OpenAPI document (svc_schema.h). */
+extern const char *const svc_scope_values[];
+extern const char *const svc_role_values[];
+extern const char *const svc_prole_values[];
+
 const char *svc_scope_name(svc_scope_e scope);
 svc_scope_e svc_scope_parse(const char *s);
 const char *svc_role_name(svc_role_e role);

@@ -237,8 +237,10 @@ static apr_status_t shape_walk(const svc_dbres_t *res, int *pcol, const svc_col_
 {
     for (; shape->key; shape++) {
         if (shape->type == SVC_COL_OBJECT) {
-            if (!shape->sub || !shape->sub->key
-                || shape_walk(res, pcol, shape->sub) != APR_SUCCESS) {
+            const svc_col_t *sub = svc_col_keys(shape);
+            /* A base's keys are not columns of a row (svc_schema.h). */
+            if (!sub || !sub->key || (shape->ref && shape->ref->base)
+                || shape_walk(res, pcol, sub) != APR_SUCCESS) {
                 return SVC_EDB;
             }
         }
@@ -263,7 +265,7 @@ static int shape_width(const svc_col_t *shape)
     int n = 0;
 
     for (; shape->key; shape++) {
-        n += shape->type == SVC_COL_OBJECT ? shape_width(shape->sub) : 1;
+        n += shape->type == SVC_COL_OBJECT ? shape_width(svc_col_keys(shape)) : 1;
     }
     return n;
 }
@@ -334,12 +336,12 @@ static apr_status_t row_walk(svc_jbuf_t *b, const svc_dbres_t *res, int row, int
         }
         else if (svc_dbres_isnull(res, row, *pcol)) {
             /* No object: skip all of its columns, nested ones included. */
-            *pcol += shape_width(c->sub);
+            *pcol += shape_width(svc_col_keys(c));
             svc_jbuf_raw(b, "null", 4);
             rv = APR_SUCCESS;
         }
         else {
-            rv = row_walk(b, res, row, pcol, c->sub);
+            rv = row_walk(b, res, row, pcol, svc_col_keys(c));
         }
         if (rv != APR_SUCCESS) {
             return rv;

@@ -20,6 +20,7 @@
 #include "svc_ktypes.h"
 #include "svc_db.h"
 #include "svc_json.h"
+#include "svc_schema.h"
 
 #define SVC_PAGE_DEFAULT 50
 #define SVC_PAGE_MAX 200
@@ -47,29 +48,14 @@ apr_status_t svc_reply_page(svc_ctx_t *ctx, const svc_dbres_t *res, int json_col
 /*
  * The shape of an item built in C from plain columns, the faster way
  * (docs/performance.md): PostgreSQL returns values, in binary
- * (SVC_STMT_BINARY), and svc_row_json writes one JSON object per row.
- * Each entry takes the next column; SVC_COL_OBJECT takes as many as `sub`
- * has entries and writes null when the first of them is NULL. Every column
- * may be NULL, which writes null.
+ * (SVC_STMT_BINARY), and svc_row_json writes one JSON object per row by a
+ * shape (svc_schema.h), the same array the OpenAPI document describes the
+ * answer by. Each key takes the next column; an SVC_COL_OBJECT takes as
+ * many as its keys and writes null when the first of them is NULL. Every
+ * column may be NULL, which writes null. The row writer knows TEXT, INT,
+ * BOOL, TIME and OBJECT keys; a shape with any other fails
+ * svc_shape_check.
  */
-typedef enum {
-    SVC_COL_TEXT = 1,   /* text or varchar: a string */
-    SVC_COL_INT,        /* smallint, integer, bigint: a number */
-    SVC_COL_BOOL,       /* boolean */
-    SVC_COL_TIME,       /* timestamptz: RFC 3339 in UTC, whole seconds */
-    SVC_COL_OBJECT      /* the columns of `sub`, nested */
-} svc_coltype_e;
-
-typedef struct svc_col_t {
-    const char *key;            /* NULL ends a shape */
-    svc_coltype_e type;
-    const struct svc_col_t *sub;
-} svc_col_t;
-
-#define SVC_COL(key, type) { key, type, NULL }
-#define SVC_COL_NEST(key, sub) { key, SVC_COL_OBJECT, sub }
-#define SVC_COL_END { NULL, 0, NULL }
-
 /*
  * Checks once per result that the columns from `col` on are exactly what
  * `shape` needs, in number, type and format (SVC_EDB if not: a statement

@@ -12,6 +12,7 @@
 
 #include "svc_ktypes.h"
 #include "svc_ctx.h"
+#include "svc_schema.h"
 
 typedef apr_status_t (*svc_handler_fn)(svc_ctx_t *ctx);
 
@@ -69,6 +70,29 @@ typedef apr_status_t (*svc_handler_fn)(svc_ctx_t *ctx);
  * stays NULL on such rows.
  */
 #define SVC_RF_STREAM_BODY  0x80000
+/*
+ * Honours Idempotency-Key (svc_idempotency.h): a replay answers 200 with
+ * Idempotent-Replayed: true, a key reused for another request 409. Only a
+ * route flagged so may read the key (svc_idem_key refuses otherwise), so
+ * the document and the behaviour say the same.
+ */
+#define SVC_RF_IDEMPOTENT   0x100000
+
+/*
+ * Statuses a route may answer beyond the ones its row implies, for the
+ * OpenAPI document (svc_openapi.c says what a row implies: 400 and 500
+ * and 503 always, 401 and 403 for a user's route, 404 where the path or
+ * the body names something, 409 for a change, 413 and 415 with a body,
+ * 429 with a rate class, 200 and 409 when idempotent).
+ */
+#define SVC_ANS_CONFLICT    0x01    /* 409 on a read: the state does not allow it */
+#define SVC_ANS_GONE        0x02    /* 410: it existed, and is no more */
+#define SVC_ANS_PROVIDER    0x04    /* 502 and 504: a third-party provider failed */
+#define SVC_ANS_LIMITED     0x08    /* 429 without a rate class (too many streams) */
+#define SVC_ANS_DENIED      0x10    /* 401 and 403 on a route of another kind of caller */
+#define SVC_ANS_NOT_FOUND   0x20    /* 404 where nothing in the row names a thing */
+#define SVC_ANS_NULL        0x40    /* the JSON success may be null instead of .response */
+#define SVC_ANS_PAYMENT     0x80    /* 402: a hard budget or the plan's allowance is used up */
 
 /* A query parameter a route documents and accepts. */
 typedef struct {
@@ -90,8 +114,10 @@ typedef struct {
  *
  * A row that leaves out its caller fails closed: it needs a signed-in
  * user, whose every token may read; a change must name write or admin
- * scope (svc_router_create refuses it otherwise). A field added here, at
- * the end, touches no row that does not use it.
+ * scope (svc_router_create refuses it otherwise). A route that answers
+ * JSON names the schema of its answer (.response), and its tag is one its
+ * area describes: svc_openapi_check refuses the start otherwise. A field
+ * added here, at the end, touches no row that does not use it.
  */
 struct svc_route_t {
     const char *method;         /* GET, POST, PUT, PATCH, DELETE */
@@ -110,6 +136,21 @@ struct svc_route_t {
     const char *tag;            /* OpenAPI tag: the SPEC area */
     const svc_qparam_t *query;  /* extra documented query parameters, {NULL} ended */
     svc_prole_e prole;          /* least project role on routes with :projectSlug */
+    /* The contract: what GET /api/openapi.json says of the route
+     * (svc_openapi.c; docs/api/conventions.md). */
+    const svc_schema_t *response;   /* a JSON success's body; of a paged route, its items */
+    const char *description;        /* what the summary leaves out (Markdown) */
+    unsigned answers;               /* SVC_ANS_*: statuses the row does not imply */
+    const svc_header_t *headers;    /* a success's own headers, {NULL} ended */
+    const char *media;              /* a success's media type where no flag says it */
+    const char *events;             /* a stream's event kinds: those starting so (NULL: all) */
+    const svc_col_t *page_keys;     /* a list's keys beside data and next_cursor: a route
+                                     * with them answers the envelope, paged or not */
+    int success_also;               /* another success status, with the same body (the
+                                     * webhook's 200 for a duplicate beside its 202) */
+    const char *body_example;       /* a JSON body the route accepts, as a client would
+                                     * send it: required with .body, and checked against
+                                     * it at start (svc_openapi_check) */
 };
 
 /* Ends a route array. */
@@ -126,6 +167,11 @@ struct svc_area_t {
     const char *name;           /* "tenancy": also the folder under areas/ */
     const char *description;
     const svc_route_t *routes;  /* ended by a row with method NULL */
+    const svc_tag_t *tags;      /* the tags its routes name, described; {NULL} ended */
+    const svc_event_kind_t *events;  /* the event kinds it writes; {NULL} ended, or NULL */
+    /* The kinds it addresses to one deploy target: only that target's
+     * agent's work stream carries them, never a user's stream. */
+    const svc_event_kind_t *agent_events;
 };
 
 /*

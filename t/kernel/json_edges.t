@@ -134,6 +134,7 @@ sub raw_request {
     my $resp = '';
     while (sysread($sock, my $buf, 65536)) { $resp .= $buf }
     close $sock;
+    SvcContract::contract_raw($head, $resp);
     my ($status) = $resp =~ m{\AHTTP/1\.\d (\d{3})};
     my ($body) = $resp =~ /\r\n\r\n(.*)\z/s;
     return ($status // 0, $body // '', $resp);

@@ -37,6 +37,9 @@ use JSON::PP ();
 use HTTP::Request ();
 use LWP::UserAgent ();
 use Apache::Test ();
+# Every answer of mod_svc a test receives is checked against the OpenAPI
+# document (t/lib/SvcContract.pm).
+use SvcContract ();
 
 our @EXPORT = qw(
     svcctl api new_user new_org new_token new_session
@@ -761,6 +764,19 @@ sub sse_open {
         close $sock;
         $s->{closed} = 1;
     }
+    # The head (and a refusal's problem document) keep to the contract; the
+    # events are checked as they are read (sse_next).
+    (my $bare = $path) =~ s/\?.*//s;
+    $s->{path} = $bare;
+    if ($s->{status}) {
+        my %h = %{ $s->{headers} // {} };
+        SvcContract::contract_check(
+            method => 'GET', path => $bare, status => $s->{status},
+            header => sub { $h{ lc $_[0] } }, content_type => $h{'content-type'},
+            body => $s->{status} == 200 ? undef
+                    : substr($s->{buf}, 0, $h{'content-length'} // 0),
+            head_only => $s->{status} == 200);
+    }
     return $s;
 }
 
@@ -820,6 +836,8 @@ sub sse_next {
             $s->{retry} = $e{retry} if defined $e{retry};
             next unless defined $e{id} || defined $e{data};
             $e{data} = eval { $JSON->decode($e{data}) } // $e{data} if defined $e{data};
+            SvcContract::contract_event($s->{path}, $e{event}, $e{data})
+                if defined $e{event} && defined $s->{path};
             push @{ $s->{events} }, \%e;
             return \%e;
         }

@@ -146,6 +146,7 @@ my $oid = org_id_of($org);
         . "\r\nContent-Length: $len\r\n\r\n{\"a\":";
     local $/;
     my $answer = <$s> // '';
+    SvcContract::contract_raw('POST /webhooks/vcs HTTP/1.1', $answer);
     like($answer, qr{^HTTP/1\.1 413 }, 'a body over 25 MiB: 413, before it is read');
     like($answer, qr/"code":"payload_too_large"/, '... payload_too_large');
 }

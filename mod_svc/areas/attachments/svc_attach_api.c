@@ -44,17 +44,27 @@ static const target_kind_t kinds[] = {
     " a.request_id, a.document_id, a.improvement_id, a.created_by, a.created_at"
 
 static const svc_col_t attachment_item[] = {
-    SVC_COL("id", SVC_COL_TEXT),
-    SVC_COL("filename", SVC_COL_TEXT),
-    SVC_COL("content_type", SVC_COL_TEXT),
-    SVC_COL("size", SVC_COL_INT),
-    SVC_COL("sha256", SVC_COL_TEXT),
-    SVC_COL("request_id", SVC_COL_TEXT),
-    SVC_COL("document_id", SVC_COL_TEXT),
-    SVC_COL("improvement_id", SVC_COL_TEXT),
-    SVC_COL("created_by", SVC_COL_TEXT),
-    SVC_COL("created_at", SVC_COL_TIME),
+    { .key = "id", .type = SVC_COL_TEXT, .id = "att" },
+    { .key = "filename", .type = SVC_COL_TEXT, .example = "mockup.png" },
+    { .key = "content_type", .type = SVC_COL_TEXT, .example = "image/png",
+      .description = "The type it is served with: the upload's, when on the allow-list, else "
+        "application/octet-stream." },
+    { .key = "size", .type = SVC_COL_INT, .description = "Bytes." },
+    { .key = "sha256", .type = SVC_COL_TEXT, .format = "hex" },
+    { .key = "request_id", .type = SVC_COL_TEXT, .flags = SVC_COL_NULL, .id = "rqs" },
+    { .key = "document_id", .type = SVC_COL_TEXT, .flags = SVC_COL_NULL, .id = "doc" },
+    { .key = "improvement_id", .type = SVC_COL_TEXT, .flags = SVC_COL_NULL, .id = "imp" },
+    { .key = "created_by", .type = SVC_COL_TEXT, .flags = SVC_COL_NULL, .id = "usr" },
+    { .key = "created_at", .type = SVC_COL_TIME },
     SVC_COL_END
+};
+
+/* svc_attachments_of builds the same keys in SQL (st_of). */
+const svc_schema_t svc_schema_attachment = {
+    .name = "Attachment",
+    .description = "A file bound to exactly one request, document or improvement "
+        "(docs/api/attachments.md); its bytes are at .../content.",
+    .keys = attachment_item
 };
 
 /* Whether the org has the thing an attachment is to be bound to. */

@@ -26,4 +26,7 @@ extern const svc_area_t svc_attachments_area;
 apr_status_t svc_attachments_of(svc_db_t *db, apr_pool_t *p, const char *org_id,
                                 const char *column, const char *id, const char **pjson);
 
+/* An attachment's metadata, as every answer shows it (the schema). */
+extern const svc_schema_t svc_schema_attachment;
+
 #endif /* SVC_ATTACHMENTS_H */

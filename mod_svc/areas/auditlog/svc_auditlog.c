@@ -221,17 +221,86 @@ static const svc_qparam_t audit_query[] = {
     { NULL, NULL, NULL }
 };
 
+/* An entry as AUDIT_JSON builds it. */
+static const svc_col_t audit_actor_keys[] = {
+    { .key = "kind", .type = SVC_COL_TEXT,
+      .values = SVC_VALUES("user", "operator", "system", "provider"),
+      .description = "user: through the API; operator: svcctl; system: the service itself; "
+        "provider: the code-hosting provider (a webhook)." },
+    { .key = "user_id", .type = SVC_COL_TEXT, .flags = SVC_COL_NULL, .id = "usr" },
+    { .key = "token_id", .type = SVC_COL_TEXT, .flags = SVC_COL_NULL, .id = "tok",
+      .description = "The personal access token used, if one was." },
+    SVC_COL_END
+};
+
+static const svc_col_t audit_target_keys[] = {
+    { .key = "type", .type = SVC_COL_TEXT, .flags = SVC_COL_NULL, .example = "project" },
+    { .key = "id", .type = SVC_COL_TEXT, .flags = SVC_COL_NULL,
+      .example = "prj_3kTq0dKc5gWm1xQ9aZr2Lb" },
+    SVC_COL_END
+};
+
+static const svc_col_t audit_keys[] = {
+    { .key = "id", .type = SVC_COL_TEXT, .format = "digits",
+      .description = "The entry's place in the log (a number, as text)." },
+    { .key = "action", .type = SVC_COL_TEXT, .example = "member.role_changed" },
+    { .key = "actor", .type = SVC_COL_OBJECT, .sub = audit_actor_keys },
+    { .key = "target", .type = SVC_COL_OBJECT, .sub = audit_target_keys },
+    { .key = "data", .type = SVC_COL_OBJECT,
+      .description = "What changed, by action (before and after, mostly)." },
+    { .key = "ip", .type = SVC_COL_TEXT, .flags = SVC_COL_NULL, .example = "192.0.2.7" },
+    { .key = "user_agent", .type = SVC_COL_TEXT, .flags = SVC_COL_NULL, .example = "curl/8.0" },
+    { .key = "request_id", .type = SVC_COL_TEXT, .flags = SVC_COL_NULL,
+      .example = "req_3kTq0dKc5gWm1xQ9aZr2Lb",
+      .description = "The API request that made the change (its X-Request-Id), or svcctl "
+        "for the operator's tool; null for the service's own." },
+    { .key = "created_at", .type = SVC_COL_TIME },
+    { .key = "hash", .type = SVC_COL_TEXT, .format = "hex",
+      .description = "SHA-256 of the entry and the previous entry's hash." },
+    { .key = "prev_hash", .type = SVC_COL_TEXT, .flags = SVC_COL_NULL, .format = "hex",
+      .description = "The previous entry's hash; null for the first." },
+    SVC_COL_END
+};
+
+static const svc_schema_t audit_entry_schema = {
+    .name = "AuditEntry",
+    .description = "An entry of an organization's audit log (docs/api/tenancy.md#audit).",
+    .keys = audit_keys
+};
+
+static const svc_col_t audit_verify_keys[] = {
+    { .key = "ok", .type = SVC_COL_BOOL, .description = "Every link and digest holds." },
+    { .key = "first_broken_id", .type = SVC_COL_TEXT, .flags = SVC_COL_OPTIONAL,
+      .format = "digits", .description = "When not ok: the first entry that does not hold." },
+    { .key = "entries", .type = SVC_COL_INT, .description = "How many entries were checked." },
+    SVC_COL_END
+};
+
+static const svc_schema_t audit_verify_schema = {
+    .name = "AuditVerification",
+    .description = "The result of checking an organization's audit chain.",
+    .keys = audit_verify_keys
+};
+
 static const svc_route_t routes[] = {
     { .method = "GET", .path = "/api/orgs/:orgSlug/audit", .handler = audit_list,
       .scope = SVC_SCOPE_ADMIN, .role = SVC_ROLE_ADMIN, .flags = SVC_RF_PAGED, .op_id = "listAudit",
-      .tag = "Audit", .query = audit_query,
+      .tag = "Audit", .query = audit_query, .response = &audit_entry_schema,
       .summary = "The organization's audit log, newest first" },
     { .method = "GET", .path = "/api/orgs/:orgSlug/audit/verify", .handler = audit_verify,
       .scope = SVC_SCOPE_ADMIN, .role = SVC_ROLE_ADMIN, .op_id = "verifyAudit", .tag = "Audit",
+      .response = &audit_verify_schema,
       .summary = "Check the hash chain of the organization's audit log" },
     SVC_ROUTE_END,
 };
 
+static const svc_tag_t tags[] = {
+    { "Audit", "The organization's audit log: every change, who made it and how, chained by "
+      "SHA-256 so that tampering shows." },
+    { NULL, NULL }
+};
+
 const svc_area_t svc_auditlog_area = {
-    "auditlog", "The organization's append-only, hash-chained audit log.", routes
+    .name = "auditlog", .description = "The organization's append-only, hash-chained audit log.",
+    .routes = routes, .tags = tags
 };

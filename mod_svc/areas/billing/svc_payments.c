@@ -364,7 +364,9 @@ apr_status_t svc_h_billing_checkout(svc_ctx_t *ctx)
                                         created),
                               201, json_pack("{s:s,s:s}", "url", url, "id", id));
     }
-    return svc_reply_json(ctx, 201, json_pack("{s:s,s:s}", "url", url, "id", id));
+    /* A replay answers 200, as every idempotent creation's does
+     * (svc_idempotency.h): nothing new was made. */
+    return svc_reply_json(ctx, 200, json_pack("{s:s,s:s}", "url", url, "id", id));
 }
 
 apr_status_t svc_h_billing_portal(svc_ctx_t *ctx)

@@ -7,6 +7,7 @@
  * take a target's key and nothing else.
  */
 #include "svc_deploy.h"
+#include "svc_deploy_rules.h"
 #include "svc_agent_api.h"
 #include "svc_deployments.h"
 #include "svc_targets.h"
@@ -16,18 +17,274 @@
 #define TAG "Deploy targets and deployments"
 #define AGENT_TAG "Deploy agents"
 
-#define DEPLOYMENT_ACTION(verb, fn, role_, body_, op, summary_)                      \
+#define DEPLOYMENT_ACTION(verb, fn, role_, body_, op, example_, summary_)            \
     { .method = "POST", .path = DEPS "/:id/" verb, .handler = fn,                   \
       .scope = SVC_SCOPE_WRITE, .role = role_, .body = body_, .op_id = op, .tag = TAG, \
-      .summary = summary_ }
+      .response = &schema_deployment, .body_example = example_, .summary = summary_ }
+
+/*
+ * The answers' shapes (docs/api/conventions.md, "The document"). The
+ * documents are built in SQL (DEP_JSON, SVC_DEP_DESIRED and the targets'
+ * json_build_object in svc_deploy_store.h and svc_targets.c): these say
+ * the same keys, and the suites hold every answer to them.
+ */
+static const char *const target_statuses[] = { "pending", "online", "offline", "removed",
+                                               NULL };
+static const char *const work_actions[] = { "deploy", "stop", "start", "scale", "teardown",
+                                            "separate", NULL };
+static const char *const dep_statuses[] = {
+    DS_PLANNING, DS_PLANNED, DS_PLAN_FAILED, DS_DEPLOYING, DS_RUNNING, DS_FAILED, DS_STOPPING,
+    DS_STOPPED, DS_TEARING_DOWN, DS_TORN_DOWN, DS_SEPARATING, DS_SEPARATED, NULL
+};
+
+static const svc_col_t agent_keys[] = {
+    { .key = "version", .type = SVC_COL_TEXT, .flags = SVC_COL_NULL, .example = "0.1.0",
+      .description = "null until its first heartbeat." },
+    { .key = "hostname", .type = SVC_COL_TEXT, .flags = SVC_COL_NULL, .example = "app-1" },
+    { .key = "last_seen_at", .type = SVC_COL_TIME },
+    SVC_COL_END
+};
+static const svc_col_t target_keys[] = {
+    { .key = "id", .type = SVC_COL_TEXT, .id = "dtg" },
+    { .key = "name", .type = SVC_COL_TEXT, .example = "app-server-1" },
+    { .key = "status", .type = SVC_COL_TEXT, .values = target_statuses,
+      .description = "online: its agent was heard from in the last 60 seconds." },
+    { .key = "agent", .type = SVC_COL_OBJECT, .flags = SVC_COL_NULL, .sub = agent_keys,
+      .description = "null: no agent has used the key yet." },
+    { .key = "key_hint", .type = SVC_COL_TEXT, .example = "svc_dek_...a1b2",
+      .description = "The end of the enrollment key, to tell keys apart." },
+    { .key = "key_created_at", .type = SVC_COL_TIME },
+    { .key = "deployments", .type = SVC_COL_INT,
+      .description = "Deployments on it that are not torn down or separated." },
+    { .key = "created_by", .type = SVC_COL_TEXT, .flags = SVC_COL_NULL, .id = "usr" },
+    { .key = "created_at", .type = SVC_COL_TIME },
+    SVC_COL_END
+};
+static const svc_schema_t schema_target = {
+    .name = "DeployTarget", .description = "A machine whose agent runs deployments.",
+    .keys = target_keys
+};
+static const svc_col_t target_key_keys[] = {
+    { .key = "key", .type = SVC_COL_TEXT, .format = "secret",
+      .example = "svc_dek_4x9Vq2mZ7rT1bN8cK3wY6hJ0pL5sD2fG7aE9uR4tQ1iO0",
+      .description = "The enrollment key: shown in this answer only." },
+    SVC_COL_END
+};
+static const svc_schema_t schema_target_with_key = {
+    .name = "DeployTargetWithKey", .description = "A target as made or re-keyed: with its "
+        "enrollment key, this once.", .base = &schema_target, .keys = target_key_keys
+};
+
+static const svc_col_t plan_keys[] = {
+    { .key = "command", .type = SVC_COL_TEXT, .example = "gunicorn app:app",
+      .description = "The shell command a replica runs (one line)." },
+    { .key = "port_env", .type = SVC_COL_TEXT, .values = SVC_VALUES("PORT"),
+      .description = "The environment variable that tells a replica its port." },
+    { .key = "health_path", .type = SVC_COL_TEXT, .example = "/healthz" },
+    { .key = "replicas", .type = SVC_COL_INT },
+    { .key = "memory_mb", .type = SVC_COL_INT },
+    { .key = "notes", .type = SVC_COL_TEXT },
+    { .key = "source", .type = SVC_COL_TEXT, .values = SVC_VALUES("procfile", "model"),
+      .description = "procfile: taken from the artifact's Procfile; model: proposed by the "
+        "planner's model." },
+    { .key = "version", .type = SVC_COL_INT,
+      .description = "Approve names it: a plan changed since it was read is not approved." },
+    SVC_COL_END
+};
+static const svc_schema_t schema_plan = {
+    .name = "DeploymentPlan", .description = "How a deployment runs on its target.",
+    .keys = plan_keys
+};
+static const svc_col_t replica_keys[] = {
+    { .key = "index", .type = SVC_COL_INT, .flags = SVC_COL_OPTIONAL },
+    { .key = "port", .type = SVC_COL_INT, .flags = SVC_COL_OPTIONAL },
+    { .key = "pid", .type = SVC_COL_INT, .flags = SVC_COL_OPTIONAL },
+    { .key = "restarts", .type = SVC_COL_INT, .flags = SVC_COL_OPTIONAL },
+    { .key = "healthy", .type = SVC_COL_BOOL, .flags = SVC_COL_OPTIONAL },
+    SVC_COL_END
+};
+static const svc_col_t workload_keys[] = {
+    { .key = "replicas", .type = SVC_COL_ARRAY, .flags = SVC_COL_OPTIONAL, .sub = replica_keys },
+    { .key = "separated_to", .type = SVC_COL_TEXT, .flags = SVC_COL_OPTIONAL,
+      .example = "/srv/apps/dep_4x9Vq2mZ7rT1bN8cK3wY6h",
+      .description = "Where a separated workload lives now, on the target." },
+    SVC_COL_END
+};
+static const svc_schema_t schema_workload = {
+    .name = "DeploymentWorkload", .description = "What the agent last said runs (the keys it "
+        "knows of, as it reported them).", .keys = workload_keys
+};
+static const svc_col_t error_keys[] = {
+    { .key = "code", .type = SVC_COL_TEXT, .example = "plan_failed" },
+    { .key = "message", .type = SVC_COL_TEXT },
+    SVC_COL_END
+};
+static const svc_col_t deployment_keys[] = {
+    { .key = "id", .type = SVC_COL_TEXT, .id = "dep" },
+    { .key = "project", .type = SVC_COL_TEXT, .format = "slug",
+      .description = "The project's slug." },
+    { .key = "target_id", .type = SVC_COL_TEXT, .id = "dtg" },
+    { .key = "target_status", .type = SVC_COL_TEXT, .values = target_statuses },
+    { .key = "run_id", .type = SVC_COL_TEXT, .id = "run" },
+    { .key = "status", .type = SVC_COL_TEXT, .values = dep_statuses },
+    { .key = "plan", .type = SVC_COL_OBJECT, .flags = SVC_COL_NULL, .ref = &schema_plan,
+      .description = "The plan under review or last approved; null while planning." },
+    { .key = "applied_plan", .type = SVC_COL_OBJECT, .flags = SVC_COL_NULL,
+      .ref = &schema_plan, .description = "The approved plan the workload runs on." },
+    { .key = "replicas", .type = SVC_COL_INT },
+    { .key = "error", .type = SVC_COL_OBJECT, .flags = SVC_COL_NULL, .sub = error_keys },
+    { .key = "workload", .type = SVC_COL_OBJECT, .flags = SVC_COL_NULL,
+      .ref = &schema_workload },
+    { .key = "workload_at", .type = SVC_COL_TIME, .flags = SVC_COL_NULL },
+    { .key = "created_by", .type = SVC_COL_TEXT, .flags = SVC_COL_NULL, .id = "usr" },
+    { .key = "created_at", .type = SVC_COL_TIME },
+    { .key = "updated_at", .type = SVC_COL_TIME },
+    { .key = "approved_by", .type = SVC_COL_TEXT, .flags = SVC_COL_NULL, .id = "usr" },
+    { .key = "approved_at", .type = SVC_COL_TIME, .flags = SVC_COL_NULL },
+    SVC_COL_END
+};
+static const svc_schema_t schema_deployment = {
+    .name = "Deployment", .description = "A run's artifact deployed on a target.",
+    .keys = deployment_keys
+};
+
+/* The agents' side. */
+static const svc_col_t desired_keys[] = {
+    { .key = "deployment_id", .type = SVC_COL_TEXT, .id = "dep" },
+    { .key = "status", .type = SVC_COL_TEXT, .values = dep_statuses },
+    { .key = "run_id", .type = SVC_COL_TEXT, .id = "run" },
+    { .key = "commit", .type = SVC_COL_TEXT, .flags = SVC_COL_NULL, .format = "sha" },
+    { .key = "bundle", .type = SVC_COL_TEXT,
+      .example = "/api/agent/deployments/dep_4x9Vq2mZ7rT1bN8cK3wY6h/bundle",
+      .description = "Where the agent fetches the artifact (a path on this service)." },
+    { .key = "plan", .type = SVC_COL_OBJECT, .flags = SVC_COL_NULL, .ref = &schema_plan },
+    { .key = "replicas", .type = SVC_COL_INT },
+    SVC_COL_END
+};
+static const svc_schema_t schema_desired = {
+    .name = "DeploymentDesired", .description = "What the agent is to make of a deployment.",
+    .keys = desired_keys
+};
+static const svc_col_t view_work_keys[] = {
+    { .key = "work_id", .type = SVC_COL_TEXT, .id = "wrk" },
+    { .key = "action", .type = SVC_COL_TEXT, .values = work_actions },
+    { .key = "outcome", .type = SVC_COL_TEXT, .flags = SVC_COL_NULL,
+      .values = SVC_VALUES("done", "failed", "superseded"),
+      .description = "null: not reported yet." },
+    SVC_COL_END
+};
+static const svc_col_t view_dep_keys[] = {
+    { .key = "deployment_id", .type = SVC_COL_TEXT, .id = "dep" },
+    { .key = "desired", .type = SVC_COL_OBJECT, .ref = &schema_desired },
+    { .key = "work", .type = SVC_COL_OBJECT, .flags = SVC_COL_NULL, .sub = view_work_keys,
+      .description = "Its latest piece of work." },
+    SVC_COL_END
+};
+static const svc_col_t view_keys[] = {
+    { .key = "target_id", .type = SVC_COL_TEXT, .id = "dtg" },
+    { .key = "name", .type = SVC_COL_TEXT },
+    { .key = "last_event_id", .type = SVC_COL_INT,
+      .description = "The work stream continues after this event id." },
+    { .key = "deployments", .type = SVC_COL_ARRAY, .sub = view_dep_keys },
+    SVC_COL_END
+};
+static const svc_schema_t schema_agent_view = {
+    .name = "AgentView", .description = "What a target should run now.", .keys = view_keys
+};
+static const svc_col_t heartbeat_keys[] = {
+    { .key = "target_id", .type = SVC_COL_TEXT, .id = "dtg" },
+    { .key = "status", .type = SVC_COL_TEXT, .values = SVC_VALUES("online") },
+    SVC_COL_END
+};
+static const svc_schema_t schema_heartbeat = {
+    .name = "AgentHeartbeat", .description = "A heartbeat taken.", .keys = heartbeat_keys
+};
+static const svc_col_t report_keys[] = {
+    { .key = "work_id", .type = SVC_COL_TEXT, .id = "wrk" },
+    { .key = "outcome", .type = SVC_COL_TEXT, .values = SVC_VALUES("done", "failed",
+                                                                   "superseded") },
+    { .key = "recorded", .type = SVC_COL_BOOL,
+      .description = "false: reported before (or superseded); the first word stands." },
+    { .key = "deployment_status", .type = SVC_COL_TEXT, .flags = SVC_COL_OPTIONAL,
+      .values = dep_statuses },
+    SVC_COL_END
+};
+static const svc_schema_t schema_report = {
+    .name = "AgentReport", .description = "What became of a report of work.",
+    .keys = report_keys
+};
+
+/* The events: deployment.status on the org's streams; the rest addressed
+ * to one target, carried by its agent's work stream only. */
+static const svc_col_t status_event_keys[] = {
+    { .key = "deployment_id", .type = SVC_COL_TEXT, .id = "dep" },
+    { .key = "status", .type = SVC_COL_TEXT, .values = dep_statuses },
+    { .key = "from", .type = SVC_COL_TEXT, .flags = SVC_COL_NULL, .values = dep_statuses,
+      .description = "null when the deployment is made." },
+    { .key = "error", .type = SVC_COL_OBJECT, .flags = SVC_COL_NULL, .sub = error_keys },
+    SVC_COL_END
+};
+static const svc_schema_t status_event = {
+    .name = "DeploymentStatusEvent", .description = "deployment.status: a deployment was "
+        "made or changed status.", .keys = status_event_keys
+};
+static const svc_col_t work_event_keys[] = {
+    { .key = "work_id", .type = SVC_COL_TEXT, .id = "wrk" },
+    { .key = "action", .type = SVC_COL_TEXT, .values = work_actions },
+    { .key = "deployment_id", .type = SVC_COL_TEXT, .id = "dep" },
+    { .key = "desired", .type = SVC_COL_OBJECT, .ref = &schema_desired },
+    SVC_COL_END
+};
+static const svc_schema_t work_event = {
+    .name = "AgentWorkEvent", .description = "agent.work: a piece of work for the target.",
+    .keys = work_event_keys
+};
+static const svc_col_t rotated_event_keys[] = {
+    { .key = "target_id", .type = SVC_COL_TEXT, .id = "dtg" },
+    { .key = "key_hint", .type = SVC_COL_TEXT },
+    SVC_COL_END
+};
+static const svc_schema_t rotated_event = {
+    .name = "TargetKeyRotatedEvent", .description = "target.key_rotated: the target has a new "
+        "key; a stream opened with the old one ends.", .keys = rotated_event_keys
+};
+static const svc_col_t removed_event_keys[] = {
+    { .key = "target_id", .type = SVC_COL_TEXT, .id = "dtg" },
+    SVC_COL_END
+};
+static const svc_schema_t removed_event = {
+    .name = "TargetRemovedEvent", .description = "target.removed: the target was removed; its "
+        "stream ends.", .keys = removed_event_keys
+};
+static const svc_event_kind_t events[] = {
+    { "deployment.status", &status_event, "A deployment is made and at every status change." },
+    { NULL, NULL, NULL }
+};
+static const svc_event_kind_t agent_events[] = {
+    { "agent.work", &work_event, "The target has a piece of work: deploy, start, stop, scale, "
+      "tear down or separate a deployment." },
+    { "target.key_rotated", &rotated_event, "The target's key was rotated." },
+    { "target.removed", &removed_event, "The target was removed." },
+    { NULL, NULL, NULL }
+};
+static const svc_tag_t tags[] = {
+    { TAG, "Deploy targets (machines running the deploy agent) and deployments of a run's "
+      "artifact on them: the plan, its approval, start, stop, scale, teardown, separation "
+      "(docs/api/deployments.md)." },
+    { AGENT_TAG, "The routes of the deploy agent (svc-agent), authenticated by a target's "
+      "enrollment key: what to run, its work as a stream, heartbeats and reports." },
+    { NULL, NULL }
+};
 
 static const svc_route_t routes[] = {
     { .method = "GET", .path = TARGETS, .handler = svc_h_targets_list, .scope = SVC_SCOPE_READ,
       .role = SVC_ROLE_VIEWER, .flags = SVC_RF_PAGED, .op_id = "listDeployTargets", .tag = TAG,
+      .response = &schema_target,
       .summary = "The org's deploy targets: status (pending, online, offline), agent, key hint" },
     { .method = "POST", .path = TARGETS, .handler = svc_h_targets_create,
       .scope = SVC_SCOPE_ADMIN, .role = SVC_ROLE_ADMIN, .body = svc_body_target_create,
       .success = 201, .op_id = "createDeployTarget", .tag = TAG,
+      .response = &schema_target_with_key, .body_example = "{\"name\": \"app-server-1\"}",
       .summary = "Register a target; its enrollment key (svc_dek_...) is in this answer only" },
     { .method = "DELETE", .path = TARGETS "/:id", .handler = svc_h_targets_delete,
       .scope = SVC_SCOPE_ADMIN, .role = SVC_ROLE_ADMIN, .success = 204,
@@ -35,56 +292,65 @@ static const svc_route_t routes[] = {
       .summary = "Remove a target (409 target_in_use while a deployment on it lives)" },
     { .method = "POST", .path = TARGETS "/:id/rotate-key", .handler = svc_h_targets_rotate,
       .scope = SVC_SCOPE_ADMIN, .role = SVC_ROLE_ADMIN, .op_id = "rotateDeployTargetKey",
-      .tag = TAG,
+      .tag = TAG, .response = &schema_target_with_key,
       .summary = "A new enrollment key, shown once; the old one is refused from now on" },
 
     { .method = "GET", .path = DEPS, .handler = svc_h_deployments_list,
       .scope = SVC_SCOPE_READ, .role = SVC_ROLE_VIEWER, .flags = SVC_RF_PAGED,
       .query = svc_query_deployments_list, .op_id = "listDeployments", .tag = TAG,
-      .summary = "The org's deployments, newest first" },
+      .response = &schema_deployment, .summary = "The org's deployments, newest first" },
     { .method = "POST", .path = DEPS, .handler = svc_h_deployments_create,
       .scope = SVC_SCOPE_WRITE, .role = SVC_ROLE_MEMBER, .body = svc_body_deployment_create,
-      .success = 201, .op_id = "createDeployment", .tag = TAG,
+      .success = 201, .op_id = "createDeployment", .tag = TAG, .response = &schema_deployment,
+      .body_example = "{\"project\": \"shop\", \"target_id\": \"dtg_3kTq0dKc5gWm1xQ9aZr2Lb\", "
+        "\"run_id\": \"run_3kTq0dKc5gWm1xQ9aZr2Lb\"}",
       .summary = "Deploy a succeeded run's artifact on a target: planning, then planned" },
     { .method = "GET", .path = DEPS "/:id", .handler = svc_h_deployments_get,
       .scope = SVC_SCOPE_READ, .role = SVC_ROLE_VIEWER, .op_id = "getDeployment", .tag = TAG,
+      .response = &schema_deployment,
       .summary = "A deployment: its plan, status, target's status and workload" },
     DEPLOYMENT_ACTION("approve", svc_h_deployments_approve, SVC_ROLE_ADMIN,
                       svc_body_deployment_approve, "approveDeployment",
+                      "{\"plan_version\": 1}",
                       "Approve the current plan (by its version) and deploy it"),
     DEPLOYMENT_ACTION("replan", svc_h_deployments_replan, SVC_ROLE_MEMBER, NULL,
-                      "replanDeployment", "Run the planner again (a running app keeps "
+                      "replanDeployment", NULL, "Run the planner again (a running app keeps "
                       "running until the new plan is approved)"),
     DEPLOYMENT_ACTION("stop", svc_h_deployments_stop, SVC_ROLE_MEMBER, NULL,
-                      "stopDeployment", "Stop: no replica runs; the checkout stays"),
+                      "stopDeployment", NULL, "Stop: no replica runs; the checkout stays"),
     DEPLOYMENT_ACTION("start", svc_h_deployments_start, SVC_ROLE_MEMBER, NULL,
-                      "startDeployment", "Start a stopped app with its plan's replicas"),
+                      "startDeployment", NULL, "Start a stopped app with its plan's replicas"),
     DEPLOYMENT_ACTION("scale", svc_h_deployments_scale, SVC_ROLE_MEMBER,
-                      svc_body_deployment_scale, "scaleDeployment",
+                      svc_body_deployment_scale, "scaleDeployment", "{\"replicas\": 2}",
                       "Run 0 to 10 replicas"),
     DEPLOYMENT_ACTION("teardown", svc_h_deployments_teardown, SVC_ROLE_MEMBER, NULL,
-                      "teardownDeployment",
+                      "teardownDeployment", NULL,
                       "Delete the workload: processes and files gone from the target"),
     DEPLOYMENT_ACTION("separate", svc_h_deployments_separate, SVC_ROLE_MEMBER, NULL,
-                      "separateDeployment", "Hand the workload over: it keeps running "
+                      "separateDeployment", NULL, "Hand the workload over: it keeps running "
                       "from a start script of its own, no longer managed"),
 
     { .method = "GET", .path = "/api/agent/deployments", .handler = svc_h_agent_view,
       .auth = SVC_AUTH_AGENT, .op_id = "agentDeployments", .tag = AGENT_TAG,
+      .response = &schema_agent_view,
       .summary = "What the target should run now, and the event id its work stream "
         "continues from" },
     { .method = "GET", .path = "/api/agent/work", .handler = svc_h_agent_work_stream,
       .auth = SVC_AUTH_AGENT, .flags = SVC_RF_STREAM, .query = svc_query_agent_work,
-      .op_id = "agentWork", .tag = AGENT_TAG,
+      .op_id = "agentWork", .tag = AGENT_TAG, .answers = SVC_ANS_LIMITED,
       .summary = "The target's work as an event stream (agent.work); resumes after "
         "Last-Event-ID" },
     { .method = "POST", .path = "/api/agent/heartbeat", .handler = svc_h_agent_heartbeat,
       .auth = SVC_AUTH_AGENT, .body = svc_body_agent_heartbeat, .body_limit = SVC_KB(256),
-      .op_id = "agentHeartbeat", .tag = AGENT_TAG,
+      .op_id = "agentHeartbeat", .tag = AGENT_TAG, .response = &schema_heartbeat,
+      .body_example = "{\"version\": \"0.1.0\", \"hostname\": \"app-1\", \"workloads\": "
+        "{\"dep_3kTq0dKc5gWm1xQ9aZr2Lb\": {\"replicas\": [{\"index\": 0, \"port\": 20001, "
+        "\"pid\": 4242, \"restarts\": 0, \"healthy\": true}]}}}",
       .summary = "The agent's version and host, and what runs: keeps the target online" },
     { .method = "POST", .path = "/api/agent/work/:workId", .handler = svc_h_agent_report,
       .auth = SVC_AUTH_AGENT, .body = svc_body_agent_report, .body_limit = SVC_KB(64),
-      .op_id = "agentReport", .tag = AGENT_TAG,
+      .op_id = "agentReport", .tag = AGENT_TAG, .response = &schema_report,
+      .body_example = "{\"outcome\": \"done\"}",
       .summary = "A piece of work done or failed (once: a second report changes nothing)" },
     { .method = "GET", .path = "/api/agent/deployments/:id/bundle",
       .handler = svc_h_agent_bundle, .auth = SVC_AUTH_AGENT, .flags = SVC_RF_BINARY,
@@ -94,6 +360,7 @@ static const svc_route_t routes[] = {
 };
 
 const svc_area_t svc_deploy_area = {
-    "deploy", "Deploy targets, deployments, their plans, and the deploy agents' routes.",
-    routes
+    .name = "deploy", .description = "Deploy targets, deployments, their plans, and the deploy "
+        "agents' routes.", .routes = routes, .tags = tags, .events = events,
+    .agent_events = agent_events
 };

@@ -49,19 +49,28 @@ static const svc_stmt_t st_ai_context = {
     " pc.created_at"
 
 static const svc_col_t patch_item[] = {
-    SVC_COL("id", SVC_COL_TEXT),
-    SVC_COL("document_id", SVC_COL_TEXT),
-    SVC_COL("base_version_id", SVC_COL_TEXT),
-    SVC_COL("status", SVC_COL_TEXT),
-    SVC_COL("summary", SVC_COL_TEXT),
-    SVC_COL("diff", SVC_COL_TEXT),
-    SVC_COL("model", SVC_COL_TEXT),
-    SVC_COL("result_version_id", SVC_COL_TEXT),
-    SVC_COL("created_by", SVC_COL_TEXT),
-    SVC_COL("decided_by", SVC_COL_TEXT),
-    SVC_COL("decided_at", SVC_COL_TIME),
-    SVC_COL("created_at", SVC_COL_TIME),
+    { .key = "id", .type = SVC_COL_TEXT, .id = "pch" },
+    { .key = "document_id", .type = SVC_COL_TEXT, .id = "doc" },
+    { .key = "base_version_id", .type = SVC_COL_TEXT, .id = "ver",
+      .description = "The version the diff applies to." },
+    { .key = "status", .type = SVC_COL_TEXT,
+      .values = SVC_VALUES("proposed", "accepted", "rejected") },
+    { .key = "summary", .type = SVC_COL_TEXT, .example = "Adds a glossary." },
+    { .key = "diff", .type = SVC_COL_TEXT, .description = "A unified diff." },
+    { .key = "model", .type = SVC_COL_TEXT, .example = "gpt-4o-mini" },
+    { .key = "result_version_id", .type = SVC_COL_TEXT, .flags = SVC_COL_NULL, .id = "ver",
+      .description = "Once accepted: the version it made." },
+    { .key = "created_by", .type = SVC_COL_TEXT, .flags = SVC_COL_NULL, .id = "usr" },
+    { .key = "decided_by", .type = SVC_COL_TEXT, .flags = SVC_COL_NULL, .id = "usr" },
+    { .key = "decided_at", .type = SVC_COL_TIME, .flags = SVC_COL_NULL },
+    { .key = "created_at", .type = SVC_COL_TIME },
     SVC_COL_END
+};
+
+const svc_schema_t svc_schema_patch = {
+    .name = "Patch",
+    .description = "A change the model proposed for a document, as a unified diff.",
+    .keys = patch_item
 };
 
 static const svc_stmt_t st_pch_get = {

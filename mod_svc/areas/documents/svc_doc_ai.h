@@ -16,4 +16,7 @@ apr_status_t svc_h_patches_reject(svc_ctx_t *ctx);
 extern const svc_field_t svc_body_regenerate[];
 extern const svc_field_t svc_body_patch_create[];
 
+/* A patch the model proposed. */
+extern const svc_schema_t svc_schema_patch;
+
 #endif /* SVC_DOC_AI_H */

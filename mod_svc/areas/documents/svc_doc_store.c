@@ -5,27 +5,40 @@
 #include "svc_doc_store.h"
 
 static const svc_col_t version_author[] = {
-    SVC_COL("kind", SVC_COL_TEXT),
-    SVC_COL("user_id", SVC_COL_TEXT),
-    SVC_COL("name", SVC_COL_TEXT),
-    SVC_COL("model", SVC_COL_TEXT),
+    { .key = "kind", .type = SVC_COL_TEXT, .values = SVC_VALUES("user", "ai") },
+    { .key = "user_id", .type = SVC_COL_TEXT, .flags = SVC_COL_NULL, .id = "usr",
+      .description = "Who wrote it, or asked the model to (null once the account is gone)." },
+    { .key = "name", .type = SVC_COL_TEXT, .flags = SVC_COL_NULL, .example = "Ada Lovelace" },
+    { .key = "model", .type = SVC_COL_TEXT, .flags = SVC_COL_NULL, .example = "gpt-4o-mini",
+      .description = "For a version the model wrote: which model." },
     SVC_COL_END
 };
 
 const svc_col_t svc_version_item[] = {
-    SVC_COL("id", SVC_COL_TEXT),
-    SVC_COL("document_id", SVC_COL_TEXT),
-    SVC_COL("number", SVC_COL_INT),
-    SVC_COL("status", SVC_COL_TEXT),
-    SVC_COL_NEST("author", version_author),
-    SVC_COL("source", SVC_COL_TEXT),
-    SVC_COL("base_version_id", SVC_COL_TEXT),
-    SVC_COL("bytes", SVC_COL_INT),
-    SVC_COL("comment", SVC_COL_TEXT),
-    SVC_COL("decided_by", SVC_COL_TEXT),
-    SVC_COL("decided_at", SVC_COL_TIME),
-    SVC_COL("created_at", SVC_COL_TIME),
+    { .key = "id", .type = SVC_COL_TEXT, .id = "ver" },
+    { .key = "document_id", .type = SVC_COL_TEXT, .id = "doc" },
+    { .key = "number", .type = SVC_COL_INT, .description = "1, 2, ... within the document." },
+    { .key = "status", .type = SVC_COL_TEXT,
+      .values = SVC_VALUES("draft", "approved", "changes_requested") },
+    { .key = "author", .type = SVC_COL_OBJECT, .sub = version_author },
+    { .key = "source", .type = SVC_COL_TEXT,
+      .values = SVC_VALUES("create", "edit", "regenerate", "patch"),
+      .description = "How it was written." },
+    { .key = "base_version_id", .type = SVC_COL_TEXT, .flags = SVC_COL_NULL, .id = "ver",
+      .description = "The version it was written from." },
+    { .key = "bytes", .type = SVC_COL_INT, .description = "The body's size." },
+    { .key = "comment", .type = SVC_COL_TEXT, .flags = SVC_COL_NULL,
+      .description = "The reviewer's words when changes were requested." },
+    { .key = "decided_by", .type = SVC_COL_TEXT, .flags = SVC_COL_NULL, .id = "usr" },
+    { .key = "decided_at", .type = SVC_COL_TIME, .flags = SVC_COL_NULL },
+    { .key = "created_at", .type = SVC_COL_TIME },
     SVC_COL_END
+};
+
+const svc_schema_t svc_schema_doc_version = {
+    .name = "Version",
+    .description = "A version of a document, without its body (GET .../content has it).",
+    .keys = svc_version_item
 };
 
 static const svc_stmt_t st_doc_lock = {

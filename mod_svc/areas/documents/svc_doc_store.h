@@ -11,6 +11,7 @@
 /* A version as the API shows it (never its body): SVC_VERSION_COLS over
  * SVC_VERSION_FROM, in this shape. */
 extern const svc_col_t svc_version_item[];
+extern const svc_schema_t svc_schema_doc_version;
 
 #define SVC_VERSION_COLS                                                            \
     "v.id, v.document_id, v.number, v.status, v.author_kind, v.author_user_id,"     \

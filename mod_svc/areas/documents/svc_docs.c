@@ -24,26 +24,57 @@
 #define DOC_DETAIL_VERSIONS "100"
 
 static const svc_col_t document_item[] = {
-    SVC_COL("id", SVC_COL_TEXT),
-    SVC_COL("product_id", SVC_COL_TEXT),
-    SVC_COL("kind", SVC_COL_TEXT),
-    SVC_COL("title", SVC_COL_TEXT),
-    SVC_COL_NEST("current_version", svc_version_item),
-    SVC_COL("approved_version_id", SVC_COL_TEXT),
-    SVC_COL("created_at", SVC_COL_TIME),
-    SVC_COL("updated_at", SVC_COL_TIME),
+    { .key = "id", .type = SVC_COL_TEXT, .id = "doc" },
+    { .key = "product_id", .type = SVC_COL_TEXT, .id = "prd" },
+    { .key = "kind", .type = SVC_COL_TEXT, .values = SVC_VALUES("toc", "section"),
+      .description = "toc: the product's table of contents; section: a section." },
+    { .key = "title", .type = SVC_COL_TEXT, .example = "Architecture" },
+    { .key = "current_version", .type = SVC_COL_OBJECT, .ref = &svc_schema_doc_version },
+    { .key = "approved_version_id", .type = SVC_COL_TEXT, .flags = SVC_COL_NULL, .id = "ver",
+      .description = "The newest approved version, if one is." },
+    { .key = "created_at", .type = SVC_COL_TIME },
+    { .key = "updated_at", .type = SVC_COL_TIME },
     SVC_COL_END
 };
 
-static const svc_col_t comment_item[] = {
-    SVC_COL("id", SVC_COL_TEXT),
-    SVC_COL("document_id", SVC_COL_TEXT),
-    SVC_COL("version_id", SVC_COL_TEXT),
-    SVC_COL("share_id", SVC_COL_TEXT),
-    SVC_COL("author_name", SVC_COL_TEXT),
-    SVC_COL("body", SVC_COL_TEXT),
-    SVC_COL("created_at", SVC_COL_TIME),
+const svc_schema_t svc_schema_document = {
+    .name = "Document",
+    .description = "A planning document, with its current version (docs/api/documents.md).",
+    .keys = document_item
+};
+
+static const svc_col_t document_detail_keys[] = {
+    { .key = "versions", .type = SVC_COL_ARRAY, .ref = &svc_schema_doc_version,
+      .description = "Its newest 100 versions, newest first (GET .../versions pages them)." },
+    { .key = "versions_total", .type = SVC_COL_INT },
     SVC_COL_END
+};
+
+const svc_schema_t svc_schema_document_detail = {
+    .name = "DocumentDetail",
+    .description = "A document with its newest versions.",
+    .keys = document_detail_keys,
+    .base = &svc_schema_document
+};
+
+static const svc_col_t comment_item[] = {
+    { .key = "id", .type = SVC_COL_TEXT, .id = "cmt" },
+    { .key = "document_id", .type = SVC_COL_TEXT, .id = "doc" },
+    { .key = "version_id", .type = SVC_COL_TEXT, .id = "ver",
+      .description = "The version the reviewer read." },
+    { .key = "share_id", .type = SVC_COL_TEXT, .flags = SVC_COL_NULL, .id = "shr",
+      .description = "The share link it came through." },
+    { .key = "author_name", .type = SVC_COL_TEXT, .example = "Grace",
+      .description = "The name the reviewer gave (not verified)." },
+    { .key = "body", .type = SVC_COL_TEXT, .example = "Section 2 needs a diagram." },
+    { .key = "created_at", .type = SVC_COL_TIME },
+    SVC_COL_END
+};
+
+const svc_schema_t svc_schema_comment = {
+    .name = "Comment",
+    .description = "A reviewer's comment, left through a share link.",
+    .keys = comment_item
 };
 
 static const svc_stmt_t st_doc_list = {

@@ -21,4 +21,9 @@ extern const svc_field_t svc_body_document_create[];
 extern const svc_field_t svc_body_document_edit[];
 extern const svc_field_t svc_body_request_changes[];
 
+/* A document (in lists), with its newest versions (its detail); a comment. */
+extern const svc_schema_t svc_schema_document;
+extern const svc_schema_t svc_schema_document_detail;
+extern const svc_schema_t svc_schema_comment;
+
 #endif /* SVC_DOCS_H */

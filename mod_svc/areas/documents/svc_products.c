@@ -11,20 +11,26 @@
     " pr.created_at, pr.updated_at"
 
 static const svc_col_t product_project[] = {
-    SVC_COL("id", SVC_COL_TEXT),
-    SVC_COL("slug", SVC_COL_TEXT),
-    SVC_COL("name", SVC_COL_TEXT),
+    { .key = "id", .type = SVC_COL_TEXT, .id = "prj" },
+    { .key = "slug", .type = SVC_COL_TEXT, .format = "slug" },
+    { .key = "name", .type = SVC_COL_TEXT, .example = "Website" },
     SVC_COL_END
 };
 
 static const svc_col_t product_item[] = {
-    SVC_COL("id", SVC_COL_TEXT),
-    SVC_COL_NEST("project", product_project),
-    SVC_COL("name", SVC_COL_TEXT),
-    SVC_COL("documents", SVC_COL_INT),
-    SVC_COL("created_at", SVC_COL_TIME),
-    SVC_COL("updated_at", SVC_COL_TIME),
+    { .key = "id", .type = SVC_COL_TEXT, .id = "prd" },
+    { .key = "project", .type = SVC_COL_OBJECT, .sub = product_project },
+    { .key = "name", .type = SVC_COL_TEXT, .example = "Shop" },
+    { .key = "documents", .type = SVC_COL_INT, .description = "How many documents it has." },
+    { .key = "created_at", .type = SVC_COL_TIME },
+    { .key = "updated_at", .type = SVC_COL_TIME },
     SVC_COL_END
+};
+
+const svc_schema_t svc_schema_product = {
+    .name = "Product",
+    .description = "A product: a planning set of documents in a project.",
+    .keys = product_item
 };
 
 static const svc_stmt_t st_prd_list = {

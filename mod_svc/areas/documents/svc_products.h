@@ -12,6 +12,9 @@ apr_status_t svc_h_products_get(svc_ctx_t *ctx);
 
 extern const svc_field_t svc_body_product_create[];
 
+/* A product. */
+extern const svc_schema_t svc_schema_product;
+
 /* A 404 problem unless the org has this product. */
 apr_status_t svc_product_check(svc_ctx_t *ctx, svc_db_t *db, const char *product_id);
 

@@ -45,11 +45,23 @@ static const svc_route_t routes[] = {
     { .method = "GET", .path = "/api/orgs/:orgSlug/events", .handler = org_stream,
       .scope = SVC_SCOPE_READ, .role = SVC_ROLE_VIEWER, .flags = SVC_RF_STREAM,
       .op_id = "streamOrgEvents", .tag = "Events", .query = stream_query,
+      .answers = SVC_ANS_LIMITED,
+      .description = "Every kind any area writes (x-svc-events names each kind's data); a "
+        "client ignores kinds it does not know. A user holds at most SvcStreamLimit streams "
+        "(429 `too_many_streams`).",
       .summary = "Every event of the organization as it happens (text/event-stream); resumes "
         "after Last-Event-ID" },
     SVC_ROUTE_END,
 };
 
+static const svc_tag_t tags[] = {
+    { "Events", "Live events: what happens in an organization, as server-sent events, "
+      "resumable without a gap (docs/api/events.md)." },
+    { NULL, NULL }
+};
+
 const svc_area_t svc_events_area = {
-    "events", "Live event streams (server-sent events) over the durable event log.", routes
+    .name = "events",
+    .description = "Live event streams (server-sent events) over the durable event log.",
+    .routes = routes, .tags = tags
 };

@@ -62,16 +62,34 @@ static const svc_stmt_t st_session_list = {
     4, SVC_STMT_READ | SVC_STMT_BINARY
 };
 
-/* One session as GET /api/me/sessions shows it, in st_session_list's order. */
+/* One session as GET /api/me/sessions shows it, in st_session_list's order:
+ * the writer's shape and the OpenAPI schema both (svc_schema.h). */
 static const svc_col_t session_item[] = {
-    SVC_COL("id", SVC_COL_TEXT),
-    SVC_COL("current", SVC_COL_BOOL),
-    SVC_COL("created_at", SVC_COL_TIME),
-    SVC_COL("expires_at", SVC_COL_TIME),
-    SVC_COL("last_seen_at", SVC_COL_TIME),
-    SVC_COL("ip", SVC_COL_TEXT),
-    SVC_COL("user_agent", SVC_COL_TEXT),
+    { .key = "id", .type = SVC_COL_TEXT, .id = "ses" },
+    { .key = "current", .type = SVC_COL_BOOL,
+      .description = "The session this request came with." },
+    { .key = "created_at", .type = SVC_COL_TIME },
+    { .key = "expires_at", .type = SVC_COL_TIME },
+    { .key = "last_seen_at", .type = SVC_COL_TIME, .flags = SVC_COL_NULL },
+    { .key = "ip", .type = SVC_COL_TEXT, .flags = SVC_COL_NULL, .example = "192.0.2.7" },
+    { .key = "user_agent", .type = SVC_COL_TEXT, .flags = SVC_COL_NULL,
+      .example = "Mozilla/5.0" },
     SVC_COL_END
+};
+
+const svc_schema_t svc_schema_session = {
+    .name = "Session",
+    .description = "A signed-in browser session of yours (docs/api/signin.md).",
+    .keys = session_item
+};
+
+const svc_schema_t svc_schema_sessions_revoked = {
+    .name = "SessionsRevoked",
+    .description = "How many sessions were ended.",
+    .keys = (const svc_col_t[]) {
+        { .key = "revoked", .type = SVC_COL_INT },
+        SVC_COL_END
+    }
 };
 
 apr_status_t svc_session_create(svc_db_t *db, apr_pool_t *p, const svc_config_t *conf,

@@ -30,4 +30,8 @@ apr_status_t svc_h_sessions_list(svc_ctx_t *ctx);
 apr_status_t svc_h_sessions_revoke(svc_ctx_t *ctx);
 apr_status_t svc_h_sessions_revoke_others(svc_ctx_t *ctx);
 
+/* The answers' schemas: a session; how many revoke-others ended. */
+extern const svc_schema_t svc_schema_session;
+extern const svc_schema_t svc_schema_sessions_revoked;
+
 #endif /* SVC_SESSIONS_H */

@@ -21,24 +21,50 @@
     " t.created_at, t.expires_at, t.last_used_at, t.last_used_ip, t.revoked_at"
 
 static const svc_col_t org_ref[] = {
-    SVC_COL("id", SVC_COL_TEXT),
-    SVC_COL("slug", SVC_COL_TEXT),
+    { .key = "id", .type = SVC_COL_TEXT, .id = "org" },
+    { .key = "slug", .type = SVC_COL_TEXT, .format = "slug" },
     SVC_COL_END
 };
 
+/* A token as the list, the creation and svcctl show it: the writer's shape
+ * and the OpenAPI schema both (svc_schema.h). */
 static const svc_col_t token_item[] = {
-    SVC_COL("id", SVC_COL_TEXT),
-    SVC_COL("name", SVC_COL_TEXT),
-    SVC_COL("scope", SVC_COL_TEXT),
-    SVC_COL_NEST("org", org_ref),
-    SVC_COL("prefix", SVC_COL_TEXT),
-    SVC_COL("status", SVC_COL_TEXT),
-    SVC_COL("created_at", SVC_COL_TIME),
-    SVC_COL("expires_at", SVC_COL_TIME),
-    SVC_COL("last_used_at", SVC_COL_TIME),
-    SVC_COL("last_used_ip", SVC_COL_TEXT),
-    SVC_COL("revoked_at", SVC_COL_TIME),
+    { .key = "id", .type = SVC_COL_TEXT, .id = "tok" },
+    { .key = "name", .type = SVC_COL_TEXT, .example = "deploy bot" },
+    { .key = "scope", .type = SVC_COL_TEXT, .values = svc_scope_values },
+    { .key = "org", .type = SVC_COL_OBJECT, .flags = SVC_COL_NULL, .sub = org_ref,
+      .description = "The organization the token is bound to; null: all of yours." },
+    { .key = "prefix", .type = SVC_COL_TEXT, .example = "svc_pat_4Xb2",
+      .description = "The secret's first characters, to tell tokens apart." },
+    { .key = "status", .type = SVC_COL_TEXT, .values = SVC_VALUES("active", "expired",
+                                                                    "revoked") },
+    { .key = "created_at", .type = SVC_COL_TIME },
+    { .key = "expires_at", .type = SVC_COL_TIME, .flags = SVC_COL_NULL,
+      .description = "null: it does not expire." },
+    { .key = "last_used_at", .type = SVC_COL_TIME, .flags = SVC_COL_NULL },
+    { .key = "last_used_ip", .type = SVC_COL_TEXT, .flags = SVC_COL_NULL, .example = "192.0.2.7" },
+    { .key = "revoked_at", .type = SVC_COL_TIME, .flags = SVC_COL_NULL },
     SVC_COL_END
+};
+
+const svc_schema_t svc_schema_token = {
+    .name = "Token",
+    .description = "A personal access token, without its secret (docs/api/tokens.md).",
+    .keys = token_item
+};
+
+static const svc_col_t token_created_keys[] = {
+    { .key = "token", .type = SVC_COL_TEXT, .format = "secret",
+      .example = "svc_pat_4Xb2mQ9kT1vR8sLw0ZyN3cHd6JfA5pGe7u",
+      .description = "The secret, shown this once: send it as `Authorization: Bearer ...`." },
+    SVC_COL_END
+};
+
+const svc_schema_t svc_schema_token_created = {
+    .name = "TokenCreated",
+    .description = "A token just made: the token and, this once, its secret.",
+    .keys = token_created_keys,
+    .base = &svc_schema_token
 };
 
 /*
@@ -137,12 +163,11 @@ static const svc_stmt_t st_tok_visible = {
     3, SVC_STMT_READ
 };
 
-static const char *const scope_values[] = { "read", "write", "admin", NULL };
 
 const svc_field_t svc_body_token_create[] = {
     { .name = "name", .type = SVC_FT_STRING, .required = 1, .min = 1, .max = 100,
       .description = "What the token is for, 1 to 100 characters." },
-    { .name = "scope", .type = SVC_FT_ENUM, .required = 1, .values = scope_values,
+    { .name = "scope", .type = SVC_FT_ENUM, .required = 1, .values = svc_scope_values,
       .description = "read: safe methods only; write: read plus changes to tenant resources; "
         "admin: write plus token, member and billing administration." },
     { .name = "org", .type = SVC_FT_SLUG, .nullable = 1,

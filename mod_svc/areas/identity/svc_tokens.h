@@ -50,5 +50,8 @@ apr_status_t svc_h_tokens_create(svc_ctx_t *ctx);
 apr_status_t svc_h_tokens_revoke(svc_ctx_t *ctx);
 
 extern const svc_field_t svc_body_token_create[];
+/* A token, and one just made with its secret (the answers' schemas). */
+extern const svc_schema_t svc_schema_token;
+extern const svc_schema_t svc_schema_token_created;
 
 #endif /* SVC_TOKENS_H */

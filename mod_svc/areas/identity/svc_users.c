@@ -93,6 +93,65 @@ apr_status_t svc_user_by_email(svc_db_t *db, apr_pool_t *p, const char *email,
     return APR_SUCCESS;
 }
 
+/* GET /api/me: built by st_me and svc_h_me, declared here. */
+static const svc_col_t me_org_keys[] = {
+    { .key = "id", .type = SVC_COL_TEXT, .id = "org" },
+    { .key = "slug", .type = SVC_COL_TEXT, .format = "slug" },
+    { .key = "name", .type = SVC_COL_TEXT, .example = "Acme" },
+    { .key = "role", .type = SVC_COL_TEXT, .values = svc_role_values,
+      .description = "Your role in it." },
+    SVC_COL_END
+};
+
+static const svc_col_t me_token_org_keys[] = {
+    { .key = "id", .type = SVC_COL_TEXT, .id = "org" },
+    { .key = "slug", .type = SVC_COL_TEXT, .format = "slug" },
+    SVC_COL_END
+};
+
+static const svc_col_t me_token_keys[] = {
+    { .key = "id", .type = SVC_COL_TEXT, .id = "tok" },
+    { .key = "scope", .type = SVC_COL_TEXT, .values = svc_scope_values },
+    { .key = "org", .type = SVC_COL_OBJECT, .flags = SVC_COL_NULL, .sub = me_token_org_keys,
+      .description = "The organization the token is bound to; null: all of yours." },
+    { .key = "expires_at", .type = SVC_COL_TIME, .flags = SVC_COL_NULL },
+    SVC_COL_END
+};
+
+static const svc_col_t me_session_keys[] = {
+    { .key = "id", .type = SVC_COL_TEXT, .id = "ses" },
+    SVC_COL_END
+};
+
+static const svc_col_t me_auth_keys[] = {
+    { .key = "method", .type = SVC_COL_TEXT, .values = SVC_VALUES("token", "session") },
+    { .key = "token", .type = SVC_COL_OBJECT, .flags = SVC_COL_OPTIONAL, .sub = me_token_keys,
+      .description = "With method token: the token in use." },
+    { .key = "session", .type = SVC_COL_OBJECT, .flags = SVC_COL_OPTIONAL,
+      .sub = me_session_keys, .description = "With method session: the session in use." },
+    SVC_COL_END
+};
+
+static const svc_col_t me_keys[] = {
+    { .key = "id", .type = SVC_COL_TEXT, .id = "usr" },
+    { .key = "email", .type = SVC_COL_TEXT, .format = "email" },
+    { .key = "name", .type = SVC_COL_TEXT, .example = "Ada Lovelace" },
+    { .key = "founder", .type = SVC_COL_BOOL,
+      .description = "The platform's operator (founder rights)." },
+    { .key = "created_at", .type = SVC_COL_TIME },
+    { .key = "orgs", .type = SVC_COL_ARRAY, .sub = me_org_keys,
+      .description = "Your organizations (only the bound one, for a bound token)." },
+    { .key = "auth", .type = SVC_COL_OBJECT, .sub = me_auth_keys,
+      .description = "The credential of this request." },
+    SVC_COL_END
+};
+
+const svc_schema_t svc_schema_me = {
+    .name = "Me",
+    .description = "You: your account, your organizations, and the credential in use.",
+    .keys = me_keys
+};
+
 apr_status_t svc_h_me(svc_ctx_t *ctx)
 {
     const svc_principal_t *who = ctx->who;

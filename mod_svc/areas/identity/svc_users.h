@@ -8,4 +8,7 @@
 
 apr_status_t svc_h_me(svc_ctx_t *ctx);
 
+/* GET /api/me's answer. */
+extern const svc_schema_t svc_schema_me;
+
 #endif /* SVC_USERS_H */

@@ -59,6 +59,66 @@ static const svc_stmt_t st_tasks_json = {
     2, SVC_STMT_READ
 };
 
+/* A build task as st_tasks_json builds it. */
+static const svc_col_t task_run_keys[] = {
+    { .key = "run_id", .type = SVC_COL_TEXT, .id = "run" },
+    { .key = "status", .type = SVC_COL_TEXT, .values = svc_task_statuses,
+      .description = "The run's status, as the task saw it last." },
+    { .key = "error_code", .type = SVC_COL_TEXT, .flags = SVC_COL_NULL,
+      .description = "Why it failed." },
+    { .key = "created_by", .type = SVC_COL_TEXT, .flags = SVC_COL_NULL, .id = "usr" },
+    { .key = "created_at", .type = SVC_COL_TIME },
+    { .key = "finished_at", .type = SVC_COL_TIME, .flags = SVC_COL_NULL },
+    SVC_COL_END
+};
+
+static const svc_col_t task_keys[] = {
+    { .key = "id", .type = SVC_COL_TEXT, .id = "tsk" },
+    { .key = "position", .type = SVC_COL_INT, .description = "1, 2, ... within the request." },
+    { .key = "title", .type = SVC_COL_TEXT, .example = "Checkout" },
+    { .key = "document_id", .type = SVC_COL_TEXT, .id = "doc",
+      .description = "The section document it builds." },
+    { .key = "version_id", .type = SVC_COL_TEXT, .id = "ver",
+      .description = "The approved version it was made from." },
+    { .key = "status", .type = SVC_COL_TEXT, .values = svc_task_statuses,
+      .description = "pending until a run starts, then its latest run's status." },
+    { .key = "run_id", .type = SVC_COL_TEXT, .flags = SVC_COL_NULL, .id = "run",
+      .description = "Its latest run." },
+    { .key = "error_code", .type = SVC_COL_TEXT, .flags = SVC_COL_NULL },
+    { .key = "created_at", .type = SVC_COL_TIME },
+    { .key = "updated_at", .type = SVC_COL_TIME },
+    { .key = "runs", .type = SVC_COL_ARRAY, .sub = task_run_keys,
+      .description = "Every run it started, oldest first." },
+    SVC_COL_END
+};
+
+const svc_schema_t svc_schema_build_task = {
+    .name = "BuildTask",
+    .description = "A build task: one section document of the request's product, carried out "
+        "by a run.",
+    .keys = task_keys
+};
+
+static const svc_col_t started_keys[] = {
+    { .key = "task_id", .type = SVC_COL_TEXT, .id = "tsk" },
+    { .key = "run_id", .type = SVC_COL_TEXT, .id = "run" },
+    SVC_COL_END
+};
+
+static const svc_col_t run_all_keys[] = {
+    { .key = "request_id", .type = SVC_COL_TEXT, .id = "rqs" },
+    { .key = "started", .type = SVC_COL_ARRAY, .sub = started_keys,
+      .description = "The tasks this call started, each with its new run." },
+    { .key = "build_tasks", .type = SVC_COL_ARRAY, .ref = &svc_schema_build_task },
+    SVC_COL_END
+};
+
+const svc_schema_t svc_schema_run_all = {
+    .name = "BuildTasksStarted",
+    .description = "What run-all started, and every task of the request now.",
+    .keys = run_all_keys
+};
+
 static const svc_stmt_t st_active_runs = {
     "svc_pipeline_active_runs",
     "SELECT run_id FROM build_tasks WHERE request_id = $1 AND org_id = $2"

@@ -57,6 +57,38 @@ const char *svc_estimate_dump(apr_pool_t *p, const json_t *v)
     return out;
 }
 
+/* The estimate as svc_estimate_request builds it. */
+static const svc_col_t estimate_task_keys[] = {
+    { .key = "task_id", .type = SVC_COL_TEXT, .flags = SVC_COL_NULL, .id = "tsk",
+      .description = "The task; null before build, when a section is reckoned as the task "
+        "it will become." },
+    { .key = "document_id", .type = SVC_COL_TEXT, .id = "doc" },
+    { .key = "title", .type = SVC_COL_TEXT, .example = "Checkout" },
+    { .key = "input_tokens", .type = SVC_COL_INT },
+    { .key = "output_tokens", .type = SVC_COL_INT },
+    { .key = "cost", .type = SVC_COL_NUMBER, .flags = SVC_COL_NULL,
+      .description = "US dollars; null when the model has no known price." },
+    SVC_COL_END
+};
+
+static const svc_col_t estimate_keys[] = {
+    { .key = "currency", .type = SVC_COL_TEXT, .values = SVC_VALUES("USD") },
+    { .key = "provider", .type = SVC_COL_TEXT, .flags = SVC_COL_NULL, .id = "llm",
+      .description = "The organization's default provider, if it has a usable one." },
+    { .key = "model", .type = SVC_COL_TEXT, .flags = SVC_COL_NULL, .example = "gpt-4o-mini" },
+    { .key = "tasks", .type = SVC_COL_ARRAY, .sub = estimate_task_keys },
+    { .key = "total", .type = SVC_COL_NUMBER, .flags = SVC_COL_NULL,
+      .description = "US dollars; null when the model has no known price." },
+    { .key = "basis", .type = SVC_COL_TEXT, .description = "How it was reckoned, in words." },
+    SVC_COL_END
+};
+
+const svc_schema_t svc_schema_estimate = {
+    .name = "Estimate",
+    .description = "What building a request should cost, task by task (docs/api/pipeline.md).",
+    .keys = estimate_keys
+};
+
 /* One task's line of the estimate (added to `tasks`); its cost to *ptotal. */
 static void add_task(json_t *tasks, const svc_price_t *price, const char *task_id,
                      const char *doc_id, const char *title, apr_size_t instruction_bytes,

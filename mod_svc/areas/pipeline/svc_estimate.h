@@ -48,4 +48,7 @@ const char *svc_estimate_dump(apr_pool_t *p, const json_t *v);
 
 apr_status_t svc_h_requests_cost_estimate(svc_ctx_t *ctx);
 
+/* The estimate. */
+extern const svc_schema_t svc_schema_estimate;
+
 #endif /* SVC_ESTIMATE_H */

@@ -81,10 +81,41 @@ static const svc_stmt_t st_imp_decide = {
     6, 0
 };
 
-static const char *const kind_values[] = { "bug", "feature", NULL };
+static const char *const status_values[] = { "open", "approved", "rejected", NULL };
+
+/* An improvement as IMPROVEMENT_JSON builds it. */
+static const svc_col_t improvement_keys[] = {
+    { .key = "id", .type = SVC_COL_TEXT, .id = "imp" },
+    { .key = "project", .type = SVC_COL_TEXT, .format = "slug",
+      .description = "The project's slug." },
+    { .key = "kind", .type = SVC_COL_TEXT, .values = svc_improvement_kinds },
+    { .key = "title", .type = SVC_COL_TEXT, .example = "The cart forgets its items" },
+    { .key = "body", .type = SVC_COL_TEXT, .example = "After a reload the cart is empty." },
+    { .key = "source", .type = SVC_COL_TEXT, .values = svc_improvement_sources,
+      .description = "user: filed by a member; incident: by the service, for a deployment's "
+        "incident." },
+    { .key = "source_ref", .type = SVC_COL_TEXT, .flags = SVC_COL_NULL,
+      .description = "For an incident: what it is about." },
+    { .key = "status", .type = SVC_COL_TEXT, .values = status_values },
+    { .key = "reason", .type = SVC_COL_TEXT, .flags = SVC_COL_NULL,
+      .description = "Why it was rejected." },
+    { .key = "request_id", .type = SVC_COL_TEXT, .flags = SVC_COL_NULL, .id = "rqs",
+      .description = "The request it became, once approved." },
+    { .key = "created_by", .type = SVC_COL_TEXT, .flags = SVC_COL_NULL, .id = "usr" },
+    { .key = "created_at", .type = SVC_COL_TIME },
+    { .key = "decided_by", .type = SVC_COL_TEXT, .flags = SVC_COL_NULL, .id = "usr" },
+    { .key = "decided_at", .type = SVC_COL_TIME, .flags = SVC_COL_NULL },
+    SVC_COL_END
+};
+
+const svc_schema_t svc_schema_improvement = {
+    .name = "Improvement",
+    .description = "A bug report or a feature ask of a project (docs/api/pipeline.md).",
+    .keys = improvement_keys
+};
 
 const svc_field_t svc_body_improvement_file[] = {
-    { .name = "kind", .type = SVC_FT_ENUM, .required = 1, .values = kind_values,
+    { .name = "kind", .type = SVC_FT_ENUM, .required = 1, .values = svc_improvement_kinds,
       .description = "bug: something does not work as it should; feature: something new." },
     { .name = "title", .type = SVC_FT_STRING, .required = 1, .min = 1, .max = 200,
       .description = "1 to 200 characters." },
@@ -106,16 +137,14 @@ const svc_qparam_t svc_query_improvements_list[] = {
     { NULL, NULL, NULL }
 };
 
-static const char *const status_values[] = { "open", "approved", "rejected", NULL };
-static const char *const source_values[] = { "user", "incident", NULL };
 
 apr_status_t svc_h_improvements_list(svc_ctx_t *ctx)
 {
     const char *status, *kind, *source;
 
     if (!svc_pl_query_in(ctx, "status", status_values, &status)
-        | !svc_pl_query_in(ctx, "kind", kind_values, &kind)
-        | !svc_pl_query_in(ctx, "source", source_values, &source)) {
+        | !svc_pl_query_in(ctx, "kind", svc_improvement_kinds, &kind)
+        | !svc_pl_query_in(ctx, "source", svc_improvement_sources, &source)) {
         return SVC_EPROBLEM;
     }
     return svc_reply_list(ctx, &st_imp_list, ctx->project->id, status, kind, source,

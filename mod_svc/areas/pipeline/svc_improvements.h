@@ -21,4 +21,7 @@ extern const svc_field_t svc_body_improvement_file[];
 extern const svc_field_t svc_body_improvement_reject[];
 extern const svc_qparam_t svc_query_improvements_list[];
 
+/* An improvement. */
+extern const svc_schema_t svc_schema_improvement;
+
 #endif /* SVC_IMPROVEMENTS_H */

@@ -33,6 +33,110 @@ static const svc_stmt_t st_task_runs = {
     2, SVC_STMT_READ
 };
 
+/* The lifecycle as svc_h_requests_lifecycle builds it. */
+static const svc_col_t stage_by_keys[] = {
+    { .key = "id", .type = SVC_COL_TEXT, .id = "usr" },
+    { .key = "name", .type = SVC_COL_TEXT, .example = "Ada Lovelace" },
+    SVC_COL_END
+};
+
+static const svc_col_t stage_keys[] = {
+    { .key = "stage", .type = SVC_COL_TEXT, .values = svc_request_stages },
+    { .key = "status", .type = SVC_COL_TEXT, .values = svc_request_statuses },
+    { .key = "via", .type = SVC_COL_TEXT,
+      .values = SVC_VALUES("create", "advance", "advance_to_build", "auto", "pause", "resume",
+                           "cancel", "approve") },
+    { .key = "entered_at", .type = SVC_COL_TIME },
+    { .key = "entered_by", .type = SVC_COL_OBJECT, .flags = SVC_COL_NULL, .sub = stage_by_keys,
+      .description = "null: the service itself (the last task's run succeeded)." },
+    SVC_COL_END
+};
+
+static const svc_col_t product_keys[] = {
+    { .key = "id", .type = SVC_COL_TEXT, .id = "prd" },
+    { .key = "name", .type = SVC_COL_TEXT, .example = "Bakery shop" },
+    SVC_COL_END
+};
+
+static const svc_col_t document_keys[] = {
+    { .key = "id", .type = SVC_COL_TEXT, .id = "doc" },
+    { .key = "kind", .type = SVC_COL_TEXT, .values = SVC_VALUES("toc", "section") },
+    { .key = "title", .type = SVC_COL_TEXT, .example = "Checkout" },
+    { .key = "current_version_id", .type = SVC_COL_TEXT, .id = "ver" },
+    { .key = "current_version_number", .type = SVC_COL_INT },
+    { .key = "current_status", .type = SVC_COL_TEXT,
+      .values = SVC_VALUES("draft", "approved", "changes_requested") },
+    { .key = "approved_version_id", .type = SVC_COL_TEXT, .flags = SVC_COL_NULL, .id = "ver" },
+    { .key = "approved", .type = SVC_COL_BOOL,
+      .description = "The current version is the approved one." },
+    SVC_COL_END
+};
+
+static const svc_col_t spent_keys[] = {
+    { .key = "calls", .type = SVC_COL_INT },
+    { .key = "input_tokens", .type = SVC_COL_INT },
+    { .key = "output_tokens", .type = SVC_COL_INT },
+    { .key = "cost", .type = SVC_COL_NUMBER, .flags = SVC_COL_NULL,
+      .description = "US dollars; null when a model used has no known price." },
+    SVC_COL_END
+};
+
+static const svc_schema_t spent_schema = {
+    .name = "ModelUsage",
+    .description = "What a set of model calls used, and cost.",
+    .keys = spent_keys
+};
+
+static const svc_col_t task_estimate_keys[] = {
+    { .key = "input_tokens", .type = SVC_COL_INT },
+    { .key = "output_tokens", .type = SVC_COL_INT },
+    { .key = "cost", .type = SVC_COL_NUMBER, .flags = SVC_COL_NULL },
+    SVC_COL_END
+};
+
+static const svc_schema_t task_usage_schema = {
+    .name = "BuildTaskWithUsage",
+    .description = "A build task with what its runs used, and its estimate.",
+    .keys = (const svc_col_t[]) {
+        { .key = "usage", .type = SVC_COL_OBJECT, .ref = &spent_schema },
+        { .key = "estimate", .type = SVC_COL_OBJECT, .flags = SVC_COL_OPTIONAL,
+          .sub = task_estimate_keys, .description = "Its line of the estimate." },
+        SVC_COL_END
+    },
+    .base = &svc_schema_build_task
+};
+
+static const svc_col_t usage_keys[] = {
+    { .key = "estimate", .type = SVC_COL_NUMBER, .flags = SVC_COL_NULL,
+      .description = "The estimate's total (US dollars)." },
+    { .key = "actual", .type = SVC_COL_OBJECT, .ref = &spent_schema,
+      .description = "What the build's runs used." },
+    { .key = "planning", .type = SVC_COL_OBJECT, .ref = &spent_schema,
+      .description = "What planning used (the drafted table of contents)." },
+    SVC_COL_END
+};
+
+static const svc_col_t lifecycle_keys[] = {
+    { .key = "request", .type = SVC_COL_OBJECT, .ref = &svc_schema_request },
+    { .key = "stages", .type = SVC_COL_ARRAY, .sub = stage_keys,
+      .description = "Every stage and status it entered, oldest first." },
+    { .key = "product", .type = SVC_COL_OBJECT, .flags = SVC_COL_NULL, .sub = product_keys },
+    { .key = "documents", .type = SVC_COL_ARRAY, .sub = document_keys,
+      .description = "The product's documents and their approval." },
+    { .key = "build_tasks", .type = SVC_COL_ARRAY, .ref = &task_usage_schema },
+    { .key = "estimate", .type = SVC_COL_OBJECT, .ref = &svc_schema_estimate },
+    { .key = "usage", .type = SVC_COL_OBJECT, .sub = usage_keys },
+    { .key = "improvements", .type = SVC_COL_ARRAY, .ref = &svc_schema_improvement },
+    { .key = "attachments", .type = SVC_COL_ARRAY, .ref = &svc_schema_attachment },
+    SVC_COL_END
+};
+
+const svc_schema_t svc_schema_lifecycle = {
+    .name = "RequestLifecycle",
+    .description = "Everything about a request, in one answer.",
+    .keys = lifecycle_keys
+};
+
 /* JSON text read back into a value (taken by the pool). */
 static json_t *parsed(apr_pool_t *p, const char *text)
 {

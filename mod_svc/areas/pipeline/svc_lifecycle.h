@@ -9,4 +9,7 @@
 
 apr_status_t svc_h_requests_lifecycle(svc_ctx_t *ctx);
 
+/* Its answer. */
+extern const svc_schema_t svc_schema_lifecycle;
+
 #endif /* SVC_LIFECYCLE_H */

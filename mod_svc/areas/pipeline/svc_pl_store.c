@@ -47,17 +47,136 @@ static const svc_stmt_t st_req_move = {
     6, 0
 };
 
-static const char *const stages[] = {
+const char *const svc_request_stages[] = {
     SVC_STAGE_INTAKE, SVC_STAGE_PLANNING, SVC_STAGE_REVIEW, SVC_STAGE_BUILD,
     SVC_STAGE_INTEGRATION, SVC_STAGE_DONE, NULL
+};
+const char *const svc_request_statuses[] = {
+    SVC_REQ_ACTIVE, SVC_REQ_PAUSED, SVC_REQ_CANCELLED, SVC_REQ_DONE, NULL
+};
+const char *const svc_request_kinds[] = { "build", "improvement", NULL };
+const char *const svc_task_statuses[] = {
+    "pending", "queued", "running", "succeeded", "failed", "cancelled", NULL
+};
+const char *const svc_improvement_kinds[] = { "bug", "feature", NULL };
+const char *const svc_improvement_sources[] = { "user", "incident", NULL };
+
+/* A request as SVC_REQUEST_JSON builds it: in lists without its body. */
+static const svc_col_t request_summary_keys[] = {
+    { .key = "id", .type = SVC_COL_TEXT, .id = "rqs" },
+    { .key = "project", .type = SVC_COL_TEXT, .format = "slug",
+      .description = "The project's slug." },
+    { .key = "kind", .type = SVC_COL_TEXT, .values = svc_request_kinds },
+    { .key = "title", .type = SVC_COL_TEXT, .example = "A shop for the bakery" },
+    { .key = "stage", .type = SVC_COL_TEXT, .values = svc_request_stages },
+    { .key = "status", .type = SVC_COL_TEXT, .values = svc_request_statuses },
+    { .key = "product_id", .type = SVC_COL_TEXT, .flags = SVC_COL_NULL, .id = "prd",
+      .description = "Its product (its planning documents), from planning on." },
+    { .key = "improvement_id", .type = SVC_COL_TEXT, .flags = SVC_COL_NULL, .id = "imp",
+      .description = "The improvement it was approved from, if it was." },
+    { .key = "created_by", .type = SVC_COL_TEXT, .flags = SVC_COL_NULL, .id = "usr" },
+    { .key = "created_at", .type = SVC_COL_TIME },
+    { .key = "updated_at", .type = SVC_COL_TIME },
+    { .key = "integration_approved_by", .type = SVC_COL_TEXT, .flags = SVC_COL_NULL,
+      .id = "usr" },
+    { .key = "integration_approved_at", .type = SVC_COL_TIME, .flags = SVC_COL_NULL },
+    SVC_COL_END
+};
+
+const svc_schema_t svc_schema_request_summary = {
+    .name = "RequestSummary",
+    .description = "A pipeline request as lists show it (without its body).",
+    .keys = request_summary_keys
+};
+
+const svc_schema_t svc_schema_request = {
+    .name = "Request",
+    .description = "A pipeline request: something to build or change, stage by stage "
+        "(docs/api/pipeline.md).",
+    .keys = (const svc_col_t[]) {
+        { .key = "body", .type = SVC_COL_TEXT, .example = "Sell bread online.",
+          .description = "What is asked for, in Markdown." },
+        SVC_COL_END
+    },
+    .base = &svc_schema_request_summary
+};
+
+/* The events of the pipeline (svc_pl_event, svc_improvement_incident, and
+ * the database's trigger on runs for request.task: sql/011). */
+static const svc_schema_t stage_event = {
+    .name = "RequestStageEvent",
+    .description = "request.stage: a request was made, or its stage or status changed.",
+    .keys = (const svc_col_t[]) {
+        { .key = "request_id", .type = SVC_COL_TEXT, .id = "rqs" },
+        { .key = "stage", .type = SVC_COL_TEXT, .values = svc_request_stages },
+        { .key = "status", .type = SVC_COL_TEXT, .values = svc_request_statuses },
+        SVC_COL_END
+    }
+};
+
+static const svc_schema_t task_event = {
+    .name = "RequestTaskEvent",
+    .description = "request.task: a build task was made, started, or followed its run.",
+    .keys = (const svc_col_t[]) {
+        { .key = "request_id", .type = SVC_COL_TEXT, .id = "rqs" },
+        { .key = "task_id", .type = SVC_COL_TEXT, .id = "tsk" },
+        { .key = "status", .type = SVC_COL_TEXT, .values = svc_task_statuses },
+        { .key = "run_id", .type = SVC_COL_TEXT, .flags = SVC_COL_NULL, .id = "run" },
+        SVC_COL_END
+    }
+};
+
+static const svc_schema_t decision_event = {
+    .name = "RequestDecisionEvent",
+    .description = "request.decision: a decision about a request.",
+    .keys = (const svc_col_t[]) {
+        { .key = "request_id", .type = SVC_COL_TEXT, .id = "rqs" },
+        { .key = "decision", .type = SVC_COL_TEXT, .values = SVC_VALUES("integration_approved") },
+        { .key = "by", .type = SVC_COL_TEXT, .id = "usr" },
+        SVC_COL_END
+    }
+};
+
+static const svc_schema_t filed_event = {
+    .name = "ImprovementFiledEvent",
+    .description = "improvement.filed: a member, or the service for an incident, filed one.",
+    .keys = (const svc_col_t[]) {
+        { .key = "improvement_id", .type = SVC_COL_TEXT, .id = "imp" },
+        { .key = "kind", .type = SVC_COL_TEXT, .values = svc_improvement_kinds },
+        { .key = "source", .type = SVC_COL_TEXT, .values = svc_improvement_sources },
+        SVC_COL_END
+    }
+};
+
+static const svc_schema_t decided_event = {
+    .name = "ImprovementDecisionEvent",
+    .description = "improvement.decision: an improvement was approved (with the request it "
+        "became) or rejected.",
+    .keys = (const svc_col_t[]) {
+        { .key = "improvement_id", .type = SVC_COL_TEXT, .id = "imp" },
+        { .key = "status", .type = SVC_COL_TEXT, .values = SVC_VALUES("approved", "rejected") },
+        { .key = "request_id", .type = SVC_COL_TEXT, .flags = SVC_COL_NULL, .id = "rqs" },
+        SVC_COL_END
+    }
+};
+
+const svc_event_kind_t svc_pipeline_events[] = {
+    { "request.stage", &stage_event, "A request is made, and at every change of its stage or "
+      "status." },
+    { "request.task", &task_event, "A build task is made, started by run-all, and whenever "
+      "its run's status changes." },
+    { "request.decision", &decision_event, "A decision about a request." },
+    { "improvement.filed", &filed_event, "An improvement is filed." },
+    { "improvement.decision", &decided_event, "An improvement is approved or rejected." },
+    { NULL, NULL, NULL }
 };
 
 int svc_stage_index(const char *stage)
 {
     int i;
 
-    for (i = 0; stage && stages[i]; i++) {
-        if (strcmp(stages[i], stage) == 0) {
+    for (i = 0; stage && svc_request_stages[i]; i++) {
+        if (strcmp(svc_request_stages[i], stage) == 0) {
             return i;
         }
     }

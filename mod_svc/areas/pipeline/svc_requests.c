@@ -41,18 +41,10 @@ static const svc_stmt_t st_req_update = {
     4, 0
 };
 
-static const char *const kind_values[] = { "build", "improvement", NULL };
-static const char *const stage_values[] = {
-    SVC_STAGE_INTAKE, SVC_STAGE_PLANNING, SVC_STAGE_REVIEW, SVC_STAGE_BUILD,
-    SVC_STAGE_INTEGRATION, SVC_STAGE_DONE, NULL
-};
-static const char *const status_values[] = {
-    SVC_REQ_ACTIVE, SVC_REQ_PAUSED, SVC_REQ_CANCELLED, SVC_REQ_DONE, NULL
-};
 
 const svc_field_t svc_body_request_create[] = {
     { .name = "project", .type = SVC_FT_SLUG, .required = 1, .description = "The project's slug." },
-    { .name = "kind", .type = SVC_FT_ENUM, .required = 1, .values = kind_values,
+    { .name = "kind", .type = SVC_FT_ENUM, .required = 1, .values = svc_request_kinds,
       .description = "build: something new to build; improvement: a change to what exists." },
     { .name = "title", .type = SVC_FT_STRING, .required = 1, .min = 1, .max = 200,
       .description = "1 to 200 characters." },
@@ -82,9 +74,9 @@ apr_status_t svc_h_requests_list(svc_ctx_t *ctx)
     const char *project = apr_table_get(ctx->query, "project");
     const char *stage, *status, *kind;
 
-    if (!svc_pl_query_in(ctx, "stage", stage_values, &stage)
-        | !svc_pl_query_in(ctx, "status", status_values, &status)
-        | !svc_pl_query_in(ctx, "kind", kind_values, &kind)) {
+    if (!svc_pl_query_in(ctx, "stage", svc_request_stages, &stage)
+        | !svc_pl_query_in(ctx, "status", svc_request_statuses, &status)
+        | !svc_pl_query_in(ctx, "kind", svc_request_kinds, &kind)) {
         return SVC_EPROBLEM;
     }
     if (project && !svc_slug_valid(project)) {

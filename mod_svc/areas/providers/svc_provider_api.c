@@ -15,19 +15,58 @@
     "p.id, p.name, p.kind, p.base_url, p.model, p.key_hint, p.is_default,"          \
     " p.tools, p.tools_detected, p.created_at, p.updated_at"
 
+static const char *const kind_values[] = { SVC_LLM_KIND_OPENAI, SVC_LLM_KIND_ANTHROPIC, NULL };
+static const char *const tools_values[] = { "auto", "on", "off", NULL };
+
 static const svc_col_t provider_item[] = {
-    SVC_COL("id", SVC_COL_TEXT),
-    SVC_COL("name", SVC_COL_TEXT),
-    SVC_COL("kind", SVC_COL_TEXT),
-    SVC_COL("base_url", SVC_COL_TEXT),
-    SVC_COL("model", SVC_COL_TEXT),
-    SVC_COL("key_hint", SVC_COL_TEXT),
-    SVC_COL("is_default", SVC_COL_BOOL),
-    SVC_COL("tools", SVC_COL_TEXT),
-    SVC_COL("tools_detected", SVC_COL_BOOL),
-    SVC_COL("created_at", SVC_COL_TIME),
-    SVC_COL("updated_at", SVC_COL_TIME),
+    { .key = "id", .type = SVC_COL_TEXT, .id = "llm" },
+    { .key = "name", .type = SVC_COL_TEXT, .example = "OpenAI" },
+    { .key = "kind", .type = SVC_COL_TEXT, .values = kind_values,
+      .description = "The wire API: openai (OpenAI-compatible) or anthropic." },
+    { .key = "base_url", .type = SVC_COL_TEXT, .example = "https://api.openai.com/v1" },
+    { .key = "model", .type = SVC_COL_TEXT, .example = "gpt-4o-mini" },
+    { .key = "key_hint", .type = SVC_COL_TEXT, .example = "x9Qa",
+      .description = "The key's last characters; the key itself is never shown." },
+    { .key = "is_default", .type = SVC_COL_BOOL,
+      .description = "The organization's default: what its features call." },
+    { .key = "tools", .type = SVC_COL_TEXT, .values = tools_values,
+      .description = "Whether runs let the model work with tools: on, off, or auto (what the "
+        "provider test found)." },
+    { .key = "tools_detected", .type = SVC_COL_BOOL, .flags = SVC_COL_NULL,
+      .description = "Whether the last provider test found tool calling working; null until "
+        "a test tried." },
+    { .key = "created_at", .type = SVC_COL_TIME },
+    { .key = "updated_at", .type = SVC_COL_TIME },
     SVC_COL_END
+};
+
+const svc_schema_t svc_schema_provider = {
+    .name = "Provider",
+    .description = "A model provider of the organization, never with its key "
+        "(docs/api/providers.md).",
+    .keys = provider_item
+};
+
+static const svc_col_t provider_test_keys[] = {
+    { .key = "ok", .type = SVC_COL_BOOL, .description = "The provider answered a completion." },
+    { .key = "models", .type = SVC_COL_ARRAY, .item = SVC_COL_TEXT,
+      .description = "The models it lists (empty when it lists none)." },
+    { .key = "latency_ms", .type = SVC_COL_INT },
+    { .key = "error", .type = SVC_COL_TEXT, .flags = SVC_COL_NULL,
+      .description = "When not ok: what went wrong, for people." },
+    { .key = "tools", .type = SVC_COL_BOOL, .flags = SVC_COL_NULL,
+      .description = "Whether the model called a tool when asked to (null: not probed)." },
+    { .key = "error_code", .type = SVC_COL_TEXT, .flags = SVC_COL_NULL,
+      .example = "provider_refused",
+      .description = "When not ok: provider_error, provider_refused (the key), "
+        "provider_rate_limited, provider_timeout or key_unreadable." },
+    SVC_COL_END
+};
+
+const svc_schema_t svc_schema_provider_test = {
+    .name = "ProviderTest",
+    .description = "What calling the provider showed.",
+    .keys = provider_test_keys
 };
 
 static const svc_stmt_t st_prov_list = {
@@ -98,9 +137,6 @@ static const svc_stmt_t st_prov_default_set = {
     " WHERE id = $1 AND org_id = $2",
     2, 0
 };
-
-static const char *const kind_values[] = { SVC_LLM_KIND_OPENAI, SVC_LLM_KIND_ANTHROPIC, NULL };
-static const char *const tools_values[] = { "auto", "on", "off", NULL };
 
 const svc_field_t svc_body_provider_create[] = {
     { .name = "name", .type = SVC_FT_STRING, .required = 1, .min = 1, .max = 100,

@@ -17,4 +17,8 @@ apr_status_t svc_h_providers_test(svc_ctx_t *ctx);
 extern const svc_field_t svc_body_provider_create[];
 extern const svc_field_t svc_body_provider_update[];
 
+/* A provider; what testing one showed. */
+extern const svc_schema_t svc_schema_provider;
+extern const svc_schema_t svc_schema_provider_test;
+
 #endif /* SVC_PROVIDER_API_H */

@@ -79,11 +79,6 @@ static const svc_stmt_t st_runs_cancel_running = {
     1, 0
 };
 
-static const char *const run_statuses[] = {
-    SVC_RUN_QUEUED, SVC_RUN_RUNNING, SVC_RUN_SUCCEEDED, SVC_RUN_FAILED, SVC_RUN_CANCELLED,
-    NULL
-};
-
 const svc_field_t svc_body_run_create[] = {
     { .name = "instructions", .type = SVC_FT_TEXT, .required = 1, .min = 1, .max = 65536,
       .description = "What to build or change, in Markdown: 1 to 65536 characters." },
@@ -177,7 +172,7 @@ apr_status_t svc_h_runs_list(svc_ctx_t *ctx)
     const char *const *s;
 
     if (status) {
-        for (s = run_statuses; *s && strcmp(*s, status) != 0; s++) {
+        for (s = svc_run_statuses; *s && strcmp(*s, status) != 0; s++) {
         }
         if (!*s) {
             svc_fail_field(ctx, "status", "invalid_value", "status must be one of: queued, "

@@ -110,6 +110,162 @@ static const svc_stmt_t st_sweep_keys = {
     0, SVC_STMT_RETRY
 };
 
+const char *const svc_run_statuses[] = {
+    SVC_RUN_QUEUED, SVC_RUN_RUNNING, SVC_RUN_SUCCEEDED, SVC_RUN_FAILED, SVC_RUN_CANCELLED,
+    NULL
+};
+
+/* The run document as SVC_RUN_DOC_SQL builds it. */
+static const svc_col_t run_result_keys[] = {
+    { .key = "summary", .type = SVC_COL_TEXT, .example = "Add a README",
+      .description = "The commit's message." },
+    { .key = "commit", .type = SVC_COL_TEXT, .format = "sha",
+      .description = "The commit on svc/run-<id>." },
+    { .key = "files", .type = SVC_COL_ARRAY, .item = SVC_COL_TEXT,
+      .description = "The files it wrote." },
+    { .key = "mode", .type = SVC_COL_TEXT, .flags = SVC_COL_OPTIONAL,
+      .values = SVC_VALUES("single", "agent"),
+      .description = "How the factory worked: one answer with every file, or an agent with "
+        "tools (left out by runs of builds before agents)." },
+    { .key = "steps", .type = SVC_COL_INT, .flags = SVC_COL_OPTIONAL,
+      .description = "The agent's tool calls." },
+    { .key = "tokens", .type = SVC_COL_OBJECT, .flags = SVC_COL_OPTIONAL,
+      .sub = (const svc_col_t[]) {
+          { .key = "input", .type = SVC_COL_INT },
+          { .key = "output", .type = SVC_COL_INT },
+          SVC_COL_END
+      }, .description = "What the run's model calls used." },
+    { .key = "checks", .type = SVC_COL_OBJECT, .flags = SVC_COL_OPTIONAL | SVC_COL_NULL,
+      .sub = (const svc_col_t[]) {
+          { .key = "command", .type = SVC_COL_TEXT, .example = "make test" },
+          { .key = "exit", .type = SVC_COL_INT, .flags = SVC_COL_NULL },
+          SVC_COL_END
+      }, .description = "The agent's last command and how it exited; null when it ran none." },
+    { .key = "stopped", .type = SVC_COL_TEXT, .flags = SVC_COL_OPTIONAL,
+      .values = SVC_VALUES("step_limit", "token_limit"),
+      .description = "The limit that stopped an agent run (its work so far committed)." },
+    SVC_COL_END
+};
+
+static const svc_col_t run_error_keys[] = {
+    { .key = "code", .type = SVC_COL_TEXT, .example = "provider_error",
+      .description = "Why it failed, for programs (docs/api/runs.md lists the codes)." },
+    { .key = "message", .type = SVC_COL_TEXT, .description = "Why, for people." },
+    SVC_COL_END
+};
+
+static const svc_col_t run_keys[] = {
+    { .key = "id", .type = SVC_COL_TEXT, .id = "run" },
+    { .key = "project", .type = SVC_COL_TEXT, .format = "slug",
+      .description = "The project's slug." },
+    { .key = "status", .type = SVC_COL_TEXT, .values = svc_run_statuses },
+    { .key = "instructions", .type = SVC_COL_TEXT, .example = "Add a README that says hello." },
+    { .key = "request_id", .type = SVC_COL_TEXT, .flags = SVC_COL_NULL,
+      .example = "rqs_3kTq0dKc5gWm1xQ9aZr2Lb",
+      .description = "The pipeline request it builds for (set by the pipeline)." },
+    { .key = "task_id", .type = SVC_COL_TEXT, .flags = SVC_COL_NULL,
+      .example = "tsk_3kTq0dKc5gWm1xQ9aZr2Lb",
+      .description = "The build task it carries out (set by the pipeline)." },
+    { .key = "repository", .type = SVC_COL_TEXT, .flags = SVC_COL_NULL, .example = "acme/site",
+      .description = "The repository it works on (owner/name); null: a fresh one." },
+    { .key = "created_by", .type = SVC_COL_TEXT, .flags = SVC_COL_NULL, .id = "usr" },
+    { .key = "created_at", .type = SVC_COL_TIME },
+    { .key = "started_at", .type = SVC_COL_TIME, .flags = SVC_COL_NULL },
+    { .key = "finished_at", .type = SVC_COL_TIME, .flags = SVC_COL_NULL },
+    { .key = "cancel_requested", .type = SVC_COL_BOOL },
+    { .key = "result", .type = SVC_COL_OBJECT, .flags = SVC_COL_NULL, .sub = run_result_keys,
+      .description = "Once succeeded: the commit." },
+    { .key = "error", .type = SVC_COL_OBJECT, .flags = SVC_COL_NULL, .sub = run_error_keys,
+      .description = "Once failed: why." },
+    SVC_COL_END
+};
+
+const svc_schema_t svc_schema_run = {
+    .name = "Run",
+    .description = "A factory run (docs/api/runs.md).",
+    .keys = run_keys
+};
+
+/* The detail adds the run's model calls (svc_h_runs_get). */
+static const svc_col_t run_call_keys[] = {
+    { .key = "call", .type = SVC_COL_INT, .description = "1, 2, ... in the order made." },
+    { .key = "input_tokens", .type = SVC_COL_INT },
+    { .key = "output_tokens", .type = SVC_COL_INT },
+    { .key = "duration_ms", .type = SVC_COL_INT },
+    { .key = "status", .type = SVC_COL_TEXT, .example = "ok" },
+    { .key = "error_code", .type = SVC_COL_TEXT, .flags = SVC_COL_NULL },
+    { .key = "model", .type = SVC_COL_TEXT, .example = "gpt-4o-mini" },
+    SVC_COL_END
+};
+
+const svc_schema_t svc_schema_run_detail = {
+    .name = "RunDetail",
+    .description = "A run with what its model calls used, call by call.",
+    .keys = (const svc_col_t[]) {
+        { .key = "usage", .type = SVC_COL_OBJECT, .sub = (const svc_col_t[]) {
+              { .key = "calls", .type = SVC_COL_INT },
+              { .key = "input_tokens", .type = SVC_COL_INT },
+              { .key = "output_tokens", .type = SVC_COL_INT },
+              { .key = "by_call", .type = SVC_COL_ARRAY, .sub = run_call_keys },
+              SVC_COL_END
+          } },
+        SVC_COL_END
+    },
+    .base = &svc_schema_run
+};
+
+/* The events svc_run_emit_status and svc_run_log_append write. */
+static const svc_col_t run_status_event_keys[] = {
+    { .key = "run_id", .type = SVC_COL_TEXT, .id = "run" },
+    { .key = "status", .type = SVC_COL_TEXT, .values = svc_run_statuses },
+    { .key = "error", .type = SVC_COL_OBJECT, .flags = SVC_COL_NULL, .sub = run_error_keys },
+    SVC_COL_END
+};
+
+static const svc_col_t run_log_event_keys[] = {
+    { .key = "run_id", .type = SVC_COL_TEXT, .id = "run" },
+    { .key = "offset", .type = SVC_COL_INT,
+      .description = "The line's byte offset in the log (as GET .../logs?offset= counts)." },
+    { .key = "line", .type = SVC_COL_TEXT },
+    SVC_COL_END
+};
+
+static const svc_col_t run_step_event_keys[] = {
+    { .key = "run_id", .type = SVC_COL_TEXT, .id = "run" },
+    { .key = "n", .type = SVC_COL_INT, .description = "The step's number, from 1." },
+    { .key = "tool", .type = SVC_COL_TEXT, .example = "write_file" },
+    { .key = "args", .type = SVC_COL_TEXT, .description = "Its arguments, cut short, redacted." },
+    { .key = "ok", .type = SVC_COL_BOOL },
+    { .key = "exit", .type = SVC_COL_INT, .flags = SVC_COL_OPTIONAL | SVC_COL_NULL,
+      .description = "For run: how the command exited (null: killed)." },
+    { .key = "duration_ms", .type = SVC_COL_INT, .flags = SVC_COL_OPTIONAL },
+    { .key = "timed_out", .type = SVC_COL_BOOL, .flags = SVC_COL_OPTIONAL },
+    SVC_COL_END
+};
+
+static const svc_schema_t run_step_event = {
+    .name = "RunStepEvent",
+    .description = "run.step: an agent run's tool call (docs/api/runs.md).",
+    .keys = run_step_event_keys
+};
+
+static const svc_schema_t run_status_event = {
+    .name = "RunStatusEvent", .description = "run.status: a run was made, or its status changed.",
+    .keys = run_status_event_keys
+};
+
+static const svc_schema_t run_log_event = {
+    .name = "RunLogEvent", .description = "run.log: the runner wrote a line to the run's log.",
+    .keys = run_log_event_keys
+};
+
+const svc_event_kind_t svc_run_events[] = {
+    { "run.status", &run_status_event, "A run is made (queued) and at every status change." },
+    { "run.log", &run_log_event, "The runner wrote a line to the run's log." },
+    { "run.step", &run_step_event, "An agent run made a tool call." },
+    { NULL, NULL, NULL }
+};
+
 static const char *i64(apr_pool_t *p, apr_int64_t v)
 {
     return apr_psprintf(p, "%" APR_INT64_T_FMT, v);

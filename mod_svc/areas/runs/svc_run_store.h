@@ -30,6 +30,12 @@
     " 'result', r.result, 'error', CASE WHEN r.error_code IS NULL THEN NULL"         \
     " ELSE json_build_object('code', r.error_code, 'message', r.error_message) END)::text"
 
+/* The statuses, the run document's schema, and the events the area writes. */
+extern const char *const svc_run_statuses[];
+extern const svc_schema_t svc_schema_run;
+extern const svc_schema_t svc_schema_run_detail;
+extern const svc_event_kind_t svc_run_events[];
+
 /*
  * Emits run.status for a change made in the caller's transaction (its last
  * write: it takes the org's event lock). err_code and

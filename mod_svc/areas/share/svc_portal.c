@@ -30,6 +30,56 @@ const svc_field_t svc_body_portal_comment[] = {
     SVC_FIELD_END
 };
 
+/* What the documents area builds for the portal (svc_documents.h), as the
+ * portal answers it. */
+static const svc_col_t portal_product_keys[] = {
+    { .key = "id", .type = SVC_COL_TEXT, .id = "prd" },
+    { .key = "name", .type = SVC_COL_TEXT, .example = "Shop" },
+    SVC_COL_END
+};
+
+static const svc_col_t portal_document_keys[] = {
+    { .key = "id", .type = SVC_COL_TEXT, .id = "doc" },
+    { .key = "kind", .type = SVC_COL_TEXT, .values = SVC_VALUES("toc", "section") },
+    { .key = "title", .type = SVC_COL_TEXT, .example = "Architecture" },
+    { .key = "version_id", .type = SVC_COL_TEXT, .id = "ver",
+      .description = "The version shown: the approved one, else the current one." },
+    { .key = "version_number", .type = SVC_COL_INT },
+    { .key = "approved", .type = SVC_COL_BOOL },
+    { .key = "updated_at", .type = SVC_COL_TIME },
+    SVC_COL_END
+};
+
+static const svc_col_t portal_keys[] = {
+    { .key = "product", .type = SVC_COL_OBJECT, .sub = portal_product_keys },
+    { .key = "documents", .type = SVC_COL_ARRAY, .sub = portal_document_keys,
+      .description = "The table of contents first, then the sections." },
+    { .key = "expires_at", .type = SVC_COL_TIME, .description = "When the link stops working." },
+    SVC_COL_END
+};
+
+const svc_schema_t svc_schema_portal = {
+    .name = "Portal",
+    .description = "A shared product, as its share link shows it.",
+    .keys = portal_keys
+};
+
+static const svc_col_t portal_comment_keys[] = {
+    { .key = "id", .type = SVC_COL_TEXT, .id = "cmt" },
+    { .key = "document_id", .type = SVC_COL_TEXT, .id = "doc" },
+    { .key = "version_id", .type = SVC_COL_TEXT, .id = "ver" },
+    { .key = "author_name", .type = SVC_COL_TEXT, .example = "Grace" },
+    { .key = "body", .type = SVC_COL_TEXT, .example = "Section 2 needs a diagram." },
+    { .key = "created_at", .type = SVC_COL_TIME },
+    SVC_COL_END
+};
+
+const svc_schema_t svc_schema_portal_comment = {
+    .name = "PortalComment",
+    .description = "A comment left through a share link.",
+    .keys = portal_comment_keys
+};
+
 typedef struct {
     const char *id;
     const char *org_id;

@@ -13,4 +13,8 @@ apr_status_t svc_h_portal_comment(svc_ctx_t *ctx);
 
 extern const svc_field_t svc_body_portal_comment[];
 
+/* The shared product; a comment left through the link. */
+extern const svc_schema_t svc_schema_portal;
+extern const svc_schema_t svc_schema_portal_comment;
+
 #endif /* SVC_PORTAL_H */

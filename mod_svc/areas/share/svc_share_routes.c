@@ -12,23 +12,25 @@ static const svc_route_t routes[] = {
      * any member may decide it for their org's products. */
     { .method = "GET", .path = "/api/orgs/:orgSlug/products/:productId/shares",
       .handler = svc_h_shares_list, .scope = SVC_SCOPE_READ, .role = SVC_ROLE_MEMBER,
-      .flags = SVC_RF_PAGED, .op_id = "listShares", .tag = "Share portal",
+      .flags = SVC_RF_PAGED, .op_id = "listShares", .response = &svc_schema_share,
+      .tag = "Share portal",
       .summary = "The product's share links (never their tokens)" },
     { .method = "POST", .path = "/api/orgs/:orgSlug/products/:productId/shares",
       .handler = svc_h_shares_create, .scope = SVC_SCOPE_ADMIN, .role = SVC_ROLE_MEMBER,
       .body = svc_body_share_create, .body_limit = SVC_KB(16), .success = 201,
-      .op_id = "createShare", .tag = "Share portal",
+      .body_example = "{\"expires_in_days\": 14}",
+      .op_id = "createShare", .response = &svc_schema_share_created, .tag = "Share portal",
       .summary = "Make a share link; the answer carries its token and URL once" },
     { .method = "POST", .path = "/api/orgs/:orgSlug/shares/:shareId/revoke",
       .handler = svc_h_shares_revoke, .scope = SVC_SCOPE_ADMIN, .role = SVC_ROLE_MEMBER,
-      .op_id = "revokeShare", .tag = "Share portal",
+      .op_id = "revokeShare", .response = &svc_schema_share, .tag = "Share portal",
       .summary = "Revoke a share link (at once; again is harmless)" },
 
     /* The portal: the token is the credential, the client address the
      * rate-limit key. */
     { .method = "GET", .path = "/api/share/:token", .handler = svc_h_portal_index,
       .auth = SVC_AUTH_SHARE, .rate_class = "share", .flags = SVC_RF_SECRET_PATH,
-      .op_id = "portalIndex", .tag = "Share portal",
+      .op_id = "portalIndex", .response = &svc_schema_portal, .tag = "Share portal",
       .summary = "The shared product: its name and documents" },
     { .method = "GET", .path = "/api/share/:token/documents/:docId",
       .handler = svc_h_portal_document, .auth = SVC_AUTH_SHARE, .rate_class = "share",
@@ -37,13 +39,26 @@ static const svc_route_t routes[] = {
       .summary = "A shared document's text (approved, else current), as text/markdown" },
     { .method = "POST", .path = "/api/share/:token/comments", .handler = svc_h_portal_comment,
       .auth = SVC_AUTH_SHARE, .body = svc_body_portal_comment, .body_limit = SVC_KB(64),
+      .body_example =
+          "{\"document_id\": \"doc_3kTq0dKc5gWm1xQ9aZr2Lb\", \"author_name\": \"Ada\", "
+          "\"body\": \"Can the cart remember what I added yesterday?\"}",
       .rate_class = "share", .flags = SVC_RF_SECRET_PATH, .success = 201, .op_id = "portalComment",
+      .response = &svc_schema_portal_comment,
       .tag = "Share portal",
       .summary = "Leave a comment on a shared document" },
     SVC_ROUTE_END,
 };
 
+static const svc_tag_t tags[] = {
+    { "Share portal", "Share links: a product's documents for reviewers outside the "
+      "organization, who read them and comment without signing in; the link's token is the "
+      "credential (docs/api/shares.md)." },
+    { NULL, NULL }
+};
+
 const svc_area_t svc_share_area = {
-    "share", "Public share links to a product's documents, and the portal where reviewers "
-    "read them and comment without signing in.", routes
+    .name = "share",
+    .description = "Public share links to a product's documents, and the portal where "
+        "reviewers read them and comment without signing in.",
+    .routes = routes, .tags = tags
 };

@@ -16,15 +16,40 @@
     " s.created_by, s.created_at, s.expires_at, s.revoked_at"
 
 static const svc_col_t share_item[] = {
-    SVC_COL("id", SVC_COL_TEXT),
-    SVC_COL("product_id", SVC_COL_TEXT),
-    SVC_COL("token_hint", SVC_COL_TEXT),
-    SVC_COL("status", SVC_COL_TEXT),
-    SVC_COL("created_by", SVC_COL_TEXT),
-    SVC_COL("created_at", SVC_COL_TIME),
-    SVC_COL("expires_at", SVC_COL_TIME),
-    SVC_COL("revoked_at", SVC_COL_TIME),
+    { .key = "id", .type = SVC_COL_TEXT, .id = "shr" },
+    { .key = "product_id", .type = SVC_COL_TEXT, .id = "prd" },
+    { .key = "token_hint", .type = SVC_COL_TEXT, .example = "svc_shr_8aQz",
+      .description = "The token's first characters, to tell links apart." },
+    { .key = "status", .type = SVC_COL_TEXT, .values = SVC_VALUES("active", "expired",
+                                                                    "revoked") },
+    { .key = "created_by", .type = SVC_COL_TEXT, .flags = SVC_COL_NULL, .id = "usr" },
+    { .key = "created_at", .type = SVC_COL_TIME },
+    { .key = "expires_at", .type = SVC_COL_TIME },
+    { .key = "revoked_at", .type = SVC_COL_TIME, .flags = SVC_COL_NULL },
     SVC_COL_END
+};
+
+const svc_schema_t svc_schema_share = {
+    .name = "Share",
+    .description = "A share link to a product, without its token (docs/api/shares.md).",
+    .keys = share_item
+};
+
+static const svc_col_t share_created_keys[] = {
+    { .key = "token", .type = SVC_COL_TEXT, .format = "secret",
+      .example = "svc_shr_8aQzK3mT0vR7sLw1ZyN2cHd5JfA4pGe6u",
+      .description = "The link's token, shown this once." },
+    { .key = "url", .type = SVC_COL_TEXT, .format = "uri",
+      .example = "https://svc.example.com/share/svc_shr_8aQzK3mT0vR7sLw1ZyN2cHd5JfA4pGe6u",
+      .description = "The link to hand to reviewers, shown this once." },
+    SVC_COL_END
+};
+
+const svc_schema_t svc_schema_share_created = {
+    .name = "ShareCreated",
+    .description = "A share link just made: the link and, this once, its token and URL.",
+    .keys = share_created_keys,
+    .base = &svc_schema_share
 };
 
 static const svc_stmt_t st_shr_list = {

@@ -18,4 +18,8 @@ apr_status_t svc_h_shares_revoke(svc_ctx_t *ctx);
 
 extern const svc_field_t svc_body_share_create[];
 
+/* A share link; one just made, with its token and URL. */
+extern const svc_schema_t svc_schema_share;
+extern const svc_schema_t svc_schema_share_created;
+
 #endif /* SVC_SHARES_H */

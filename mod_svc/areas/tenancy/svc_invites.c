@@ -146,6 +146,72 @@ static const svc_stmt_t st_inv_joined_project = {
 
 static const char *const org_invite_roles[] = { "admin", "member", "viewer", NULL };
 
+/* An invite as INVITE_JSON builds it. */
+static const svc_col_t invite_place_keys[] = {
+    { .key = "id", .type = SVC_COL_TEXT },
+    { .key = "slug", .type = SVC_COL_TEXT, .format = "slug" },
+    { .key = "name", .type = SVC_COL_TEXT, .example = "Acme" },
+    SVC_COL_END
+};
+
+static const svc_col_t invite_by_keys[] = {
+    { .key = "id", .type = SVC_COL_TEXT, .id = "usr" },
+    { .key = "email", .type = SVC_COL_TEXT, .format = "email" },
+    { .key = "name", .type = SVC_COL_TEXT, .example = "Ada Lovelace" },
+    SVC_COL_END
+};
+
+static const svc_col_t invite_keys[] = {
+    { .key = "id", .type = SVC_COL_TEXT, .id = "inv" },
+    { .key = "kind", .type = SVC_COL_TEXT, .values = SVC_VALUES("org", "project") },
+    { .key = "org", .type = SVC_COL_OBJECT, .sub = invite_place_keys },
+    { .key = "project", .type = SVC_COL_OBJECT, .flags = SVC_COL_NULL, .sub = invite_place_keys,
+      .description = "The project, for an invite to its team." },
+    { .key = "email", .type = SVC_COL_TEXT, .format = "email",
+      .description = "The address invited." },
+    { .key = "role", .type = SVC_COL_TEXT,
+      .values = SVC_VALUES("admin", "member", "viewer", "developer", "maintainer"),
+      .description = "The org role (admin, member, viewer) or, for a project, the project role "
+        "(viewer, developer, maintainer) to join with." },
+    { .key = "invited_by", .type = SVC_COL_OBJECT, .flags = SVC_COL_NULL, .sub = invite_by_keys,
+      .description = "Who invited (null once their account is gone)." },
+    { .key = "status", .type = SVC_COL_TEXT,
+      .values = SVC_VALUES("pending", "accepted", "declined", "revoked", "expired") },
+    { .key = "created_at", .type = SVC_COL_TIME },
+    { .key = "expires_at", .type = SVC_COL_TIME },
+    SVC_COL_END
+};
+
+const svc_schema_t svc_schema_invite = {
+    .name = "Invite",
+    .description = "An invitation to an organization or to a project's team.",
+    .keys = invite_keys
+};
+
+static const svc_col_t joined_project_keys[] = {
+    { .key = "id", .type = SVC_COL_TEXT, .id = "prj" },
+    { .key = "slug", .type = SVC_COL_TEXT, .format = "slug" },
+    { .key = "name", .type = SVC_COL_TEXT, .example = "Website" },
+    { .key = "role", .type = SVC_COL_TEXT, .values = svc_prole_values,
+      .description = "Your role on its team." },
+    SVC_COL_END
+};
+
+static const svc_col_t invite_accepted_keys[] = {
+    { .key = "org", .type = SVC_COL_OBJECT, .ref = &svc_schema_org,
+      .description = "The organization you are a member of now." },
+    { .key = "project", .type = SVC_COL_OBJECT, .flags = SVC_COL_NULL,
+      .sub = joined_project_keys,
+      .description = "For a project invite: the project joined; null for an org invite." },
+    SVC_COL_END
+};
+
+const svc_schema_t svc_schema_invite_accepted = {
+    .name = "InviteAccepted",
+    .description = "What accepting an invite joined.",
+    .keys = invite_accepted_keys
+};
+
 const svc_field_t svc_body_org_invite[] = {
     { .name = "email", .type = SVC_FT_EMAIL, .required = 1,
       .description = "The address to invite; the invite is offered to the user who signs in "

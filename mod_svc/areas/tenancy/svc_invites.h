@@ -44,4 +44,8 @@ apr_status_t svc_h_my_invite_decline(svc_ctx_t *ctx);
 
 extern const svc_field_t svc_body_org_invite[];
 
+/* An invite; what accepting one joined. */
+extern const svc_schema_t svc_schema_invite;
+extern const svc_schema_t svc_schema_invite_accepted;
+
 #endif /* SVC_INVITES_H */

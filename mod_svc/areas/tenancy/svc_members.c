@@ -14,12 +14,29 @@
 #define MEMBER_COLS "u.id, u.email, u.name, m.role, m.created_at, m.updated_at"
 
 static const svc_col_t member_item[] = {
-    SVC_COL("user_id", SVC_COL_TEXT),
-    SVC_COL("email", SVC_COL_TEXT),
-    SVC_COL("name", SVC_COL_TEXT),
-    SVC_COL("role", SVC_COL_TEXT),
-    SVC_COL("joined_at", SVC_COL_TIME),
-    SVC_COL("updated_at", SVC_COL_TIME),
+    { .key = "user_id", .type = SVC_COL_TEXT, .id = "usr" },
+    { .key = "email", .type = SVC_COL_TEXT, .format = "email" },
+    { .key = "name", .type = SVC_COL_TEXT, .example = "Ada Lovelace" },
+    { .key = "role", .type = SVC_COL_TEXT, .values = svc_role_values },
+    { .key = "joined_at", .type = SVC_COL_TIME },
+    { .key = "updated_at", .type = SVC_COL_TIME },
+    SVC_COL_END
+};
+
+const svc_schema_t svc_schema_member = {
+    .name = "Member",
+    .description = "A member of an organization, with their role.",
+    .keys = member_item
+};
+
+/* What the first page of members carries beside them, for admins. */
+const svc_col_t svc_members_page_keys[] = {
+    { .key = "invites", .type = SVC_COL_ARRAY, .flags = SVC_COL_OPTIONAL,
+      .ref = &svc_schema_invite,
+      .description = "On the first page, for admins and owners with admin scope: the newest "
+        "100 pending invites." },
+    { .key = "invites_total", .type = SVC_COL_INT, .flags = SVC_COL_OPTIONAL,
+      .description = "With invites: how many are pending in all (GET .../invites pages them)." },
     SVC_COL_END
 };
 

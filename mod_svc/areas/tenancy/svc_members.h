@@ -22,4 +22,8 @@ apr_status_t svc_h_orgs_transfer(svc_ctx_t *ctx);
 extern const svc_field_t svc_body_member_update[];
 extern const svc_field_t svc_body_transfer[];
 
+/* A member; the keys the first page of members has beside them. */
+extern const svc_schema_t svc_schema_member;
+extern const svc_col_t svc_members_page_keys[];
+
 #endif /* SVC_MEMBERS_H */

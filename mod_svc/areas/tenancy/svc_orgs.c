@@ -12,34 +12,48 @@
  * caller's (null for a caller who is not a member).
  */
 static const svc_col_t org_owner[] = {
-    SVC_COL("id", SVC_COL_TEXT),
-    SVC_COL("email", SVC_COL_TEXT),
-    SVC_COL("name", SVC_COL_TEXT),
+    { .key = "id", .type = SVC_COL_TEXT, .id = "usr" },
+    { .key = "email", .type = SVC_COL_TEXT, .format = "email" },
+    { .key = "name", .type = SVC_COL_TEXT, .example = "Ada Lovelace" },
     SVC_COL_END
 };
 
 static const svc_col_t org_item[] = {
-    SVC_COL("id", SVC_COL_TEXT),
-    SVC_COL("slug", SVC_COL_TEXT),
-    SVC_COL("name", SVC_COL_TEXT),
-    SVC_COL("role", SVC_COL_TEXT),
-    SVC_COL_NEST("owner", org_owner),
-    SVC_COL("members", SVC_COL_INT),
-    SVC_COL("projects", SVC_COL_INT),
-    SVC_COL("created_at", SVC_COL_TIME),
-    SVC_COL("updated_at", SVC_COL_TIME),
+    { .key = "id", .type = SVC_COL_TEXT, .id = "org" },
+    { .key = "slug", .type = SVC_COL_TEXT, .format = "slug" },
+    { .key = "name", .type = SVC_COL_TEXT, .example = "Acme" },
+    { .key = "role", .type = SVC_COL_TEXT, .flags = SVC_COL_NULL, .values = svc_role_values,
+      .description = "Your role in it (null for someone who is not a member)." },
+    { .key = "owner", .type = SVC_COL_OBJECT, .flags = SVC_COL_NULL, .sub = org_owner },
+    { .key = "members", .type = SVC_COL_INT, .description = "How many members it has." },
+    { .key = "projects", .type = SVC_COL_INT, .description = "How many projects it has." },
+    { .key = "created_at", .type = SVC_COL_TIME },
+    { .key = "updated_at", .type = SVC_COL_TIME },
     SVC_COL_END
+};
+
+const svc_schema_t svc_schema_org = {
+    .name = "Org",
+    .description = "An organization (docs/api/tenancy.md).",
+    .keys = org_item
 };
 
 /* An org in the caller's list of orgs (st_org_list, after the ordering key). */
 static const svc_col_t org_list_item[] = {
-    SVC_COL("id", SVC_COL_TEXT),
-    SVC_COL("slug", SVC_COL_TEXT),
-    SVC_COL("name", SVC_COL_TEXT),
-    SVC_COL("role", SVC_COL_TEXT),
-    SVC_COL("created_at", SVC_COL_TIME),
-    SVC_COL("updated_at", SVC_COL_TIME),
+    { .key = "id", .type = SVC_COL_TEXT, .id = "org" },
+    { .key = "slug", .type = SVC_COL_TEXT, .format = "slug" },
+    { .key = "name", .type = SVC_COL_TEXT, .example = "Acme" },
+    { .key = "role", .type = SVC_COL_TEXT, .values = svc_role_values,
+      .description = "Your role in it." },
+    { .key = "created_at", .type = SVC_COL_TIME },
+    { .key = "updated_at", .type = SVC_COL_TIME },
     SVC_COL_END
+};
+
+const svc_schema_t svc_schema_org_summary = {
+    .name = "OrgSummary",
+    .description = "One of your organizations, as your list shows it.",
+    .keys = org_list_item
 };
 
 static const svc_stmt_t st_org_insert = {

@@ -22,4 +22,8 @@ apr_status_t svc_h_orgs_update(svc_ctx_t *ctx);
 extern const svc_field_t svc_body_org_create[];
 extern const svc_field_t svc_body_org_update[];
 
+/* An organization (its detail), and one of the caller's as their list shows it. */
+extern const svc_schema_t svc_schema_org;
+extern const svc_schema_t svc_schema_org_summary;
+
 #endif /* SVC_ORGS_H */

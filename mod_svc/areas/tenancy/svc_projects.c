@@ -15,15 +15,23 @@
     SVC_EFFECTIVE_PROLE(R, U) ", p.created_at, p.updated_at"
 
 static const svc_col_t project_item[] = {
-    SVC_COL("id", SVC_COL_TEXT),
-    SVC_COL("slug", SVC_COL_TEXT),
-    SVC_COL("name", SVC_COL_TEXT),
-    SVC_COL("description", SVC_COL_TEXT),
-    SVC_COL("archived", SVC_COL_BOOL),
-    SVC_COL("role", SVC_COL_TEXT),
-    SVC_COL("created_at", SVC_COL_TIME),
-    SVC_COL("updated_at", SVC_COL_TIME),
+    { .key = "id", .type = SVC_COL_TEXT, .id = "prj" },
+    { .key = "slug", .type = SVC_COL_TEXT, .format = "slug" },
+    { .key = "name", .type = SVC_COL_TEXT, .example = "Website" },
+    { .key = "description", .type = SVC_COL_TEXT, .example = "The public site." },
+    { .key = "archived", .type = SVC_COL_BOOL },
+    { .key = "role", .type = SVC_COL_TEXT, .values = svc_prole_values,
+      .description = "Your effective role in it (org owners and admins maintain every "
+        "project; others hold their team role, or view)." },
+    { .key = "created_at", .type = SVC_COL_TIME },
+    { .key = "updated_at", .type = SVC_COL_TIME },
     SVC_COL_END
+};
+
+const svc_schema_t svc_schema_project = {
+    .name = "Project",
+    .description = "A project of an organization.",
+    .keys = project_item
 };
 
 static const svc_stmt_t st_prj_list = {

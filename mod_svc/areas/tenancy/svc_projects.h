@@ -17,4 +17,7 @@ extern const svc_field_t svc_body_project_create[];
 extern const svc_field_t svc_body_project_update[];
 extern const svc_qparam_t svc_query_projects_list[];
 
+/* A project. */
+extern const svc_schema_t svc_schema_project;
+
 #endif /* SVC_PROJECTS_H */

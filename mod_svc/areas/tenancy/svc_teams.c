@@ -14,14 +14,28 @@
 #define TEAM_COLS "u.id, u.email, u.name, pm.role, m.role, pm.created_at, pm.updated_at"
 
 static const svc_col_t team_item[] = {
-    SVC_COL("user_id", SVC_COL_TEXT),
-    SVC_COL("email", SVC_COL_TEXT),
-    SVC_COL("name", SVC_COL_TEXT),
-    SVC_COL("role", SVC_COL_TEXT),
-    SVC_COL("org_role", SVC_COL_TEXT),
-    SVC_COL("added_at", SVC_COL_TIME),
-    SVC_COL("updated_at", SVC_COL_TIME),
+    { .key = "user_id", .type = SVC_COL_TEXT, .id = "usr" },
+    { .key = "email", .type = SVC_COL_TEXT, .format = "email" },
+    { .key = "name", .type = SVC_COL_TEXT, .example = "Ada Lovelace" },
+    { .key = "role", .type = SVC_COL_TEXT, .values = svc_prole_values,
+      .description = "Their role on the team." },
+    { .key = "org_role", .type = SVC_COL_TEXT, .values = svc_role_values,
+      .description = "Their role in the organization." },
+    { .key = "added_at", .type = SVC_COL_TIME },
+    { .key = "updated_at", .type = SVC_COL_TIME },
     SVC_COL_END
+};
+
+const svc_schema_t svc_schema_team_member = {
+    .name = "TeamMember",
+    .description = "A member of a project's team.",
+    .keys = team_item
+};
+
+const svc_schema_t svc_schema_team_addition = {
+    .name = "TeamAddition",
+    .description = "Who was added: a team member (by user_id), or an invite (by email).",
+    .one_of = (const svc_schema_t *const[]){ &svc_schema_team_member, &svc_schema_invite, NULL }
 };
 
 #define TEAM_FROM                                                                   \

@@ -16,4 +16,8 @@ apr_status_t svc_h_team_remove(svc_ctx_t *ctx);
 extern const svc_field_t svc_body_team_add[];
 extern const svc_field_t svc_body_team_update[];
 
+/* A team member; what adding to a team made (a member or an invite). */
+extern const svc_schema_t svc_schema_team_member;
+extern const svc_schema_t svc_schema_team_addition;
+
 #endif /* SVC_TEAMS_H */

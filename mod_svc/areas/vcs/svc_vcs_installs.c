@@ -26,6 +26,85 @@
     " 'status', i.status, 'deleted_at', svc_ts(i.deleted_at),"                      \
     " 'created_at', svc_ts(i.created_at), 'updated_at', svc_ts(i.updated_at))"
 
+static const svc_col_t account_keys[] = {
+    { .key = "login", .type = SVC_COL_TEXT, .example = "acme" },
+    { .key = "type", .type = SVC_COL_TEXT,
+      .values = SVC_VALUES("User", "Organization", "Enterprise") },
+    SVC_COL_END
+};
+
+static const svc_col_t known_repo_keys[] = {
+    { .key = "id", .type = SVC_COL_INT },
+    { .key = "full_name", .type = SVC_COL_TEXT, .example = "acme/site" },
+    { .key = "private", .type = SVC_COL_BOOL },
+    SVC_COL_END
+};
+
+static const svc_col_t installation_keys[] = {
+    { .key = "installation_id", .type = SVC_COL_INT },
+    { .key = "account", .type = SVC_COL_OBJECT, .sub = account_keys,
+      .description = "The account the App is installed on." },
+    { .key = "repository_selection", .type = SVC_COL_TEXT, .values = SVC_VALUES("all",
+                                                                              "selected") },
+    { .key = "repositories", .type = SVC_COL_ARRAY, .sub = known_repo_keys,
+      .description = "The selection, as the provider's events told it (complete while the "
+        "selection is selected)." },
+    { .key = "status", .type = SVC_COL_TEXT, .values = SVC_VALUES("active", "suspended",
+                                                                    "unlinked") },
+    { .key = "deleted_at", .type = SVC_COL_TIME, .flags = SVC_COL_NULL,
+      .description = "When the provider said it was uninstalled." },
+    { .key = "created_at", .type = SVC_COL_TIME },
+    { .key = "updated_at", .type = SVC_COL_TIME },
+    SVC_COL_END
+};
+
+const svc_schema_t svc_schema_installation = {
+    .name = "VcsInstallation",
+    .description = "A record of the code-hosting App installed on an account, linked to the "
+        "organization (docs/api/vcs.md).",
+    .keys = installation_keys
+};
+
+const svc_schema_t svc_schema_installation_unlinked = {
+    .name = "VcsInstallationUnlinked",
+    .description = "An installation unlinked from the organization.",
+    .keys = (const svc_col_t[]) {
+        { .key = "installation", .type = SVC_COL_OBJECT, .ref = &svc_schema_installation },
+        { .key = "uninstall_url", .type = SVC_COL_TEXT, .format = "uri",
+          .description = "Where an owner of the account removes the App at the provider." },
+        { .key = "detail", .type = SVC_COL_TEXT, .description = "What unlinking did, in words." },
+        SVC_COL_END
+    }
+};
+
+const svc_schema_t svc_schema_install_url = {
+    .name = "VcsInstallUrl",
+    .description = "Where to send the browser to install the App.",
+    .keys = (const svc_col_t[]) {
+        { .key = "url", .type = SVC_COL_TEXT, .format = "uri" },
+        SVC_COL_END
+    }
+};
+
+/* The event svc_vcs_installation_changed writes. */
+static const svc_schema_t installation_event = {
+    .name = "VcsInstallationEvent",
+    .description = "vcs.installation: an installation record changed status.",
+    .keys = (const svc_col_t[]) {
+        { .key = "installation_id", .type = SVC_COL_INT },
+        { .key = "status", .type = SVC_COL_TEXT,
+          .values = SVC_VALUES("active", "suspended", "unlinked") },
+        { .key = "account", .type = SVC_COL_TEXT, .description = "The account's login." },
+        SVC_COL_END
+    }
+};
+
+const svc_event_kind_t svc_vcs_events[] = {
+    { "vcs.installation", &installation_event, "An installation was linked, unlinked, "
+      "suspended, unsuspended or deleted." },
+    { NULL, NULL, NULL }
+};
+
 static const svc_stmt_t st_inst_list = {
     "svc_vcs_inst_list",
     "SELECT " INSTALLATION_JSON "::text, i.seq FROM vcs_installations i"

@@ -28,4 +28,10 @@ apr_status_t svc_h_vcs_installation_unlink(svc_ctx_t *ctx);
 
 extern const svc_qparam_t svc_q_vcs_callback[];
 
+/* An installation record; one unlinked; the install URL; the area's events. */
+extern const svc_schema_t svc_schema_installation;
+extern const svc_schema_t svc_schema_installation_unlinked;
+extern const svc_schema_t svc_schema_install_url;
+extern const svc_event_kind_t svc_vcs_events[];
+
 #endif /* SVC_VCS_INSTALLS_H */

@@ -24,6 +24,77 @@
     " 'default_branch', r.default_branch, 'installation_status', i.status,"         \
     " 'linked_at', svc_ts(r.linked_at))::text"
 
+/* A repository an installation reaches (svc_vcs_api_repositories). */
+static const svc_col_t repository_keys[] = {
+    { .key = "full_name", .type = SVC_COL_TEXT, .example = "acme/site" },
+    { .key = "private", .type = SVC_COL_BOOL },
+    { .key = "default_branch", .type = SVC_COL_TEXT, .example = "main" },
+    { .key = "installation_id", .type = SVC_COL_INT },
+    SVC_COL_END
+};
+
+const svc_schema_t svc_schema_repository = {
+    .name = "VcsRepository",
+    .description = "A repository at the code-hosting provider that an installation reaches.",
+    .keys = repository_keys
+};
+
+const svc_col_t svc_vcs_repos_page_keys[] = {
+    { .key = "truncated", .type = SVC_COL_BOOL,
+      .description = "An installation reaches more than the 1000 listed." },
+    SVC_COL_END
+};
+
+/* A project's link as LINK_JSON builds it. */
+static const svc_col_t link_keys[] = {
+    { .key = "project_id", .type = SVC_COL_TEXT, .id = "prj" },
+    { .key = "installation_id", .type = SVC_COL_INT },
+    { .key = "full_name", .type = SVC_COL_TEXT, .example = "acme/site" },
+    { .key = "repo_id", .type = SVC_COL_INT },
+    { .key = "private", .type = SVC_COL_BOOL },
+    { .key = "default_branch", .type = SVC_COL_TEXT, .example = "main" },
+    { .key = "installation_status", .type = SVC_COL_TEXT,
+      .values = SVC_VALUES("active", "suspended", "unlinked") },
+    { .key = "linked_at", .type = SVC_COL_TIME },
+    SVC_COL_END
+};
+
+static const svc_schema_t link_schema = {
+    .name = "VcsLink",
+    .description = "A project's linked repository.",
+    .keys = link_keys
+};
+
+const svc_schema_t svc_schema_project_repository = {
+    .name = "ProjectRepository",
+    .description = "The project's linked repository, if it has one.",
+    .keys = (const svc_col_t[]) {
+        { .key = "repository", .type = SVC_COL_OBJECT, .flags = SVC_COL_NULL,
+          .ref = &link_schema, .description = "null: the project has none." },
+        SVC_COL_END
+    }
+};
+
+static const svc_col_t created_repo_keys[] = {
+    { .key = "full_name", .type = SVC_COL_TEXT, .example = "acme/site" },
+    { .key = "repo_id", .type = SVC_COL_INT },
+    { .key = "private", .type = SVC_COL_BOOL },
+    { .key = "default_branch", .type = SVC_COL_TEXT, .example = "main" },
+    { .key = "installation_id", .type = SVC_COL_INT },
+    SVC_COL_END
+};
+
+const svc_schema_t svc_schema_repository_created = {
+    .name = "VcsRepositoryCreated",
+    .description = "A repository made at the provider, and the project's link to it.",
+    .keys = (const svc_col_t[]) {
+        { .key = "repository", .type = SVC_COL_OBJECT, .sub = created_repo_keys },
+        { .key = "link", .type = SVC_COL_OBJECT, .flags = SVC_COL_NULL, .ref = &link_schema,
+          .description = "null when no project was named." },
+        SVC_COL_END
+    }
+};
+
 static const svc_stmt_t st_repo_installations = {
     "svc_vcs_repo_installations",
     "SELECT installation_id FROM vcs_installations WHERE org_id = $1 AND status = 'active'"

@@ -17,4 +17,11 @@ apr_status_t svc_h_vcs_link_get(svc_ctx_t *ctx);
 apr_status_t svc_h_vcs_link_put(svc_ctx_t *ctx);
 apr_status_t svc_h_vcs_link_delete(svc_ctx_t *ctx);
 
+/* A repository an installation reaches, and the list's own key; a project's
+ * link; a repository made. */
+extern const svc_schema_t svc_schema_repository;
+extern const svc_col_t svc_vcs_repos_page_keys[];
+extern const svc_schema_t svc_schema_project_repository;
+extern const svc_schema_t svc_schema_repository_created;
+
 #endif /* SVC_VCS_REPOS_H */

@@ -64,12 +64,40 @@ static const svc_stmt_t st_wh_repos = {
 };
 
 static const svc_col_t delivery_item[] = {
-    SVC_COL("delivery_id", SVC_COL_TEXT),
-    SVC_COL("event", SVC_COL_TEXT),
-    SVC_COL("action", SVC_COL_TEXT),
-    SVC_COL("installation_id", SVC_COL_INT),
-    SVC_COL("received_at", SVC_COL_TIME),
+    { .key = "delivery_id", .type = SVC_COL_TEXT, .example = "72d3162e-cc78-11e3-81ab-4c9367dc0958",
+      .description = "The provider's X-GitHub-Delivery." },
+    { .key = "event", .type = SVC_COL_TEXT, .example = "installation" },
+    { .key = "action", .type = SVC_COL_TEXT, .flags = SVC_COL_NULL, .example = "created" },
+    { .key = "installation_id", .type = SVC_COL_INT, .flags = SVC_COL_NULL },
+    { .key = "received_at", .type = SVC_COL_TIME },
     SVC_COL_END
+};
+
+const svc_schema_t svc_schema_delivery = {
+    .name = "VcsDelivery",
+    .description = "A webhook delivery the service recorded (docs/api/vcs.md).",
+    .keys = delivery_item
+};
+
+const svc_schema_t svc_schema_delivery_detail = {
+    .name = "VcsDeliveryDetail",
+    .description = "A recorded delivery with its payload, as the provider sent it.",
+    .keys = (const svc_col_t[]) {
+        { .key = "payload", .type = SVC_COL_OBJECT, .description = "The event's body." },
+        SVC_COL_END
+    },
+    .base = &svc_schema_delivery
+};
+
+const svc_schema_t svc_schema_delivery_receipt = {
+    .name = "VcsDeliveryReceipt",
+    .description = "What the webhook did with a delivery.",
+    .keys = (const svc_col_t[]) {
+        { .key = "status", .type = SVC_COL_TEXT, .values = SVC_VALUES("accepted", "duplicate"),
+          .description = "accepted (202): applied; duplicate (200): seen before, nothing done." },
+        { .key = "delivery_id", .type = SVC_COL_TEXT },
+        SVC_COL_END
+    }
 };
 
 static const svc_stmt_t st_wh_list = {

@@ -26,4 +26,9 @@ apr_status_t svc_h_vcs_webhook(svc_ctx_t *ctx);
 apr_status_t svc_h_vcs_deliveries_list(svc_ctx_t *ctx);
 apr_status_t svc_h_vcs_delivery_get(svc_ctx_t *ctx);
 
+/* A recorded delivery (with its payload); what the webhook answers. */
+extern const svc_schema_t svc_schema_delivery;
+extern const svc_schema_t svc_schema_delivery_detail;
+extern const svc_schema_t svc_schema_delivery_receipt;
+
 #endif /* SVC_VCS_WEBHOOK_H */
