@@ -119,7 +119,7 @@ EOF
     # Both sides set the group, so a kill right after start still reaches it.
     POSIX::setpgid($pid, $pid);
     my $self = bless { name => $name, dir => $dir, conf => $conf, port => $port,
-                       pid => $pid, url => "http://127.0.0.1:$port" }, $class;
+                       pid => $pid, url => "http://127.0.0.1:$port", owner => $$ }, $class;
     push @started, $self;
     my $up = wait_for(sub {
         return -1 if waitpid($pid, POSIX::WNOHANG()) == $pid;
@@ -206,8 +206,10 @@ sub stop {
     }
 }
 
+# Only the process that started a node stops it: a test's forked children
+# (race, the fakes) leave through END or a signal too.
 sub _stop_all {
-    $_->stop for grep { $_->{pid} || $_->{pgid} } @started;
+    $_->stop for grep { $_->{owner} == $$ && ($_->{pid} || $_->{pgid}) } @started;
 }
 
 # However the test ends: normally, dying, or stopped by a signal.
