@@ -56,6 +56,7 @@ pidfile = $dir/pgbouncer.pid
 EOF
 close $cf;
 
+my $me = $$;
 my $bouncer = fork() // die "fork: $!";
 if (!$bouncer) {
     open STDOUT, '>>', "$dir/stdout";
@@ -65,7 +66,7 @@ if (!$bouncer) {
 END {
     # waitpid sets $?, which is the test's exit status by now.
     local $?;
-    if ($bouncer) {
+    if ($bouncer && $$ == $me) {
         kill 'TERM', $bouncer;
         waitpid($bouncer, 0);
     }
