@@ -150,7 +150,8 @@ for my $row (psql("SELECT coalesce(project_id, ''), model, input_tokens, output_
     }
 }
 for my $row (psql("SELECT coalesce(project_id, ''), kind, quantity::text, "
-                  . "to_char(ended_at AT TIME ZONE 'UTC', 'YYYY-MM-DD') FROM usage_records "
+                  . "to_char(CASE kind WHEN 'deployment' THEN started_at ELSE ended_at END "
+                  . "AT TIME ZONE 'UTC', 'YYYY-MM-DD') FROM usage_records "
                   . "WHERE org_id = '$org_id'")) {
     my ($p, $kind, $q, $day) = @$row;
     my $field = $kind eq 'run' ? 'run_minutes' : 'deployment_hours';

@@ -573,11 +573,15 @@ sub csrf_ok { return (headers => { 'X-Requested-With' => 'mod_svc-tests' }) }
 # columns that authentication itself moves forward (a token's or session's
 # last use, and where from) are left out, so a digest changes only when data
 # does; so are those a deploy agent's reports move on its own schedule (what
-# its workload is doing, when its target was last heard from).
+# its workload is doing, when its target was last heard from), and what the
+# planners' hourly sweep of running deployments' replica-hours writes at
+# each full hour (a deployment's usage_from, usage records of kind
+# deployment: a run crossing the hour saw them change under a refusal).
 my %touched = (api_tokens     => [qw(last_used_at last_used_ip)],
                sessions       => [qw(last_seen_at ip)],
-               deployments    => [qw(workload workload_at)],
+               deployments    => [qw(workload workload_at usage_from)],
                deploy_targets => [qw(last_seen_at agent_version agent_hostname)]);
+my %skip = (usage_records => "t.kind = 'deployment'");
 sub db_digest {
     # What works in the background settles first: the run supervisor (as
     # runs_settle) and the deployment planner (issue 21), in one query.
@@ -594,6 +598,7 @@ sub db_digest {
         my $drop = join ', ', map { "'$_'" } @{ $touched{$_} // [] };
         my $row = $drop ? "(to_jsonb(t) - ARRAY[$drop])::text" : 'to_jsonb(t)::text';
         "SELECT '$_', md5(coalesce(string_agg($row, '|' ORDER BY $row), '')) FROM \"$_\" t"
+        . ($skip{$_} ? " WHERE NOT ($skip{$_})" : '')
     } @tables;
     return { map { $_->[0] => $_->[1] } psql($sql) };
 }

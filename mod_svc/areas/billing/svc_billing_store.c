@@ -39,6 +39,16 @@ static const svc_stmt_t st_customer_store = {
 };
 
 /*
+ * When a usage record counts: a run's minutes when it ended; a deployment's
+ * replica-hours when they began, as each record of them lies within one
+ * UTC hour (sql/022), so [23:00, 24:00) of a month's last day is that
+ * month's. (The extra hour in the WHERE below keeps to the index on
+ * ended_at.)
+ */
+#define USED_AT(r) "(CASE WHEN " #r ".kind = 'deployment' THEN " #r ".started_at" \
+    " ELSE " #r ".ended_at END)"
+
+/*
  * The model calls of org $1 in [$2, $3) summed per key and model, each
  * model priced from the table PRICES (a parameter); the other usage per
  * key; and both per key in g: what the statements below start from.
@@ -68,7 +78,8 @@ static const svc_stmt_t st_customer_store = {
     "         coalesce(sum(r.quantity) FILTER (WHERE r.kind = 'deployment'), 0) AS hours"  \
     "  FROM usage_records r"                                                                \
     "  WHERE r.org_id = $1 AND r.ended_at >= $2::timestamptz"                               \
-    "    AND r.ended_at < $3::timestamptz"                                                  \
+    "    AND r.ended_at < $3::timestamptz + interval '1 hour'"                              \
+    "    AND " USED_AT(r) " >= $2::timestamptz AND " USED_AT(r) " < $3::timestamptz"          \
     "  GROUP BY 1),"                                                                        \
     " g AS ("                                                                               \
     "  SELECT k, sum(calls)::bigint AS calls, sum(it)::bigint AS it, sum(ot)::bigint AS ot,"\
@@ -106,7 +117,7 @@ static const svc_stmt_t st_usage = {
     "svc_billing_usage",
     USAGE_CTES("$5", "CASE $4 WHEN 'day' THEN " DAY("u.created_at") " WHEN 'project' THEN"
                " u.project_id WHEN 'model' THEN u.model ELSE 'model' END",
-               "CASE $4 WHEN 'day' THEN " DAY("r.ended_at") " WHEN 'project' THEN"
+               "CASE $4 WHEN 'day' THEN " DAY(USED_AT(r)) " WHEN 'project' THEN"
                " r.project_id WHEN 'model' THEN NULL ELSE r.kind END")
     " SELECT json_build_object("
     "  'from', svc_ts($2::timestamptz), 'to', svc_ts($3::timestamptz), 'group_by', $4,"

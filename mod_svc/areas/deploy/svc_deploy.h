@@ -1,6 +1,6 @@
 /*
  * svc_deploy.h: the deploy area: deploy targets, deployments, their planner, and the agents' routes.
- * May call base/, the kernel, and the runs and providers areas' public headers; the registry, the glue and svcctl call it here.
+ * May call base/, the kernel, and the runs, providers and billing areas' public headers (billing: a deployment's replica-hours are usage); the registry, the glue and svcctl call it here.
  *
  * A deploy target is a machine of the customer's where our agent
  * (svc-agent, mod_svc/agent/) runs, enrolled with the target's key. A
@@ -10,7 +10,8 @@
  * takes its work as an event stream (events addressed to its target) and
  * answers with POSTs; the service never reaches into a target. Every
  * status change is a deployment.status event on the org's stream and an
- * audit entry. docs/api/deployments.md.
+ * audit entry. The replicas' time while running is the org's usage
+ * (docs/api/billing.md, "Deployment hours"). docs/api/deployments.md.
  */
 #ifndef SVC_DEPLOY_H
 #define SVC_DEPLOY_H

@@ -4,7 +4,9 @@
  * (svc_deploy_store.h).
  */
 #include "svc_deploy_store.h"
+#include "svc_billing.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 static const svc_stmt_t st_dep_get = {
@@ -38,9 +40,53 @@ static const svc_stmt_t st_dep_move = {
     " plan_version = plan_version + CASE WHEN $8::jsonb IS NOT NULL THEN 1 ELSE 0 END,"
     " planner = NULL, planner_until = NULL,"
     " plan_attempts = CASE WHEN $3 = 'planning' THEN 0 ELSE plan_attempts END,"
+    " usage_from = CASE WHEN $3 = 'running' THEN now() WHEN $9::boolean THEN NULL"
+    "   ELSE usage_from END,"
+    " usage_replicas = CASE WHEN $3 = 'running' THEN coalesce($4::int, replicas)"
+    "   WHEN $9::boolean THEN NULL ELSE usage_replicas END,"
     " updated_at = now()"
     " WHERE id = $1 AND org_id = $2",
-    8, 0
+    9, 0
+};
+
+/*
+ * The open piece of a deployment's replica-time (usage_from, sql/022) up
+ * to now ($2 false) or to the last full UTC hour ($2 true), cut at every
+ * full UTC hour: each piece's start and end (RFC 3339 to the microsecond,
+ * so the start is the same text on every try: the recorder's key) and its
+ * replica-hours, to the recorder's six places.
+ */
+static const svc_stmt_t st_usage_pieces = {
+    "svc_deploy_usage_pieces",
+    "SELECT to_char(s.a AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"'),"
+    " to_char(s.b AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"'),"
+    " round(d.usage_replicas * extract(epoch FROM s.b - s.a) / 3600, 6)::text"
+    " FROM deployments d"
+    " CROSS JOIN LATERAL (SELECT CASE WHEN $2::boolean THEN date_trunc('hour', now(), 'UTC')"
+    "   ELSE now() END AS upto) e"
+    " CROSS JOIN LATERAL (SELECT greatest(h, d.usage_from) AS a,"
+    "   least(h + interval '1 hour', e.upto) AS b"
+    "   FROM generate_series(date_trunc('hour', d.usage_from, 'UTC'), e.upto,"
+    "                        interval '1 hour') AS h) s"
+    " WHERE d.id = $1 AND d.usage_from IS NOT NULL AND s.b > s.a ORDER BY s.a",
+    2, 0
+};
+
+/* The open piece now starts at the last full hour (the sweep wrote what
+ * was before it). */
+static const svc_stmt_t st_usage_advance = {
+    "svc_deploy_usage_advance",
+    "UPDATE deployments SET usage_from = greatest(usage_from, date_trunc('hour', now(), 'UTC'))"
+    " WHERE id = $1 AND usage_from IS NOT NULL",
+    1, 0
+};
+
+/* Deployments whose open piece began before the last full hour. */
+static const svc_stmt_t st_usage_due = {
+    "svc_deploy_usage_due",
+    "SELECT id, org_id FROM deployments"
+    " WHERE usage_from < date_trunc('hour', now(), 'UTC') ORDER BY usage_from LIMIT 100",
+    0, 0
 };
 
 static const svc_stmt_t st_work_supersede = {
@@ -124,18 +170,68 @@ apr_status_t svc_dep_lock(svc_db_t *db, apr_pool_t *p, const char *org_id, const
     return APR_SUCCESS;
 }
 
+/*
+ * Writes the deployment's open piece of replica-time (locked by the
+ * caller) as usage, to now or to the last full hour, one record per clock
+ * hour, in the caller's transaction. Written before (a retry after a
+ * crash) is written once: the recorder keeps one record per deployment
+ * and start. *pn (may be NULL) counts the records written now.
+ */
+static apr_status_t usage_write(svc_db_t *db, apr_pool_t *p, const svc_deployment_t *dep,
+                                int whole_hours, int *pn)
+{
+    svc_dbres_t *res;
+    apr_status_t rv;
+    int i, rec, n = 0;
+
+    rv = svc_db_execv(db, &st_usage_pieces, p, &res, dep->id, whole_hours ? "true" : "false");
+    if (rv != APR_SUCCESS) {
+        return rv;
+    }
+    for (i = 0; i < svc_dbres_rows(res); i++) {
+        double q = strtod(svc_dbres_str(res, i, 2), NULL);
+
+        rv = svc_billing_record_usage(db, p, dep->org_id, dep->project_id, "deployment",
+                                      dep->id, q, svc_dbres_str(res, i, 0),
+                                      svc_dbres_str(res, i, 1), &rec);
+        if (rv != APR_SUCCESS) {
+            return rv;
+        }
+        n += rec;
+    }
+    if (pn) {
+        *pn = n;
+    }
+    return APR_SUCCESS;
+}
+
+/* Whether a move to `to` ends the workload's counted time: all but a
+ * replan's (the workload runs on its applied plan meanwhile). A move to
+ * running ends the piece before it too, and opens one of its own. */
+static int usage_ends(const char *to)
+{
+    return strcmp(to, DS_PLANNING) != 0 && strcmp(to, DS_PLANNED) != 0
+           && strcmp(to, DS_PLAN_FAILED) != 0;
+}
+
 apr_status_t svc_dep_move(svc_db_t *db, apr_pool_t *p, const svc_actor_t *actor,
                           svc_deployment_t *dep, const char *to, const svc_dep_change_t *chg,
                           const char *action, json_t *data)
 {
     const char *from = dep->status;
+    int ends = usage_ends(to);
     json_t *event;
     apr_status_t rv;
 
+    /* The replica-time up to this move, in its transaction: the row's
+     * usage_from is cleared (or starts again) by the same commit. */
+    if (ends && (rv = usage_write(db, p, dep, 0, NULL)) != APR_SUCCESS) {
+        return rv;
+    }
     rv = svc_db_execv(db, &st_dep_move, p, NULL, dep->id, dep->org_id, to,
                       chg->replicas >= 0 ? apr_itoa(p, chg->replicas) : NULL,
                       chg->error_code, chg->error_code ? chg->error_message : NULL,
-                      chg->approved_by, chg->plan);
+                      chg->approved_by, chg->plan, ends ? "true" : "false");
     if (rv != APR_SUCCESS) {
         return rv;
     }
@@ -234,4 +330,38 @@ apr_status_t svc_dep_not_found(svc_ctx_t *ctx, const char *id)
 {
     return svc_fail(ctx, 404, "deployment_not_found", "No deployment %s in %s.", id,
                     ctx->org ? ctx->org->slug : "this organization");
+}
+
+apr_status_t svc_dep_usage_due(svc_db_t *db, apr_pool_t *p, apr_array_header_t **pdue)
+{
+    svc_dbres_t *res;
+    apr_status_t rv;
+    int i;
+
+    if ((rv = svc_db_execv(db, &st_usage_due, p, &res)) != APR_SUCCESS) {
+        return rv;
+    }
+    *pdue = apr_array_make(p, svc_dbres_rows(res) * 2 + 1, sizeof(const char *));
+    for (i = 0; i < svc_dbres_rows(res); i++) {
+        APR_ARRAY_PUSH(*pdue, const char *) = apr_pstrdup(p, svc_dbres_str(res, i, 0));
+        APR_ARRAY_PUSH(*pdue, const char *) = apr_pstrdup(p, svc_dbres_str(res, i, 1));
+    }
+    return APR_SUCCESS;
+}
+
+apr_status_t svc_dep_usage_hours(svc_db_t *db, apr_pool_t *p, const char *org_id,
+                                 const char *id, int *precorded)
+{
+    svc_deployment_t *dep;
+    apr_status_t rv;
+
+    *precorded = 0;
+    rv = svc_dep_lock(db, p, org_id, id, &dep);
+    if (rv == SVC_ENOTFOUND) {
+        return APR_SUCCESS;     /* gone meanwhile, with its org */
+    }
+    if (rv != APR_SUCCESS || (rv = usage_write(db, p, dep, 1, precorded)) != APR_SUCCESS) {
+        return rv;
+    }
+    return svc_db_execv(db, &st_usage_advance, p, NULL, dep->id);
 }

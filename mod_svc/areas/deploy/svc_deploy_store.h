@@ -47,11 +47,27 @@ typedef struct {
  * NULL: {}) by
  * `actor`, and the deployment.status event (emitted last: it takes the
  * org's event lock until COMMIT). A move to planning forgets the proposed
- * plan; every move ends a planner's claim; dep is updated.
+ * plan; every move ends a planner's claim; dep is updated. A move to
+ * running starts counting the workload's replica-time; every other move
+ * but a replan's (planning, planned, plan_failed) ends it, writing it as
+ * usage through the billing area (svc_billing_record_usage), cut at each
+ * full UTC hour.
  */
 apr_status_t svc_dep_move(svc_db_t *db, apr_pool_t *p, const svc_actor_t *actor,
                           svc_deployment_t *dep, const char *to, const svc_dep_change_t *chg,
                           const char *action, json_t *data);
+
+/*
+ * The planners' sweep of deployments' replica-time (sql/022). Due: the
+ * deployments whose counted time runs past a full UTC hour, as pairs of
+ * id and org id (at most 100; *pdue in p). Hours: one of them locked, and
+ * its counted time up to the last full hour written as usage, one record
+ * per hour (in the caller's transaction; written before: written once, so
+ * several nodes may sweep at once); *precorded counts the records.
+ */
+apr_status_t svc_dep_usage_due(svc_db_t *db, apr_pool_t *p, apr_array_header_t **pdue);
+apr_status_t svc_dep_usage_hours(svc_db_t *db, apr_pool_t *p, const char *org_id,
+                                 const char *id, int *precorded);
 
 /*
  * Gives the deployment's agent a piece of work (in the caller's

@@ -19,6 +19,11 @@
  * It sleeps in poll() on its own LISTEN svc_deploy connection (sql/020: a
  * deployment entering planning notifies), and looks at the table every few
  * seconds for what was missed while the database was away.
+ *
+ * It also sweeps the deployments' replica-time (sql/022): every
+ * PLANNER_USAGE_S, what has run past a full UTC hour is written as usage
+ * up to that hour, so a long-running deployment's hours show in this
+ * hour's usage, and a month's end splits them.
  */
 #include "svc_deploy_store.h"
 #include "svc_providers.h"
@@ -33,6 +38,8 @@
 #define PLANNER_ATTEMPTS    3
 /* A claim lasts the model's time and the artifact's reading, and more. */
 #define PLANNER_LEASE_EXTRA 180
+/* How often the replica-time is swept (a few rows an hour at most). */
+#define PLANNER_USAGE_S     10
 
 static const svc_stmt_t st_plan_claim = {
     "svc_deploy_plan_claim",
@@ -52,6 +59,7 @@ typedef struct {
     apr_pool_t *db_pool;
     svc_db_t *db;
     apr_time_t next_connect;
+    apr_time_t next_usage;
 } planner_t;
 
 /* One claimed deployment. */
@@ -345,6 +353,55 @@ static int plan_waiting(planner_t *pl, volatile sig_atomic_t *stop)
     return planned;
 }
 
+typedef struct {
+    const char *org_id;
+    const char *id;
+    int recorded;
+} usage_tx_t;
+
+static apr_status_t usage_tx(svc_db_t *db, apr_pool_t *p, void *baton)
+{
+    usage_tx_t *t = baton;
+
+    return svc_dep_usage_hours(db, p, t->org_id, t->id, &t->recorded);
+}
+
+/* Writes the full hours of running deployments as usage, one deployment
+ * per transaction; what fails now is written at a later sweep, as the
+ * time stays counted in the row. */
+static void usage_sweep(planner_t *pl)
+{
+    apr_array_header_t *due;
+    svc_db_t *db = db_get(pl);
+    apr_pool_t *p;
+    apr_status_t rv;
+    int i;
+
+    if (!db || apr_time_now() < pl->next_usage) {
+        return;
+    }
+    pl->next_usage = apr_time_now() + apr_time_from_sec(PLANNER_USAGE_S);
+    apr_pool_create(&p, pl->p);
+    rv = svc_dep_usage_due(db, p, &due);
+    for (i = 0; rv == APR_SUCCESS && i + 1 < due->nelts; i += 2) {
+        usage_tx_t t = { APR_ARRAY_IDX(due, i + 1, const char *),
+                         APR_ARRAY_IDX(due, i, const char *), 0 };
+
+        if ((rv = svc_db_tx(db, p, usage_tx, &t)) == APR_SUCCESS && t.recorded) {
+            say(pl, SVC_SUP_INFO, "SVC0607: deployment %s: %d hour(s) of replica-time "
+                "recorded as usage", t.id, t.recorded);
+        }
+    }
+    if (rv != APR_SUCCESS) {
+        say(pl, SVC_SUP_WARNING, "SVC0608: deployments' replica-time could not be recorded "
+            "now (%s); it is at the next sweep", svc_db_errmsg(db));
+        if (rv == SVC_EDBDOWN) {
+            db_drop(pl);
+        }
+    }
+    apr_pool_destroy(p);
+}
+
 void svc_deploy_planner_run(const svc_supervisor_conf_t *sc, volatile sig_atomic_t *stop,
                             apr_pool_t *p)
 {
@@ -372,6 +429,7 @@ void svc_deploy_planner_run(const svc_supervisor_conf_t *sc, volatile sig_atomic
             last = apr_time_now();
             look = 0;
             plan_waiting(&pl, stop);
+            usage_sweep(&pl);
             continue;
         }
         if (!(db = db_get(&pl))) {
