@@ -2,6 +2,7 @@
 #
 #   make            build build/mod_svc.so and build/svcctl
 #   make run        install what is missing, build, run a local instance
+#                   (NODES=2: two httpd nodes on PORT and PORT+1, one database)
 #   make test       every test level (unit, integration, conformance)
 #   make bench      wrk against the running stack
 #   make fuzz       libFuzzer targets of the parsers, FUZZ_TIME s each

@@ -10,6 +10,9 @@
 #   * error_log has an [<module>:error|crit|alert|emerg] line outside the byte
 #     ranges listed in <logs>/expected-errors ("START END" per line, written
 #     by SvcTest::expect_errors_end);
+#   * the same in <logs>/nodes/*/error_log, the second httpd nodes of the
+#     two-node tests (t/lib/SvcNode.pm; their ranges in expected-errors
+#     beside each);
 #   * an ASan/UBSan log file (asan.*, ubsan.*) exists in <logs>;
 #   * the PostgreSQL log shows PANIC or a backend killed by a signal;
 #   * any secret listed in <logs>/secrets.txt (or a --secrets file; one per
@@ -45,44 +48,60 @@ my $CRASH = qr{
 }x;
 my $ERROR_LINE = qr{^\[[^\]]*\]\s+\[[^\]:]+:(?:error|crit|alert|emerg)\]};
 
-# --- expected error ranges -------------------------------------------------
+# --- error logs ------------------------------------------------------------
+# <logs>/error_log is the test server's (node A's); <logs>/nodes/*/error_log
+# are the second httpd nodes' of the two-node tests (t/lib/SvcNode.pm), each
+# with its own expected-errors beside it.
 
-my @ranges;
-if (open my $fh, '<', catfile($logs, 'expected-errors')) {
-    while (<$fh>) {
-        next unless /^\s*(\d+)\s+(\d+)/;
-        push @ranges, [$1, $2];
+# check_error_log($file, $expected_ranges_file, $required) → (lines, expected)
+sub check_error_log {
+    my ($file, $ranges_file, $required) = @_;
+    my @ranges;
+    if (open my $rf, '<', $ranges_file) {
+        while (<$rf>) {
+            next unless /^\s*(\d+)\s+(\d+)/;
+            push @ranges, [$1, $2];
+        }
     }
-}
-
-sub expected {
-    my $off = shift;
-    for my $r (@ranges) { return 1 if $off >= $r->[0] && $off < $r->[1] }
-    return 0;
-}
-
-# --- error_log ------------------------------------------------------------
-
-my $error_log = catfile($logs, 'error_log');
-my ($lines, $errors_expected) = (0, 0);
-if (open my $fh, '<', $error_log) {
+    my $expected = sub {
+        my $off = shift;
+        for my $r (@ranges) { return 1 if $off >= $r->[0] && $off < $r->[1] }
+        return 0;
+    };
+    my ($n, $n_expected) = (0, 0);
+    (my $name = $file) =~ s{^\Q$logs\E/}{};
+    my $fh;
+    if (!open $fh, '<', $file) {
+        fail(missing => "$file: $!") if $required;
+        return (0, 0, 0);
+    }
     my $off = 0;
     while (my $line = <$fh>) {
-        $lines++;
+        $n++;
         my $here = $off;
         $off += length $line;
         chomp $line;
         if ($line =~ $CRASH) {
-            fail(crash => "error_log:$lines: $line");
+            fail(crash => "$name:$n: $line");
         }
         elsif ($line =~ $ERROR_LINE) {
-            if (expected($here)) { $errors_expected++ }
-            else { fail(error => "error_log:$lines: $line") }
+            if ($expected->($here)) { $n_expected++ }
+            else { fail(error => "$name:$n: $line") }
         }
     }
+    return ($n, $n_expected, scalar @ranges);
 }
-else {
-    fail(missing => "$error_log: $!");
+
+my ($lines, $errors_expected, $n_ranges) =
+    check_error_log(catfile($logs, 'error_log'), catfile($logs, 'expected-errors'), 1);
+my $node_logs = 0;
+for my $f (sort glob(catfile($logs, 'nodes', '*', 'error_log'))) {
+    (my $dir = $f) =~ s{/error_log\z}{};
+    my ($l, $e, $r) = check_error_log($f, catfile($dir, 'expected-errors'), 0);
+    $lines += $l;
+    $errors_expected += $e;
+    $n_ranges += $r;
+    $node_logs++;
 }
 
 # --- sanitizer log files ----------------------------------------------------
@@ -158,9 +177,10 @@ if (@secrets) {
 
 # --- report ------------------------------------------------------------------
 
-printf "check-logs: error_log %d lines, %d expected error lines in %d range(s); "
+printf "check-logs: error_log%s %d lines, %d expected error lines in %d range(s); "
      . "%d secrets checked in %d files",
-     $lines, $errors_expected, scalar @ranges, scalar @secrets, scalar @scan;
+     ($node_logs ? " (+ $node_logs other node(s))" : ''), $lines, $errors_expected,
+     $n_ranges, scalar @secrets, scalar @scan;
 printf "; PostgreSQL log: %d ERROR, %d FATAL (not failures by themselves)",
      $pg_errors, $pg_fatals if defined $pg_log;
 print "\n";

@@ -50,6 +50,7 @@ DEB_TEST=(
                            # sandbox (t/runs/agent.t: no network there)
     python3                # what the agent's tests build and test in the sandbox
     iproute2               # ss: the event-stream tests count sockets by state
+    pgbouncer              # t/nodes/pgbouncer.t: the stack through PgBouncer (session mode)
     libjson-validator-perl # every answer checked against the OpenAPI document (SvcContract.pm)
     nodejs                 # t/kernel/openapi.t: Redocly, openapi-typescript, tsc (npm ci;
                            # Node 20 or later: NodeSource's nodejs carries npm, Debian's needs
@@ -89,6 +90,7 @@ RPM_TEST=(
     nodejs npm
     valgrind wrk curl procps-ng iproute util-linux shadow-utils tar coreutils findutils
     python3
+    pgbouncer              # t/nodes/pgbouncer.t
     clang compiler-rt      # make fuzz: clang, libFuzzer and the sanitizers' runtimes
 )
 RPM_PKG=(

@@ -172,6 +172,23 @@ cleanup() {
             kill -KILL "$pid" 2>/dev/null
         fi
     fi
+    # The second nodes of the two-node tests (t/lib/SvcNode.pm) stop when
+    # their test ends, however it ends, unless the test itself was killed:
+    # then their process groups go here (each node's parent leads its own).
+    # A pid file left by a node killed on purpose (t/nodes/lost.t) may name
+    # a pid reused since: only a process started with that node's
+    # configuration is stopped. The same for t/nodes/pgbouncer.t's pgbouncer.
+    local nodepid nodeconf pid
+    for nodepid in "$LOGS"/nodes/*/httpd.pid "$LOGS"/pgbouncer/pgbouncer.pid; do
+        [ -s "$nodepid" ] || continue
+        nodeconf=$(dirname "$nodepid")/httpd.conf
+        [ "${nodepid##*/}" = httpd.pid ] || nodeconf=$(dirname "$nodepid")/pgbouncer.ini
+        pid=$(cat "$nodepid")
+        if [ -n "$pid" ] && tr '\0' '\n' <"/proc/$pid/cmdline" 2>/dev/null | grep -qxF "$nodeconf"; then
+            echo "test.sh: stopping $(dirname "$nodepid") ($pid)"
+            kill -KILL -- "-$pid" 2>/dev/null || kill -KILL "$pid"
+        fi
+    done
     local fake
     for fake in ${FAKEVCS_PID:-} ${FAKEVCS_TLS_PID:-} ${FAKESTRIPE_PID:-}; do
         if kill -0 "$fake" 2>/dev/null; then
