@@ -38,6 +38,7 @@ for my $p ('/', '/tokens', '/orgs/acme', '/orgs/acme/projects/web',
     is($res->header('X-Content-Type-Options'), 'nosniff', '... nosniff');
     is($res->header('Referrer-Policy'), 'same-origin', '... no referrer to other origins');
     is($res->header('Cache-Control'), 'no-cache', '... revalidated on every use');
+    is($res->header('Cross-Origin-Opener-Policy'), 'same-origin', '... its own browsing context');
 }
 
 # --- the assets ------------------------------------------------------------------
