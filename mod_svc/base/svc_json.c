@@ -380,7 +380,12 @@ json_t *svc_json_schema_of(const svc_field_t *schema)
             type = "boolean";
             break;
         case SVC_FT_OBJECT:
+            /* Free-form: its members are the handler's to check (its
+             * description says which); said open, so that a generated
+             * client may send them (an object without properties is typed
+             * as one that has none). */
             type = "object";
+            json_object_set_new(s, "additionalProperties", json_true());
             break;
         case SVC_FT_INTS:
             type = "array";

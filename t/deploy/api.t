@@ -346,8 +346,10 @@ is(psql_value("SELECT count(*) FROM model_usage WHERE subject_id = '$d3->{id}' "
     is(scalar(grep { $_->{status} == 200 } @streams), 150, '150 agent work streams are open');
     ($st) = api(GET => '/api/me', token => $tok);
     is($st, 200, '... and the API still answers');
+    # A kind of the test's own (test.*): the service writes agent.work
+    # with a document the contract checks; this one is only a probe.
     my $id = psql_value("INSERT INTO events (org_id, target_id, kind, data) VALUES "
-                        . "('$org_id', '$f1->{id}', 'agent.work', '{\"probe\": 1}'::jsonb) "
+                        . "('$org_id', '$f1->{id}', 'test.work', '{\"probe\": 1}'::jsonb) "
                         . "RETURNING id");
     my $got = grep { my $e = sse_next($_, 5); $e && $e->{id} == $id } @mine;
     is($got, 75, 'one piece of work reaches each of its target\'s 75 streams');
