@@ -3,6 +3,7 @@
 #   make            build build/mod_svc.so and build/svcctl
 #   make run        install what is missing, build, run a local instance
 #                   (NODES=2: two httpd nodes on PORT and PORT+1, one database)
+#   make install    the web UI's files under $(DESTDIR)/usr/share/mod_svc/ui
 #   make test       every test level (unit, integration, conformance)
 #   make bench      wrk against the running stack
 #   make fuzz       libFuzzer targets of the parsers, FUZZ_TIME s each
@@ -73,7 +74,7 @@ UNIT_SRC := $(sort $(wildcard t/unit/test_*.c))
 UNIT_BIN := $(patsubst t/unit/%.c,$(BUILD)/unit/%,$(UNIT_SRC))
 SQL      := $(sort $(wildcard sql/[0-9]*.sql))
 
-.PHONY: all clean test unit run bench install check-env FORCE
+.PHONY: all clean test unit run bench install install-ui check-env FORCE
 all: $(BUILD)/mod_svc.so $(BUILD)/svcctl $(BUILD)/.layers-ok $(BUILD)/.logtags-ok
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
@@ -155,6 +156,17 @@ $(BUILD)/unit/test_factory_paths: t/unit/test_factory_paths.c t/unit/svc_test.h 
 	$(CC) $(CFLAGS_UNIT) -Imod_svc/factory -o $@ $< $(filter %.o,$^) $(LDSAN) $(LIBS)
 
 unit: $(UNIT_BIN)
+
+# The web UI: static files, no build step (docs/ui.md). The packages install
+# them here (DESTDIR: their staging root); conf/svc.conf serves UIDIR.
+UIDIR   ?= /usr/share/mod_svc/ui
+UI_FILES := $(sort $(wildcard ui/*.html ui/*.css ui/js/*.js))
+install-ui:
+	install -d -m 0755 $(DESTDIR)$(UIDIR) $(DESTDIR)$(UIDIR)/js
+	$(foreach f,$(UI_FILES),install -m 0644 $(f) $(DESTDIR)$(UIDIR)/$(patsubst ui/%,%,$(f)) &&) true
+
+# make install: what the packages install that is not built (the UI).
+install: install-ui
 
 test:
 	SANITIZE=$(SANITIZE) tools/test.sh

@@ -21,7 +21,9 @@
 # The test group also installs the npm packages pinned in
 # t/contract/package-lock.json (npm ci into t/contract/node_modules): the
 # OpenAPI linter and client generator t/kernel/openapi.t runs, and the
-# validating proxy (Prism) t/kernel/prism.t runs.
+# validating proxy (Prism) t/kernel/prism.t runs; and those pinned in
+# t/ui/package-lock.json: playwright-core and axe-core, which
+# t/ui/browser.t drives the system's chromium and checks pages with.
 set -euo pipefail
 
 # --- Debian 12 / Ubuntu --------------------------------------------------
@@ -61,6 +63,8 @@ DEB_TEST=(
     clang                  # make fuzz: the libFuzzer targets (t/fuzz, docs/fuzzing.md)
     libclang-rt-dev        # libFuzzer and the sanitizers' runtimes (libclang-rt-14-dev on
                            # Debian 12): clang only recommends it, and we install without
+    chromium               # t/ui/browser.t: the web UI in a headless browser (playwright-core
+                           # drives this one; no browser is ever downloaded)
 )
 DEB_PKG=(
     debhelper dpkg-dev     # dpkg-buildpackage, dh (compat 13); dh_apache2 is in apache2-dev
@@ -92,6 +96,7 @@ RPM_TEST=(
     python3
     pgbouncer              # t/nodes/pgbouncer.t
     clang compiler-rt      # make fuzz: clang, libFuzzer and the sanitizers' runtimes
+    chromium               # t/ui/browser.t (Fedora; EPEL on RHEL)
 )
 RPM_PKG=(
     rpm-build rpmlint
@@ -175,32 +180,41 @@ install_rpm() {
     as_root dnf install -y "$@"
 }
 
-# The npm packages of the test group: npm ci into t/contract/node_modules
-# when the lockfile changed since the last install (a stamp of its digest).
-NPM_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")/../t/contract" && pwd)
-npm_stamp() { sha256sum "$NPM_DIR/package-lock.json" | cut -d' ' -f1; }
+# The npm packages of the test group: npm ci into DIR/node_modules, for each
+# directory with a lockfile, when the lockfile changed since the last install
+# (a stamp of its digest).
+TOP_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+NPM_DIRS=("$TOP_DIR/t/contract" "$TOP_DIR/t/ui")
+npm_stamp() { sha256sum "$1/package-lock.json" | cut -d' ' -f1; }
 npm_current() {
-    [ -f "$NPM_DIR/node_modules/.svc-lock" ] \
-        && [ "$(cat "$NPM_DIR/node_modules/.svc-lock")" = "$(npm_stamp)" ]
+    [ -f "$1/node_modules/.svc-lock" ] \
+        && [ "$(cat "$1/node_modules/.svc-lock")" = "$(npm_stamp "$1")" ]
 }
 npm_deps() {
-    local mode=$1
-    npm_current && { echo "deps.sh: npm packages of t/contract present"; return 0; }
-    if [ "$mode" = check ]; then
-        echo "deps.sh: missing: the npm packages of t/contract (npm ci)" >&2
-        return 1
-    fi
-    if ! command -v npm >/dev/null 2>&1; then
-        [ "$(family)" = deb ] || die "npm is missing (install nodejs and npm)"
-        echo "deps.sh: installing: npm"
-        install_deb npm || die "npm could not be installed"
-    fi
-    echo "deps.sh: npm ci in t/contract"
-    # No install scripts: the tools need none, and a registry package's
-    # scripts have no business running as root here.
-    (cd "$NPM_DIR" && npm ci --no-audit --no-fund --ignore-scripts --loglevel=error) \
-        || die "npm ci failed in t/contract"
-    npm_stamp > "$NPM_DIR/node_modules/.svc-lock"
+    local mode=$1 dir name
+    for dir in "${NPM_DIRS[@]}"; do
+        name=${dir#"$TOP_DIR"/}
+        if npm_current "$dir"; then
+            echo "deps.sh: npm packages of $name present"
+            continue
+        fi
+        if [ "$mode" = check ]; then
+            echo "deps.sh: missing: the npm packages of $name (npm ci)" >&2
+            return 1
+        fi
+        if ! command -v npm >/dev/null 2>&1; then
+            [ "$(family)" = deb ] || die "npm is missing (install nodejs and npm)"
+            echo "deps.sh: installing: npm"
+            install_deb npm || die "npm could not be installed"
+        fi
+        echo "deps.sh: npm ci in $name"
+        # No install scripts: the tools need none (playwright-core's would
+        # only fetch browsers, and we use the system's chromium), and a
+        # registry package's scripts have no business running as root here.
+        (cd "$dir" && npm ci --no-audit --no-fund --ignore-scripts --loglevel=error) \
+            || die "npm ci failed in $name"
+        npm_stamp "$dir" > "$dir/node_modules/.svc-lock"
+    done
 }
 
 main() {

@@ -249,6 +249,9 @@ LoadModule mpm_event_module  $libexec/mod_mpm_event.so
 LoadModule authz_core_module $libexec/mod_authz_core.so
 LoadModule reqtimeout_module $libexec/mod_reqtimeout.so
 LoadModule dbd_module        $libexec/mod_dbd.so
+LoadModule alias_module      $libexec/mod_alias.so
+LoadModule mime_module       $libexec/mod_mime.so
+LoadModule headers_module    $libexec/mod_headers.so
 LoadModule svc_module        $TOP/build/mod_svc.so
 EOF
         if [ "$IS_ROOT" = 1 ]; then
@@ -407,6 +410,37 @@ SvcBillingPlan business "Business" ${BILLING_PRICE_BUSINESS:-price_business} 990
     ErrorDocument 503 /api/_error
     ErrorDocument 504 /api/_error
 </LocationMatch>
+# The UI's types are set below (AddType); no system-wide table needed.
+TypesConfig /dev/null
+# --- The web UI (docs/ui.md) ---------------------------------------------------
+# Static files (HTML, CSS, JavaScript modules) served by httpd itself: the
+# assets under /ui/, and the one page, index.html, for the UI's own paths
+# (/, /tokens, /orgs/...), whose routes the page's script reads from the
+# URL. The service's paths are never shadowed: /orgs/:slug/vcs/install
+# stays the module's, and /api/, /auth/, /internal/, /webhooks/ and /admin/
+# match no UI path. mod_alias, mod_headers and mod_mime do the work (Debian:
+# svc.load's "# Depends" enables them with a2enmod svc). To serve the UI
+# from another origin, leave these out here and see docs/ui.md.
+# No fingerprinted file names (there is no build step), so every file is
+# revalidated with its ETag on each use (a 304 costs no body): a new
+# version is seen at once, never mixed with cached modules of the old one.
+Alias /ui/ "$TOP/ui/"
+AliasMatch "^/(?:tokens|orgs/(?![^/]+/vcs/install\$)[^/].*)?\$" "$TOP/ui/index.html"
+<Directory "$TOP/ui">
+    Require all granted
+    Options None
+    AllowOverride None
+    AddType text/javascript .js
+    AddType text/css .css
+    AddCharset utf-8 .html .js .css
+    FileETag MTime Size
+    Header always set Cache-Control "no-cache"
+    # No inline script or style, nothing from another origin, never framed.
+    Header always set Content-Security-Policy "default-src 'self'; base-uri 'none'; object-src 'none'; form-action 'self'; frame-ancestors 'none'"
+    Header always set X-Content-Type-Options "nosniff"
+    Header always set Referrer-Policy "same-origin"
+    Header always set Cross-Origin-Opener-Policy "same-origin"
+</Directory>
 <Location /noop>
     Require all granted
     SetHandler svc-noop

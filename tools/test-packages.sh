@@ -123,6 +123,10 @@ done
 grep -qxE '/usr/share/doc/libapache2-mod-svc/README\.Debian(\.gz)?' <<<"$contents" \
     || fail "libapache2-mod-svc lacks README.Debian"
 ok "libapache2-mod-svc holds the module, svc.load, svc.conf, README.Debian and the factory"
+for p in /usr/share/mod_svc/ui/index.html /usr/share/mod_svc/ui/app.css /usr/share/mod_svc/ui/js/app.js; do
+    grep -qxF "$p" <<<"$contents" || fail "libapache2-mod-svc lacks the web UI's $p"
+done
+ok "libapache2-mod-svc holds the web UI under /usr/share/mod_svc/ui"
 # (Listings go to variables first: grep -q would close the pipe early.)
 tools_contents=$(dpkg-deb -c "$DEB_TOOLS1")
 grep -q ' \./usr/sbin/svcctl$' <<<"$tools_contents" || fail "svc-tools lacks /usr/sbin/svcctl"
@@ -144,8 +148,8 @@ conff=$(dpkg-deb --ctrl-tarfile "$DEB_MOD1" | tar -xOf - ./conffiles)
     || fail "conffiles are not exactly svc.conf and svc.load: $conff"
 ok "conffiles: svc.conf and svc.load"
 load=$(dpkg-deb --fsys-tarfile "$DEB_MOD1" | tar -xOf - ./etc/apache2/mods-available/svc.load)
-grep -qx '# Depends: dbd' <<<"$load" || fail "svc.load does not make a2enmod enable mod_dbd"
-ok "svc.load declares '# Depends: dbd' for a2enmod"
+grep -qx '# Depends: dbd alias headers mime' <<<"$load" || fail "svc.load does not make a2enmod enable mod_dbd, mod_alias, mod_headers and mod_mime"
+ok "svc.load declares '# Depends: dbd alias headers mime' for a2enmod"
 svcconf=$(dpkg-deb --fsys-tarfile "$DEB_MOD1" | tar -xOf - ./etc/apache2/mods-available/svc.conf)
 grep -qxF 'LogFormat "%h %l %u %t \"%r\" %>s %b \"%{User-agent}i\" %{svc-route}n %{svc-user}n %{svc-org}n %{X-Request-Id}o" svc' <<<"$svcconf" \
     && grep -qxF 'GlobalLog ${APACHE_LOG_DIR}/svc_access.log svc env=SVC_REQUEST_ID' <<<"$svcconf" \
@@ -185,6 +189,10 @@ for p in /usr/lib64/httpd/modules/mod_svc.so /etc/httpd/conf.modules.d/10-svc.co
 done
 grep -qE '^/usr/share/man/man8/svcctl\.8' <<<"$files" || fail "the RPM lacks svcctl(8)"
 ok "files: %{_httpd_moddir}/mod_svc.so, conf.modules.d/10-svc.conf, conf.d/svc.conf, %{_sbindir}/svcctl, svcctl(8), /etc/mod_svc, %{_libexecdir}/mod_svc/svc-factory"
+for p in /usr/share/mod_svc/ui/index.html /usr/share/mod_svc/ui/js/app.js; do
+    grep -qxF "$p" <<<"$files" || fail "the RPM lacks the web UI's $p"
+done
+ok "the RPM holds the web UI under /usr/share/mod_svc/ui"
 [ "$(rpm -qp --configfiles "$RPM1" | sort)" = \
   "$(printf '/etc/httpd/conf.d/svc.conf\n/etc/httpd/conf.modules.d/10-svc.conf')" ] \
     || fail "the RPM's config files are not the two .conf files"
@@ -564,6 +572,18 @@ ok "Server header without mod_svc under Debian's ServerTokens OS ($(grep -i '^se
 grep -q "mod_svc/$V1 configured -- resuming normal operations" "$ROOT/var/log/apache2/error.log" \
     || fail "the error log's start line does not name mod_svc/$V1" "$ROOT/var/log/apache2/error.log"
 ok "the error log's start line names mod_svc/$V1 (server description)"
+# The web UI, served by svc.conf's Alias from /usr/share/mod_svc/ui with its
+# security headers (mod_headers, enabled by a2enmod svc's Depends).
+http /orgs/pkgtest
+[ "$CODE" = 200 ] && grep -qF '/ui/js/app.js' <<<"$BODY" \
+    || fail "GET /orgs/pkgtest did not answer the UI's page: $CODE" "$ROOT/var/log/apache2/error.log"
+grep -qixF "content-security-policy: default-src 'self'; base-uri 'none'; object-src 'none'; form-action 'self'; frame-ancestors 'none'" <<<"$HEADERS" \
+    && grep -qixF 'x-content-type-options: nosniff' <<<"$HEADERS" \
+    || fail "the UI's page lacks its CSP or nosniff: $HEADERS"
+http /ui/js/app.js
+[ "$CODE" = 200 ] && grep -qiE '^content-type: text/javascript' <<<"$HEADERS" \
+    || fail "GET /ui/js/app.js answered $CODE: $HEADERS"
+ok "the web UI: /orgs/... serves its page with the CSP and nosniff, /ui/js/app.js as text/javascript"
 
 in_root runuser -u www-data -- svcctl --db dbname=svc --secret file:/etc/mod_svc/secret.key \
     token create "$EMAIL" --scope read --name pkgtest >"$LOGS/token" 2>"$LOGS/token.err" \
