@@ -35,25 +35,35 @@ void svc_actor_from_ctx(const svc_ctx_t *ctx, svc_actor_t *a)
     a->request_id = ctx->request_id;
 }
 
+/* The ten parameters of an entry, the same in an org's log and the
+ * platform's: who, what, on what, with which data, from where. */
+#define ENTRY_PARAMS 10
+static void entry_params(const char **params, apr_pool_t *p, const svc_actor_t *a,
+                         const char *action, const char *target_type, const char *target_id,
+                         const json_t *data)
+{
+    params[0] = a->kind;
+    params[1] = a->user_id;
+    params[2] = a->token_id;
+    params[3] = action;
+    params[4] = target_type;
+    params[5] = target_id;
+    params[6] = data ? svc_json_dump(p, data) : "{}";
+    params[7] = (a->ip && *a->ip) ? a->ip : NULL;
+    /* User agents are client-controlled: bounded, printable ASCII only. */
+    params[8] = a->user_agent ? svc_printable(p, a->user_agent, 512) : NULL;
+    params[9] = a->request_id;
+}
+
 apr_status_t svc_audit_write(svc_db_t *db, apr_pool_t *p, const svc_actor_t *a,
                              const char *org_id, const char *action,
                              const char *target_type, const char *target_id,
                              const json_t *data)
 {
-    const char *params[11];
+    const char *params[1 + ENTRY_PARAMS];
 
     params[0] = org_id;
-    params[1] = a->kind;
-    params[2] = a->user_id;
-    params[3] = a->token_id;
-    params[4] = action;
-    params[5] = target_type;
-    params[6] = target_id;
-    params[7] = data ? svc_json_dump(p, data) : "{}";
-    params[8] = (a->ip && *a->ip) ? a->ip : NULL;
-    /* User agents are client-controlled: bounded, printable ASCII only. */
-    params[9] = a->user_agent ? svc_printable(p, a->user_agent, 512) : NULL;
-    params[10] = a->request_id;
+    entry_params(params + 1, p, a, action, target_type, target_id, data);
     return svc_db_exec(db, &st_audit_insert, p, NULL, params);
 }
 
@@ -83,17 +93,8 @@ apr_status_t svc_platform_audit_write(svc_db_t *db, apr_pool_t *p, const svc_act
                                       const char *action, const char *target_type,
                                       const char *target_id, const json_t *data)
 {
-    const char *params[10];
+    const char *params[ENTRY_PARAMS];
 
-    params[0] = a->kind;
-    params[1] = a->user_id;
-    params[2] = a->token_id;
-    params[3] = action;
-    params[4] = target_type;
-    params[5] = target_id;
-    params[6] = data ? svc_json_dump(p, data) : "{}";
-    params[7] = (a->ip && *a->ip) ? a->ip : NULL;
-    params[8] = a->user_agent ? svc_printable(p, a->user_agent, 512) : NULL;
-    params[9] = a->request_id;
+    entry_params(params, p, a, action, target_type, target_id, data);
     return svc_db_exec(db, &st_platform_audit_insert, p, NULL, params);
 }
