@@ -228,6 +228,7 @@ static int svc_post_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptem
     svc_router_t *rt;
     server_rec *vs;
     const char *undocumented;
+    svc_shared_t *shared;
     apr_status_t rv;
 
     /* Libraries that want one call per process, before any thread exists. */
@@ -258,10 +259,18 @@ static int svc_post_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptem
         return HTTP_INTERNAL_SERVER_ERROR;
     }
 
+    /* Made here, in the parent before it forks: children and the run
+     * supervisor all map it (svc_shared.h). */
+    shared = svc_shared_create(pconf, &rv);
+    if (!shared) {
+        ap_log_error(APLOG_MARK, APLOG_ERR, rv, s, "SVC0800: cannot make the shared memory "
+                     "segment; /internal/ready answers 503 until httpd restarts");
+    }
     for (vs = s; vs; vs = vs->next) {
         svc_server_conf *sc = ap_get_module_config(vs->module_config, &svc_module);
         const char *err = NULL;
 
+        sc->core.shared = shared;
         sc->router = router;
         svc_config_fill(&sc->core, pconf);
         svc_areas_configure(&sc->core);

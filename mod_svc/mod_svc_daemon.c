@@ -267,6 +267,11 @@ void svc_supervisor_start(apr_pool_t *pconf, server_rec *s)
                      "server: the run supervisor does not start");
         return;
     }
+    if (sc->core.shared) {
+        /* Readiness expects a heartbeat from here on (svc_shared.h). */
+        apr_atomic_set32(&sc->core.shared->sup_lease, (apr_uint32_t)sc->sup.lease_seconds);
+        apr_atomic_set32(&sc->core.shared->sup_expected, 1);
+    }
     sup_server = s;
     sup_pconf = pconf;
     sup_quick_deaths = 0;

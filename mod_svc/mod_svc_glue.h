@@ -6,7 +6,9 @@
  * (mod_svc_config.c), a request_rec into a core context and the context
  * back into a response (mod_svc_ctx.c), what httpd does with our URLs
  * around the handler (mod_svc_url.c), one API request (mod_svc_request.c),
- * event streams (mod_svc_sse.c), the database's own reason
+ * event streams as httpd holds them open (mod_svc_sse.c: the MPM's
+ * callbacks, the watcher, the network writer; the hub of new events behind
+ * them is the kernel's, svc_hub.h), the database's own reason
  * (mod_svc_dbwatch.c), and the run supervisor's process (mod_svc_daemon.c).
  * Everything else is below: base/, the kernel and the areas.
  */
@@ -97,8 +99,9 @@ int svc_glue_respond(svc_ctx_t *ctx, request_rec *r);
  * Event streams (mod_svc_sse.c): svc_sse_begin answers a request whose
  * handler asked for a stream (ctx->stream): replays, then suspends the
  * connection and follows new events without holding a worker thread.
- * svc_sse_child_init prepares the child's stream hub; svc_sse_stopping ends
- * every stream when the child is about to exit.
+ * svc_sse_child_init prepares the child's streams (the hub, kernel/svc_hub.h,
+ * starts with the first stream and stops with the child's pool);
+ * svc_sse_stopping ends every stream when the child is about to exit.
  */
 int svc_sse_begin(request_rec *r, svc_ctx_t *ctx);
 /* Registers the streams' network writer (an output filter); register_hooks. */

@@ -271,6 +271,26 @@ static void log_failure(svc_ctx_t *ctx, request_rec *r, apr_status_t rv,
                   svc_redact(r->pool, dberr));
 }
 
+/*
+ * Request notes for the access log (conf/svc.conf shows the LogFormat):
+ * the route's template, never the raw path (which can name a share link's
+ * token, and whose ids would make every line its own series), the
+ * caller's user id and the org a tenant route addressed. Set whether the
+ * request succeeded or not, as far as it got.
+ */
+static void set_notes(request_rec *r, const svc_ctx_t *ctx)
+{
+    if (ctx->route) {
+        apr_table_setn(r->notes, "svc-route", ctx->route->path);
+    }
+    if (ctx->who && ctx->who->user_id) {
+        apr_table_setn(r->notes, "svc-user", ctx->who->user_id);
+    }
+    if (ctx->org && ctx->org->slug) {
+        apr_table_setn(r->notes, "svc-org", ctx->org->slug);
+    }
+}
+
 /* The benchmark's reference point: as little work as an answer can take. */
 static int noop_handler(request_rec *r)
 {
@@ -363,6 +383,7 @@ int svc_handler(request_rec *r)
     if (rv != APR_SUCCESS) {
         ctx->producer = NULL;
     }
+    set_notes(r, ctx);
     if (rv == APR_SUCCESS && ctx->stream) {
         /* The stream replays from the database, then lets go of it. */
         return svc_sse_begin(r, ctx);

@@ -13,10 +13,11 @@
  * pool, and the stream lives on as a small record that callbacks, run on
  * any worker, pick up when there is something to do:
  *
- *  - a wake-up, when an event of its org commits. Each child has one hub: a
- *    thread with one LISTEN connection of its own (never a pooled one),
- *    which reads every new event once into a ring of recent events and
- *    schedules an immediate callback for each stream of that org;
+ *  - a wake-up, when an event of its org commits. Each child has one hub
+ *    (kernel/svc_hub.c): a thread with one LISTEN connection of its own
+ *    (never a pooled one), which reads every new event once into a ring of
+ *    recent events and calls back here for each stream of that org; the
+ *    callback schedules an immediate callback of the MPM for the stream;
  *  - a wake-up from the child's watcher: a thread with an epoll set of
  *    every stream's socket, which sees at once a client that closed its end
  *    (the stream ends then, not at its next write) and a socket that can
@@ -38,7 +39,13 @@
  * since it (re)connected, reads the log from the database instead, through
  * a pooled connection held only for that read. Event ids are in commit
  * order per org (sql/006_events.sql), so "after the last id sent" never
- * skips or repeats an event.
+ * skips or repeats an event. The hub also keeps the books of the child's
+ * stream places: it deletes those given back, confirms the rest, and gives
+ * back all it holds when the child exits.
+ *
+ * What is here is what touches httpd: the MPM's timed callbacks, the
+ * watcher (sockets of suspended connections), the network filter that
+ * writes without waiting, the request handler, and the child's life.
  *
  * What httpd 2.4 cannot do: give a suspended connection back to the MPM.
  * So a stream that ends writes its last bytes, finishes the request (it is
@@ -55,15 +62,14 @@
 #include <ap_mpm.h>
 #include <mpm_common.h>
 #include <apr_atomic.h>
-#include <apr_hash.h>
 #include <apr_portable.h>
 #include <apr_strings.h>
 #include <apr_thread_mutex.h>
 #include <apr_thread_proc.h>
 
 #include <errno.h>
-#include <poll.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -74,8 +80,6 @@ APLOG_USE_MODULE(svc);
 
 #define SSE_HEARTBEAT   apr_time_from_sec(15)
 #define SSE_RECHECK     apr_time_from_sec(30)
-/* Recent events kept per child; a stream further behind reads the table. */
-#define SSE_RING        4096
 /* Rows per read of the event log. */
 #define SSE_BATCH       500
 /* A stream ending right after it was suspended waits this long before it
@@ -89,8 +93,6 @@ APLOG_USE_MODULE(svc);
 #define SSE_BACKLOG     (64 * 1024)
 /* How often the watcher makes the MPM's listener look at its timers. */
 #define SSE_TICK        apr_time_from_sec(1)
-/* How often a child confirms the stream places it holds (sql/016). */
-#define SSE_REFRESH     apr_time_from_sec(30)
 /* Streams of a child that may catch up from the table at once: each holds a
  * worker and a pooled connection meanwhile, and a burst of events must not
  * take every one of them from the requests. The others wait their turn, in
@@ -102,40 +104,10 @@ APLOG_USE_MODULE(svc);
 typedef struct sse_hub sse_hub;
 typedef struct sse_stream sse_stream;
 
-/* One event in the ring; strings are malloc'd and freed on eviction. */
-typedef struct {
-    apr_int64_t id;
-    char *org_id;
-    char *run_id;
-    char *target_id;
-    char *kind;
-    char *data;
-} ring_entry;
-
-/* The events of one org the hub tracks, and the streams that want them. */
-typedef struct {
-    char *org_id;
-    /* The ring holds every event of the org with an id above this (or
-     * none is known: covered is 0 until the hub read one after connecting). */
-    int covered;
-    apr_int64_t covered_after;
-    apr_int64_t fetched;        /* the newest id read from the table */
-    sse_stream *streams;        /* doubly linked */
-} hub_org;
-
+/* The child's hub for one database (kernel/svc_hub.h), in the child's list. */
 struct sse_hub {
     const char *conninfo;
-    server_rec *s;
-    apr_pool_t *pool;           /* the child's; keys and org records, under lock */
-    apr_thread_mutex_t *lock;   /* everything below */
-    apr_thread_t *thread;
-    ring_entry ring[SSE_RING];
-    apr_uint64_t head;          /* arrival number of the next entry */
-    apr_hash_t *orgs;           /* org id -> hub_org */
-    int connected;
-    /* Stream places (sql/016) given back, for the hub's thread to delete. */
-    apr_array_header_t *released;   /* of apr_int64_t */
-    volatile apr_uint32_t stopping;
+    svc_hub_t *hub;
     sse_hub *next;
 };
 
@@ -163,15 +135,15 @@ typedef struct {
  */
 struct sse_stream {
     pthread_mutex_t lock;       /* callbacks of this stream, one at a time */
-    volatile apr_uint32_t refs; /* the hub's registration + pending callbacks */
+    volatile apr_uint32_t refs; /* the hub's subscription + pending callbacks */
     volatile apr_uint32_t wake_pending;
     volatile apr_uint32_t gone; /* the watcher saw the client close its end */
     int ended;                  /* under lock: r and c are gone */
     int ending;                 /* under lock: end at the next callback */
     request_rec *r;
     conn_rec *c;
-    sse_hub *hub;
-    hub_org *org;
+    svc_hub_t *hub;
+    svc_hub_sub_t sub;          /* to its org's new events (the hub's) */
     sse_net *net;
     int fd;                     /* the socket's, for the watcher */
     apr_uint32_t slot, gen;     /* the watcher's: where it is registered */
@@ -180,14 +152,12 @@ struct sse_stream {
     const char *target_id;      /* a deploy agent's work stream: its target */
     const char *recheck_prefix; /* events of these kinds have access checked at once */
     apr_int64_t last_id;
-    apr_uint64_t ring_pos;      /* arrival number to scan the ring from */
     apr_uint64_t written_at_beat;   /* net->written at the last heartbeat */
     apr_time_t suspended_at;
     apr_time_t next_recheck;
     const svc_route_t *route;
     apr_table_t *params;
     apr_bucket_brigade *bb;
-    sse_stream *prev, *next;
     sse_stream *tprev, *tnext; /* waiting for the table (table_lock) */
     int table_waiting;
 };
@@ -465,16 +435,6 @@ static int asks_recheck(const char *prefix, const char *kind)
     return prefix && strncmp(kind, prefix, strlen(prefix)) == 0;
 }
 
-/* Whether an event belongs on a stream for target_id (NULL: a user's
- * stream, which carries no target's work). */
-static int target_matches(const char *stream_target, const char *event_target)
-{
-    if (!stream_target) {
-        return event_target == NULL;
-    }
-    return event_target && strcmp(stream_target, event_target) == 0;
-}
-
 /* Writes the events (an array of svc_event_t) the stream has not sent,
  * within the pass's budget, and flushes them. */
 static apr_status_t send_events(request_rec *r, apr_bucket_brigade *bb,
@@ -566,24 +526,12 @@ static apr_status_t replay(request_rec *r, svc_ctx_t *ctx, apr_pool_t *p,
 }
 
 /* ------------------------------------------------------------------------
- * The hub
+ * The hub (kernel/svc_hub.c) and what it wakes
  */
 
-static hub_org *hub_org_get(sse_hub *hub, const char *org_id)
-{
-    hub_org *o = apr_hash_get(hub->orgs, org_id, APR_HASH_KEY_STRING);
-
-    if (!o) {
-        o = apr_pcalloc(hub->pool, sizeof(*o));
-        o->org_id = apr_pstrdup(hub->pool, org_id);
-        apr_hash_set(hub->orgs, o->org_id, APR_HASH_KEY_STRING, o);
-    }
-    return o;
-}
-
 /* Schedules an immediate callback for the stream, unless one is pending.
- * Called while the stream is registered with the hub or the watcher (under
- * its lock), so it lives. */
+ * Called while the stream is subscribed to the hub or registered with the
+ * watcher (under its lock), so it lives. */
 static void wake(sse_stream *st)
 {
     if (apr_atomic_cas32(&st->wake_pending, 1, 0) == 0) {
@@ -595,345 +543,50 @@ static void wake(sse_stream *st)
     }
 }
 
-static void wake_org(hub_org *o)
+/* The hub's wake callback: sub is the one in a stream's record. */
+static void hub_wake(void *baton, svc_hub_sub_t *sub)
 {
-    sse_stream *st;
-
-    for (st = o->streams; st; st = st->next) {
-        wake(st);
-    }
+    wake((sse_stream *)((char *)sub - offsetof(sse_stream, sub)));
 }
 
-static void wake_all(sse_hub *hub)
+static void hub_log(void *baton, int level, const char *msg)
 {
-    apr_hash_index_t *hi;
-
-    for (hi = apr_hash_first(NULL, hub->orgs); hi; hi = apr_hash_next(hi)) {
-        wake_org(apr_hash_this_val(hi));
-    }
-}
-
-/* Adds one event to the ring, evicting the oldest. Hub locked. */
-static void ring_add(sse_hub *hub, hub_org *o, const svc_event_t *e)
-{
-    ring_entry *slot = &hub->ring[hub->head % SSE_RING];
-
-    if (slot->org_id) {
-        /* The evicted event's org is no longer covered up to it. */
-        hub_org *old = apr_hash_get(hub->orgs, slot->org_id, APR_HASH_KEY_STRING);
-        if (old && old->covered && old->covered_after < slot->id) {
-            old->covered_after = slot->id;
-        }
-        free(slot->org_id);
-        free(slot->run_id);
-        free(slot->target_id);
-        free(slot->kind);
-        free(slot->data);
-    }
-    slot->id = e->id;
-    slot->org_id = strdup(o->org_id);
-    slot->run_id = e->run_id ? strdup(e->run_id) : NULL;
-    slot->target_id = e->target_id ? strdup(e->target_id) : NULL;
-    slot->kind = strdup(e->kind);
-    slot->data = strdup(e->data);
-    if (!slot->org_id || !slot->kind || !slot->data || (e->run_id && !slot->run_id)
-        || (e->target_id && !slot->target_id)) {
-        /* Out of memory: forget the org's coverage; its streams read the table. */
-        o->covered = 0;
-    }
-    hub->head++;
-}
-
-/* What one read of notifications announced: per org, the lowest id. */
-typedef struct {
-    apr_pool_t *pool;
-    apr_hash_t *lowest;         /* org id -> apr_int64_t * */
-} notices_t;
-
-static void collect_notice(void *baton, const char *channel, const char *payload)
-{
-    notices_t *n = baton;
-    const char *org;
-    apr_int64_t id, *low;
-
-    if (svc_events_parse_notice(n->pool, payload, &org, &id) != APR_SUCCESS) {
-        return;
-    }
-    low = apr_hash_get(n->lowest, org, APR_HASH_KEY_STRING);
-    if (!low) {
-        low = apr_palloc(n->pool, sizeof(*low));
-        *low = id;
-        apr_hash_set(n->lowest, org, APR_HASH_KEY_STRING, low);
-    }
-    else if (id < *low) {
-        *low = id;
-    }
-}
-
-/*
- * Reads the new events of the announced orgs into the ring, then wakes
- * their streams. An org's ids commit in order, so everything after the
- * newest id read is new; for an org first heard of since connecting,
- * everything from the first announced id on is.
- */
-static apr_status_t hub_fetch(sse_hub *hub, svc_db_t *db, apr_pool_t *p, notices_t *n)
-{
-    apr_hash_index_t *hi;
-    apr_status_t rv = APR_SUCCESS;
-
-    for (hi = apr_hash_first(p, n->lowest); hi && rv == APR_SUCCESS; hi = apr_hash_next(hi)) {
-        const char *org_id = apr_hash_this_key(hi);
-        apr_int64_t low = *(apr_int64_t *)apr_hash_this_val(hi), after;
-        apr_array_header_t *events;
-        hub_org *o;
-        int i;
-
-        apr_thread_mutex_lock(hub->lock);
-        o = hub_org_get(hub, org_id);
-        after = o->covered ? o->fetched : low - 1;
-        apr_thread_mutex_unlock(hub->lock);
-        do {
-            rv = svc_events_after(db, p, org_id, NULL, SVC_EVENTS_EVERY_TARGET, after,
-                                  SSE_BATCH, (apr_size_t)APR_INT64_MAX, &events);
-            if (rv != APR_SUCCESS) {
-                break;
-            }
-            apr_thread_mutex_lock(hub->lock);
-            if (!o->covered) {
-                o->covered = 1;
-                o->covered_after = after;
-            }
-            for (i = 0; i < events->nelts; i++) {
-                const svc_event_t *e = &APR_ARRAY_IDX(events, i, svc_event_t);
-                ring_add(hub, o, e);
-                after = o->fetched = e->id;
-            }
-            wake_org(o);
-            apr_thread_mutex_unlock(hub->lock);
-        } while (events->nelts == SSE_BATCH);
-    }
-    return rv;
-}
-
-static void hub_forget(sse_hub *hub)
-{
-    apr_hash_index_t *hi;
-
-    apr_thread_mutex_lock(hub->lock);
-    hub->connected = 0;
-    for (hi = apr_hash_first(NULL, hub->orgs); hi; hi = apr_hash_next(hi)) {
-        hub_org *o = apr_hash_this_val(hi);
-        o->covered = 0;
-    }
-    apr_thread_mutex_unlock(hub->lock);
-}
-
-/*
- * The stream places (sql/016) this child gave back since the last call are
- * deleted, and every 30 s the ones it holds are confirmed. On the hub's own
- * connection; what fails waits for the next connection.
- */
-static apr_status_t hub_places(sse_hub *hub, svc_db_t *db, apr_pool_t *p,
-                               apr_time_t *prefreshed)
-{
-    apr_array_header_t *ids;
-    apr_status_t rv = APR_SUCCESS;
-
-    apr_thread_mutex_lock(hub->lock);
-    ids = hub->released->nelts ? apr_array_copy(p, hub->released) : NULL;
-    hub->released->nelts = 0;
-    apr_thread_mutex_unlock(hub->lock);
-    if (ids) {
-        char *list = apr_pstrcat(p, "{", NULL);
-        int i;
-        for (i = 0; i < ids->nelts; i++) {
-            list = apr_psprintf(p, "%s%s%" APR_INT64_T_FMT, list, i ? "," : "",
-                                APR_ARRAY_IDX(ids, i, apr_int64_t));
-        }
-        rv = svc_streams_release(db, p, apr_pstrcat(p, list, "}", NULL));
-        if (rv != APR_SUCCESS) {
-            apr_thread_mutex_lock(hub->lock);
-            apr_array_cat(hub->released, ids);
-            apr_thread_mutex_unlock(hub->lock);
-            return rv;
-        }
-    }
-    if (apr_time_now() - *prefreshed >= SSE_REFRESH) {
-        if ((rv = svc_streams_refresh(db, p, holder)) == APR_SUCCESS) {
-            *prefreshed = apr_time_now();
-        }
-    }
-    return rv;
-}
-
-/* The hub's thread: LISTEN, read, wake; reconnect when the database goes. */
-static void *APR_THREAD_FUNC hub_main(apr_thread_t *thd, void *data)
-{
-    sse_hub *hub = data;
-    apr_pool_t *cp = NULL, *tp;
-    svc_db_t *db = NULL;
-    apr_time_t refreshed = 0;
-    int warned = 0;
-
-    apr_pool_create(&tp, NULL);
-    while (!apr_atomic_read32(&hub->stopping)) {
-        struct pollfd pfd;
-        notices_t n;
-        const char *err = NULL;
-
-        apr_pool_clear(tp);
-        if (!db) {
-            if (cp) {
-                apr_pool_destroy(cp);
-            }
-            apr_pool_create(&cp, NULL);
-            if (svc_db_connect(&db, hub->conninfo, cp, &err) != APR_SUCCESS
-                || svc_db_simple(db, "LISTEN " SVC_EVENTS_CHANNEL, cp) != APR_SUCCESS) {
-                if (!warned++) {
-                    char *why = apr_pstrdup(tp, err ? err : svc_db_errmsg(db));
-                    apr_size_t len = strlen(why);
-                    while (len && (why[len - 1] == '\n' || why[len - 1] == ' ')) {
-                        why[--len] = '\0'; /* libpq ends its messages with one */
-                    }
-                    ap_log_error(APLOG_MARK, APLOG_WARNING, 0, hub->s, "SVC0030: event "
-                                 "streams cannot listen for new events (%s); they read the "
-                                 "database every heartbeat until it is back",
-                                 svc_redact(tp, svc_printable(tp, why, 512)));
-                }
-                db = NULL;
-                apr_sleep(apr_time_from_sec(1));
-                continue;
-            }
-            if (warned) {
-                ap_log_error(APLOG_MARK, APLOG_INFO, 0, hub->s, "SVC0031: event streams "
-                             "listen for new events again");
-            }
-            warned = 0;
-            /* Anything may have been missed meanwhile: the streams catch up
-             * from the table once. */
-            apr_thread_mutex_lock(hub->lock);
-            hub->connected = 1;
-            wake_all(hub);
-            apr_thread_mutex_unlock(hub->lock);
-        }
-        pfd.fd = svc_db_socket(db);
-        pfd.events = POLLIN;
-        pfd.revents = 0;
-        if (pfd.fd < 0 || (poll(&pfd, 1, 500) < 0 && errno != EINTR)) {
-            hub_forget(hub);
-            db = NULL;
-            continue;
-        }
-        /*
-         * Every time round, readable or not: the statements below (and the
-         * reads of events) run on this connection too, and libpq queues the
-         * notifications that arrive meanwhile, where poll() no longer sees
-         * them.
-         */
-        n.pool = tp;
-        n.lowest = apr_hash_make(tp);
-        if (hub_places(hub, db, tp, &refreshed) != APR_SUCCESS
-            || svc_db_notifications(db, collect_notice, &n) != APR_SUCCESS
-            || hub_fetch(hub, db, tp, &n) != APR_SUCCESS) {
-            hub_forget(hub);
-            db = NULL;
-        }
-    }
-    /*
-     * The child is going away, and every stream it holds with it: their
-     * places are given back now, whether or not their requests' cleanups
-     * got to hand them over (a child that exits with streams open would
-     * otherwise leave places counted for 90 s and kept for five minutes).
-     */
-    if (db) {
-        apr_pool_clear(tp);
-        svc_streams_release_all(db, tp, holder);
-    }
-    if (cp) {
-        apr_pool_destroy(cp);
-    }
-    apr_pool_destroy(tp);
-    /*
-     * Returned from, not left with apr_thread_exit: pthread_exit unwinds
-     * past this frame without its epilogue, leaving AddressSanitizer's
-     * marks of the loop's variables on the stack, and the thread's own
-     * teardown then trips on them (a false stack-use-after-scope that
-     * aborted every child at exit under make test SANITIZE=1). The exit
-     * status stays APR_SUCCESS either way; the thread's pool goes with the
-     * child's.
-     */
-    return NULL;
-}
-
-static apr_status_t hub_stop(void *data)
-{
-    sse_hub *hub = data;
-    apr_status_t trv;
-    int i;
-
-    apr_atomic_set32(&hub->stopping, 1);
-    if (hub->thread) {
-        apr_thread_join(&trv, hub->thread);
-    }
-    for (i = 0; i < SSE_RING; i++) {
-        free(hub->ring[i].org_id);
-        free(hub->ring[i].run_id);
-        free(hub->ring[i].target_id);
-        free(hub->ring[i].kind);
-        free(hub->ring[i].data);
-    }
-    return APR_SUCCESS;
+    ap_log_error(APLOG_MARK, level, 0, baton, "%s", msg);
 }
 
 /* The child's hub for this database, started on first use. */
-static sse_hub *hub_for(server_rec *s, const char *conninfo)
+static svc_hub_t *hub_for(server_rec *s, const char *conninfo)
 {
-    sse_hub *hub;
+    sse_hub *h;
 
     apr_thread_mutex_lock(hubs_lock);
-    for (hub = hubs; hub; hub = hub->next) {
-        if (strcmp(hub->conninfo, conninfo) == 0) {
+    for (h = hubs; h; h = h->next) {
+        if (strcmp(h->conninfo, conninfo) == 0) {
             break;
         }
     }
-    if (!hub) {
-        hub = apr_pcalloc(child_pool, sizeof(*hub));
-        hub->conninfo = apr_pstrdup(child_pool, conninfo);
-        hub->s = s;
-        apr_pool_create(&hub->pool, child_pool);
-        hub->orgs = apr_hash_make(hub->pool);
-        hub->released = apr_array_make(hub->pool, 64, sizeof(apr_int64_t));
-        if (apr_thread_mutex_create(&hub->lock, APR_THREAD_MUTEX_DEFAULT, child_pool)
-                != APR_SUCCESS
-            || apr_thread_create(&hub->thread, NULL, hub_main, hub, child_pool)
-                != APR_SUCCESS) {
-            hub = NULL;
+    if (!h) {
+        svc_hub_conf_t conf = { 0 };
+
+        h = apr_pcalloc(child_pool, sizeof(*h));
+        h->conninfo = apr_pstrdup(child_pool, conninfo);
+        conf.conninfo = h->conninfo;
+        conf.holder = holder;
+        conf.wake = hub_wake;
+        conf.log = hub_log;
+        conf.log_baton = s;
+        /* Stopped (and its places given back) when the child's pool goes. */
+        if (svc_hub_create(&h->hub, child_pool, &conf) != APR_SUCCESS
+            || svc_hub_start(h->hub) != APR_SUCCESS) {
+            h = NULL;
         }
         else {
-            apr_pool_cleanup_register(child_pool, hub, hub_stop, apr_pool_cleanup_null);
-            hub->next = hubs;
-            hubs = hub;
+            h->next = hubs;
+            hubs = h;
         }
     }
     apr_thread_mutex_unlock(hubs_lock);
-    return hub;
-}
-
-/* A stream place taken in PostgreSQL, given back when its request's pool
- * goes (the stream ended, or never got suspended). */
-typedef struct {
-    sse_hub *hub;
-    apr_int64_t id;
-} sse_place;
-
-static apr_status_t place_release(void *data)
-{
-    sse_place *pl = data;
-
-    apr_thread_mutex_lock(pl->hub->lock);
-    APR_ARRAY_PUSH(pl->hub->released, apr_int64_t) = pl->id;
-    apr_thread_mutex_unlock(pl->hub->lock);
-    return APR_SUCCESS;
+    return h ? h->hub : NULL;
 }
 
 /* ------------------------------------------------------------------------
@@ -1182,23 +835,6 @@ static void unref(sse_stream *st)
     }
 }
 
-static void hub_unregister(sse_stream *st)
-{
-    sse_hub *hub = st->hub;
-
-    apr_thread_mutex_lock(hub->lock);
-    if (st->prev) {
-        st->prev->next = st->next;
-    }
-    else {
-        st->org->streams = st->next;
-    }
-    if (st->next) {
-        st->next->prev = st->prev;
-    }
-    apr_thread_mutex_unlock(hub->lock);
-}
-
 /*
  * Ends the stream: finishes the response, lets httpd log and free the
  * request, then closes the connection by destroying its pool (2.4 has no
@@ -1214,7 +850,7 @@ static void end_stream(sse_stream *st)
     ap_log_rerror(APLOG_MARK, APLOG_TRACE1, 0, r, "event stream %pp ends (last id %"
                   APR_INT64_T_FMT ")", st, st->last_id);
     st->ended = 1;
-    hub_unregister(st);
+    svc_hub_unsubscribe(st->hub, &st->sub);
     watch_del(st);
     pthread_mutex_lock(&table_lock);
     if (st->table_waiting) {
@@ -1285,6 +921,37 @@ static void finish(sse_stream *st)
     end_stream(st);
 }
 
+/* What a pass through the ring frames into. */
+typedef struct {
+    sse_stream *st;
+    sse_pass *pass;
+    int wrote;
+} ring_pass;
+
+/* svc_hub_read's callback: frames one event of the ring, within the budget. */
+static int frame_from_ring(void *baton, const svc_event_t *e)
+{
+    ring_pass *rp = baton;
+    sse_pass *pass = rp->pass;
+    apr_size_t n;
+
+    if (!pass->budget) {
+        pass->more = 1;
+        return SVC_HUB_FULL;
+    }
+    n = frame(rp->st->bb, e->id, e->kind, e->data);
+    pass->budget = n < pass->budget ? pass->budget - n : 0;
+    rp->wrote = 1;
+    if (asks_recheck(rp->st->recheck_prefix, e->kind)) {
+        pass->recheck = 1;
+    }
+    if (rp->st->until_run_ends && is_final_status(e->kind, e->data)) {
+        pass->final = 1;
+        return SVC_HUB_LAST;
+    }
+    return SVC_HUB_TAKEN;
+}
+
 /*
  * Frames, within the pass's budget, what the stream has not sent: from the
  * ring when the hub covers the stream's org from its last id on, else from
@@ -1292,48 +959,13 @@ static void finish(sse_stream *st)
  */
 static apr_status_t next_events(sse_stream *st, sse_pass *pass)
 {
-    sse_hub *hub = st->hub;
-    apr_uint64_t pos, tail;
-    int from_table = 0, wrote = 0;
+    ring_pass rp = { st, pass, 0 };
     apr_status_t rv = APR_SUCCESS;
+    int from_table;
 
-    apr_thread_mutex_lock(hub->lock);
-    if (!hub->connected || !st->org->covered || st->last_id < st->org->covered_after) {
-        from_table = 1;
-    }
-    else {
-        /* Straight from the ring into the brigade: no copies, no pool. */
-        tail = hub->head > SSE_RING ? hub->head - SSE_RING : 0;
-        for (pos = st->ring_pos > tail ? st->ring_pos : tail; pos < hub->head; pos++) {
-            const ring_entry *re = &hub->ring[pos % SSE_RING];
-            apr_size_t n;
-
-            if (re->id <= st->last_id || strcmp(re->org_id, st->org->org_id) != 0
-                || (st->run_id && (!re->run_id || strcmp(re->run_id, st->run_id) != 0))
-                || !target_matches(st->target_id, re->target_id)) {
-                continue;
-            }
-            if (!pass->budget) {
-                pass->more = 1;
-                break;
-            }
-            n = frame(st->bb, re->id, re->kind, re->data);
-            pass->budget = n < pass->budget ? pass->budget - n : 0;
-            st->last_id = re->id;
-            wrote = 1;
-            if (asks_recheck(st->recheck_prefix, re->kind)) {
-                pass->recheck = 1;
-            }
-            if (st->until_run_ends && is_final_status(re->kind, re->data)) {
-                pass->final = 1;
-                pos++;
-                break;
-            }
-        }
-        st->ring_pos = pos;
-    }
-    apr_thread_mutex_unlock(hub->lock);
-
+    /* Straight from the ring into the brigade: no copies, no pool. */
+    from_table = svc_hub_read(st->hub, &st->sub, st->run_id, st->target_id, &st->last_id,
+                              frame_from_ring, &rp) != APR_SUCCESS;
     if (from_table && !table_enter(st)) {
         pass->later = 1;
     }
@@ -1343,7 +975,7 @@ static apr_status_t next_events(sse_stream *st, sse_pass *pass)
 
         apr_pool_create(&tp, st->r->pool);
         ctx = svc_glue_ctx(st->r, tp);
-        rv = replay(st->r, ctx, tp, st->bb, st->net, st->org->org_id, st->run_id,
+        rv = replay(st->r, ctx, tp, st->bb, st->net, svc_hub_sub_org(&st->sub), st->run_id,
                     st->target_id, st->recheck_prefix, st->until_run_ends, &st->last_id,
                     pass);
         svc_glue_ctx_release(ctx);
@@ -1354,9 +986,9 @@ static apr_status_t next_events(sse_stream *st, sse_pass *pass)
             rv = APR_SUCCESS;
         }
         /* Later wake-ups scan the whole ring again, filtered by id. */
-        st->ring_pos = 0;
+        svc_hub_rewind(&st->sub);
     }
-    else if (wrote) {
+    else if (rp.wrote) {
         rv = flush(st->r, st->bb);
     }
     return rv;
@@ -1537,11 +1169,11 @@ static int stream_refused(request_rec *r, svc_ctx_t *ctx, apr_status_t rv)
  * back when the request's pool goes. APR_SUCCESS, or a problem: 429 when
  * the caller holds as many as allowed.
  */
-static apr_status_t take_place(request_rec *r, svc_ctx_t *ctx, sse_hub *hub, int limit)
+static apr_status_t take_place(request_rec *r, svc_ctx_t *ctx, svc_hub_t *hub, int limit)
 {
     const svc_principal_t *who = ctx->who;
     const char *principal;
-    sse_place *pl;
+    apr_int64_t id;
     svc_db_t *db;
     apr_status_t rv;
 
@@ -1552,21 +1184,17 @@ static apr_status_t take_place(request_rec *r, svc_ctx_t *ctx, sse_hub *hub, int
     }
     principal = who->user_id ? apr_pstrcat(r->pool, "user:", who->user_id, NULL)
                              : apr_pstrcat(r->pool, "target:", who->target_id, NULL);
-    pl = apr_pcalloc(r->pool, sizeof(*pl));
-    pl->hub = hub;
     if ((rv = svc_ctx_db(ctx, &db)) != APR_SUCCESS
-        || (rv = svc_streams_claim(db, r->pool, principal, holder, limit, &pl->id))
-           != APR_SUCCESS) {
+        || (rv = svc_hub_place_take(hub, db, r->pool, principal, limit, &id)) != APR_SUCCESS) {
         return rv;
     }
-    if (!pl->id) {
+    if (!id) {
         apr_table_setn(ctx->headers_out, "Retry-After", SSE_LIMIT_RETRY);
         return svc_fail(ctx, 429, "too_many_streams", "You hold %d event streams open "
                         "already, as many as one %s may (SvcStreamLimit); close one, or "
                         "try again when one has ended.", limit,
                         who->user_id ? "user" : "deploy target");
     }
-    apr_pool_cleanup_register(r->pool, pl, place_release, apr_pool_cleanup_null);
     return APR_SUCCESS;
 }
 
@@ -1579,7 +1207,7 @@ int svc_sse_begin(request_rec *r, svc_ctx_t *ctx)
     apr_int64_t last = spec->after;
     sse_stream *st;
     sse_watch *w;
-    sse_hub *hub;
+    svc_hub_t *hub;
     sse_net *net;
     apr_status_t rv;
 
@@ -1653,16 +1281,9 @@ int svc_sse_begin(request_rec *r, svc_ctx_t *ctx)
     apr_atomic_set32(&st->refs, 3);
     apr_atomic_set32(&st->wake_pending, 1);
 
-    apr_thread_mutex_lock(hub->lock);
-    st->org = hub_org_get(hub, spec->org_id);
-    st->next = st->org->streams;
-    if (st->next) {
-        st->next->prev = st;
-    }
-    st->org->streams = st;
-    apr_thread_mutex_unlock(hub->lock);
+    svc_hub_subscribe(hub, &st->sub, spec->org_id);
     if (watch_add(w, st) != APR_SUCCESS) {
-        hub_unregister(st);
+        svc_hub_unsubscribe(hub, &st->sub);
         pthread_mutex_destroy(&st->lock);
         free(st);
         net_detach(net, r->server->timeout);
@@ -1713,7 +1334,7 @@ void svc_sse_child_init(apr_pool_t *pchild, server_rec *s)
 
 void svc_sse_stopping(void)
 {
-    sse_hub *hub;
+    sse_hub *h;
 
     apr_atomic_set32(&child_stopping, 1);
     if (!hubs_lock) {
@@ -1721,10 +1342,8 @@ void svc_sse_stopping(void)
     }
     /* Every stream ends at its next callback; make that now. */
     apr_thread_mutex_lock(hubs_lock);
-    for (hub = hubs; hub; hub = hub->next) {
-        apr_thread_mutex_lock(hub->lock);
-        wake_all(hub);
-        apr_thread_mutex_unlock(hub->lock);
+    for (h = hubs; h; h = h->next) {
+        svc_hub_wake_all(h->hub);
     }
     apr_thread_mutex_unlock(hubs_lock);
 }

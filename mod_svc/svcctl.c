@@ -17,6 +17,7 @@
 
 #include "svc_kernel.h"
 #include "svc_areas.h"
+#include "svc_admin.h"
 #include "svc_auditlog.h"
 #include "svc_identity.h"
 #include "svc_tenancy.h"
@@ -38,6 +39,11 @@ static const char usage_text[] =
     "  org list [--json]                   every organization, its owner and sizes\n"
     "  org add-member SLUG EMAIL --role admin|member|viewer\n"
     "                                      add a user directly, without an invite\n"
+    "  user suspend|unsuspend EMAIL --reason TEXT\n"
+    "  org suspend|unsuspend SLUG --reason TEXT\n"
+    "                                      suspend (or lift the suspension of) a user or an\n"
+    "                                      organization, as POST /api/admin/... does; in the\n"
+    "                                      platform audit log\n"
     "  token create EMAIL --scope read|write|admin [--org SLUG] [--days N] [--name NAME]\n"
     "                                      print a new personal access token (only the secret)\n"
     "  token list EMAIL [--json]           the user's tokens: metadata, never a secret\n"
@@ -403,6 +409,68 @@ static int cmd_org_create(cli_t *cli)
  * The API only shows a user the orgs they belong to; an operator needs the
  * whole list (to find an org whose owner left, for instance).
  */
+typedef struct {
+    svc_suspend_kind_e kind;
+    const char *key, *reason;
+    int suspend;
+    svc_actor_t actor;
+    const char *id;                 /* out */
+} suspend_t;
+
+static apr_status_t suspend_tx(svc_db_t *db, apr_pool_t *p, void *baton)
+{
+    suspend_t *a = baton;
+
+    return svc_admin_suspend(db, p, &a->actor, a->kind, a->key, a->suspend, a->reason, &a->id);
+}
+
+/* user suspend|unsuspend EMAIL, org suspend|unsuspend SLUG: --reason. */
+static int cmd_suspend(cli_t *cli, svc_suspend_kind_e kind, int suspend)
+{
+    static const char *const with_value[] = { "--reason", NULL };
+    const char *what = kind == SVC_SUSPEND_ORG ? "org" : "user";
+    const char *err;
+    suspend_t a;
+    apr_status_t rv;
+    int rc;
+
+    memset(&a, 0, sizeof(a));
+    if (cli->argc < 1 || cli->argv[0][0] == '-') {
+        return usage(kind == SVC_SUSPEND_ORG ? "org suspend|unsuspend needs a SLUG"
+                                             : "user suspend|unsuspend needs an EMAIL");
+    }
+    if ((err = check_options(cli, 1, with_value, NULL)) != NULL) {
+        return usage(err);
+    }
+    a.key = cli->argv[0];
+    a.reason = opt(cli, "--reason");
+    if (kind == SVC_SUSPEND_ORG ? !svc_slug_valid(a.key) : !svc_email_valid(a.key)) {
+        return usage(kind == SVC_SUSPEND_ORG ? "SLUG must be an organization slug"
+                                             : "EMAIL is not an email address");
+    }
+    if (!a.reason || !*a.reason || strlen(a.reason) > 500) {
+        return usage("--reason must be 1 to 500 characters");
+    }
+    if ((rc = connect_db(cli)) != 0) {
+        return rc;
+    }
+    a.kind = kind;
+    a.suspend = suspend;
+    operator_actor(&a.actor);
+    rv = svc_db_tx(cli->db, cli->pool, suspend_tx, &a);
+    if (rv == SVC_ENOTFOUND) {
+        return fail(a.key, apr_psprintf(cli->pool, "no such %s", what));
+    }
+    if (rv == SVC_ECONFLICT) {
+        return fail(a.key, suspend ? "already suspended" : "not suspended");
+    }
+    if (rv != APR_SUCCESS) {
+        return fail(suspend ? "suspend" : "unsuspend", explain(cli, rv));
+    }
+    printf("%s %s %s\n", what, a.key, suspend ? "suspended" : "no longer suspended");
+    return 0;
+}
+
 static int cmd_org_list(cli_t *cli)
 {
     const char *text;
@@ -984,6 +1052,11 @@ int main(int argc, const char *const *argv)
     else if (IS(0, "org") && IS(1, "add-member")) {
         ARGS(2);
         rc = cmd_org_add_member(&cli);
+    }
+    else if ((IS(0, "user") || IS(0, "org")) && (IS(1, "suspend") || IS(1, "unsuspend"))) {
+        int org = IS(0, "org"), on = IS(1, "suspend");
+        ARGS(2);
+        rc = cmd_suspend(&cli, org ? SVC_SUSPEND_ORG : SVC_SUSPEND_USER, on);
     }
     else if (IS(0, "audit") && IS(1, "verify")) {
         ARGS(2);

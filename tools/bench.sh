@@ -32,6 +32,11 @@
 # them open against without, and delivery times of BENCH_STREAM_EVENTS
 # events from commit to every stream.
 #
+# Then (BENCH_AGENTS, default 100; 0: skip) that many simulated deploy
+# agents (tools/telemetry-bench.pl), each with a running deployment, sending
+# a metrics batch every 15 s and a probe every 10 s for BENCH_AGENT_SECONDS
+# (60): the share of one CPU httpd and PostgreSQL spend on them.
+#
 # Then (BENCH_RUNS, default 100; 0: skip) the cost of a run beyond its
 # model (tools/run-bench.pl): an org of its own whose provider is the fake
 # model of the tests (t/lib/FakeLLM.pm, answering at once), httpd restarted
@@ -42,7 +47,7 @@
 #
 #   BENCH_REQUESTS=200000 BENCH_CONNECTIONS=32 BENCH_WARMUP=5 BENCH_TOKENS=1
 #   BENCH_DOC_REQUESTS=50000 BENCH_SOAK=60 BENCH_STREAMS=2000 BENCH_STREAM_EVENTS=20
-#   BENCH_RUNS=100 PORT=8080
+#   BENCH_AGENTS=100 BENCH_AGENT_SECONDS=60 BENCH_RUNS=100 PORT=8080
 set -euo pipefail
 
 SVC_RUN_LIB=1
@@ -57,6 +62,8 @@ TOKENS=${BENCH_TOKENS:-1}
 SOAK=${BENCH_SOAK:-60}
 STREAMS=${BENCH_STREAMS:-2000}
 STREAM_EVENTS=${BENCH_STREAM_EVENTS:-20}
+AGENTS=${BENCH_AGENTS:-100}
+AGENT_SECONDS=${BENCH_AGENT_SECONDS:-60}
 RUNS=${BENCH_RUNS:-100}
 [[ $RUNS =~ ^[0-9]+$ ]] || { echo "bench: BENCH_RUNS must be a number" >&2; exit 2; }
 [[ $TOKENS =~ ^[1-9][0-9]*$ ]] || { echo "bench: BENCH_TOKENS must be 1 or more" >&2; exit 2; }
@@ -422,6 +429,27 @@ main_bench() {
             --psql "$psql_cmd" --streams "$STREAMS" --events "$STREAM_EVENTS" \
             "${stream_args[@]}") \
             || echo "bench: the stream phase failed" >&2
+    fi
+    # Deploy agents' telemetry (issue 22): an admin of the demo org makes
+    # their targets; their deployments are rows, as the planner and an
+    # agent would have left them running.
+    if [ "$AGENTS" -gt 0 ]; then
+        echo
+        echo "bench: $AGENTS simulated deploy agents reporting telemetry for ${AGENT_SECONDS}s"
+        local admin_user="agents-$BENCH_USER" admin_token pg_pid tpsql
+        "$SVCCTL" user add "$admin_user" >/dev/null
+        "$SVCCTL" org add-member "$DEMO_ORG" "$admin_user" --role admin >/dev/null
+        admin_token=$("$SVCCTL" token create "$admin_user" --scope admin --name "telemetry bench")
+        pg_pid=$(head -n 1 "$PGDATA/postmaster.pid")
+        if [ "$IS_ROOT" = 1 ]; then
+            tpsql="runuser -u $PG_OS_USER -- $PGBIN/psql -X -q -tA -h $PGSOCK -d svc"
+        else
+            tpsql="$PGBIN/psql -X -q -tA -h $PGSOCK -d svc"
+        fi
+        (cd / && perl "$TOP/tools/telemetry-bench.pl" --url "http://127.0.0.1:$PORT" \
+            --org "$DEMO_ORG" --token "$admin_token" --httpd-pid "$HTTPD_PID" \
+            --pg-pid "$pg_pid" --psql "$tpsql" --agents "$AGENTS" --seconds "$AGENT_SECONDS") \
+            || echo "bench: the telemetry phase failed" >&2
     fi
     if [ "$RUNS" -gt 0 ]; then
         local runs_psql

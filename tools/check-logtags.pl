@@ -10,7 +10,7 @@
 #  - a log call's message does not start with a tag: httpd's ap_log_*error
 #    (trace levels excepted, as httpd excepts them; a "%s" format passes on a
 #    message tagged where it was made), and the run supervisor's say() and
-#    ->log() (areas/runs).
+#    ->log() (areas/runs, kernel/svc_hub.c).
 # Comments are not read, so a comment may name a tag it explains.
 use strict;
 use warnings;
@@ -80,7 +80,9 @@ for my $file (sort @files) {
         }
     }
 
-    my $is_runs = $file =~ m{/areas/runs/};
+    # Files whose messages go through a say() of their own or a ->log()
+    # callback: the run supervisor's (areas/runs) and the event hub's.
+    my $is_runs = $file =~ m{/areas/runs/|/kernel/svc_hub\.c$};
     while ($code =~ /\b(ap_log_[rpc]?error|say|->log)\s*\(/g) {
         my ($call, $start) = ($1, pos($code));
         next if ($call eq 'say' || $call eq '->log') && !$is_runs;
@@ -98,7 +100,8 @@ for my $file (sort @files) {
         }
         my $args = substr($code, $start, $j - $start);
         next if $args =~ /\bAPLOG_TRACE\d\b/;
-        next if $call eq 'say' && $args !~ /^\s*s\b/;      # the definition, not a call
+        # The definition (a parameter list), not a call.
+        next if $call eq 'say' && $args =~ /^\s*(?:const\s+)?\w+\s*\*\s*\w+\s*,\s*int\b/;
         my ($first) = grep { $_->[0] >= $start && $_->[0] < $j } @$strings;
         next unless $first;                                 # a message built elsewhere
         next if $first->[1] eq '%s';

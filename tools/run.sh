@@ -237,7 +237,7 @@ EOF
 
 ErrorLog  $errorlog
 LogLevel  info
-LogFormat "%h %l %u %t \"%r\" %>s %b %D %{X-Request-Id}o" svc
+LogFormat "%h %l %u %t \"%r\" %>s %b %D %{svc-route}n %{svc-user}n %{svc-org}n %{X-Request-Id}o" svc
 CustomLog "$VAR/log/access_log" svc
 
 # Workers wait on PostgreSQL, so they stay busy longer than for files; when

@@ -147,7 +147,7 @@ load=$(dpkg-deb --fsys-tarfile "$DEB_MOD1" | tar -xOf - ./etc/apache2/mods-avail
 grep -qx '# Depends: dbd' <<<"$load" || fail "svc.load does not make a2enmod enable mod_dbd"
 ok "svc.load declares '# Depends: dbd' for a2enmod"
 svcconf=$(dpkg-deb --fsys-tarfile "$DEB_MOD1" | tar -xOf - ./etc/apache2/mods-available/svc.conf)
-grep -qxF 'LogFormat "%h %l %u %t \"%r\" %>s %b \"%{User-agent}i\" %{X-Request-Id}o" svc' <<<"$svcconf" \
+grep -qxF 'LogFormat "%h %l %u %t \"%r\" %>s %b \"%{User-agent}i\" %{svc-route}n %{svc-user}n %{svc-org}n %{X-Request-Id}o" svc' <<<"$svcconf" \
     && grep -qxF 'GlobalLog ${APACHE_LOG_DIR}/svc_access.log svc env=SVC_REQUEST_ID' <<<"$svcconf" \
     || fail "svc.conf does not ship the access log with request ids on"
 ok "svc.conf logs each answer's X-Request-Id to \${APACHE_LOG_DIR}/svc_access.log"
@@ -194,7 +194,7 @@ grep -qx 'cn /etc/httpd/conf.d/svc.conf' <<<"$flags" && grep -qx 'cn /etc/httpd/
     || fail "the .conf files are not %config(noreplace): $flags"
 ok "both are %config(noreplace)"
 svcconf=$(cd "$OUT" && rpm2cpio "$RPM1" | cpio -i --quiet --to-stdout ./etc/httpd/conf.d/svc.conf)
-grep -qxF 'LogFormat "%h %l %u %t \"%r\" %>s %b \"%{User-agent}i\" %{X-Request-Id}o" svc' <<<"$svcconf" \
+grep -qxF 'LogFormat "%h %l %u %t \"%r\" %>s %b \"%{User-agent}i\" %{svc-route}n %{svc-user}n %{svc-org}n %{X-Request-Id}o" svc' <<<"$svcconf" \
     && grep -qxF 'GlobalLog logs/svc_access_log svc env=SVC_REQUEST_ID' <<<"$svcconf" \
     || fail "the RPM's svc.conf does not ship the access log with request ids on (logs/svc_access_log)"
 ok "svc.conf logs each answer's X-Request-Id to logs/svc_access_log"

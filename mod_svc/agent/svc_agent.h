@@ -18,6 +18,7 @@
  *   svc_agent_main.c  configuration, the main loop, signals
  *   svc_agent_work.c  deployments: checkout, replicas, health, teardown, hand-over
  *   svc_agent_done.c  the work it has done, and its reports
+ *   svc_agent_telemetry.c  samples, probes and logs sent to the service
  *   svc_agent_http.c  the service: requests, downloads, the event stream
  *   svc_agent_util.c  files, directories, processes
  *   svc_agent_log.c   settings, the log, strings
@@ -52,6 +53,8 @@ typedef struct {
     int port_lo, port_hi;   /* replicas' ports are taken from this range */
     int heartbeat;          /* seconds between heartbeats */
     int health_timeout;     /* seconds a deployment may take to become healthy */
+    int metrics_interval;   /* seconds between resource samples (and their batches) */
+    int probe_interval;     /* seconds between health probes */
     char **runner;          /* NULL: bubblewrap; else an argv template (podman...) */
 } agent_conf_t;
 
@@ -119,10 +122,30 @@ void work_sync(const json_t *view);
 void work_event(const json_t *work);
 /* Reaps, restarts, health-checks, finishes pending work, retries reports. */
 void work_supervise(void);
+/* Probes and samples the replicas when due, and sends them (telemetry). */
+void work_telemetry(void);
 /* Every deployment's replicas, for a heartbeat ({dep_id: {replicas: [...]}}). */
 json_t *work_workloads(void);
 /* Stops every replica (the agent is stopping). */
 void work_shutdown(void);
+
+/* ------------------------------------------------------------------------
+ * Telemetry (svc_agent_telemetry.c)
+ */
+
+/* Milliseconds of the monotonic clock. */
+long long tel_now_ms(void);
+/* A replica's resources now (pid 0: it does not run), kept for the batch. */
+void tel_sample(const char *dep_id, int replica, int pid, int restarts);
+/* A health probe's result; latency_ms -1: no answer. */
+void tel_probe(const char *dep_id, int replica, int ok, int latency_ms);
+/* Sends what waits: log uploads to try again, then the batch. */
+void tel_flush(void);
+/* Forgets what waits of a deployment (torn down, handed over). */
+void tel_forget(const char *dep_id);
+/* One deployment.logs_requested event: uploads the last lines of each
+ * replica's output (tried again by tel_flush when it cannot be sent). */
+void tel_logs_requested(const json_t *data);
 
 /* ------------------------------------------------------------------------
  * Utilities (svc_agent_util.c)

@@ -6,7 +6,9 @@
  * not be readable by group or others, since it holds the key) and from the
  * environment, which wins: SVC_AGENT_URL, SVC_AGENT_KEY, SVC_AGENT_DIR,
  * SVC_AGENT_CA_FILE, SVC_AGENT_PORTS, SVC_AGENT_SEPARATE_DIR,
- * SVC_AGENT_HEARTBEAT, SVC_AGENT_HEALTH_TIMEOUT, SVC_AGENT_RUNNER. Never
+ * SVC_AGENT_HEARTBEAT, SVC_AGENT_HEALTH_TIMEOUT, SVC_AGENT_RUNNER, and for
+ * tests only SVC_AGENT_METRICS_INTERVAL and SVC_AGENT_PROBE_INTERVAL
+ * (seconds; 15 and 10 unless set: the service's figures assume those). Never
  * from argv, where every user of the machine could read the key. The key
  * is taken out of the environment once read, so no process the agent
  * starts inherits it.
@@ -109,6 +111,15 @@ static const char *set(const char *name, const char *value)
         conf.port_lo = lo;
         conf.port_hi = hi;
     }
+    else if (strcmp(name, "metrics_interval") == 0 || strcmp(name, "probe_interval") == 0) {
+        char *end;
+        long v = strtol(value, &end, 10);
+        if (!*value || *end || v < 1 || v > 3600) {
+            return "metrics_interval and probe_interval are seconds, 1 to 3600";
+        }
+        *(strcmp(name, "metrics_interval") == 0 ? &conf.metrics_interval
+                                                : &conf.probe_interval) = (int)v;
+    }
     else if (strcmp(name, "heartbeat") == 0 || strcmp(name, "health_timeout") == 0) {
         char *end;
         long v = strtol(value, &end, 10);
@@ -200,6 +211,8 @@ static int read_env(void)
         { "SVC_AGENT_CA_FILE", "ca_file" }, { "SVC_AGENT_PORTS", "ports" },
         { "SVC_AGENT_SEPARATE_DIR", "separate_dir" }, { "SVC_AGENT_HEARTBEAT", "heartbeat" },
         { "SVC_AGENT_HEALTH_TIMEOUT", "health_timeout" }, { "SVC_AGENT_RUNNER", "runner" },
+        { "SVC_AGENT_METRICS_INTERVAL", "metrics_interval" },
+        { "SVC_AGENT_PROBE_INTERVAL", "probe_interval" },
     };
     size_t i;
 
@@ -254,6 +267,8 @@ static int configure(void)
     conf.port_hi = 29999;
     conf.heartbeat = 15;
     conf.health_timeout = 60;
+    conf.metrics_interval = 15;
+    conf.probe_interval = 10;
     if (read_config(path ? path : DEFAULT_CONFIG, path != NULL) < 0 || read_env() < 0) {
         return -1;
     }
@@ -356,6 +371,15 @@ static void on_event(const sse_event_t *ev, void *baton)
             json_decref(data);
         }
     }
+    else if (strcmp(ev->kind, "deployment.logs_requested") == 0) {
+        if (!(data = json_loads(ev->data, 0, &jerr))) {
+            alog(AL_WARNING, "event %lld: its data is not JSON; ignored", ev->id);
+        }
+        else {
+            tel_logs_requested(data);
+            json_decref(data);
+        }
+    }
     else if (strcmp(ev->kind, "target.key_rotated") == 0) {
         alog(AL_INFO, "the target's key was rotated; this agent's key is checked again");
     }
@@ -454,6 +478,9 @@ int main(int argc, char **argv)
             usleep(500 * 1000);
         }
         work_supervise();
+        if (synced) {
+            work_telemetry();
+        }
         done_retry();
         now = time(NULL);
         if (synced && stream && now >= next_beat) {

@@ -149,6 +149,7 @@ static void dep_forget(dep_t *d)
             break;
         }
     }
+    tel_forget(d->id);
     json_decref(d->desired);
     free(d->id);
     free(d->commit);
@@ -1152,6 +1153,41 @@ void work_restore(void)
     free(root);
 }
 
+/*
+ * Telemetry: every probe interval, a probe of each replica that should run
+ * (one that does not run is down); every metrics interval, a sample of
+ * each, and the batch goes. Only a deployment with its checkout and plan:
+ * nothing is said of one still being fetched.
+ */
+static void telemetry(time_t now)
+{
+    static time_t next_probe, next_sample;
+    dep_t *d;
+    int i;
+
+    if (now >= next_probe) {
+        next_probe = now + conf.probe_interval;
+        for (d = deps; d; d = d->next) {
+            for (i = 0; i < d->want && d->command && d->commit; i++) {
+                replica_t *r = &d->reps[i];
+                long long t0 = tel_now_ms();
+                int ok = r->pid && health_ok(r->port, d->health_path ? d->health_path : "/");
+                int ms = (int)(tel_now_ms() - t0);
+                tel_probe(d->id, i, ok, r->pid ? ms : -1);
+            }
+        }
+    }
+    if (now >= next_sample) {
+        next_sample = now + conf.metrics_interval;
+        for (d = deps; d; d = d->next) {
+            for (i = 0; i < d->want && d->command && d->commit; i++) {
+                tel_sample(d->id, i, (int)d->reps[i].pid, d->reps[i].restarts_total);
+            }
+        }
+        tel_flush();
+    }
+}
+
 void work_supervise(void)
 {
     time_t now = time(NULL);
@@ -1232,6 +1268,11 @@ void work_supervise(void)
             free(w);
         }
     }
+}
+
+void work_telemetry(void)
+{
+    telemetry(time(NULL));
 }
 
 json_t *work_workloads(void)

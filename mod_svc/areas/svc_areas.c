@@ -4,6 +4,7 @@
  * changes.
  */
 #include "svc_areas.h"
+#include "svc_admin.h"
 #include "svc_attachments.h"
 #include "svc_auditlog.h"
 #include "svc_deploy.h"
@@ -33,6 +34,7 @@ const svc_area_t *const svc_areas[] = {
     &svc_vcs_area,
     &svc_deploy_area,
     &svc_billing_area,
+    &svc_admin_area,
     NULL
 };
 

@@ -10,7 +10,7 @@
 
 static const svc_stmt_t st_org_membership = {
     "svc_orgs_membership",
-    "SELECT o.id, o.slug, o.name, m.role FROM orgs o"
+    "SELECT o.id, o.slug, o.name, m.role, o.suspended_at IS NOT NULL FROM orgs o"
     " JOIN org_members m ON m.org_id = o.id AND m.user_id = $2"
     " WHERE o.slug = $1",
     2, SVC_STMT_READ
@@ -79,7 +79,8 @@ apr_status_t svc_member_hold(svc_db_t *db, apr_pool_t *p, const char *org_id,
 }
 
 /* The org a row of st_org_membership or st_org_by_slug names: id, slug,
- * name, and the caller's role when the row has one (else none). */
+ * name, and the caller's role and the org's suspension when the row has
+ * them (else none). */
 static apr_status_t orgref_of(apr_pool_t *p, const svc_dbres_t *res, svc_orgref_t **porg)
 {
     svc_orgref_t *org;
@@ -93,6 +94,7 @@ static apr_status_t orgref_of(apr_pool_t *p, const svc_dbres_t *res, svc_orgref_
     org->name = svc_dbres_str(res, 0, 2);
     org->role = svc_dbres_cols(res) > 3 ? svc_role_parse(svc_dbres_str(res, 0, 3))
                                         : SVC_ROLE_NONE;
+    org->suspended = svc_dbres_cols(res) > 4 && svc_dbres_bool(res, 0, 4) == 1;
     *porg = org;
     return APR_SUCCESS;
 }

@@ -16,6 +16,14 @@ static const svc_stmt_t st_audit_insert = {
     11, 0
 };
 
+static const svc_stmt_t st_platform_audit_insert = {
+    "svc_platform_audit_insert",
+    "INSERT INTO platform_audit_log (actor_kind, actor_user_id, actor_token_id, action,"
+    " target_type, target_id, data, ip, user_agent, request_id)"
+    " VALUES ($1, $2, $3, $4, $5, $6, $7::jsonb, $8, $9, $10)",
+    10, 0
+};
+
 void svc_actor_from_ctx(const svc_ctx_t *ctx, svc_actor_t *a)
 {
     /* A deploy agent acts for its target: no user, no token. */
@@ -69,4 +77,23 @@ apr_status_t svc_audit_member(svc_ctx_t *ctx, svc_db_t *db, const char *action,
     svc_actor_from_ctx(ctx, &actor);
     return svc_audit_write(db, ctx->pool, &actor, ctx->org->id, action, target_type, target_id,
                            data);
+}
+
+apr_status_t svc_platform_audit_write(svc_db_t *db, apr_pool_t *p, const svc_actor_t *a,
+                                      const char *action, const char *target_type,
+                                      const char *target_id, const json_t *data)
+{
+    const char *params[10];
+
+    params[0] = a->kind;
+    params[1] = a->user_id;
+    params[2] = a->token_id;
+    params[3] = action;
+    params[4] = target_type;
+    params[5] = target_id;
+    params[6] = data ? svc_json_dump(p, data) : "{}";
+    params[7] = (a->ip && *a->ip) ? a->ip : NULL;
+    params[8] = a->user_agent ? svc_printable(p, a->user_agent, 512) : NULL;
+    params[9] = a->request_id;
+    return svc_db_exec(db, &st_platform_audit_insert, p, NULL, params);
 }

@@ -37,6 +37,16 @@ apr_status_t svc_audit_write(svc_db_t *db, apr_pool_t *p, const svc_actor_t *act
                              const json_t *data);
 
 /*
+ * Appends one entry to the platform audit log (sql/024): what a platform
+ * operator did (a founder through /api/admin, or svcctl), one chain of its
+ * own. Otherwise as svc_audit_write; target_type is user, org,
+ * vcs_delivery or billing_event.
+ */
+apr_status_t svc_platform_audit_write(svc_db_t *db, apr_pool_t *p, const svc_actor_t *actor,
+                                      const char *action, const char *target_type,
+                                      const char *target_id, const json_t *data);
+
+/*
  * The entry of a change made by the request's caller in their org, in the
  * caller's transaction: their membership held first (svc_member_hold: a
  * removal meanwhile answers 404, and the audit chain's lock is taken last),

@@ -252,6 +252,16 @@ apr_status_t svc_auth_check(svc_ctx_t *ctx)
     if ((route->flags & SVC_RF_FOUNDER) && (rv = svc_auth_confirm(ctx)) != APR_SUCCESS) {
         return rv;
     }
+    /*
+     * The operator's API is not part of the user-facing surface: to anyone
+     * but a founder (by session, or by a token bound to no org) it does
+     * not exist. Other founder routes (the App's setup page) say 403.
+     */
+    if ((route->flags & SVC_RF_FOUNDER) && strncmp(route->path, SVC_ADMIN_PREFIX,
+                                                    sizeof(SVC_ADMIN_PREFIX) - 1) == 0
+        && (!ctx->who->founder || svc_auth_binding(ctx))) {
+        return svc_fail(ctx, 404, "not_found", "No such resource.");
+    }
     if ((route->flags & SVC_RF_FOUNDER) && !ctx->who->founder) {
         return svc_fail(ctx, 403, "forbidden", "Only a platform operator may do this.");
     }
@@ -295,6 +305,12 @@ apr_status_t svc_auth_check(svc_ctx_t *ctx)
         }
         if (rv != APR_SUCCESS) {
             return rv;
+        }
+        /* Members learn why; outsiders got their 404 above. Read with the
+         * membership on every request, so it holds at once on every node. */
+        if (ctx->org->suspended) {
+            return svc_fail(ctx, 403, "org_suspended", "The organization %s is suspended by "
+                            "the platform's operator; contact them.", slug);
         }
         if (ctx->org->role < route->role) {
             return svc_fail(ctx, 403, "forbidden",

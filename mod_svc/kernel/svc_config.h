@@ -98,6 +98,10 @@ struct svc_config_t {
     const struct svc_billing_t *billing;    /* plans, the provider's keys and URL */
     const char *billing_off;        /* why the payment routes are off, or NULL */
     int billing_timeout_ms;         /* SvcBillingTimeout: one call to the provider */
+
+    /* What the processes of this httpd share (svc_shared.h): made by the
+     * parent at start, the same for every server; NULL if it could not be. */
+    struct svc_shared_t *shared;
 };
 
 /*

@@ -356,6 +356,9 @@ apr_status_t svc_reply_stream(svc_ctx_t *ctx, const char *org_id, const char *ru
     st->run_id = run_id;
     st->after = after < 0 ? 0 : after;
     st->until_run_ends = until_run_ends;
+    /* An operator's suspension (access.suspension) ends a stream at once
+     * rather than at the next periodic check (docs/api/admin.md). */
+    st->recheck_prefix = "access.";
     ctx->stream = st;
     ctx->status = 200;
     ctx->content_type = "text/event-stream; charset=utf-8";

@@ -45,6 +45,7 @@ struct svc_orgref_t {
     const char *slug;
     const char *name;
     svc_role_e role;
+    int suspended;              /* an operator suspended the org (svc_auth_check refuses) */
 };
 
 /* The project a route under /projects/:projectSlug addresses, with the

@@ -8,7 +8,7 @@
  * misses and repeats nothing; each org counts its own, without gaps
  * (sql/017_hardening2.sql), so they are unique per org only and tell
  * nothing of other orgs' activity. Each commit notifies the svc_events
- * channel, which wakes the streams of every httpd child (mod_svc_sse.c).
+ * channel, which the hub of every httpd child hears (svc_hub.h).
  */
 #ifndef SVC_EVENTLOG_H
 #define SVC_EVENTLOG_H

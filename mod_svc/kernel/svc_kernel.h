@@ -8,7 +8,9 @@
  * (svc_access.h), paging and row-shaped JSON (svc_page.h), audit writing
  * (svc_audit_write.h), how a handler writes (svc_write.h: its change and its
  * answer in one transaction), rate limits (svc_ratelimit.h), the configuration
- * (svc_config.h), OpenAPI (svc_openapi.h) and health (svc_health.h).
+ * (svc_config.h), OpenAPI (svc_openapi.h), health (svc_health.h), the event
+ * log (svc_eventlog.h) and the hub of new events behind the live streams
+ * (svc_hub.h).
  */
 #ifndef SVC_KERNEL_H
 #define SVC_KERNEL_H
@@ -23,11 +25,13 @@
 #include "svc_dispatch.h"
 #include "svc_eventlog.h"
 #include "svc_health.h"
+#include "svc_hub.h"
 #include "svc_idempotency.h"
 #include "svc_openapi.h"
 #include "svc_page.h"
 #include "svc_ratelimit.h"
 #include "svc_route.h"
+#include "svc_shared.h"
 #include "svc_write.h"
 
 /* The kernel's own routes: the OpenAPI document and health (svc_kernel_routes.c). */

@@ -69,11 +69,20 @@ static const svc_route_t routes[] = {
       .summary = "Readiness: database reachable at the needed schema version",
       .description = "For load balancers and monitoring: 200 when this server can serve, "
         "503 (`database_unavailable`, `schema_behind`) when it cannot." },
+    { .method = "GET", .path = "/internal/ready", .handler = svc_h_ready,
+      .auth = SVC_AUTH_INTERNAL, .flags = SVC_RF_NO_DB, .op_id = "getReady",
+      .tag = "Service", .response = &svc_schema_ready,
+      .summary = "Readiness for a load balancer: database, schema, run supervisor",
+      .description = "200 when this node can serve; 503 `not_ready` otherwise, whose "
+        "`errors` name each thing wrong: `database` (`database_unavailable`), `schema` "
+        "(`schema_behind`), `supervisor` (`supervisor_down`: the run supervisor of this node "
+        "has not started, or has not gone round its loop within its lease). "
+        "`/internal/health` stays the cheap liveness check." },
     SVC_ROUTE_END,
 };
 
 static const svc_tag_t tags[] = {
-    { "Service", "The service itself: this document and the health check." },
+    { "Service", "The service itself: this document, the health and readiness checks." },
     { NULL, NULL }
 };
 

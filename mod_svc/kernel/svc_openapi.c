@@ -501,7 +501,8 @@ static const problem_def_t problems[] = {
       "(`budget_exceeded`): nothing new was started." },
     { 403, "Forbidden", "Not allowed: the token's scope (`insufficient_scope`), your role "
       "(`forbidden`), a cookie-authenticated change from an untrusted origin (`csrf_failed`), "
-      "or the route's own reason." },
+      "an account (`account_suspended`) or organization (`org_suspended`) the platform's "
+      "operator suspended, or the route's own reason." },
     { 404, "NotFound", "No such thing, or not visible to you (`not_found`): other "
       "organizations' objects answer 404, never 403." },
     { 409, "Conflict", "The state does not allow it: `conflict` (a database rule, a stale "

@@ -153,6 +153,10 @@ struct svc_route_t {
                                      * it at start (svc_openapi_check) */
 };
 
+/* The operator's API: its routes are SVC_RF_FOUNDER, and answer 404 to
+ * everyone else (svc_auth_check). */
+#define SVC_ADMIN_PREFIX "/api/admin/"
+
 /* Ends a route array. */
 #define SVC_ROUTE_END { .method = NULL }
 

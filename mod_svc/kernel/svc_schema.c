@@ -76,6 +76,28 @@ static const svc_col_t health_keys[] = {
     SVC_COL_END
 };
 
+static const svc_col_t ready_keys[] = {
+    { .key = "status", .type = SVC_COL_TEXT, .values = SVC_VALUES("ready") },
+    { .key = "database", .type = SVC_COL_TEXT, .values = SVC_VALUES("ok") },
+    { .key = "schema_version", .type = SVC_COL_INT,
+      .description = "The database's migration level." },
+    { .key = "schema_required", .type = SVC_COL_INT,
+      .description = "The level this build needs (at most schema_version)." },
+    { .key = "supervisor", .type = SVC_COL_TEXT, .values = SVC_VALUES("ok", "off"),
+      .description = "`ok`: the run supervisor of this node went round its loop within its "
+        "lease; `off`: this node runs none (SvcRunSupervisor Off)." },
+    { .key = "version", .type = SVC_COL_TEXT, .example = "0.1.0",
+      .description = "The module's version." },
+    SVC_COL_END
+};
+
+const svc_schema_t svc_schema_ready = {
+    .name = "Readiness",
+    .description = "This node can serve: the database answers at the schema this build "
+        "needs, and its run supervisor, if it runs one, is alive.",
+    .keys = ready_keys
+};
+
 const svc_schema_t svc_schema_health = {
     .name = "Health",
     .description = "Ready: the database answers, at the schema this build needs.",

@@ -133,5 +133,6 @@ typedef struct {
 extern const svc_schema_t svc_schema_problem;
 extern const svc_schema_t svc_schema_page;
 extern const svc_schema_t svc_schema_health;
+extern const svc_schema_t svc_schema_ready;
 
 #endif /* SVC_SCHEMA_H */

@@ -248,7 +248,7 @@ is(audits('billing.subscription.updated'), $audits + 1, '... audited');
     ($s) = api(GET => '/api/admin/billing/events/evt_nosuch', token => $ftok);
     is($s, 404, 'an unknown one: 404');
     ($s) = api(GET => '/api/admin/billing/events', token => $tok);
-    is($s, 403, 'not a founder: 403');
+    is($s, 404, 'not a founder: 404, as if it did not exist (issue 24)');
 }
 
 done_testing();

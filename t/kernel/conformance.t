@@ -104,6 +104,11 @@ my $work_id = 'wrk_' . join '', map { ('a'..'z')[rand 26] } 1 .. 22;
 psql("INSERT INTO deploy_work (id, org_id, target_id, deployment_id, action, spec) VALUES "
      . "('$work_id', '" . org_id_of($org) . "', '$target->{id}', '$deployment->{id}', "
      . "'deploy', '{}')");
+# Logs of it, as its agent would have uploaded them (GET .../logs answers them).
+my $log_id = 'lgr_' . join '', map { ('a'..'z')[rand 26] } 1 .. 22;
+psql("INSERT INTO deploy_log_requests (id, org_id, deployment_id, target_id, lines, uploaded_at, "
+     . "body) VALUES ('$log_id', '" . org_id_of($org) . "', '$deployment->{id}', "
+     . "'$target->{id}', 10, now(), E'replica 0 | victim\\n')");
 
 # Real ids of the victim org for each path parameter; unknown ones get a
 # random id of the right shape.
@@ -191,13 +196,23 @@ my %owner_pat;
 for my $scope (qw(read write)) {
     $owner_pat{$scope} = new_token($owner, scope => $scope);
 }
+# The operator's routes are the founders' only: a founder's lower tokens
+# meet their scope (to anyone else they do not exist: below).
+my $founder = new_user('conformance-founder', founder => 1);
+my %founder_pat;
+for my $scope (qw(read write)) {
+    $founder_pat{$scope} = new_token($founder, scope => $scope);
+}
+sub operator_route { $_[0]{founder} && $_[0]{path} =~ m{^/api/admin/} }
 my $scope_checks = 0;
 for my $r (@user) {
     for my $have (qw(read write)) {
         next unless $scope_rank{$have} < $scope_rank{ $r->{scope} };
         my $before = db_digest();
         my ($status, $p, $res) = api($r->{method} => path_for($r->{path}),
-                                     token => $owner_pat{$have}, valid_body($r));
+                                     token => operator_route($r) ? $founder_pat{$have}
+                                                                 : $owner_pat{$have},
+                                     valid_body($r));
         is($status, 403, "$have PAT: $r->{method} $r->{path} is 403");
         is($p && $p->{code}, 'insufficient_scope', '... insufficient_scope');
         like($res->header('WWW-Authenticate') // '', qr/insufficient_scope/,
@@ -256,6 +271,40 @@ for my $r (grep { !unsafe($_) } @tenant) {
 
 ok(scalar @tenant >= 20, scalar(@tenant) . ' tenant routes covered');
 
+# --- the operator's routes: 404 to everyone but a founder ---------------------------------
+# Issue 24: /api/admin/ is not part of the user-facing surface. Whoever is
+# not a founder, by session or by a token bound to no org, is told nothing,
+# and nothing changes.
+{
+    my @operator = grep { operator_route($_) } @user;
+    my $bound_founder = new_user('conformance-bound', founder => 1);
+    my @not = (
+        [ 'the owner\'s session' => cookie => new_session($owner), csrf_ok() ],
+        [ 'the owner\'s admin PAT' => token => $owner_tok ],
+        [ 'a founder\'s admin PAT bound to an org' => token => new_token(
+              $bound_founder, scope => 'admin',
+              org => new_org($bound_founder, prefix => 'bound-founder')) ],
+    );
+    for my $r (@operator) {
+        for my $c (@not) {
+            my ($name, @auth) = @$c;
+            my $before = db_digest();
+            my ($status, $p) = api($r->{method} => path_for($r->{path}), @auth, valid_body($r));
+            is($status, 404, "$name: $r->{method} $r->{path} is 404");
+            is($p && $p->{code}, 'not_found', '... not_found');
+            is_deeply(db_digest(), $before, '... and nothing changed');
+        }
+    }
+    ok(scalar @operator >= 10, scalar(@operator) . ' operator routes covered');
+    # A founder's unbound admin token reaches the lists, so the 404s were
+    # about the callers.
+    my $ftok = new_token($founder, scope => 'admin');
+    for my $r (grep { !unsafe($_) && $_->{path} !~ /:/ && $_->{op_id} =~ /^admin/ } @operator) {
+        my ($status) = api(GET => $r->{path}, token => $ftok);
+        is($status, 200, "the founder: GET $r->{path} is 200");
+    }
+}
+
 # --- the agents' routes: a deploy target's key and nothing else -------------------------
 {
     my @agent = grep { $_->{auth} eq 'agent' } @routes;
@@ -264,6 +313,7 @@ ok(scalar @tenant >= 20, scalar(@tenant) . ' tenant routes covered');
     is($st, 201, "another org's deploy target");
     my $agent_path = sub {
         (my $p = $_[0]) =~ s{:workId}{$work_id};
+        $p =~ s{:requestId}{$log_id};
         $p =~ s{:id}{$deployment->{id}};
         return $p;
     };

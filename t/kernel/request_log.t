@@ -27,16 +27,26 @@ my ($st3, $ct3, undef, $head3) = raw_http('GET /api/me%2F HTTP/1.1');
 is($st3, 404, 'an encoded slash: 404');
 my ($rid3) = $head3 =~ /^X-Request-Id:\s*(\S+)/mi;
 ok($rid3, '... with a request id too');
+my $org = new_org($user, prefix => 'request-log');
+my $uid = user_id_of($user);
+my ($st4, undef, $res4) = api(GET => "/api/orgs/$org/members", token => $tok);
+is($st4, 200, 'a tenant route');
+my $rid4 = $res4->header('X-Request-Id') // '';
 
 my $access = '';
 wait_for(sub {
     $access = do { local (@ARGV, $/) = (catfile(t_logs(), 'access_log')); <> } // '';
-    return index($access, $rid) >= 0 && index($access, $rid2) >= 0 && index($access, $rid3) >= 0;
+    return index($access, $rid) >= 0 && index($access, $rid2) >= 0 && index($access, $rid3) >= 0
+           && index($access, $rid4) >= 0;
 }, timeout => 10);
-like($access, qr{"GET /api/me HTTP/1\.1" 200 \d+ "mod_svc-tests/1" \Q$rid\E$}m,
-     'access_log: the line of GET /api/me ends with its request id');
-like($access, qr{"GET /api/orgs/no-such-org-$$ HTTP/1\.1" 404 \d+ "mod_svc-tests/1" \Q$rid2\E$}m,
-     '... the failed one with its own');
-like($access, qr{"GET /api/me%2F HTTP/1\.1" 404 \d+ "-" \Q$rid3\E$}m, '... and the refused one');
+like($access, qr{"GET /api/me HTTP/1\.1" 200 \d+ "mod_svc-tests/1" /api/me \Q$uid\E - \Q$rid\E$}m,
+     'access_log: the line of GET /api/me names its route, its user, no org, and ends with '
+     . 'its request id');
+like($access, qr{"GET /api/orgs/no-such-org-$$ HTTP/1\.1" 404 \d+ "mod_svc-tests/1" /api/orgs/:orgSlug \Q$uid\E - \Q$rid2\E$}m,
+     '... the failed one: the route\'s template, never the raw path, and its own id');
+like($access, qr{"GET /api/me%2F HTTP/1\.1" 404 \d+ "-" - - - \Q$rid3\E$}m,
+     '... and the refused one: no route, no user');
+like($access, qr{"GET /api/orgs/\Q$org\E/members HTTP/1\.1" 200 \d+ "mod_svc-tests/1" /api/orgs/:orgSlug/members \Q$uid\E \Q$org\E \Q$rid4\E$}m,
+     '... a tenant route: the org\'s slug too');
 
 done_testing();

@@ -580,7 +580,9 @@ sub csrf_ok { return (headers => { 'X-Requested-With' => 'mod_svc-tests' }) }
 my %touched = (api_tokens     => [qw(last_used_at last_used_ip)],
                sessions       => [qw(last_seen_at ip)],
                deployments    => [qw(workload workload_at usage_from)],
-               deploy_targets => [qw(last_seen_at agent_version agent_hostname)]);
+               deploy_targets => [qw(last_seen_at agent_version agent_hostname)],
+               # An agent's reports move its deployment's incident along.
+               deploy_incidents => [qw(failures last_failure_at recovered_at)]);
 my %skip = (usage_records => "t.kind = 'deployment'");
 sub db_digest {
     # What works in the background settles first: the run supervisor (as
@@ -592,7 +594,9 @@ sub db_digest {
     }, timeout => 60, interval => 0.05);
     my @tables = map { $_->[0] } psql(
         "SELECT tablename FROM pg_tables WHERE schemaname = 'public' "
-        . "AND tablename NOT IN ('audit_log', 'rate_limits', 'event_streams') "
+        . "AND tablename NOT IN ('audit_log', 'rate_limits', 'event_streams', "
+        # A running agent's samples and probes arrive all the time.
+        . "'deploy_metrics', 'deploy_probes') "
         . 'ORDER BY tablename');
     my $sql = join ' UNION ALL ', map {
         my $drop = join ', ', map { "'$_'" } @{ $touched{$_} // [] };

@@ -112,7 +112,7 @@ is(scalar(grep { index($_, $T) >= 0 } split /\n/, $access), 0, 'access_log: the 
 is(scalar(grep { index($_, $T) >= 0 } split /\n/, $errors), 0, 'error_log: the token nowhere');
 like($access, qr{"GET /api/share/\[REDACTED\]/documents/\Q$D\E HTTP/1\.1" 200 },
      'access_log: the request line with [REDACTED] for the token, the rest kept');
-like($access, qr{"GET /api/share/\[REDACTED\] HTTP/1\.1" 404 \d+ "-" req_},
+like($access, qr{"GET /api/share/\[REDACTED\] HTTP/1\.1" 404 \d+ "-" - - - req_},
      '... a refused one with its request id');
 like($access, qr{"GET /api/share/\[REDACTED\] HTTP/1\.1" 414 }, '... the long one too');
 like($errors, qr{AH10244: invalid URI path \(/\[REDACTED\]\), referer: \[REDACTED\]},

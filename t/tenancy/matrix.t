@@ -356,6 +356,14 @@ my %call = (
         ({ id => fresh_deployment($_[0], 'planned') }) },
     'POST /api/orgs/:orgSlug/deployments/:id/separate' => sub {
         ({ id => fresh_deployment($_[0], 'running') }) },
+    'POST /api/orgs/:orgSlug/deployments/:id/request-logs' => sub {
+        ({ id => fresh_deployment($_[0], 'running') }, { lines => 20 }) },
+    'GET /api/orgs/:orgSlug/deployments/:id/logs' => sub {
+        ({ id => fresh_deployment($_[0], 'running', logs => 1) }) },
+    'GET /api/orgs/:orgSlug/deployments/:id/metrics' => sub {
+        ({ id => fresh_deployment($_[0], 'running') }) },
+    'GET /api/orgs/:orgSlug/deployments/:id/uptime' => sub {
+        ({ id => fresh_deployment($_[0], 'running') }) },
     # Billing, against the fake payment provider (t/lib/FakeStripe.pm).
     'GET /api/orgs/:orgSlug/billing/plans'       => sub { ({}) },
     'GET /api/orgs/:orgSlug/billing'             => sub { ({}) },
@@ -391,7 +399,7 @@ sub fresh_target {
 # agent would have left it in `status`: planned (plan version 1), or
 # running or stopped on that plan.
 sub fresh_deployment {
-    my ($fx, $status) = @_;
+    my ($fx, $status, %opt) = @_;
     my $id = 'dep_' . join '', map { ('a'..'z', 'A'..'Z')[rand 52] } 1 .. 22;
     my $plan = '{"command": "python3 -m http.server $PORT", "port_env": "PORT", '
              . '"health_path": "/", "replicas": 1, "memory_mb": 512, "notes": "", '
@@ -403,6 +411,11 @@ sub fresh_deployment {
          . "'" . target($fx) . "', '" . run_of($fx)->{runId} . "', '$status', '$plan'::jsonb, "
          . "1, $applied, " . ($status eq 'running' ? 1 : 0) . ", '$ID{owner}' FROM projects p "
          . "WHERE p.slug = '$fx->{proj}' AND p.org_id = '" . org_id_of($fx->{org}) . "'");
+    # With logs as an agent uploads them (logs => 1).
+    psql("INSERT INTO deploy_log_requests (id, org_id, deployment_id, target_id, lines, "
+         . "uploaded_at, body) SELECT 'lgr_' || substr(md5(random()::text), 1, 22), org_id, "
+         . "id, target_id, 10, now(), E'replica 0 | started\\n' FROM deployments "
+         . "WHERE id = '$id'") if $opt{logs};
     return $id;
 }
 
@@ -591,6 +604,38 @@ for my $row (@rows) {
         }
         my ($st, $p) = send_call($row, prepare($row, $fx, $col), @auth);
         is($st, $success, "$row->{key} as $col with a $name: $success") or diag(explain($p));
+    }
+}
+
+# --- the operator's routes (issue 24): every column, every credential, 404 ---------------------
+# /api/admin/ is the founders'; to any member of any org, by any
+# credential (an org-bound admin token included), it does not exist.
+{
+    my $fx = fixture();
+    my @operator = grep { $_->{founder} && $_->{path} =~ m{^/api/admin/} } route_table();
+    ok(scalar @operator >= 10, scalar(@operator) . ' operator routes');
+    my %creds;
+    for my $col (@COLS) {
+        $creds{$col} = [ [ 'admin PAT' => token => $PAT{$col} ],
+                         [ 'session' => cookie => new_session($U{$col}), csrf_ok() ] ];
+        push @{ $creds{$col} }, [ 'PAT bound to the org' => token =>
+                                  new_token($U{$col}, scope => 'admin', org => $fx->{org}) ]
+            unless $col eq 'non-member';
+    }
+    for my $r (@operator) {
+        (my $path = $r->{path}) =~ s{:orgSlug}{$fx->{org}};
+        $path =~ s{:userId}{$ID{owner}};
+        $path =~ s{:[A-Za-z]+}{id_missing}g;
+        for my $col (@COLS) {
+            for my $c (@{ $creds{$col} }) {
+                my ($name, @auth) = @$c;
+                my $before = db_digest();
+                my ($st, $p) = api($r->{method} => $path, @auth,
+                                   $r->{method} eq 'POST' ? (json => { reason => 'matrix' }) : ());
+                is($st, 404, "$r->{method} $r->{path} as $col with a $name: 404");
+                is_deeply(db_digest(), $before, '... and nothing changed');
+            }
+        }
     }
 }
 

@@ -23,7 +23,7 @@ my $top = $ENV{SVC_TOP} // "$FindBin::Bin/../..";
 sub slurp { my $f = shift; open my $fh, '<', $f or return ''; local $/; return <$fh> // '' }
 
 my $shipped = slurp("$top/conf/svc.conf");
-like($shipped, qr{^LogFormat "%h %l %u %t \\"%r\\" %>s %b \\"%\{User-agent\}i\\" %\{X-Request-Id\}o" svc$}m,
+like($shipped, qr{^LogFormat "%h %l %u %t \\"%r\\" %>s %b \\"%\{User-agent\}i\\" %\{svc-route\}n %\{svc-user\}n %\{svc-org\}n %\{X-Request-Id\}o" svc$}m,
      'conf/svc.conf: the LogFormat with %{X-Request-Id}o, not commented out');
 like($shipped, qr{^GlobalLog \$\{APACHE_LOG_DIR\}/svc_access\.log svc env=SVC_REQUEST_ID$}m,
      '... logged for every virtual host, one line per answer of the module');
@@ -72,9 +72,9 @@ sub check_log {
     ok($s3, '... and a request that is not the module\'s');
     my $text = '';
     wait_for(sub { ($text = slurp($log)) =~ /\Q$rid\E/ && $text =~ /\Q$rid2\E/ }, timeout => 10);
-    like($text, qr{"GET /api/me HTTP/1\.1" 200 \d+ "mod_svc-tests/1" \Q$rid\E$}m,
-         "$log: the request line, status and request id");
-    like($text, qr{"GET /api/orgs/a%2Fb HTTP/1\.1" 404 \d+ "-" \Q$rid2\E$}m,
+    like($text, qr{"GET /api/me HTTP/1\.1" 200 \d+ "mod_svc-tests/1" /api/me usr_\w+ - \Q$rid\E$}m,
+         "$log: the request line, status, route template, user, org and request id");
+    like($text, qr{"GET /api/orgs/a%2Fb HTTP/1\.1" 404 \d+ "-" - - - \Q$rid2\E$}m,
          '... a refused request with its id too');
     unlike($text, qr{"GET / HTTP}, '... and nothing that is not the module\'s');
 }

@@ -235,7 +235,9 @@ sub audit_of {
     is_deeply($after, $before, '... recorded and otherwise ignored');
 }
 
-# --- a delivery whose processing failed is not recorded; its redelivery works --------
+# --- a delivery whose processing failed is kept as failed; its redelivery works ------
+# (Until issue 24 it was not recorded at all; now an operator can redeliver
+# it too: t/admin/redeliver.t.)
 {
     my $i = vcs_record_installation($org, vcs_installation(login => uniq('failme')));
     my $fn = 'svc_test_fail_' . join '', map { ('a'..'z')[rand 26] } 1 .. 8;
@@ -248,12 +250,18 @@ sub audit_of {
     my ($st, undef, undef, $d) = vcs_webhook('installation', $payload);
     expect_errors_end($mark);
     is($st, 500, 'a delivery whose effect fails: 500');
-    is(stored($d), 0, '... not recorded');
+    is(psql_value('SELECT status || \' \' || attempts FROM vcs_webhook_deliveries'
+                  . ' WHERE delivery_id = ' . sql_quote($d)), 'failed 1',
+       '... kept, as failed after one attempt');
+    like(psql_value('SELECT last_error FROM vcs_webhook_deliveries WHERE delivery_id = '
+                    . sql_quote($d)), qr/injected failure/, '... with why');
     is(status_of($i->{id}), 'active f', '... and nothing of it applied');
     psql("DROP TRIGGER $fn ON vcs_installations; DROP FUNCTION $fn()");
     ($st) = vcs_webhook('installation', $payload, delivery => $d);
     is($st, 202, 'its redelivery: 202');
-    is(stored($d), 1, '... recorded');
+    is(psql_value('SELECT status || \' \' || attempts FROM vcs_webhook_deliveries'
+                  . ' WHERE delivery_id = ' . sql_quote($d)), 'processed 2',
+       '... processed, at the second attempt');
     is(status_of($i->{id}), 'suspended f', '... and applied');
 }
 
@@ -285,7 +293,8 @@ sub audit_of {
     is(join(',', map { $_->{delivery_id} } @{ $list->{data} // [] }), "$d2,$d1",
        '... newest first');
     is_deeply([ sort keys %{ $list->{data}[0] // {} } ],
-              [ qw(action delivery_id event installation_id received_at) ],
+              [ qw(action attempts delivery_id event installation_id last_attempt_at last_error
+                   received_at status) ],
               '... without payloads');
     ok($list->{next_cursor}, '... paged');
     my $one;
@@ -297,7 +306,7 @@ sub audit_of {
     is($st, 404, 'an unknown delivery: 404');
     my $p;
     ($st, $p) = api(GET => '/api/admin/vcs/deliveries', token => new_token($owner, scope => 'admin'));
-    is($st, 403, 'an org owner who is no founder: 403');
+    is($st, 404, 'an org owner who is no founder: 404, as if it did not exist (issue 24)');
 }
 
 done_testing();

@@ -1,6 +1,6 @@
 /*
  * svc_deploy.h: the deploy area: deploy targets, deployments, their planner, and the agents' routes.
- * May call base/, the kernel, and the runs, providers and billing areas' public headers (billing: a deployment's replica-hours are usage); the registry, the glue and svcctl call it here.
+ * May call base/, the kernel, and the runs, providers, billing and pipeline areas' public headers (billing: a deployment's replica-hours are usage; pipeline: its incidents are improvements); the registry, the glue and svcctl call it here.
  *
  * A deploy target is a machine of the customer's where our agent
  * (svc-agent, mod_svc/agent/) runs, enrolled with the target's key. A

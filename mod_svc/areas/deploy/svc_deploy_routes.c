@@ -11,6 +11,7 @@
 #include "svc_agent_api.h"
 #include "svc_deployments.h"
 #include "svc_targets.h"
+#include "svc_telemetry.h"
 
 #define TARGETS "/api/orgs/:orgSlug/deploy-targets"
 #define DEPS "/api/orgs/:orgSlug/deployments"
@@ -119,6 +120,17 @@ static const svc_col_t error_keys[] = {
     { .key = "message", .type = SVC_COL_TEXT },
     SVC_COL_END
 };
+static const svc_col_t dep_telemetry_keys[] = {
+    { .key = "last_sample_at", .type = SVC_COL_TIME, .flags = SVC_COL_NULL,
+      .description = "The newest resource sample its agent reported (GET .../metrics)." },
+    { .key = "last_probe_at", .type = SVC_COL_TIME, .flags = SVC_COL_NULL,
+      .description = "The newest health probe (GET .../uptime)." },
+    { .key = "logs_at", .type = SVC_COL_TIME, .flags = SVC_COL_NULL,
+      .description = "The newest log upload (GET .../logs)." },
+    { .key = "open_incident", .type = SVC_COL_TEXT, .flags = SVC_COL_NULL, .id = "imp",
+      .description = "The open incident improvement filed for it, if any." },
+    SVC_COL_END
+};
 static const svc_col_t deployment_keys[] = {
     { .key = "id", .type = SVC_COL_TEXT, .id = "dep" },
     { .key = "project", .type = SVC_COL_TEXT, .format = "slug",
@@ -141,6 +153,9 @@ static const svc_col_t deployment_keys[] = {
     { .key = "updated_at", .type = SVC_COL_TIME },
     { .key = "approved_by", .type = SVC_COL_TEXT, .flags = SVC_COL_NULL, .id = "usr" },
     { .key = "approved_at", .type = SVC_COL_TIME, .flags = SVC_COL_NULL },
+    { .key = "telemetry", .type = SVC_COL_OBJECT, .sub = dep_telemetry_keys,
+      .description = "What its agent last reported (docs/api/deployments.md, "
+        "\"Telemetry\")." },
     SVC_COL_END
 };
 static const svc_schema_t schema_deployment = {
@@ -214,6 +229,110 @@ static const svc_schema_t schema_report = {
     .keys = report_keys
 };
 
+/* Telemetry (svc_telemetry.c). */
+static const svc_col_t log_request_keys[] = {
+    { .key = "log_request_id", .type = SVC_COL_TEXT, .id = "lgr" },
+    { .key = "deployment_id", .type = SVC_COL_TEXT, .id = "dep" },
+    { .key = "lines", .type = SVC_COL_INT,
+      .description = "The last lines of each replica's output asked for." },
+    { .key = "status", .type = SVC_COL_TEXT, .values = SVC_VALUES("requested"),
+      .description = "The agent is told; GET .../logs answers its upload once it arrives "
+        "(a deployment.logs event says so)." },
+    SVC_COL_END
+};
+static const svc_schema_t schema_log_request = {
+    .name = "DeploymentLogRequest", .description = "Fresh logs asked of the agent.",
+    .keys = log_request_keys
+};
+static const svc_header_t logs_headers[] = {
+    { .name = "X-Log-Request", .type = SVC_COL_TEXT, .required = 1,
+      .description = "The log request (lgr_...) this upload answered.",
+      .example = "lgr_4x9Vq2mZ7rT1bN8cK3wY6h" },
+    { .name = "X-Log-Uploaded-At", .type = SVC_COL_TEXT, .required = 1,
+      .description = "When the agent uploaded it (RFC 3339).", .example = "2026-11-27T05:50:00Z" },
+    { .name = "X-Log-Truncated", .type = SVC_COL_TEXT, .required = 1,
+      .description = "true: a replica's lines were cut to the newest 256 KiB.",
+      .example = "false" },
+    { .name = NULL }
+};
+static const svc_col_t series_keys[] = {
+    { .key = "replica", .type = SVC_COL_INT, .flags = SVC_COL_NULL,
+      .description = "The replica's index; null: every replica summed." },
+    { .key = "points", .type = SVC_COL_ARRAY, .item = SVC_COL_JSON,
+      .description = "[time (RFC 3339, the start of its step), CPU seconds used since the "
+        "replica started, resident memory (bytes), open file descriptors, restarts], oldest "
+        "first; each the highest sampled in its step." },
+    SVC_COL_END
+};
+static const svc_col_t metrics_keys[] = {
+    { .key = "from", .type = SVC_COL_TIME },
+    { .key = "to", .type = SVC_COL_TIME },
+    { .key = "step", .type = SVC_COL_INT,
+      .description = "Seconds a point covers: as asked, or coarser, so a series has at most "
+        "1000 points." },
+    { .key = "series", .type = SVC_COL_ARRAY, .sub = series_keys,
+      .description = "One per replica sampled, then the sum (replica null)." },
+    SVC_COL_END
+};
+static const svc_schema_t schema_metrics = {
+    .name = "DeploymentMetrics", .description = "A deployment's resources over time, as its "
+        "agent sampled them every 15 seconds.", .keys = metrics_keys
+};
+static const svc_col_t bucket_keys[] = {
+    { .key = "start", .type = SVC_COL_TIME },
+    { .key = "up", .type = SVC_COL_INT, .description = "Probes that passed." },
+    { .key = "down", .type = SVC_COL_INT, .description = "Probes that failed." },
+    { .key = "p50_ms", .type = SVC_COL_INT, .flags = SVC_COL_NULL,
+      .description = "The median latency of the probes that passed; null: none passed." },
+    { .key = "status", .type = SVC_COL_TEXT,
+      .values = SVC_VALUES("up", "down", "partial", "unknown"),
+      .description = "unknown: no probe was reported (the target was silent, or nothing "
+        "ran): neither up nor down." },
+    SVC_COL_END
+};
+static const svc_col_t uptime_keys[] = {
+    { .key = "window", .type = SVC_COL_TEXT, .values = SVC_VALUES("24h", "7d", "30d") },
+    { .key = "bucket", .type = SVC_COL_TEXT, .values = SVC_VALUES("minute", "hour") },
+    { .key = "availability", .type = SVC_COL_NUMBER, .flags = SVC_COL_NULL,
+      .description = "Probes passed over probes reported in the window, 0.0 to 1.0; null: "
+        "none reported." },
+    { .key = "unknown_buckets", .type = SVC_COL_INT,
+      .description = "Buckets with no probe: silence, counted neither up nor down." },
+    { .key = "last_probe_at", .type = SVC_COL_TIME, .flags = SVC_COL_NULL },
+    { .key = "buckets", .type = SVC_COL_ARRAY, .sub = bucket_keys,
+      .description = "Oldest first, each a minute (24h) or an hour (7d, 30d)." },
+    { .key = "incidents", .type = SVC_COL_ARRAY, .item = SVC_COL_TEXT,
+      .description = "The improvements (imp_...) filed for the deployment's incidents in "
+        "the window." },
+    SVC_COL_END
+};
+static const svc_schema_t schema_uptime = {
+    .name = "DeploymentUptime", .description = "A deployment's availability, from its agent's "
+        "health probes every 10 seconds.", .keys = uptime_keys
+};
+static const svc_col_t log_upload_keys[] = {
+    { .key = "log_request_id", .type = SVC_COL_TEXT, .id = "lgr" },
+    { .key = "recorded", .type = SVC_COL_BOOL,
+      .description = "false: uploaded before; the first upload stands." },
+    { .key = "bytes", .type = SVC_COL_INT, .description = "The text kept." },
+    { .key = "truncated", .type = SVC_COL_BOOL },
+    SVC_COL_END
+};
+static const svc_schema_t schema_log_upload = {
+    .name = "AgentLogUpload", .description = "What became of an upload of logs.",
+    .keys = log_upload_keys
+};
+static const svc_col_t telemetry_taken_keys[] = {
+    { .key = "metrics", .type = SVC_COL_INT, .description = "Samples taken." },
+    { .key = "probes", .type = SVC_COL_INT, .description = "Probes taken." },
+    SVC_COL_END
+};
+static const svc_schema_t schema_telemetry_taken = {
+    .name = "AgentTelemetry", .description = "What a report of samples and probes gave: "
+        "those of deployments not on this target, or malformed, are left out.",
+    .keys = telemetry_taken_keys
+};
+
 /* The events: deployment.status on the org's streams; the rest addressed
  * to one target, carried by its agent's work stream only. */
 static const svc_col_t status_event_keys[] = {
@@ -256,13 +375,57 @@ static const svc_schema_t removed_event = {
     .name = "TargetRemovedEvent", .description = "target.removed: the target was removed; its "
         "stream ends.", .keys = removed_event_keys
 };
+static const svc_col_t logs_event_keys[] = {
+    { .key = "deployment_id", .type = SVC_COL_TEXT, .id = "dep" },
+    { .key = "log_request_id", .type = SVC_COL_TEXT, .id = "lgr" },
+    { .key = "bytes", .type = SVC_COL_INT },
+    { .key = "truncated", .type = SVC_COL_BOOL },
+    SVC_COL_END
+};
+static const svc_schema_t logs_event = {
+    .name = "DeploymentLogsEvent", .description = "deployment.logs: logs asked for arrived "
+        "(GET .../logs?request=).", .keys = logs_event_keys
+};
+static const svc_col_t incident_event_keys[] = {
+    { .key = "deployment_id", .type = SVC_COL_TEXT, .id = "dep" },
+    { .key = "improvement_id", .type = SVC_COL_TEXT, .id = "imp" },
+    { .key = "state", .type = SVC_COL_TEXT, .values = SVC_VALUES("filed", "failing",
+                                                                  "recovered"),
+      .description = "filed: a new incident; failing: an open incident that had recovered "
+        "fails again; recovered: every replica passed its last 3 probes." },
+    { .key = "reason", .type = SVC_COL_TEXT, .flags = SVC_COL_NULL,
+      .values = SVC_VALUES("probes_failed", "crash_loop") },
+    { .key = "failures", .type = SVC_COL_INT,
+      .description = "Reports that found it failing since it was filed." },
+    SVC_COL_END
+};
+static const svc_schema_t incident_event = {
+    .name = "DeploymentIncidentEvent", .description = "deployment.incident: an incident of a "
+        "running deployment was filed (as an improvement), failed again after it recovered, "
+        "or recovered.", .keys = incident_event_keys
+};
+static const svc_col_t logs_requested_keys[] = {
+    { .key = "log_request_id", .type = SVC_COL_TEXT, .id = "lgr" },
+    { .key = "deployment_id", .type = SVC_COL_TEXT, .id = "dep" },
+    { .key = "lines", .type = SVC_COL_INT },
+    SVC_COL_END
+};
+static const svc_schema_t logs_requested_event = {
+    .name = "DeploymentLogsRequestedEvent", .description = "deployment.logs_requested: upload "
+        "the last `lines` lines of each replica's output.", .keys = logs_requested_keys
+};
 static const svc_event_kind_t events[] = {
     { "deployment.status", &status_event, "A deployment is made and at every status change." },
+    { "deployment.logs", &logs_event, "Logs asked for with request-logs were uploaded." },
+    { "deployment.incident", &incident_event, "An incident was filed for a running deployment, "
+      "or it failed again after it recovered, or it recovered." },
     { NULL, NULL, NULL }
 };
 static const svc_event_kind_t agent_events[] = {
     { "agent.work", &work_event, "The target has a piece of work: deploy, start, stop, scale, "
       "tear down or separate a deployment." },
+    { "deployment.logs_requested", &logs_requested_event, "A member asked for the last lines "
+      "of a deployment's output: the agent uploads them." },
     { "target.key_rotated", &rotated_event, "The target's key was rotated." },
     { "target.removed", &removed_event, "The target was removed." },
     { NULL, NULL, NULL }
@@ -329,6 +492,29 @@ static const svc_route_t routes[] = {
     DEPLOYMENT_ACTION("separate", svc_h_deployments_separate, SVC_ROLE_MEMBER, NULL,
                       "separateDeployment", NULL, "Hand the workload over: it keeps running "
                       "from a start script of its own, no longer managed"),
+    { .method = "POST", .path = DEPS "/:id/request-logs",
+      .handler = svc_h_deployments_request_logs, .scope = SVC_SCOPE_WRITE,
+      .role = SVC_ROLE_MEMBER, .body = svc_body_log_request, .success = 202,
+      .op_id = "requestDeploymentLogs", .tag = TAG, .response = &schema_log_request,
+      .body_example = "{\"lines\": 500}",
+      .summary = "Ask the agent for the last lines of each replica's output (202; "
+        "a deployment.logs event when they arrive)" },
+    { .method = "GET", .path = DEPS "/:id/logs", .handler = svc_h_deployments_logs,
+      .scope = SVC_SCOPE_READ, .role = SVC_ROLE_VIEWER, .flags = SVC_RF_TEXT,
+      .query = svc_query_logs, .headers = logs_headers, .op_id = "getDeploymentLogs",
+      .tag = TAG, .answers = SVC_ANS_NOT_FOUND,
+      .summary = "The latest logs uploaded (text/plain, each line prefixed by its replica); "
+        "404 not_found before any" },
+    { .method = "GET", .path = DEPS "/:id/metrics", .handler = svc_h_deployments_metrics,
+      .scope = SVC_SCOPE_READ, .role = SVC_ROLE_VIEWER, .query = svc_query_metrics,
+      .op_id = "getDeploymentMetrics", .tag = TAG, .response = &schema_metrics,
+      .summary = "CPU, memory, file descriptors and restarts per replica and summed, over "
+        "time (the last hour by default)" },
+    { .method = "GET", .path = DEPS "/:id/uptime", .handler = svc_h_deployments_uptime,
+      .scope = SVC_SCOPE_READ, .role = SVC_ROLE_VIEWER, .query = svc_query_uptime,
+      .op_id = "getDeploymentUptime", .tag = TAG, .response = &schema_uptime,
+      .summary = "Availability from the health probes, in minute or hour buckets, and the "
+        "incidents of the window" },
 
     { .method = "GET", .path = "/api/agent/deployments", .handler = svc_h_agent_view,
       .auth = SVC_AUTH_AGENT, .op_id = "agentDeployments", .tag = AGENT_TAG,
@@ -356,6 +542,20 @@ static const svc_route_t routes[] = {
       .handler = svc_h_agent_bundle, .auth = SVC_AUTH_AGENT, .flags = SVC_RF_BINARY,
       .op_id = "agentBundle", .tag = AGENT_TAG,
       .summary = "The artifact (git bundle) of a deployment of this target" },
+    { .method = "POST", .path = "/api/agent/deployments/:id/logs/:requestId",
+      .handler = svc_h_agent_logs_upload, .auth = SVC_AUTH_AGENT, .body = svc_body_agent_logs,
+      .body_limit = SVC_KB(4096), .op_id = "agentUploadLogs", .tag = AGENT_TAG,
+      .response = &schema_log_upload,
+      .body_example = "{\"replicas\": {\"0\": \"c3RhcnRlZCBvbiBwb3J0IDIwMDAxCg\"}}",
+      .summary = "The last lines of each replica's output, for a log request (once)" },
+    { .method = "POST", .path = "/api/agent/telemetry", .handler = svc_h_agent_telemetry,
+      .auth = SVC_AUTH_AGENT, .body = svc_body_agent_telemetry, .body_limit = SVC_KB(1024),
+      .op_id = "agentTelemetry", .tag = AGENT_TAG, .response = &schema_telemetry_taken,
+      .body_example = "{\"deployments\": {\"dep_3kTq0dKc5gWm1xQ9aZr2Lb\": {\"metrics\": "
+        "[{\"replica\": 0, \"ago_ms\": 1200, \"cpu_seconds\": 1.25, \"rss_bytes\": "
+        "31457280, \"fds\": 12, \"restarts\": 0}], \"probes\": [{\"replica\": 0, "
+        "\"ago_ms\": 800, \"ok\": true, \"latency_ms\": 3}]}}}",
+      .summary = "Resource samples and health probes of the target's deployments, in a batch" },
     SVC_ROUTE_END,
 };
 

@@ -106,6 +106,19 @@ apr_status_t svc_target_json(svc_db_t *db, apr_pool_t *p, const char *org_id, co
     " 'bundle', '/api/agent/deployments/' || " d ".id || '/bundle',"                \
     " 'plan', " d ".applied_plan, 'replicas', " d ".replicas)"
 
+/* SQL of what its agent last reported of deployment d (docs/api/deployments.md,
+ * "Telemetry"): when, and its open incident. */
+#define DEP_TELEMETRY                                                               \
+    "json_build_object('last_sample_at', (SELECT svc_ts(max(m.at))"                 \
+    "   FROM deploy_metrics m WHERE m.deployment_id = d.id),"                       \
+    " 'last_probe_at', (SELECT svc_ts(max(q.at)) FROM deploy_probes q"              \
+    "   WHERE q.deployment_id = d.id),"                                             \
+    " 'logs_at', (SELECT svc_ts(max(l.uploaded_at)) FROM deploy_log_requests l"     \
+    "   WHERE l.deployment_id = d.id AND l.uploaded_at IS NOT NULL),"               \
+    " 'open_incident', (SELECT c.improvement_id FROM deploy_incidents c"            \
+    "   JOIN improvements i ON i.id = c.improvement_id AND i.status = 'open'"       \
+    "   WHERE c.deployment_id = d.id))"
+
 /* SQL of a deployment's document, from d (joined as DEP_FROM says). */
 #define DEP_JSON                                                                    \
     "json_build_object('id', d.id, 'project', p.slug, 'target_id', d.target_id,"    \
@@ -118,7 +131,7 @@ apr_status_t svc_target_json(svc_db_t *db, apr_pool_t *p, const char *org_id, co
     " 'workload', d.workload, 'workload_at', svc_ts(d.workload_at),"                \
     " 'created_by', d.created_by, 'created_at', svc_ts(d.created_at),"              \
     " 'updated_at', svc_ts(d.updated_at), 'approved_by', d.approved_by,"            \
-    " 'approved_at', svc_ts(d.approved_at))::text"
+    " 'approved_at', svc_ts(d.approved_at), 'telemetry', " DEP_TELEMETRY ")::text"
 #define DEP_FROM                                                                    \
     " FROM deployments d JOIN projects p ON p.id = d.project_id"                    \
     " JOIN deploy_targets t ON t.id = d.target_id"

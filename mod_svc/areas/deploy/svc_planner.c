@@ -27,6 +27,7 @@
  */
 #include "svc_deploy_store.h"
 #include "svc_providers.h"
+#include "svc_telemetry.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -36,6 +37,8 @@
 #define PLANNER_POLL_MS     2000
 #define PLANNER_RECONNECT   apr_time_from_sec(1)
 #define PLANNER_ATTEMPTS    3
+/* Telemetry older than TELEMETRY_KEEP_DAYS is dropped this often. */
+#define TELEMETRY_SWEEP_EVERY apr_time_from_sec(3600)
 /* A claim lasts the model's time and the artifact's reading, and more. */
 #define PLANNER_LEASE_EXTRA 180
 /* How often the replica-time is swept (a few rows an hour at most). */
@@ -407,7 +410,7 @@ void svc_deploy_planner_run(const svc_supervisor_conf_t *sc, volatile sig_atomic
 {
     char host[256];
     planner_t pl;
-    apr_time_t last = 0;
+    apr_time_t last = 0, next_sweep = 0;
     int look = 1;
 
     memset(&pl, 0, sizeof(pl));
@@ -422,6 +425,25 @@ void svc_deploy_planner_run(const svc_supervisor_conf_t *sc, volatile sig_atomic
         struct pollfd pfd;
         svc_db_t *db;
         int heard = 0;
+
+        /* The planner's thread keeps the telemetry's tables in bounds too,
+         * hourly. Several nodes may sweep: a row deleted twice is deleted
+         * once. */
+        if (apr_time_now() >= next_sweep && (db = db_get(&pl)) != NULL) {
+            apr_pool_t *sp;
+            apr_int64_t dropped = 0;
+            apr_pool_create(&sp, pl.p);
+            next_sweep = apr_time_now() + TELEMETRY_SWEEP_EVERY;
+            if (svc_telemetry_sweep(db, sp, &dropped) != APR_SUCCESS) {
+                say(&pl, SVC_SUP_WARNING, "SVC0781: old deployment telemetry could not be "
+                    "dropped (%s); trying again in an hour", svc_db_errmsg(db));
+            }
+            else if (dropped > 0) {
+                say(&pl, SVC_SUP_INFO, "SVC0782: %" APR_INT64_T_FMT " row(s) of deployment "
+                    "telemetry older than %d days dropped", dropped, TELEMETRY_KEEP_DAYS);
+            }
+            apr_pool_destroy(sp);
+        }
 
         /* What waits now (at the start, on a notice, and every few seconds
          * for notices missed while the database was away). */

@@ -17,7 +17,7 @@ static const svc_stmt_t st_session_auth = {
     "svc_sessions_auth",
     "SELECT s.revoked_at IS NOT NULL, s.expires_at <= now(),"
     " s.last_seen_at IS NULL OR s.last_seen_at < now() - make_interval(secs => $3::int),"
-    " u.email, u.name, u.founder"
+    " u.email, u.name, u.founder, u.suspended_at IS NOT NULL"
     " FROM sessions s JOIN users u ON u.id = s.user_id"
     " WHERE s.id = $1 AND s.user_id = $2",
     3, SVC_STMT_READ
@@ -153,6 +153,11 @@ apr_status_t svc_session_authenticate(svc_ctx_t *ctx, const char *cookie,
     if (svc_dbres_rows(res) != 1 || svc_dbres_bool(res, 0, 0) == 1
         || svc_dbres_bool(res, 0, 1) == 1) {
         return svc_auth_fail(ctx, "The session has ended; sign in again.");
+    }
+    /* Read with the session on every request: holds at once on every node. */
+    if (svc_dbres_bool(res, 0, 6) == 1) {
+        return svc_fail(ctx, 403, "account_suspended", "This account is suspended by the "
+                        "platform's operator; contact them.");
     }
     who = apr_pcalloc(ctx->pool, sizeof(*who));
     who->via = SVC_VIA_SESSION;

@@ -84,13 +84,14 @@ const svc_schema_t svc_schema_token_created = {
 
 enum {
     TV_ID, TV_SCOPE, TV_ORG, TV_REVOKED, TV_EXPIRED, TV_TOUCH, TV_USER, TV_USER_REV,
-    TV_EMAIL, TV_NAME, TV_FOUNDER, TV_ORG_SLUG, TV_EXPIRES_AT, TV_EXPIRES_EPOCH
+    TV_EMAIL, TV_NAME, TV_FOUNDER, TV_ORG_SLUG, TV_EXPIRES_AT, TV_EXPIRES_EPOCH, TV_SUSPENDED
 };
 
 static const svc_stmt_t st_tok_auth = {
     "svc_tokens_auth",
     TOKEN_VERDICT ", u.email, u.name, u.founder,"
-    " o.slug, svc_ts(t.expires_at), extract(epoch FROM t.expires_at)::bigint"
+    " o.slug, svc_ts(t.expires_at), extract(epoch FROM t.expires_at)::bigint,"
+    " u.suspended_at IS NOT NULL"
     " FROM api_tokens t JOIN users u ON u.id = t.user_id"
     " LEFT JOIN orgs o ON o.id = t.org_id"
     " WHERE t.secret_hash = $1::bytea",
@@ -221,6 +222,15 @@ static apr_status_t principal_of(svc_ctx_t *ctx, const svc_dbres_t *res,
 
     if ((rv = token_verdict(ctx, res)) != APR_SUCCESS) {
         return rv;
+    }
+    /*
+     * A suspension bumps the user's revision on every token (sql/024), so
+     * a cached principal fails its per-request check and comes here, on
+     * every node, with the next request: never cached as allowed.
+     */
+    if (svc_dbres_bool(res, 0, TV_SUSPENDED) == 1) {
+        return svc_fail(ctx, 403, "account_suspended", "This account is suspended by the "
+                        "platform's operator; contact them.");
     }
     who = apr_pcalloc(ctx->pool, sizeof(*who));
     who->via = SVC_VIA_PAT;

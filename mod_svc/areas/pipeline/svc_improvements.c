@@ -66,6 +66,13 @@ static const svc_stmt_t st_imp_open_incident = {
     3, 0
 };
 
+static const svc_stmt_t st_imp_note = {
+    "svc_pipeline_improvements_note",
+    "UPDATE improvements SET body = left(body || E'\\n\\n' || $3, 65536)"
+    " WHERE id = $1 AND org_id = $2 AND source = 'incident' AND status = 'open'",
+    3, 0
+};
+
 static const svc_stmt_t st_imp_lock = {
     "svc_pipeline_improvements_lock",
     "SELECT i.project_id, p.slug, i.kind, i.title, i.body, i.status FROM improvements i"
@@ -332,4 +339,10 @@ apr_status_t svc_improvement_file_incident(svc_db_t *db, apr_pool_t *p,
         *pcreated = 1;
     }
     return rv;
+}
+
+apr_status_t svc_improvement_note_incident(svc_db_t *db, apr_pool_t *p, const char *org_id,
+                                           const char *id, const char *note)
+{
+    return svc_db_execv(db, &st_imp_note, p, NULL, id, org_id, note);
 }

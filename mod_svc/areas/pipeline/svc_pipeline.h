@@ -43,4 +43,13 @@ apr_status_t svc_improvement_file_incident(svc_db_t *db, apr_pool_t *p,
                                            const svc_incident_t *inc, const char **pid,
                                            int *pcreated);
 
+/*
+ * Adds a note to an open incident improvement's body (a paragraph at its
+ * end; the body stays within its bound), in the caller's transaction:
+ * what happened since it was filed (the deployment recovered, say). A
+ * decided improvement, or one not filed for an incident, is left as it is.
+ */
+apr_status_t svc_improvement_note_incident(svc_db_t *db, apr_pool_t *p, const char *org_id,
+                                           const char *id, const char *note);
+
 #endif /* SVC_PIPELINE_H */

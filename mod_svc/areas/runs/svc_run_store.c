@@ -10,8 +10,10 @@
 
 static const svc_stmt_t st_claim = {
     "svc_runs_claim",
-    "WITH c AS (SELECT id FROM runs WHERE status = 'queued' ORDER BY seq LIMIT 1"
-    " FOR UPDATE SKIP LOCKED)"
+    "WITH c AS (SELECT r.id FROM runs r WHERE r.status = 'queued'"
+    " AND NOT EXISTS (SELECT 1 FROM orgs o WHERE o.id = r.org_id"
+    "                 AND o.suspended_at IS NOT NULL)"
+    " ORDER BY r.seq LIMIT 1 FOR UPDATE OF r SKIP LOCKED)"
     " UPDATE runs r SET status = 'running', started_at = now(), lease_owner = $1,"
     " lease_expires_at = now() + make_interval(secs => $2::int), attempts = r.attempts + 1"
     " FROM c WHERE r.id = c.id"

@@ -352,6 +352,11 @@ int svc_supervisor_run(const svc_supervisor_conf_t *sc, volatile sig_atomic_t *s
         struct pollfd pfd;
 
         join_done(&s, 0);
+        /* Alive, for /internal/ready: only while it reaches the database,
+         * since a supervisor without one claims and renews nothing. */
+        if (db_get(&s) != NULL && sc->conf) {
+            svc_shared_beat(sc->conf->shared);
+        }
         if ((db = db_get(&s)) != NULL && now >= s.next_renew) {
             renew(&s, db);
             s.next_renew = now + apr_time_from_sec(sc->lease_seconds) / 3;

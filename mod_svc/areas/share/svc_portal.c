@@ -10,11 +10,13 @@
 #include "svc_shares.h"
 #include "svc_documents.h"
 
-/* The live share a token hash names: one indexed lookup. */
+/* The live share a token hash names: one indexed lookup. A suspended
+ * org's links answer like dead ones (the same 404), for as long as it is. */
 static const svc_stmt_t st_portal_share = {
     "svc_share_portal_lookup",
-    "SELECT id, org_id, product_id, svc_ts(expires_at) FROM shares"
-    " WHERE token_hash = $1::bytea AND revoked_at IS NULL AND expires_at > now()",
+    "SELECT s.id, s.org_id, s.product_id, svc_ts(s.expires_at) FROM shares s"
+    " JOIN orgs o ON o.id = s.org_id AND o.suspended_at IS NULL"
+    " WHERE s.token_hash = $1::bytea AND s.revoked_at IS NULL AND s.expires_at > now()",
     1, SVC_STMT_READ
 };
 

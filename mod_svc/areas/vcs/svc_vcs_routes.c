@@ -30,6 +30,16 @@ static const svc_route_t routes[] = {
       .handler = svc_h_vcs_delivery_get, .scope = SVC_SCOPE_READ, .flags = SVC_RF_FOUNDER,
       .op_id = "getVcsDelivery", .response = &svc_schema_delivery_detail, .tag = TAG,
       .summary = "One recorded delivery with its payload" },
+    { .method = "POST", .path = "/api/admin/vcs/deliveries/:deliveryId/redeliver",
+      .handler = svc_h_vcs_delivery_redeliver, .scope = SVC_SCOPE_ADMIN,
+      .flags = SVC_RF_FOUNDER, .op_id = "redeliverVcsDelivery",
+      .response = &svc_schema_delivery, .tag = TAG,
+      .description = "Processes again, as a new attempt, a recorded delivery whose processing "
+        "failed (`status` failed): 200 with the delivery, processed; 409 `invalid_status` "
+        "for one that was processed; when it fails again, the failure's answer, and the "
+        "delivery shows one more attempt and its last error. In the platform audit log "
+        "(docs/api/admin.md).",
+      .summary = "Redeliver a delivery whose processing failed" },
     { .method = "GET", .path = "/admin/vcs-app/setup", .handler = svc_h_vcs_setup,
       .scope = SVC_SCOPE_READ,
       .flags = SVC_RF_FOUNDER | SVC_RF_SESSION | SVC_RF_HTML | SVC_RF_SECRET_QUERY,

@@ -2,8 +2,9 @@
  * svc_vcs_webhook.c: the provider's webhook. Every delivery is verified
  * over the exact bytes received before anything is parsed, recorded once
  * under its delivery id, and its effect applied in the same transaction:
- * a replay changes nothing, and a delivery whose processing failed leaves
- * no trace, so the provider's redelivery can succeed.
+ * a replay changes nothing. A delivery whose processing failed is kept,
+ * as failed, with why (after its transaction rolled back): the provider's
+ * redelivery, or an operator's, processes it again.
  */
 #include "svc_vcs_webhook.h"
 #include "svc_vcs_app.h"
@@ -13,12 +14,56 @@
 #include <apr_lib.h>
 #include <string.h>
 
+/* A delivery recorded before whose processing failed is processed again
+ * (the provider's redelivery): one more attempt. */
 static const svc_stmt_t st_wh_record = {
     "svc_vcs_wh_record",
-    "INSERT INTO vcs_webhook_deliveries (delivery_id, event, action, installation_id, payload)"
-    " VALUES ($1, $2, $3, $4::bigint, $5::jsonb)"
-    " ON CONFLICT (delivery_id) DO NOTHING RETURNING seq",
+    "INSERT INTO vcs_webhook_deliveries AS d (delivery_id, event, action, installation_id,"
+    " payload, last_attempt_at)"
+    " VALUES ($1, $2, $3, $4::bigint, $5::jsonb, now())"
+    " ON CONFLICT (delivery_id) DO UPDATE SET status = 'processed', last_error = NULL,"
+    " attempts = d.attempts + 1, last_attempt_at = now() WHERE d.status = 'failed'"
+    " RETURNING seq",
     5, 0
+};
+
+/*
+ * A delivery whose processing failed, kept for a redelivery: on its own,
+ * after the transaction that tried it rolled back (SVC_STMT_ALONE). A
+ * delivery processed meanwhile (by a concurrent redelivery) stays so.
+ */
+static const svc_stmt_t st_wh_failed = {
+    "svc_vcs_wh_failed",
+    "INSERT INTO vcs_webhook_deliveries AS d (delivery_id, event, action, installation_id,"
+    " payload, status, last_error, last_attempt_at)"
+    " VALUES ($1, $2, $3, $4::bigint, $5::jsonb, 'failed', $6, now())"
+    " ON CONFLICT (delivery_id) DO UPDATE SET last_error = $6, attempts = d.attempts + 1,"
+    " last_attempt_at = now() WHERE d.status = 'failed'",
+    6, SVC_STMT_ALONE
+};
+
+/* An operator's redelivery: the recorded delivery, locked. */
+static const svc_stmt_t st_wh_take = {
+    "svc_vcs_wh_take",
+    "SELECT event, action, installation_id, payload::text, status, attempts"
+    " FROM vcs_webhook_deliveries WHERE delivery_id = $1 FOR UPDATE",
+    1, 0
+};
+
+static const svc_stmt_t st_wh_get_raw = {
+    "svc_vcs_wh_get_raw",
+    "SELECT event, action, installation_id, payload::text FROM vcs_webhook_deliveries"
+    " WHERE delivery_id = $1",
+    1, SVC_STMT_READ
+};
+
+static const svc_stmt_t st_wh_done = {
+    "svc_vcs_wh_done",
+    "UPDATE vcs_webhook_deliveries SET status = 'processed', last_error = NULL,"
+    " attempts = attempts + 1, last_attempt_at = now() WHERE delivery_id = $1"
+    " RETURNING delivery_id, event, action, installation_id, received_at, status, attempts,"
+    " last_error, last_attempt_at",
+    1, SVC_STMT_BINARY
 };
 
 /*
@@ -70,6 +115,13 @@ static const svc_col_t delivery_item[] = {
     { .key = "action", .type = SVC_COL_TEXT, .flags = SVC_COL_NULL, .example = "created" },
     { .key = "installation_id", .type = SVC_COL_INT, .flags = SVC_COL_NULL },
     { .key = "received_at", .type = SVC_COL_TIME },
+    { .key = "status", .type = SVC_COL_TEXT, .values = SVC_VALUES("processed", "failed"),
+      .description = "failed: its last attempt did not go through; an operator may redeliver "
+        "it (POST .../redeliver), and so may the provider." },
+    { .key = "attempts", .type = SVC_COL_INT, .description = "Times it was processed." },
+    { .key = "last_error", .type = SVC_COL_TEXT, .flags = SVC_COL_NULL,
+      .description = "Why its last attempt failed; null once one succeeded." },
+    { .key = "last_attempt_at", .type = SVC_COL_TIME, .flags = SVC_COL_NULL },
     SVC_COL_END
 };
 
@@ -102,7 +154,8 @@ const svc_schema_t svc_schema_delivery_receipt = {
 
 static const svc_stmt_t st_wh_list = {
     "svc_vcs_wh_list",
-    "SELECT seq, delivery_id, event, action, installation_id, received_at"
+    "SELECT seq, delivery_id, event, action, installation_id, received_at, status, attempts,"
+    " last_error, last_attempt_at"
     " FROM vcs_webhook_deliveries WHERE seq < $1::bigint ORDER BY seq DESC LIMIT $2::int",
     2, SVC_STMT_READ | SVC_STMT_BINARY
 };
@@ -111,6 +164,8 @@ static const svc_stmt_t st_wh_get = {
     "svc_vcs_wh_get",
     "SELECT json_build_object('delivery_id', delivery_id, 'event', event, 'action', action,"
     " 'installation_id', installation_id, 'received_at', svc_ts(received_at),"
+    " 'status', status, 'attempts', attempts, 'last_error', last_error,"
+    " 'last_attempt_at', svc_ts(last_attempt_at),"
     " 'payload', payload)::text FROM vcs_webhook_deliveries WHERE delivery_id = $1",
     1, SVC_STMT_READ
 };
@@ -222,6 +277,40 @@ static apr_status_t apply(svc_ctx_t *ctx, svc_db_t *db, const char *event, const
     return APR_SUCCESS;
 }
 
+/*
+ * The processing of a delivery failed and rolled back: the delivery is
+ * kept as failed, with why, for a redelivery (by an operator or the
+ * provider). What the request's answer says (a refusal of ours, below 500)
+ * is no failure to keep. Best effort: when even this cannot be written
+ * (the database is away), the provider's own retry is what is left.
+ */
+static void keep_failed(svc_ctx_t *ctx, apr_status_t rv, const char *delivery,
+                        const char *event, const char *action, apr_int64_t installation,
+                        const char *payload)
+{
+    const svc_problem_t *pr = svc_ctx_problem(ctx, rv);
+    const char *why;
+    svc_db_t *db;
+
+    if (pr->status < 500) {
+        return;
+    }
+    /* In the database's words when it said why (read before anything else
+     * runs on the connection), else in the answer's. */
+    why = ctx->db && *svc_db_errmsg(ctx->db)
+          ? apr_psprintf(ctx->pool, "%s (sqlstate %s): %s", pr->code, svc_db_sqlstate(ctx->db),
+                         svc_redact(ctx->pool, svc_printable(ctx->pool, svc_db_errmsg(ctx->db),
+                                                             800)))
+          : apr_psprintf(ctx->pool, "%s: %s", pr->code, pr->detail ? pr->detail : "");
+    if (svc_ctx_db(ctx, &db) != APR_SUCCESS) {
+        return;
+    }
+    (void)svc_db_execv(db, &st_wh_failed, ctx->pool, NULL, delivery, event, action,
+                       installation ? apr_psprintf(ctx->pool, "%" APR_INT64_T_FMT,
+                                                   installation) : NULL,
+                       payload, svc_printable(ctx->pool, why, 1000));
+}
+
 /* A delivery whose signature held. */
 typedef struct {
     const char *delivery, *event, *action;
@@ -265,6 +354,7 @@ apr_status_t svc_h_vcs_webhook(svc_ctx_t *ctx)
     json_t *doc, *jid;
     apr_int64_t id = 0;
     delivery_t d;
+    apr_status_t rv;
 
     if (!app) {
         return svc_vcs_off(ctx);
@@ -303,7 +393,11 @@ apr_status_t svc_h_vcs_webhook(svc_ctx_t *ctx)
     d.action = action;
     d.doc = doc;
     d.installation = id;
-    return svc_write(ctx, record_delivery, &d);
+    rv = svc_write(ctx, record_delivery, &d);
+    if (rv != APR_SUCCESS) {
+        keep_failed(ctx, rv, delivery, event, action, id, ctx->raw_body);
+    }
+    return rv;
 }
 
 apr_status_t svc_h_vcs_deliveries_list(svc_ctx_t *ctx)
@@ -332,4 +426,74 @@ apr_status_t svc_h_vcs_delivery_get(svc_ctx_t *ctx)
         return svc_fail(ctx, 404, "not_found", "No delivery with this id was recorded.");
     }
     return svc_reply_text(ctx, 200, svc_dbres_str(res, 0, 0));
+}
+
+/* An operator's redelivery of a failed delivery (baton: its id). */
+static apr_status_t redeliver_tx(svc_ctx_t *ctx, svc_db_t *db, void *baton)
+{
+    const char *id = baton;
+    const char *json, *err;
+    svc_actor_t actor;
+    svc_dbres_t *res;
+    apr_int64_t inst = 0;
+    json_t *doc;
+    apr_status_t rv;
+
+    if ((rv = svc_db_execv(db, &st_wh_take, ctx->pool, &res, id)) != APR_SUCCESS) {
+        return rv;
+    }
+    if (svc_dbres_rows(res) != 1) {
+        return svc_fail(ctx, 404, "not_found", "No delivery with this id was recorded.");
+    }
+    if (strcmp(svc_dbres_str(res, 0, 4), "failed") != 0) {
+        return svc_fail(ctx, 409, "invalid_status", "This delivery was processed; only one "
+                        "whose processing failed is redelivered.");
+    }
+    if (!svc_dbres_isnull(res, 0, 2) && svc_dbres_int64(res, 0, 2, &inst) != APR_SUCCESS) {
+        return SVC_EDB;
+    }
+    json = svc_dbres_str(res, 0, 3);
+    if (svc_json_parse_body(&doc, json, strlen(json), ctx->pool, &err) != APR_SUCCESS) {
+        return SVC_EDB;
+    }
+    if ((rv = apply(ctx, db, svc_dbres_str(res, 0, 0), svc_dbres_str(res, 0, 1), doc, inst))
+        != APR_SUCCESS
+        || (rv = svc_db_execv(db, &st_wh_done, ctx->pool, &res, id)) != APR_SUCCESS
+        || (rv = svc_row_json_text(ctx->pool, res, delivery_item, &json)) != APR_SUCCESS) {
+        return rv;
+    }
+    svc_actor_from_ctx(ctx, &actor);
+    if ((rv = svc_platform_audit_write(db, ctx->pool, &actor, "vcs_delivery.redelivered",
+                                       "vcs_delivery", id, NULL)) != APR_SUCCESS) {
+        return rv;
+    }
+    return svc_reply_text(ctx, 200, json);
+}
+
+apr_status_t svc_h_vcs_delivery_redeliver(svc_ctx_t *ctx)
+{
+    const char *id = apr_table_get(ctx->params, "deliveryId");
+    svc_dbres_t *res;
+    svc_db_t *db;
+    apr_status_t rv;
+
+    if (!svc_vcs_app(ctx->conf)) {
+        return svc_vcs_off(ctx);
+    }
+    if (!svc_word_valid(id, 100)) {
+        return svc_fail(ctx, 404, "not_found", "No delivery with this id was recorded.");
+    }
+    rv = svc_write(ctx, redeliver_tx, (void *)id);
+    /* It failed again: one more failed attempt, with why. */
+    if (rv != APR_SUCCESS && svc_ctx_db(ctx, &db) == APR_SUCCESS
+        && svc_db_execv(db, &st_wh_get_raw, ctx->pool, &res, id) == APR_SUCCESS
+        && svc_dbres_rows(res) == 1) {
+        apr_int64_t inst = 0;
+        if (!svc_dbres_isnull(res, 0, 2)) {
+            (void)svc_dbres_int64(res, 0, 2, &inst);
+        }
+        keep_failed(ctx, rv, id, svc_dbres_str(res, 0, 0), svc_dbres_str(res, 0, 1), inst,
+                    svc_dbres_str(res, 0, 3));
+    }
+    return rv;
 }

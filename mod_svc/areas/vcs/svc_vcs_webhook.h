@@ -25,6 +25,9 @@ json_t *svc_vcs_repo_list(apr_pool_t *p, const json_t *arr);
 apr_status_t svc_h_vcs_webhook(svc_ctx_t *ctx);
 apr_status_t svc_h_vcs_deliveries_list(svc_ctx_t *ctx);
 apr_status_t svc_h_vcs_delivery_get(svc_ctx_t *ctx);
+/* POST /api/admin/vcs/deliveries/:deliveryId/redeliver: a delivery whose
+ * processing failed, processed again (one more attempt). */
+apr_status_t svc_h_vcs_delivery_redeliver(svc_ctx_t *ctx);
 
 /* A recorded delivery (with its payload); what the webhook answers. */
 extern const svc_schema_t svc_schema_delivery;
