@@ -37,9 +37,17 @@
 # a metrics batch every 15 s and a probe every 10 s for BENCH_AGENT_SECONDS
 # (60): the share of one CPU httpd and PostgreSQL spend on them.
 #
+# Then (BENCH_RUNS, default 100; 0: skip) the cost of a run beyond its
+# model (tools/run-bench.pl): an org of its own whose provider is the fake
+# model of the tests (t/lib/FakeLLM.pm, answering at once), httpd restarted
+# with SvcRunConcurrency 2 and LogLevel svc:debug (each run's parts, SVC0790);
+# BENCH_RUNS runs one at a time (p50/p99 of every part), then BENCH_RUNS at
+# once with SvcRunConcurrency 2 and again with 4 (runs a minute). The load
+# average is printed with it: the figures mean little without it.
+#
 #   BENCH_REQUESTS=200000 BENCH_CONNECTIONS=32 BENCH_WARMUP=5 BENCH_TOKENS=1
 #   BENCH_DOC_REQUESTS=50000 BENCH_SOAK=60 BENCH_STREAMS=2000 BENCH_STREAM_EVENTS=20
-#   PORT=8080
+#   BENCH_AGENTS=100 BENCH_AGENT_SECONDS=60 BENCH_RUNS=100 PORT=8080
 set -euo pipefail
 
 SVC_RUN_LIB=1
@@ -56,6 +64,8 @@ STREAMS=${BENCH_STREAMS:-2000}
 STREAM_EVENTS=${BENCH_STREAM_EVENTS:-20}
 AGENTS=${BENCH_AGENTS:-100}
 AGENT_SECONDS=${BENCH_AGENT_SECONDS:-60}
+RUNS=${BENCH_RUNS:-100}
+[[ $RUNS =~ ^[0-9]+$ ]] || { echo "bench: BENCH_RUNS must be a number" >&2; exit 2; }
 [[ $TOKENS =~ ^[1-9][0-9]*$ ]] || { echo "bench: BENCH_TOKENS must be 1 or more" >&2; exit 2; }
 WARMUP=${BENCH_WARMUP:-5}
 THREADS=${BENCH_THREADS:-$(nproc 2>/dev/null || echo 2)}
@@ -231,6 +241,76 @@ bench_docs() {
     [ "${#SHARE_PATH}" -gt 80 ] || die "creating the bench share link failed"
 }
 
+# The run phase's org (and with it its project, provider and runs) goes
+# when the bench ends, and the fake model with it.
+BENCH_RUN_ORG=
+BENCH_LLM_PID=
+bench_forget_runs() {
+    if [ -n "$BENCH_LLM_PID" ]; then
+        kill "$BENCH_LLM_PID" 2>/dev/null || true
+        wait "$BENCH_LLM_PID" 2>/dev/null || true
+        BENCH_LLM_PID=
+    fi
+    [ -n "$BENCH_RUN_ORG" ] || return 0
+    printf '%s\n' "DELETE FROM orgs WHERE slug = :'slug';" |
+        as_pg "$PGBIN/psql" -X -q -tA -h "$PGSOCK" -d svc -v ON_ERROR_STOP=1 \
+            -v slug="$BENCH_RUN_ORG" >/dev/null 2>&1 \
+        || echo "bench: the run phase's org $BENCH_RUN_ORG could not be removed" >&2
+    BENCH_RUN_ORG=
+}
+
+# bench_runs TOKEN PSQL: the cost of a run beyond its model (above).
+bench_runs() {
+    local token=$1 psql_cmd=$2 api out llm_port llm_key conc body
+    echo
+    echo "bench: the cost of a run, $RUNS runs, fake model; load average" \
+         "$(cut -d' ' -f1-3 /proc/loadavg) before"
+    mkdir -p "$BENCH_DIR/llm"
+    rm -f "$BENCH_DIR/llm/port" "$BENCH_DIR/llm/port.key"
+    ON_STOP=(bench_forget_runs "${ON_STOP[@]}")
+    perl -I"$TOP/t/lib" -MFakeLLM -e FakeLLM::main -- --flavor openai \
+        --port-file "$BENCH_DIR/llm/port" 2>"$BENCH_DIR/llm/stderr" &
+    BENCH_LLM_PID=$!
+    for _ in $(seq 100); do
+        [ -s "$BENCH_DIR/llm/port.key" ] && break
+        sleep 0.1
+    done
+    llm_port=$(cat "$BENCH_DIR/llm/port" 2>/dev/null) || die "the fake model did not start"
+    llm_key=$(cat "$BENCH_DIR/llm/port.key")
+    # Every completion answers with one small file: single-answer mode.
+    curl -s -o /dev/null -H 'Content-Type: application/json' \
+         -d '{"reply":"{\"summary\":\"A file\",\"files\":[{\"path\":\"a.txt\",\"content\":\"a\\n\"}]}"}' \
+         "http://127.0.0.1:$llm_port/_control"
+    BENCH_RUN_ORG="bench-runs-$(date -u +%Y%m%d%H%M%S)-$$"
+    "$SVCCTL" org create "$BENCH_RUN_ORG" --owner "$BENCH_USER" --name "Bench runs" >/dev/null
+    api="http://127.0.0.1:$PORT/api/orgs/$BENCH_RUN_ORG"
+    curl -s -o /dev/null -H "Authorization: Bearer $token" -H 'Content-Type: application/json' \
+         -d '{"slug":"app","name":"App"}' "$api/projects"
+    # The key goes through curl's standard input, not its command line.
+    body=$(LLM_KEY=$llm_key LLM_URL="http://127.0.0.1:$llm_port" perl -MJSON::PP -e '
+        print JSON::PP->new->encode({ name => "fake", kind => "openai", base_url => $ENV{LLM_URL},
+                                      model => "gpt-4o-mini", api_key => $ENV{LLM_KEY},
+                                      tools => "off" })')
+    out=$(curl -s -H "Authorization: Bearer $token" -H 'Content-Type: application/json' \
+          --data-binary @- "$api/providers" <<<"$body")
+    [ "$(jfield is_default <<<"$out")" = 1 ] || die "the run phase's provider was not made: $out"
+    local args
+    for conc in 2 4; do
+        httpd_stop
+        BENCH_RUN_CONCURRENCY=$conc httpd_start "$VAR/log/error_log"
+        args=(--url "http://127.0.0.1:$PORT" --token "$token" --org "$BENCH_RUN_ORG"
+              --project app --runs "$RUNS" --log "$VAR/log/error_log" --psql "$psql_cmd")
+        if [ "$conc" = 2 ]; then
+            perl "$TOP/tools/run-bench.pl" "${args[@]}" --serial \
+                --label "one at a time (SvcRunConcurrency 2)" \
+                || { echo "bench: the run phase failed" >&2; return 0; }
+        fi
+        perl "$TOP/tools/run-bench.pl" "${args[@]}" --label "all at once, SvcRunConcurrency $conc" \
+            || { echo "bench: the run phase failed" >&2; return 0; }
+    done
+    echo "  load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
+}
+
 main_bench() {
     command -v wrk >/dev/null || die "wrk is not installed (tools/deps.sh)"
     setup_stack
@@ -370,6 +450,15 @@ main_bench() {
             --org "$DEMO_ORG" --token "$admin_token" --httpd-pid "$HTTPD_PID" \
             --pg-pid "$pg_pid" --psql "$tpsql" --agents "$AGENTS" --seconds "$AGENT_SECONDS") \
             || echo "bench: the telemetry phase failed" >&2
+    fi
+    if [ "$RUNS" -gt 0 ]; then
+        local runs_psql
+        if [ "$IS_ROOT" = 1 ]; then
+            runs_psql="runuser -u $PG_OS_USER -- $PGBIN/psql -X -q -tA -h $PGSOCK -d svc"
+        else
+            runs_psql="$PGBIN/psql -X -q -tA -h $PGSOCK -d svc"
+        fi
+        bench_runs "$token" "$runs_psql"
     fi
     set -- $before; local b_kib=$1 b_n=$2
     set -- $after;  local a_kib=$1 a_n=$2

@@ -457,6 +457,16 @@ Listen 127.0.0.1:$((PORT + 1))
 </VirtualHost>
 EOF
         fi
+        # make bench's run phase: the concurrency measured, each run's parts
+        # in the log (SVC0790 at debug), and no per-user limit on starting
+        # runs (a hundred at once).
+        if [ -n "${BENCH_RUN_CONCURRENCY:-}" ]; then
+            cat <<EOF
+SvcRunConcurrency $BENCH_RUN_CONCURRENCY
+LogLevel info svc:debug
+SvcRateLimit runs 1000000 60
+EOF
+        fi
     } >"$HTTPD_CONF"
     "$HTTPD_BIN" -t -f "$HTTPD_CONF" >/dev/null 2>"$dir/log/configtest.log" \
         || { cat "$dir/log/configtest.log"; die "httpd configuration test failed"; }

@@ -79,6 +79,33 @@ ok(wait_for(sub { (api(GET => "$runs/$done->{id}", token => $tok))[1]{status} eq
     is($n->{data}{run_id}, $done->{id}, '... of this run');
 }
 
+# The run's parts for `make bench` (SVC0790, at debug as this suite logs):
+# one line per run, every part, each within the run's time. Not how long
+# any took: only that they were measured and add up.
+{
+    my $line;
+    ok(wait_for(sub {
+        my $log = do { local (@ARGV, $/) = error_log_path(); <> };
+        ($line) = $log =~ /SVC0790: run \Q$done->{id}\E timings \(us\): (.*)$/m;
+        defined $line }, timeout => 30), 'the run has its SVC0790 line (the parts of its time)');
+    my %t = map { split /=/, $_, 2 } split ' ', $line // '';
+    my @parts = qw(provider workspace clone factory sandbox prepare model commit exit bundle
+                   outcome cleanup total);
+    is_deeply([ sort grep { $_ ne 'status' } keys %t ], [ sort @parts ], '... with every part')
+        or diag($line);
+    is($t{status}, 'succeeded', '... and the outcome');
+    ok(!grep({ ($t{$_} // '') !~ /\A[0-9]+\z/ } @parts), '... in whole microseconds');
+    is($t{clone}, 0, '... no clone for a run without a repository');
+    ok($t{model} > 0 && $t{sandbox} > 0 && $t{bundle} > 0 && $t{outcome} > 0,
+       '... the parts it went through measured');
+    my $steps = 0;
+    $steps += $t{$_} for qw(provider workspace clone factory bundle outcome cleanup);
+    ok($steps <= $t{total}, '... the steps within the whole');
+    my $inside = 0;
+    $inside += $t{$_} for qw(sandbox prepare model commit exit);
+    ok($inside <= $t{factory}, "... the factory's parts within the factory");
+}
+
 # --- a reconnect in the middle of a run --------------------------------------------------
 $llm->control(mode => 'slow', delay_ms => 3000, replies => [ $reply ]);
 my $live = start_run('Across a reconnect');

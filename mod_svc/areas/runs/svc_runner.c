@@ -82,6 +82,20 @@ typedef struct {
     const char *code;
     const char *message;
     int decided;
+
+    /* Where the run's time went (SVC0790, at debug level; docs/performance.md):
+     * clock readings only, no work of their own. */
+    struct {
+        apr_time_t start;           /* the thread began, just after the claim */
+        apr_time_t provider, workspace, clone, factory, bundle, outcome, cleanup;
+        apr_time_t spawned;         /* the factory's sandbox was spawned */
+        apr_time_t first_line;      /* ... and its first protocol line arrived */
+        apr_time_t first_model;     /* its first model request arrived */
+        apr_time_t model_at;        /* the model call under way began */
+        apr_time_t model;           /* the model calls, summed */
+        apr_time_t last_reply;      /* the last model answer came back */
+        apr_time_t result_at;       /* the factory's result line arrived */
+    } t;
 } run_t;
 
 static int str_eq(const char *a, const char *b)
@@ -360,6 +374,9 @@ static void factory_line(run_t *r, const char *line, apr_size_t len)
     const char *type = json_string_value(json_object_get(msg, "type"));
     const char *err = NULL;
 
+    if (r->is_factory && !r->t.first_line) {
+        r->t.first_line = apr_time_now();
+    }
     if (!r->is_factory || !json_is_object(msg) || !type) {
         /* Not the protocol (a custom runner's chatter, say): log it. */
         svc_run_log_line(r->log, line, len);
@@ -384,7 +401,13 @@ static void factory_line(run_t *r, const char *line, apr_size_t len)
             protocol_error(r, apr_pstrcat(r->p, "a model request that cannot be made: ", err,
                                           NULL));
         }
-        else if (now) {
+        else if (!now) {
+            r->t.model_at = apr_time_now();
+            if (!r->t.first_model) {
+                r->t.first_model = r->t.model_at;
+            }
+        }
+        else {
             svc_run_log_note(r->log, "[mod_svc] model call refused: the run is at its %s",
                              strstr(now, "token_limit") ? "token budget (SvcRunMaxTokens)"
                                                         : "step limit (SvcRunMaxSteps)");
@@ -395,6 +418,7 @@ static void factory_line(run_t *r, const char *line, apr_size_t len)
         factory_step(r, msg);
     }
     else if (strcmp(type, "result") == 0) {
+        r->t.result_at = apr_time_now();
         json_decref(r->result);
         r->result = check_result(r, msg);
         if (!r->result) {
@@ -550,6 +574,9 @@ static apr_status_t supervise(run_t *r, const char *const *argv, int is_factory,
     r->out_eof = r->err_eof = 0;
     r->olen = 0;
     r->wlen = r->woff = 0;
+    if (is_factory) {
+        r->t.spawned = apr_time_now();
+    }
     rv = svc_sandbox_spawn(&r->sb, argv, init_env ? init_env : envp,
                            r->sc->runner && !init_env ? NULL : &limits, &err, r->p);
     if (rv != APR_SUCCESS) {
@@ -617,6 +644,12 @@ static apr_status_t supervise(run_t *r, const char *const *argv, int is_factory,
         }
         if (read(r->model_pipe[0], buf, sizeof(buf)) > 0) {
             const char *reply = svc_run_model_finish(r->model, r->log, r->p);
+
+            if (r->t.model_at) {
+                r->t.last_reply = apr_time_now();
+                r->t.model += r->t.last_reply - r->t.model_at;
+                r->t.model_at = 0;
+            }
             if (reply) {
                 queue_write(r, reply);
             }
@@ -1008,11 +1041,53 @@ static void write_outcome(run_t *r, const unsigned char *bundle, apr_size_t bund
     }
 }
 
+/* The time since *mark, which moves to now. */
+static apr_time_t lap(apr_time_t *mark)
+{
+    apr_time_t now = apr_time_now(), d = now - *mark;
+
+    *mark = now;
+    return d;
+}
+
+/* A run's parts in microseconds, one debug line a run for `make bench`
+ * (tools/run-bench.pl reads it; docs/performance.md says what each is).
+ * A part the run did not reach is 0. */
+static void log_timings(run_t *r, apr_time_t end)
+{
+    apr_time_t sandbox = 0, prepare = 0, commit = 0, ended = 0;
+
+    if (r->t.first_line) {
+        sandbox = r->t.first_line - r->t.spawned;
+    }
+    if (r->t.first_model) {
+        prepare = r->t.first_model - r->t.first_line;
+    }
+    if (r->t.result_at) {
+        commit = r->t.result_at - (r->t.last_reply ? r->t.last_reply : r->t.first_line);
+        ended = r->t.spawned + r->t.factory - r->t.result_at;
+    }
+    r->sc->log(r->sc->log_baton, SVC_SUP_DEBUG,
+               apr_psprintf(r->p, "SVC0790: run %s timings (us): provider=%" APR_TIME_T_FMT
+                            " workspace=%" APR_TIME_T_FMT " clone=%" APR_TIME_T_FMT
+                            " factory=%" APR_TIME_T_FMT " sandbox=%" APR_TIME_T_FMT
+                            " prepare=%" APR_TIME_T_FMT " model=%" APR_TIME_T_FMT
+                            " commit=%" APR_TIME_T_FMT " exit=%" APR_TIME_T_FMT
+                            " bundle=%" APR_TIME_T_FMT
+                            " outcome=%" APR_TIME_T_FMT " cleanup=%" APR_TIME_T_FMT
+                            " total=%" APR_TIME_T_FMT " status=%s",
+                            r->job->id, r->t.provider, r->t.workspace, r->t.clone,
+                            r->t.factory, sandbox, prepare, r->t.model, commit, ended, r->t.bundle,
+                            r->t.outcome, r->t.cleanup, end - r->t.start,
+                            r->status ? r->status : "lost"));
+}
+
 static void run_main(run_t *r)
 {
     unsigned char *bundle = NULL;
     apr_size_t bundle_len = 0;
     apr_status_t rv;
+    apr_time_t mark = r->t.start;
 
     r->log = svc_run_log_create(r->p, r->job->log_bytes, r->job->log_dropped,
                                 r->sc->log_limit);
@@ -1043,6 +1118,7 @@ static void run_main(run_t *r)
         }
         nap(r, 1000);
     }
+    r->t.provider = lap(&mark);
     if (raised(&r->slot->lost)) {
         decide(r, NULL, NULL, NULL);
     }
@@ -1080,14 +1156,18 @@ static void run_main(run_t *r)
             decide(r, SVC_RUN_FAILED, "sandbox_failed", "The run's workspace could not be "
                    "made (SvcRunWorkDir).");
         }
+        r->t.workspace = lap(&mark);
     }
     if (!r->decided && r->job->repository) {
         run_init(r);
+        r->t.clone = lap(&mark);
     }
     if (!r->decided) {
         run_factory(r);
+        r->t.factory = lap(&mark);
     }
     if (!r->decided && make_bundle(r, &bundle, &bundle_len) == APR_SUCCESS) {
+        r->t.bundle = lap(&mark);
         if (r->stopped_code) {
             /* Failed, with the work so far on the branch and in the
              * artifact for a person to look at. */
@@ -1106,7 +1186,9 @@ static void run_main(run_t *r)
         if (strcmp(r->status, SVC_RUN_FAILED) == 0) {
             svc_run_log_note(r->log, "[mod_svc] failed: %s", r->code);
         }
+        lap(&mark);
         write_outcome(r, bundle, bundle_len);
+        r->t.outcome = lap(&mark);
     }
     apr_atomic_set32(&r->slot->settled, 1);
     if (r->workspace && svc_workspace_remove(r->workspace) != APR_SUCCESS) {
@@ -1124,6 +1206,8 @@ static void run_main(run_t *r)
         }
         svc_run_model_close(r->model);
     }
+    r->t.cleanup = lap(&mark);
+    log_timings(r, mark);
 }
 
 static void *slot_main(void *arg)
@@ -1136,7 +1220,8 @@ static void *slot_main(void *arg)
     r.sc = slot->sc;
     r.job = slot->job;
     r.p = slot->pool;
-    r.deadline = apr_time_now() + apr_time_from_sec(slot->job->timeout_seconds);
+    r.t.start = apr_time_now();
+    r.deadline = r.t.start + apr_time_from_sec(slot->job->timeout_seconds);
     r.last_flush = apr_time_now();
     r.sb.in = r.sb.out = r.sb.err = -1;
     r.model_pipe[0] = r.model_pipe[1] = -1;
