@@ -79,18 +79,9 @@ sub start {
     make_path(catfile($dir, 'htdocs'));
     my $port = _free_port();
     my $modules = catfile(t_logs(), '..', 'conf', 'modules.conf');
-    # Apache::Test loads mod_alias and mod_mime into node A by itself, not
-    # through modules.conf; the web UI's configuration (Alias, its types)
-    # needs them on every node: from the directory modules.conf loads from.
-    my ($libexec) = (_slurp($modules) // '') =~ m{^LoadModule\s+\S+\s+(\S+)/[^/\s]+\.so\s*$}m
-        or die "SvcNode: no module directory in $modules\n";
-    my $own_modules = join '', map {
-        "<IfModule !$_->[0]>\n    LoadModule $_->[0] $libexec/$_->[1]\n</IfModule>\n"
-    } [ alias_module => 'mod_alias.so' ], [ mime_module => 'mod_mime.so' ];
-    # mod_mime wants its table of types: node A's (Apache::Test's) one.
-    my $types = catfile(t_logs(), '..', 'conf', 'mime.types');
-    $types = '/etc/mime.types' unless -e $types;
-    $own_modules .= "TypesConfig \"$types\"\n";
+    # What Apache::Test gives node A besides modules.conf (the web UI's
+    # Alias needs mod_alias on every node).
+    my $own_modules = SvcTest::apache_test_own_modules($modules);
     my $conf = catfile($dir, 'httpd.conf');
     my $main_conf = _node_a_directives();
     open my $fh, '>', $conf or die "SvcNode: $conf: $!\n";

@@ -1147,6 +1147,23 @@ sub _free_port {
 # $port): the directives after a minimal server's (one child, five threads,
 # a free port), with the test server's modules (its MPM, event, unless
 # `mpm` names another).
+# What Apache::Test gives the test server by itself besides modules.conf
+# (mod_alias and mod_mime, and its table of types), for another httpd made
+# from the same modules.conf: the web UI's configuration (its Alias, its
+# types) needs them. Lines of configuration.
+sub apache_test_own_modules {
+    my $modules = shift // catfile(t_logs(), '..', 'conf', 'modules.conf');
+    open my $in, '<', $modules or die "$modules: $!";
+    my ($libexec) = do { local $/; <$in> } =~ m{^LoadModule\s+\S+\s+"?(\S+?)/[^/\s"]+\.so"?\s*$}m
+        or die "no module directory in $modules\n";
+    my $types = catfile(t_logs(), '..', 'conf', 'mime.types');
+    $types = '/etc/mime.types' unless -e $types;
+    return join('', map { "<IfModule !$_->[0]>\n    LoadModule $_->[0] $libexec/$_->[1]\n"
+                          . "</IfModule>\n" }
+                    [ alias_module => 'mod_alias.so' ], [ mime_module => 'mod_mime.so' ])
+        . "TypesConfig \"$types\"\n";
+}
+
 sub scratch_httpd_conf {
     my ($directives, %opt) = @_;
     require File::Temp;
@@ -1176,7 +1193,7 @@ ErrorLog "$dir/error_log"
 LogLevel info
 Listen 127.0.0.1:$port
 Include "$modules"
-LoadModule svc_module "$top/build/mod_svc.so"
+${\ apache_test_own_modules($modules)}LoadModule svc_module "$top/build/mod_svc.so"
 DBDriver pgsql
 DBDParams "$ENV{SVC_DB}"
 DBDMin 0

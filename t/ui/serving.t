@@ -51,7 +51,7 @@ for my $a (@assets) {
     is($res->code, 200, "GET /ui/$a: 200");
     is($res->content, slurp("$top/ui/$a"), '... the file');
     my ($ext) = $a =~ /\.(\w+)$/;
-    like($res->header('Content-Type') // '', $type{$ext}, "... $ext's type (module scripts need it)");
+    like($res->header('Content-Type') // '', $type{$ext}, "... ${ext}'s type (module scripts need it)");
     is($res->header('X-Content-Type-Options'), 'nosniff', '... nosniff');
     my $etag = $res->header('ETag');
     ok($etag, '... with an ETag');
