@@ -17,37 +17,10 @@ use FindBin;
 use lib "$FindBin::Bin/../lib";
 
 use Apache::Test qw(-withtestmore);
-use File::Temp qw(tempdir);
-use File::Spec::Functions qw(catfile);
 use SvcTest;
+use SvcUI;
 
-my $top = $ENV{SVC_TOP} // "$FindBin::Bin/../..";
-
-sub which {
-    for my $c (@_) {
-        for my $dir (split /:/, $ENV{PATH} // '') {
-            return "$dir/$c" if -x "$dir/$c";
-        }
-    }
-    return undef;
-}
-
-my $chromium = $ENV{SVC_UI_CHROMIUM} // which(qw(chromium chromium-browser));
-if (!$chromium) {
-    if ($ENV{CI}) {
-        plan tests => 1;
-        fail('chromium is installed (tools/deps.sh --group test installs it in CI)');
-        exit 0;
-    }
-    plan skip_all => 'chromium is not installed (apt-get install chromium, or tools/deps.sh); '
-                   . 'the browser tests of the web UI need it';
-}
-my $node = which('node') or BAIL_OUT('node is missing: run tools/deps.sh');
-my $modules = catfile($top, 't', 'ui', 'node_modules');
-ok(-f catfile($modules, 'playwright-core', 'package.json')
-   && -f catfile($modules, 'axe-core', 'axe.min.js'),
-   'playwright-core and axe-core are installed (t/ui/package-lock.json; tools/deps.sh runs npm ci)')
-    or BAIL_OUT('t/ui/node_modules is missing: run tools/deps.sh');
+SvcUI::chromium_or_skip();
 
 # --- the data: a user the fake provider signs in, their orgs, a provider -----------
 my $email = new_user('ui', name => 'Uma Interface', allow_email_link => 1);
@@ -67,35 +40,10 @@ SvcTest::vcs_reset();
 SvcTest::new_vcs_user('uma', email => $email, name => 'Uma Interface');
 
 # --- the browser -------------------------------------------------------------------------
-my $work = tempdir(CLEANUP => 1);
-my $result_file = catfile($work, 'result.json');
-sub chromium_pids {
-    my ($rc, $out) = SvcTest::run([ 'pgrep', '-u', scalar(getpwuid($<)), '-x', 'chromium' ]);
-    return grep { /^\d+$/ } split /\s+/, $out;
-}
-my @before = chromium_pids();
-local $ENV{SVC_UI_URL}      = vhost_url('ui');
-local $ENV{SVC_UI_CHROMIUM} = $chromium;
-local $ENV{SVC_UI_ORG}      = $org;
-local $ENV{SVC_UI_XSS_ORG}  = $xss;
-local $ENV{SVC_UI_RESULT}   = $result_file;
-my ($rc, $out, $err) = SvcTest::run([ $node, catfile($top, 't', 'ui', 'e2e.mjs') ]);
-my $checks = 0;
-for my $line (split /\n/, $out) {
-    if ($line =~ /^(not ok|ok) - (.*)$/) {
-        ok($1 eq 'ok', "browser: $2");
-        $checks++;
-    }
-    elsif ($line =~ /^# ?(.*)$/) {
-        diag($1);
-    }
-}
-diag($err) if length $err;
-is($rc >> 8, 0, 'e2e.mjs exits 0');
-ok($checks >= 60, "$checks checks in the browser");
+my $r = SvcUI::run_walk('e2e.mjs', min_checks => 60,
+                        env => { SVC_UI_ORG => $org, SVC_UI_XSS_ORG => $xss });
 
 # What the browser saw, checked from outside.
-my $r = eval { json()->decode(do { local (@ARGV, $/) = ($result_file); <> }) } // {};
 record_secret($r->{token}) if $r->{token};
 SvcTest::vcs_state();       # records what the fake provider issued: never in a log
 ok($r->{token}, 'the browser read a token secret');
@@ -106,9 +54,5 @@ is(psql_value("SELECT count(*) FROM projects p JOIN orgs o ON o.id = p.org_id "
    1, 'the project made in the browser is stored with its name as typed');
 is(psql_value("SELECT status FROM runs WHERE id = '" . ($r->{run_id} // '') =~ s/'//gr . "'"),
    'succeeded', 'the run started in the browser succeeded');
-
-# No browser left behind.
-ok(wait_for(sub { !grep { my $p = $_; !grep { $_ == $p } @before } chromium_pids() },
-            timeout => 15), 'no chromium process is left running');
 
 done_testing();

@@ -10,89 +10,13 @@
 //
 // Prints one TAP-like line per check ("ok - ..." / "not ok - ..."), which
 // browser.t turns into its own assertions; exits 1 when any failed.
-import { createRequire } from 'node:module';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { BASE, XSS, CSP, result, check, watch, newContext, axe, clean, text, run } from './lib.mjs';
 
-const require = createRequire(import.meta.url);
-const { chromium } = require('playwright-core');
-const AXE = readFileSync(require.resolve('axe-core/axe.min.js'), 'utf8');
-
-const BASE = process.env.SVC_UI_URL;
 const ORG = process.env.SVC_UI_ORG;
 const XSS_ORG = process.env.SVC_UI_XSS_ORG;
-const XSS = '<img src=x onerror=alert(1)>';
 const SCRIPT_LINE = '<script>window.__svcPwned=1</script>';
-const CSP = "default-src 'self'; base-uri 'none'; object-src 'none'; form-action 'self'; "
-          + "frame-ancestors 'none'";
-const result = {};
-let failed = 0;
 
-function check(cond, desc, diag) {
-    console.log(`${cond ? 'ok' : 'not ok'} - ${desc}`);
-    if (!cond) {
-        failed++;
-        if (diag !== undefined) {
-            console.log(`# ${String(typeof diag === 'string' ? diag : JSON.stringify(diag))
-                .split('\n').join('\n# ')}`);
-        }
-    }
-    return cond;
-}
-
-// What a page did that it must not: dialogs (alert), script errors, CSP
-// violations (an inline style or script of ours would be one).
-function watch(page, seen) {
-    page.on('dialog', (d) => { seen.dialogs.push(d.message()); d.dismiss().catch(() => {}); });
-    page.on('pageerror', (e) => seen.errors.push(String(e)));
-    page.on('console', (m) => {
-        if (m.type() === 'error' && !/status of 40[149]|Failed to load resource/.test(m.text())) {
-            seen.errors.push(m.text());
-        }
-    });
-}
-
-async function newContext(browser, opts = {}) {
-    const ctx = await browser.newContext(opts);
-    await ctx.addInitScript(() => {
-        window.__csp = [];
-        document.addEventListener('securitypolicyviolation',
-            (e) => window.__csp.push(`${e.violatedDirective} ${e.blockedURI}`));
-    });
-    return ctx;
-}
-
-// axe-core on the page as it is: no serious or critical violation.
-async function axe(page, name) {
-    await page.evaluate(AXE);
-    const bad = await page.evaluate(async () => {
-        const r = await window.axe.run(document, { resultTypes: ['violations'] });
-        return r.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical')
-            .map((v) => `${v.impact} ${v.id}: ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`);
-    });
-    check(bad.length === 0, `axe-core: no serious or critical violation on ${name}`, bad.join('\n'));
-}
-
-// Nothing of user content ran or became markup, and the page kept its CSP.
-async function clean(page, seen, name) {
-    const s = await page.evaluate(() => ({
-        pwned: window.__svcPwned, csp: window.__csp || [],
-        injected: document.querySelectorAll('img[src="x"], main script, #log *').length,
-    }));
-    check(seen.dialogs.length === 0, `${name}: no dialog opened`, seen.dialogs);
-    check(s.pwned === undefined && s.injected === 0, `${name}: no injected element ran or exists`, s);
-    check(s.csp.length === 0, `${name}: no Content-Security-Policy violation`, s.csp);
-    check(seen.errors.length === 0, `${name}: no script error`, seen.errors);
-}
-
-async function text(page, sel) {
-    return (await page.locator(sel).first().textContent()) ?? '';
-}
-
-const browser = await chromium.launch({
-    executablePath: process.env.SVC_UI_CHROMIUM,
-    headless: true,
-});
-try {
+await run(async (browser) => {
     const seen = { dialogs: [], errors: [] };
     const ctx = await newContext(browser, { viewport: { width: 1280, height: 800 } });
     const page = await ctx.newPage();
@@ -265,10 +189,4 @@ try {
     const me = await page.request.get(`${BASE}/api/me`);
     check(me.status() === 401, '... and the session is over (GET /api/me: 401)', me.status());
     await ctx.close();
-} catch (e) {
-    check(false, 'the walk through the UI went to its end', String(e && e.stack || e));
-} finally {
-    await browser.close();
-    writeFileSync(process.env.SVC_UI_RESULT, JSON.stringify(result));
-}
-process.exit(failed ? 1 : 0);
+});

@@ -1,0 +1,98 @@
+package SvcUI;
+# What every browser test of the web UI (t/ui/*.t) shares: finding the
+# system chromium and the pinned node modules, and running a walk
+# (t/ui/*.mjs, built on t/ui/lib.mjs) whose "ok - ..." lines become this
+# test's assertions.
+#
+#   my $chromium = SvcUI::chromium_or_skip();     # plans skip_all without it
+#   my $r = SvcUI::run_walk('docs.mjs', min_checks => 30,
+#                           env => { SVC_UI_ORG => $org });
+#   # $r: the walk's result object (SVC_UI_RESULT)
+#
+# Without chromium a test skips, saying so, unless it runs in CI (CI set):
+# there tools/deps.sh installs it, and its absence is a failure.
+use strict;
+use warnings;
+
+use File::Temp qw(tempdir);
+use File::Spec::Functions qw(catfile);
+use Test::More ();
+use SvcTest ();
+
+my $top = $ENV{SVC_TOP} // do { require FindBin; "$FindBin::Bin/../.." };
+
+sub which {
+    for my $c (@_) {
+        for my $dir (split /:/, $ENV{PATH} // '') {
+            return "$dir/$c" if -x "$dir/$c";
+        }
+    }
+    return undef;
+}
+
+sub chromium_or_skip {
+    my $chromium = $ENV{SVC_UI_CHROMIUM} // which(qw(chromium chromium-browser));
+    if (!$chromium) {
+        if ($ENV{CI}) {
+            Test::More::plan(tests => 1);
+            Test::More::fail('chromium is installed (tools/deps.sh --group test installs it in CI)');
+            exit 0;
+        }
+        Test::More::plan(skip_all => 'chromium is not installed (apt-get install chromium, or '
+                                   . 'tools/deps.sh); the browser tests of the web UI need it');
+    }
+    my $modules = catfile($top, 't', 'ui', 'node_modules');
+    Test::More::ok(-f catfile($modules, 'playwright-core', 'package.json')
+                   && -f catfile($modules, 'axe-core', 'axe.min.js'),
+                   'playwright-core and axe-core are installed (t/ui/package-lock.json; '
+                   . 'tools/deps.sh runs npm ci)')
+        or Test::More::BAIL_OUT('t/ui/node_modules is missing: run tools/deps.sh');
+    return $chromium;
+}
+
+sub chromium_pids {
+    my ($rc, $out) = SvcTest::run([ 'pgrep', '-u', scalar(getpwuid($<)), '-x', 'chromium' ]);
+    return grep { /^\d+$/ } split /\s+/, $out;
+}
+
+# Runs t/ui/$script with SVC_UI_URL (the 'ui' vhost), SVC_UI_CHROMIUM,
+# SVC_UI_RESULT and %{$o{env}}; one assertion per check it prints, then that
+# it exited 0, made at least $o{min_checks} checks and left no chromium.
+sub run_walk {
+    my ($script, %o) = @_;
+    my $node = which('node') or Test::More::BAIL_OUT('node is missing: run tools/deps.sh');
+    my $work = tempdir(CLEANUP => 1);
+    my $result_file = catfile($work, 'result.json');
+    my @before = chromium_pids();
+    local %ENV = (%ENV,
+                  SVC_UI_URL      => SvcTest::vhost_url('ui'),
+                  SVC_UI_CHROMIUM => chromium_or_skip_path(),
+                  SVC_UI_RESULT   => $result_file,
+                  %{ $o{env} // {} });
+    my ($rc, $out, $err) = SvcTest::run([ $node, catfile($top, 't', 'ui', $script) ]);
+    my $checks = 0;
+    for my $line (split /\n/, $out) {
+        if ($line =~ /^(not ok|ok) - (.*)$/) {
+            Test::More::ok($1 eq 'ok', "browser: $2");
+            $checks++;
+        }
+        elsif ($line =~ /^# ?(.*)$/) {
+            Test::More::diag($1);
+        }
+    }
+    Test::More::diag($err) if length $err;
+    Test::More::is($rc >> 8, 0, "$script exits 0");
+    Test::More::ok($checks >= ($o{min_checks} // 1), "$checks checks in the browser");
+    my $r = eval { SvcTest::json()->decode(do { local (@ARGV, $/) = ($result_file); <> }) } // {};
+    Test::More::ok(SvcTest::wait_for(sub { my %b = map { $_ => 1 } @before;
+                                            !grep { !$b{$_} } chromium_pids() },
+                                      timeout => 15),
+                   'no chromium process is left running');
+    return $r;
+}
+
+sub chromium_or_skip_path {
+    return $ENV{SVC_UI_CHROMIUM} // which(qw(chromium chromium-browser));
+}
+
+1;
