@@ -386,6 +386,17 @@ static const char *set_run_supervisor(cmd_parms *cmd, void *dummy, int on)
     return NULL;
 }
 
+static const char *set_metrics(cmd_parms *cmd, void *dummy, int on)
+{
+    const char *err = ap_check_cmd_context(cmd, GLOBAL_ONLY);
+
+    if (err) {
+        return err;
+    }
+    server_conf(cmd)->metrics_off = !on;
+    return NULL;
+}
+
 static const char *set_runner(cmd_parms *cmd, void *dummy, int argc, char *const argv[])
 {
     const char *err = ap_check_cmd_context(cmd, GLOBAL_ONLY);
@@ -595,6 +606,9 @@ const command_rec svc_cmds[] = {
     AP_INIT_FLAG("SvcRunSupervisor", set_run_supervisor, NULL, RSRC_CONF,
                  "On (default): this httpd carries out queued runs; Off: it only serves "
                  "the API, and other nodes run them"),
+    AP_INIT_FLAG("SvcMetrics", set_metrics, NULL, RSRC_CONF,
+                 "On (default): count requests, pool waits, streams, model calls and more "
+                 "in shared memory for GET /internal/metrics; Off: count nothing"),
     AP_INIT_TAKE_ARGV("SvcRunner", set_runner, NULL, RSRC_CONF,
                       "The program (and arguments) that runs the factory in its sandbox "
                       "instead of bubblewrap, with {workspace}, {factory} and {run} "
