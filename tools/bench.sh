@@ -22,6 +22,10 @@
 # costs. Paths and tokens reach wrk through its environment, not its
 # command line.
 #
+# Then (BENCH_METRICS, default 1; 0: skip) /noop and the token route again
+# in an httpd restarted with SvcMetrics Off: what the metrics cost, beside
+# the figures above (SvcMetrics On, the default).
+#
 # Then the token route at 64 connections for BENCH_SOAK seconds (0: skip):
 # the reliability budget (a minute at 64 connections, not one non-2xx answer
 # on a valid request), where any non-2xx answer or socket error is a failure
@@ -47,7 +51,7 @@
 #
 #   BENCH_REQUESTS=200000 BENCH_CONNECTIONS=32 BENCH_WARMUP=5 BENCH_TOKENS=1
 #   BENCH_DOC_REQUESTS=50000 BENCH_SOAK=60 BENCH_STREAMS=2000 BENCH_STREAM_EVENTS=20
-#   BENCH_AGENTS=100 BENCH_AGENT_SECONDS=60 BENCH_RUNS=100 PORT=8080
+#   BENCH_AGENTS=100 BENCH_AGENT_SECONDS=60 BENCH_RUNS=100 BENCH_METRICS=1 PORT=8080
 set -euo pipefail
 
 SVC_RUN_LIB=1
@@ -393,6 +397,28 @@ main_bench() {
         -v n="$(rps "$noop")" 'BEGIN {
         printf "  org API / no-op: %.1f %%; portal / no-op: %.1f %%; portal without its rate limit / no-op: %.1f %%\n",
                100 * c / n, 100 * s / n, 100 * f / n }'
+    # What the metrics cost (issue 24): the no-op and the token route again,
+    # in an httpd restarted with SvcMetrics Off, beside the figures above
+    # (SvcMetrics On, the default). BENCH_METRICS=0 skips it.
+    if [ "${BENCH_METRICS:-1}" != 0 ]; then
+        local noop_off pat_off
+        httpd_stop
+        BENCH_METRICS_OFF=1 httpd_start "$VAR/log/error_log"
+        run_wrk warmup-pat-off /api/me/tokens "$token" 0 "$WARMUP" >/dev/null
+        run_wrk warmup-noop-off /noop "" 0 "$WARMUP" >/dev/null
+        pat_off=$(run_wrk pat-off /api/me/tokens "$token" "$REQUESTS" 600)
+        noop_off=$(run_wrk noop-off /noop "" "$REQUESTS" 600)
+        httpd_stop
+        httpd_start "$VAR/log/error_log"
+        echo
+        echo "  metrics: SvcMetrics On (above) against Off (httpd restarted):"
+        report "GET /noop, metrics off" "$noop_off"
+        report "GET /api/me/tokens, metrics off" "$pat_off"
+        awk -v p="$(rps "$pat")" -v po="$(rps "$pat_off")" -v n="$(rps "$noop")" \
+            -v no="$(rps "$noop_off")" 'BEGIN {
+            printf "  token route with metrics / without: %.1f %%; no-op: %.1f %%\n",
+                   100 * p / po, 100 * n / no }'
+    fi
     # The reliability budget: 64 connections for a while, and not one
     # failed answer or reset connection on valid requests.
     if [ "$SOAK" -gt 0 ]; then
