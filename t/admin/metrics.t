@@ -172,4 +172,22 @@ is($st, 401, 'a code-hosting delivery with a wrong signature: 401');
 ($st, $res) = scrape();
 is((value($res->content, $rejected) // 0) - $was, 1, '... counted once as rejected');
 
+# --- SvcMetrics Off: nothing counted, nothing to scrape --------------------------------------
+{
+    my $h = scratch_httpd_start("SvcRunSupervisor Off\nSvcMetrics Off\n"
+                                . "<Location /internal/>\n    SetHandler svc\n</Location>\n"
+                                . "DBDParams \"$ENV{SVC_DB}\"");
+    ($st) = api(GET => '/internal/health', base => $h->{url});
+    is($st, 200, 'a server with SvcMetrics Off serves');
+    my $r;
+    ($st, $r) = api(GET => '/internal/metrics', base => $h->{url});
+    is($st, 404, '... and answers 404 for its metrics');
+    like($r->{detail} // '', qr/SvcMetrics Off/, '... saying why');
+    scratch_httpd_stop($h);
+}
+my ($cst, $cout) = httpd_config_test("<VirtualHost _default_:80>\n    SvcMetrics Off\n"
+                                     . "</VirtualHost>");
+isnt($cst, 0, 'SvcMetrics in a virtual host: httpd refuses the configuration');
+like($cout, qr/SvcMetrics cannot occur within/, '... saying it is server-wide') or diag($cout);
+
 done_testing();
