@@ -16,6 +16,14 @@ function author(v) {
     return a.kind === 'ai' ? `${a.model || 'the model'} (for ${a.name || 'someone'})` : (a.name || 'someone');
 }
 
+// Reads the first page of one of the API's lists into a list element: an
+// item each, or a line saying there is none.
+async function fillList(list, url, empty, item) {
+    const page = await api('GET', url);
+    clear(list).append(...(page.data.length ? page.data.map(item)
+                                            : [h('li', { class: 'muted' }, empty)]));
+}
+
 function versionLabel(v) {
     return `v${v.number} · ${v.status} · ${v.source} by ${author(v)} · ${when(v.created_at)}`;
 }
@@ -39,13 +47,10 @@ export async function productsPage(main, me, org, project) {
                         location.assign(path`/orgs/${org}/products/${prd.id}`);
                     });
                 } }, h('label', {}, 'Name', name), h('button', { type: 'submit' }, 'Create product')));
-    const page = await api('GET', path`/api/orgs/${org}/projects/${project}/products` + '?limit=100');
-    if (!page.data.length) {
-        list.append(h('li', { class: 'muted' }, 'No products yet.'));
-    }
-    list.append(...page.data.map((d) =>
+    await fillList(list, path`/api/orgs/${org}/projects/${project}/products` + '?limit=100',
+                   'No products yet.', (d) =>
         h('li', {}, h('a', { href: path`/orgs/${org}/products/${d.id}` }, d.name), ' ',
-          h('span', { class: 'muted' }, `${d.documents} documents · ${when(d.updated_at)}`))));
+          h('span', { class: 'muted' }, `${d.documents} documents · ${when(d.updated_at)}`)));
 }
 
 // --- a product: its documents and share links -----------------------------------------------
@@ -56,12 +61,8 @@ function sharesSection(org, productId) {
     const days = h('input', { name: 'expires_in_days', type: 'number', min: 1, max: 365, value: 30,
                               inputmode: 'numeric' });
     async function refresh() {
-        const page = await api('GET', path`/api/orgs/${org}/products/${productId}/shares` + '?limit=100');
-        clear(list);
-        if (!page.data.length) {
-            list.append(h('li', { class: 'muted' }, 'No share links.'));
-        }
-        for (const s of page.data) {
+        await fillList(list, path`/api/orgs/${org}/products/${productId}/shares` + '?limit=100',
+                       'No share links.', (s) => {
             const revoke = s.status === 'active'
                 ? h('button', { type: 'button', class: 'danger', 'aria-label': `Revoke ${s.token_hint}…`,
                                 onclick: () => act(async () => {
@@ -70,11 +71,11 @@ function sharesSection(org, productId) {
                                     showStatus('Share link revoked.');
                                 }) }, 'Revoke')
                 : null;
-            list.append(h('li', { 'data-share-id': s.id }, h('code', {}, `${s.token_hint}…`), ' ',
-                          badge(s.status), ' ',
-                          h('span', { class: 'muted' }, `created ${when(s.created_at)} · expires `
-                            + when(s.expires_at)), ' ', revoke));
-        }
+            return h('li', { 'data-share-id': s.id }, h('code', {}, `${s.token_hint}…`), ' ',
+                     badge(s.status), ' ',
+                     h('span', { class: 'muted' }, `created ${when(s.created_at)} · expires `
+                       + when(s.expires_at)), ' ', revoke);
+        });
     }
     const section = h('section', { 'aria-labelledby': 'shares-h' },
         h('h2', { id: 'shares-h' }, 'Share links'),
@@ -214,12 +215,8 @@ export async function documentPage(main, me, org, docId) {
     }
 
     async function renderPatches() {
-        const page = await api('GET', path`/api/orgs/${org}/documents/${docId}/patches` + '?limit=50');
-        clear(patches);
-        if (!page.data.length) {
-            patches.append(h('li', { class: 'muted' }, 'No patches.'));
-        }
-        for (const p of page.data) {
+        await fillList(patches, path`/api/orgs/${org}/documents/${docId}/patches` + '?limit=50',
+                       'No patches.', (p) => {
             const decideBtn = (verb, cls) => h('button', {
                 type: 'button', class: cls, 'aria-label': `${verb} the patch: ${p.summary}`,
                 onclick: () => act(async () => {
@@ -227,28 +224,24 @@ export async function documentPage(main, me, org, docId) {
                     await load();
                     showStatus(`Patch ${verb === 'Accept' ? 'accepted' : 'rejected'}.`);
                 }) }, verb);
-            patches.append(h('li', { 'data-patch-id': p.id }, badge(p.status), ' ',
-                             h('strong', {}, p.summary), ' ',
-                             h('span', { class: 'muted' }, `${p.model} · ${when(p.created_at)}`),
-                             unifiedView(p.diff),
-                             p.status === 'proposed'
-                                 ? h('p', {}, decideBtn('Accept', ''), ' ', decideBtn('Reject', 'danger'))
-                                 : null));
-        }
+            return h('li', { 'data-patch-id': p.id }, badge(p.status), ' ',
+                     h('strong', {}, p.summary), ' ',
+                     h('span', { class: 'muted' }, `${p.model} · ${when(p.created_at)}`),
+                     unifiedView(p.diff),
+                     p.status === 'proposed'
+                         ? h('p', {}, decideBtn('Accept', ''), ' ', decideBtn('Reject', 'danger'))
+                         : null);
+        });
     }
 
     async function renderComments() {
-        const page = await api('GET', path`/api/orgs/${org}/documents/${docId}/comments` + '?limit=100');
-        clear(comments);
-        if (!page.data.length) {
-            comments.append(h('li', { class: 'muted' }, 'No comments.'));
-        }
         const number = new Map(doc.versions.map((v) => [v.id, v.number]));
-        comments.append(...page.data.map((c) =>
+        await fillList(comments, path`/api/orgs/${org}/documents/${docId}/comments` + '?limit=100',
+                       'No comments.', (c) =>
             h('li', { 'data-comment-id': c.id }, h('strong', {}, c.author_name), ' ',
               h('span', { class: 'muted' },
                 `on v${number.get(c.version_id) ?? '?'} · ${when(c.created_at)}`),
-              h('p', { class: 'comment-body' }, c.body))));
+              h('p', { class: 'comment-body' }, c.body)));
     }
 
     // Reads the document again and shows it; the editor keeps its text
