@@ -315,6 +315,22 @@ bench_runs() {
     echo "  load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
 }
 
+# bench_metrics_pass NAME TOKEN: httpd restarted (BENCH_METRICS_OFF as the
+# caller sets it), warmed up, then the token route and /noop; their SVCBENCH
+# lines in BENCH_PASS as "TOKEN-ROUTE|NOOP" (not printed: httpd_start must
+# run in this shell, which keeps its pid). httpd stays up, with that
+# setting, until the next restart (NAME: the wrk files' suffix).
+bench_metrics_pass() {
+    local name=$1 token=$2 pat noop
+    httpd_stop
+    httpd_start "$VAR/log/error_log"
+    run_wrk "warmup-pat-$name" /api/me/tokens "$token" 0 "$WARMUP" >/dev/null
+    run_wrk "warmup-noop-$name" /noop "" 0 "$WARMUP" >/dev/null
+    pat=$(run_wrk "pat-$name" /api/me/tokens "$token" "$REQUESTS" 600)
+    noop=$(run_wrk "noop-$name" /noop "" "$REQUESTS" 600)
+    BENCH_PASS="$pat|$noop"
+}
+
 main_bench() {
     command -v wrk >/dev/null || die "wrk is not installed (tools/deps.sh)"
     setup_stack
@@ -402,28 +418,20 @@ main_bench() {
     # On (the default), each warmed up alike, so that both start from the
     # same state (a fresh restart's caches and pool). BENCH_METRICS=0 skips it.
     if [ "${BENCH_METRICS:-1}" != 0 ]; then
-        local noop_off pat_off noop_on pat_on
-        httpd_stop
-        BENCH_METRICS_OFF=1 httpd_start "$VAR/log/error_log"
-        run_wrk warmup-pat-off /api/me/tokens "$token" 0 "$WARMUP" >/dev/null
-        run_wrk warmup-noop-off /noop "" 0 "$WARMUP" >/dev/null
-        pat_off=$(run_wrk pat-off /api/me/tokens "$token" "$REQUESTS" 600)
-        noop_off=$(run_wrk noop-off /noop "" "$REQUESTS" 600)
-        httpd_stop
-        httpd_start "$VAR/log/error_log"
-        run_wrk warmup-pat-on /api/me/tokens "$token" 0 "$WARMUP" >/dev/null
-        run_wrk warmup-noop-on /noop "" 0 "$WARMUP" >/dev/null
-        pat_on=$(run_wrk pat-on /api/me/tokens "$token" "$REQUESTS" 600)
-        noop_on=$(run_wrk noop-on /noop "" "$REQUESTS" 600)
+        local off on
+        BENCH_METRICS_OFF=1 bench_metrics_pass off "$token"
+        off=$BENCH_PASS
+        bench_metrics_pass on "$token"
+        on=$BENCH_PASS
         echo
         echo "  metrics: httpd restarted with SvcMetrics Off, then On (/noop counts nothing"
         echo "  either way: it shows the noise of the machine):"
-        report "GET /noop, metrics off" "$noop_off"
-        report "GET /noop, metrics on" "$noop_on"
-        report "GET /api/me/tokens, metrics off" "$pat_off"
-        report "GET /api/me/tokens, metrics on" "$pat_on"
-        awk -v p="$(rps "$pat_on")" -v po="$(rps "$pat_off")" -v n="$(rps "$noop_on")" \
-            -v no="$(rps "$noop_off")" 'BEGIN {
+        report "GET /noop, metrics off" "${off#*|}"
+        report "GET /noop, metrics on" "${on#*|}"
+        report "GET /api/me/tokens, metrics off" "${off%%|*}"
+        report "GET /api/me/tokens, metrics on" "${on%%|*}"
+        awk -v p="$(rps "${on%%|*}")" -v po="$(rps "${off%%|*}")" -v n="$(rps "${on#*|}")" \
+            -v no="$(rps "${off#*|}")" 'BEGIN {
             printf "  token route with metrics / without: %.1f %%; no-op: %.1f %%\n",
                    100 * p / po, 100 * n / no }'
     fi

@@ -221,6 +221,15 @@ void svc_metrics_webhook_answer(svc_metrics_t *m, svc_mhook_e source, const svc_
                                    : status < 500 ? SVC_MHOOK_REJECTED : SVC_MHOOK_FAILED);
 }
 
+apr_status_t svc_metrics_webhook_handle(svc_ctx_t *ctx, svc_mhook_e source, svc_mhook_fn fn)
+{
+    int duplicate = 0;
+    apr_status_t rv = fn(ctx, &duplicate);
+
+    svc_metrics_webhook_answer(current, source, ctx, rv, duplicate);
+    return rv;
+}
+
 void svc_metrics_rate_refused(svc_metrics_t *m, const char *name)
 {
     int i;

@@ -90,6 +90,11 @@ void svc_metrics_webhook(svc_metrics_t *m, svc_mhook_e source, svc_mhook_result_
 void svc_metrics_webhook_answer(svc_metrics_t *m, svc_mhook_e source, const svc_ctx_t *ctx,
                                 apr_status_t rv, int duplicate);
 
+/* Runs a webhook handler, `fn` (which sets *pduplicate when it finds the
+ * delivery recorded before), and counts its outcome in the current set. */
+typedef apr_status_t (*svc_mhook_fn)(svc_ctx_t *ctx, int *pduplicate);
+apr_status_t svc_metrics_webhook_handle(svc_ctx_t *ctx, svc_mhook_e source, svc_mhook_fn fn);
+
 /* A request refused by the rate class `name` (unknown names are not
  * counted: the classes are fixed at start). */
 void svc_metrics_rate_refused(svc_metrics_t *m, const char *name);

@@ -519,7 +519,7 @@ static apr_status_t record_event(svc_ctx_t *ctx, svc_db_t *db, void *baton)
                                               "event_id", ev->event_id));
 }
 
-static apr_status_t billing_webhook(svc_ctx_t *ctx, event_t *pev)
+static apr_status_t billing_webhook(svc_ctx_t *ctx, int *pduplicate)
 {
     const svc_billing_t *b = svc_billing_of(ctx->conf);
     const char *why, *created;
@@ -570,20 +570,13 @@ static apr_status_t billing_webhook(svc_ctx_t *ctx, event_t *pev)
     ev.created = created;
     ev.livemode = json_is_true(json_object_get(doc, "livemode")) ? "true" : "false";
     rv = svc_write(ctx, record_event, &ev);
-    pev->duplicate = ev.duplicate;
+    *pduplicate = ev.duplicate;
     return rv;
 }
 
 apr_status_t svc_h_billing_webhook(svc_ctx_t *ctx)
 {
-    event_t ev;
-    apr_status_t rv;
-
-    memset(&ev, 0, sizeof(ev));
-    rv = billing_webhook(ctx, &ev);
-    svc_metrics_webhook_answer(svc_metrics_current(), SVC_MHOOK_BILLING, ctx, rv,
-                               ev.duplicate);
-    return rv;
+    return svc_metrics_webhook_handle(ctx, SVC_MHOOK_BILLING, billing_webhook);
 }
 
 apr_status_t svc_h_billing_events_list(svc_ctx_t *ctx)

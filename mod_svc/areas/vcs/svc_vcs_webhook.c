@@ -348,7 +348,7 @@ static apr_status_t record_delivery(svc_ctx_t *ctx, svc_db_t *db, void *baton)
                                               "delivery_id", d->delivery));
 }
 
-static apr_status_t vcs_webhook(svc_ctx_t *ctx, delivery_t *pd)
+static apr_status_t vcs_webhook(svc_ctx_t *ctx, int *pduplicate)
 {
     const svc_vcs_app_t *app = svc_vcs_app(ctx->conf);
     const char *delivery = apr_table_get(ctx->headers_in, "X-GitHub-Delivery");
@@ -401,19 +401,13 @@ static apr_status_t vcs_webhook(svc_ctx_t *ctx, delivery_t *pd)
     if (rv != APR_SUCCESS) {
         keep_failed(ctx, rv, delivery, event, action, id, ctx->raw_body);
     }
-    pd->duplicate = d.duplicate;
+    *pduplicate = d.duplicate;
     return rv;
 }
 
 apr_status_t svc_h_vcs_webhook(svc_ctx_t *ctx)
 {
-    delivery_t d;
-    apr_status_t rv;
-
-    memset(&d, 0, sizeof(d));
-    rv = vcs_webhook(ctx, &d);
-    svc_metrics_webhook_answer(svc_metrics_current(), SVC_MHOOK_VCS, ctx, rv, d.duplicate);
-    return rv;
+    return svc_metrics_webhook_handle(ctx, SVC_MHOOK_VCS, vcs_webhook);
 }
 
 apr_status_t svc_h_vcs_deliveries_list(svc_ctx_t *ctx)
