@@ -5,6 +5,7 @@
 #include "svc_ctx.h"
 #include "svc_db.h"
 #include "svc_json.h"
+#include "svc_redact.h"
 
 #include <stdarg.h>
 #include <string.h>
@@ -133,6 +134,21 @@ svc_problem_t *svc_ctx_problem(svc_ctx_t *ctx, apr_status_t rv)
         break;
     }
     return ctx->problem;
+}
+
+const char *svc_ctx_failure_why(svc_ctx_t *ctx, apr_status_t rv)
+{
+    const svc_problem_t *pr = svc_ctx_problem(ctx, rv);
+
+    if (pr->status < 500) {
+        return NULL;
+    }
+    return ctx->db && *svc_db_errmsg(ctx->db)
+           ? apr_psprintf(ctx->pool, "%s (sqlstate %s): %s", pr->code,
+                          svc_db_sqlstate(ctx->db),
+                          svc_redact(ctx->pool, svc_printable(ctx->pool,
+                                                              svc_db_errmsg(ctx->db), 800)))
+           : apr_psprintf(ctx->pool, "%s: %s", pr->code, pr->detail ? pr->detail : "");
 }
 
 const char *svc_status_title(int status)

@@ -215,6 +215,16 @@ void svc_fail_field(svc_ctx_t *ctx, const char *field, const char *code,
  */
 svc_problem_t *svc_ctx_problem(svc_ctx_t *ctx, apr_status_t rv);
 
+/*
+ * Why a write that failed with rv failed, in words to keep with what it
+ * was about (a webhook delivery kept for a redelivery): in the database's
+ * words when it said why (read before anything else runs on the
+ * connection; redacted, printable, at most about 900 bytes), else in the
+ * answer's. NULL when the answer is a refusal of ours (below 500): the
+ * request was wrong, nothing failed.
+ */
+const char *svc_ctx_failure_why(svc_ctx_t *ctx, apr_status_t rv);
+
 /* Renders a problem as application/problem+json into ctx's response. */
 void svc_ctx_render_problem(svc_ctx_t *ctx, const svc_problem_t *pr);
 

@@ -72,6 +72,18 @@ typedef struct svc_col_t {
 #define SVC_COL_NEST(k, s) { .key = (k), .type = SVC_COL_OBJECT, .sub = (s) }
 #define SVC_COL_END { .key = NULL }
 
+/* The columns of a webhook delivery kept with its attempts, for a
+ * redelivery (vcs and billing: docs/api/admin.md): status, attempts,
+ * last_error, last_attempt_at, in that order. */
+#define SVC_COLS_ATTEMPTS \
+    { .key = "status", .type = SVC_COL_TEXT, .values = SVC_VALUES("processed", "failed"), \
+      .description = "failed: its last attempt did not go through; an operator may " \
+        "redeliver it (POST .../redeliver), and so may the provider." }, \
+    { .key = "attempts", .type = SVC_COL_INT, .description = "Times it was processed." }, \
+    { .key = "last_error", .type = SVC_COL_TEXT, .flags = SVC_COL_NULL, \
+      .description = "Why its last attempt failed; null once one succeeded." }, \
+    { .key = "last_attempt_at", .type = SVC_COL_TIME, .flags = SVC_COL_NULL }
+
 /* A list of values for .values, NULL ended. */
 #define SVC_VALUES(...) ((const char *const[]){ __VA_ARGS__, NULL })
 

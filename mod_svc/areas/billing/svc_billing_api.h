@@ -34,6 +34,10 @@ apr_status_t svc_h_billing_budget_put(svc_ctx_t *ctx);
 apr_status_t svc_h_billing_webhook(svc_ctx_t *ctx);
 apr_status_t svc_h_billing_events_list(svc_ctx_t *ctx);
 apr_status_t svc_h_billing_event_get(svc_ctx_t *ctx);
+apr_status_t svc_h_billing_event_redeliver(svc_ctx_t *ctx);
+
+/* A recorded event as the operators' list shows it (the BillingEvent schema). */
+extern const svc_col_t svc_billing_event_keys[];
 
 /*
  * Checks a Stripe-Signature header (t=TIMESTAMP,v1=HEX[,v1=HEX...]) over the

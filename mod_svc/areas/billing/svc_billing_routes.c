@@ -196,18 +196,9 @@ static const svc_schema_t schema_receipt = {
     .name = "BillingWebhookReceipt", .description = "What became of a delivered event.",
     .keys = receipt_keys
 };
-static const svc_col_t event_keys[] = {
-    { .key = "event_id", .type = SVC_COL_TEXT, .example = "evt_1" },
-    { .key = "type", .type = SVC_COL_TEXT, .example = "invoice.paid" },
-    { .key = "org_id", .type = SVC_COL_TEXT, .flags = SVC_COL_NULL },
-    { .key = "livemode", .type = SVC_COL_BOOL },
-    { .key = "created", .type = SVC_COL_TIME },
-    { .key = "received_at", .type = SVC_COL_TIME },
-    SVC_COL_END
-};
 static const svc_schema_t schema_event = {
     .name = "BillingEvent", .description = "A recorded webhook event of the payment provider.",
-    .keys = event_keys
+    .keys = svc_billing_event_keys
 };
 static const svc_col_t event_detail_keys[] = {
     { .key = "payload", .type = SVC_COL_JSON, .description = "The event as the provider sent it." },
@@ -334,6 +325,16 @@ static const svc_route_t routes[] = {
       .handler = svc_h_billing_event_get, .scope = SVC_SCOPE_READ, .flags = SVC_RF_FOUNDER,
       .op_id = "getBillingEvent", .tag = TAG, .response = &schema_event_detail,
       .summary = "One recorded webhook event with its payload" },
+    { .method = "POST", .path = "/api/admin/billing/events/:eventId/redeliver",
+      .handler = svc_h_billing_event_redeliver, .scope = SVC_SCOPE_ADMIN,
+      .flags = SVC_RF_FOUNDER, .op_id = "redeliverBillingEvent", .tag = TAG,
+      .response = &schema_event,
+      .description = "Processes again, as a new attempt, a recorded event whose processing "
+        "failed (`status` failed): 200 with the event, processed; 409 `invalid_status` for "
+        "one that was processed; when it fails again, the failure's answer, and the event "
+        "shows one more attempt and its last error. In the platform audit log "
+        "(docs/api/admin.md).",
+      .summary = "Redeliver an event whose processing failed" },
     SVC_ROUTE_END,
 };
 

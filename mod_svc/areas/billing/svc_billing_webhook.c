@@ -6,8 +6,9 @@
  * As the code-hosting deliveries are (docs/api/vcs.md): the signature is
  * checked over the exact bytes received before anything is parsed; each
  * event is recorded once under its id with its effect in the same
- * transaction, so a redelivery changes nothing and a delivery whose
- * processing failed leaves no trace (the provider retries it).
+ * transaction, so a redelivery changes nothing. An event whose processing
+ * failed is kept, as failed, with why (after its transaction rolled back):
+ * the provider's retry, or an operator's redelivery, processes it again.
  */
 #include "svc_billing_api.h"
 #include "svc_billing_store.h"
@@ -15,12 +16,46 @@
 #include <apr_lib.h>
 #include <string.h>
 
+/* An event recorded before whose processing failed is processed again (the
+ * provider's retry): one more attempt. */
 static const svc_stmt_t st_event_record = {
     "svc_billing_event_record",
-    "INSERT INTO billing_webhook_events (event_id, type, org_id, livemode, created, payload)"
-    " VALUES ($1, $2, $3, $4::boolean, to_timestamp($5::bigint), $6::jsonb)"
-    " ON CONFLICT (event_id) DO NOTHING RETURNING seq",
+    "INSERT INTO billing_webhook_events AS e"
+    " (event_id, type, org_id, livemode, created, payload, last_attempt_at)"
+    " VALUES ($1, $2, $3, $4::boolean, to_timestamp($5::bigint), $6::jsonb, now())"
+    " ON CONFLICT (event_id) DO UPDATE SET status = 'processed', last_error = NULL,"
+    " org_id = EXCLUDED.org_id, attempts = e.attempts + 1, last_attempt_at = now()"
+    " WHERE e.status = 'failed' RETURNING seq",
     6, 0
+};
+
+/* An event whose processing failed, kept for a redelivery: on its own,
+ * after the failed transaction rolled back (SVC_STMT_ALONE). One processed
+ * meanwhile (by a concurrent retry) stays so. */
+static const svc_stmt_t st_event_failed = {
+    "svc_billing_event_failed",
+    "INSERT INTO billing_webhook_events AS e"
+    " (event_id, type, livemode, created, payload, status, last_error, last_attempt_at)"
+    " VALUES ($1, $2, $3::boolean, to_timestamp($4::bigint), $5::jsonb, 'failed', $6, now())"
+    " ON CONFLICT (event_id) DO UPDATE SET last_error = $6, attempts = e.attempts + 1,"
+    " last_attempt_at = now() WHERE e.status = 'failed'",
+    6, SVC_STMT_ALONE
+};
+
+/* An operator's redelivery: the recorded event, locked. */
+static const svc_stmt_t st_event_take = {
+    "svc_billing_event_take",
+    "SELECT status, payload::text FROM billing_webhook_events WHERE event_id = $1 FOR UPDATE",
+    1, 0
+};
+
+static const svc_stmt_t st_event_done = {
+    "svc_billing_event_done",
+    "UPDATE billing_webhook_events SET status = 'processed', last_error = NULL, org_id = $2,"
+    " attempts = attempts + 1, last_attempt_at = now() WHERE event_id = $1"
+    " RETURNING event_id, type, org_id, livemode, created, received_at, status, attempts,"
+    " last_error, last_attempt_at",
+    2, SVC_STMT_BINARY
 };
 
 /* The org an event is about: by the customer stored for it, else by the
@@ -93,19 +128,21 @@ static const svc_stmt_t st_invoice_status = {
     2, 0
 };
 
-static const svc_col_t event_item[] = {
-    SVC_COL("event_id", SVC_COL_TEXT),
-    SVC_COL("type", SVC_COL_TEXT),
-    SVC_COL("org_id", SVC_COL_TEXT),
-    SVC_COL("livemode", SVC_COL_BOOL),
-    SVC_COL("created", SVC_COL_TIME),
-    SVC_COL("received_at", SVC_COL_TIME),
+const svc_col_t svc_billing_event_keys[] = {
+    { .key = "event_id", .type = SVC_COL_TEXT, .example = "evt_1" },
+    { .key = "type", .type = SVC_COL_TEXT, .example = "invoice.paid" },
+    { .key = "org_id", .type = SVC_COL_TEXT, .flags = SVC_COL_NULL },
+    { .key = "livemode", .type = SVC_COL_BOOL },
+    { .key = "created", .type = SVC_COL_TIME },
+    { .key = "received_at", .type = SVC_COL_TIME },
+    SVC_COLS_ATTEMPTS,
     SVC_COL_END
 };
 
 static const svc_stmt_t st_event_list = {
     "svc_billing_event_list",
-    "SELECT seq, event_id, type, org_id, livemode, created, received_at"
+    "SELECT seq, event_id, type, org_id, livemode, created, received_at, status, attempts,"
+    " last_error, last_attempt_at"
     " FROM billing_webhook_events WHERE seq < $1::bigint ORDER BY seq DESC LIMIT $2::int",
     2, SVC_STMT_READ | SVC_STMT_BINARY
 };
@@ -114,7 +151,8 @@ static const svc_stmt_t st_event_get = {
     "svc_billing_event_get",
     "SELECT json_build_object('event_id', event_id, 'type', type, 'org_id', org_id,"
     " 'livemode', livemode, 'created', svc_ts(created), 'received_at', svc_ts(received_at),"
-    " 'payload', payload)::text FROM billing_webhook_events WHERE event_id = $1",
+    " 'status', status, 'attempts', attempts, 'last_error', last_error,"
+    " 'last_attempt_at', svc_ts(last_attempt_at), 'payload', payload)::text FROM billing_webhook_events WHERE event_id = $1",
     1, SVC_STMT_READ
 };
 
@@ -259,6 +297,7 @@ typedef struct {
     const char *action;
     json_t *details;
     int duplicate;              /* recorded before: nothing done (for the metrics) */
+    const char *payload;        /* a redelivery: the recorded body */
 } event_t;
 
 /* The change's audit entry (by the provider) and the billing.updated event
@@ -519,11 +558,53 @@ static apr_status_t record_event(svc_ctx_t *ctx, svc_db_t *db, void *baton)
                                               "event_id", ev->event_id));
 }
 
+/* An event's body, parsed into *ev (its ctx set; nothing else looked up). */
+static apr_status_t event_parse(svc_ctx_t *ctx, const char *body, apr_size_t len, event_t *ev)
+{
+    const char *why;
+    json_t *doc;
+
+    if (svc_json_parse_body(&doc, body, len, ctx->pool, &why) != APR_SUCCESS) {
+        return svc_fail(ctx, 400, "invalid_json", "The event's body: %s", why);
+    }
+    memset(ev, 0, sizeof(*ev));
+    ev->ctx = ctx;
+    ev->event_id = svc_json_str(doc, "id");
+    ev->type = svc_json_str(doc, "type");
+    ev->obj = json_object_get(json_object_get(doc, "data"), "object");
+    ev->created = time_member(ctx->pool, doc, "created");
+    if (!provider_id_valid(ev->event_id) || !svc_word_valid(ev->type, 100)
+        || !json_is_object(ev->obj) || !ev->created) {
+        return svc_fail(ctx, 400, "invalid_webhook", "The event has no usable id, type, "
+                        "created or data.object.");
+    }
+    ev->livemode = json_is_true(json_object_get(doc, "livemode")) ? "true" : "false";
+    return APR_SUCCESS;
+}
+
+/*
+ * The processing of an event failed and rolled back: the event is kept as
+ * failed, with why, for a redelivery (by an operator or the provider's
+ * retry). A refusal of ours (below 500) is no failure to keep. Best
+ * effort: when even this cannot be written (the database is away), the
+ * provider's own retry is what is left.
+ */
+static void keep_failed(svc_ctx_t *ctx, apr_status_t rv, const event_t *ev, const char *payload)
+{
+    const char *why = svc_ctx_failure_why(ctx, rv);
+    svc_db_t *db;
+
+    if (!why || svc_ctx_db(ctx, &db) != APR_SUCCESS) {
+        return;
+    }
+    (void)svc_db_execv(db, &st_event_failed, ctx->pool, NULL, ev->event_id, ev->type,
+                       ev->livemode, ev->created, payload, svc_printable(ctx->pool, why, 1000));
+}
+
 static apr_status_t billing_webhook(svc_ctx_t *ctx, int *pduplicate)
 {
     const svc_billing_t *b = svc_billing_of(ctx->conf);
-    const char *why, *created;
-    json_t *doc, *data;
+    const char *why;
     event_t ev;
     apr_status_t rv;
     int expired;
@@ -551,25 +632,14 @@ static apr_status_t billing_webhook(svc_ctx_t *ctx, int *pduplicate)
                         "%s: the webhook secret configured here differs from the endpoint's "
                         "at the provider (docs/operations.md, secret rotation).", why);
     }
-    if (svc_json_parse_body(&doc, ctx->raw_body ? ctx->raw_body : "", ctx->raw_len, ctx->pool,
-                            &why) != APR_SUCCESS) {
-        return svc_fail(ctx, 400, "invalid_json", "The event's body: %s", why);
+    if ((rv = event_parse(ctx, ctx->raw_body ? ctx->raw_body : "", ctx->raw_len, &ev))
+        != APR_SUCCESS) {
+        return rv;
     }
-    memset(&ev, 0, sizeof(ev));
-    ev.ctx = ctx;
-    ev.event_id = svc_json_str(doc, "id");
-    ev.type = svc_json_str(doc, "type");
-    data = json_object_get(doc, "data");
-    ev.obj = json_object_get(data, "object");
-    created = time_member(ctx->pool, doc, "created");
-    if (!provider_id_valid(ev.event_id) || !svc_word_valid(ev.type, 100)
-        || !json_is_object(ev.obj) || !created) {
-        return svc_fail(ctx, 400, "invalid_webhook", "The event has no usable id, type, "
-                        "created or data.object.");
-    }
-    ev.created = created;
-    ev.livemode = json_is_true(json_object_get(doc, "livemode")) ? "true" : "false";
     rv = svc_write(ctx, record_event, &ev);
+    if (rv != APR_SUCCESS) {
+        keep_failed(ctx, rv, &ev, ctx->raw_body);
+    }
     *pduplicate = ev.duplicate;
     return rv;
 }
@@ -581,7 +651,8 @@ apr_status_t svc_h_billing_webhook(svc_ctx_t *ctx)
 
 apr_status_t svc_h_billing_events_list(svc_ctx_t *ctx)
 {
-    return svc_reply_rows(ctx, &st_event_list, event_item, SVC_PAGE_BEFORE, SVC_PAGE_FETCH);
+    return svc_reply_rows(ctx, &st_event_list, svc_billing_event_keys, SVC_PAGE_BEFORE,
+                          SVC_PAGE_FETCH);
 }
 
 apr_status_t svc_h_billing_event_get(svc_ctx_t *ctx)
@@ -599,4 +670,67 @@ apr_status_t svc_h_billing_event_get(svc_ctx_t *ctx)
         return svc_fail(ctx, 404, "not_found", "No event with this id was received.");
     }
     return svc_reply_text(ctx, 200, svc_dbres_str(res, 0, 0));
+}
+
+/* An operator's redelivery of an event whose processing failed (baton: the
+ * event, its id set). */
+static apr_status_t redeliver_tx(svc_ctx_t *ctx, svc_db_t *db, void *baton)
+{
+    event_t *ev = baton;
+    const char *id = ev->event_id, *json;
+    svc_actor_t actor;
+    svc_dbres_t *res;
+    apr_status_t rv;
+
+    if ((rv = svc_db_execv(db, &st_event_take, ctx->pool, &res, id)) != APR_SUCCESS) {
+        return rv;
+    }
+    if (svc_dbres_rows(res) != 1) {
+        return svc_fail(ctx, 404, "not_found", "No event with this id was received.");
+    }
+    if (strcmp(svc_dbres_str(res, 0, 0), "failed") != 0) {
+        return svc_fail(ctx, 409, "invalid_status", "This event was processed; only one "
+                        "whose processing failed is redelivered.");
+    }
+    json = apr_pstrdup(ctx->pool, svc_dbres_str(res, 0, 1));
+    /* What was recorded passed these checks when it came. */
+    if (event_parse(ctx, json, strlen(json), ev) != APR_SUCCESS) {
+        return SVC_EDB;
+    }
+    ev->payload = json;
+    ev->db = db;
+    if ((rv = org_of(ev, &ev->org_id)) != APR_SUCCESS
+        || (ev->org_id && (rv = apply(ev)) != APR_SUCCESS)
+        || (rv = svc_db_execv(db, &st_event_done, ctx->pool, &res, id, ev->org_id))
+           != APR_SUCCESS
+        || (rv = svc_row_json_text(ctx->pool, res, svc_billing_event_keys, &json))
+           != APR_SUCCESS) {
+        return rv;
+    }
+    svc_actor_from_ctx(ctx, &actor);
+    if ((rv = svc_platform_audit_write(db, ctx->pool, &actor, "billing_event.redelivered",
+                                       "billing_event", id, NULL)) != APR_SUCCESS) {
+        return rv;
+    }
+    return svc_reply_text(ctx, 200, json);
+}
+
+apr_status_t svc_h_billing_event_redeliver(svc_ctx_t *ctx)
+{
+    const char *id = apr_table_get(ctx->params, "eventId");
+    event_t ev;
+    apr_status_t rv;
+
+    if (!provider_id_valid(id)) {
+        return svc_fail(ctx, 404, "not_found", "No event with this id was received.");
+    }
+    memset(&ev, 0, sizeof(ev));
+    ev.ctx = ctx;
+    ev.event_id = id;
+    rv = svc_write(ctx, redeliver_tx, &ev);
+    /* It failed again: one more failed attempt, with why. */
+    if (rv != APR_SUCCESS && ev.payload) {
+        keep_failed(ctx, rv, &ev, ev.payload);
+    }
+    return rv;
 }

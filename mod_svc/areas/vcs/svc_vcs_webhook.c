@@ -115,13 +115,7 @@ static const svc_col_t delivery_item[] = {
     { .key = "action", .type = SVC_COL_TEXT, .flags = SVC_COL_NULL, .example = "created" },
     { .key = "installation_id", .type = SVC_COL_INT, .flags = SVC_COL_NULL },
     { .key = "received_at", .type = SVC_COL_TIME },
-    { .key = "status", .type = SVC_COL_TEXT, .values = SVC_VALUES("processed", "failed"),
-      .description = "failed: its last attempt did not go through; an operator may redeliver "
-        "it (POST .../redeliver), and so may the provider." },
-    { .key = "attempts", .type = SVC_COL_INT, .description = "Times it was processed." },
-    { .key = "last_error", .type = SVC_COL_TEXT, .flags = SVC_COL_NULL,
-      .description = "Why its last attempt failed; null once one succeeded." },
-    { .key = "last_attempt_at", .type = SVC_COL_TIME, .flags = SVC_COL_NULL },
+    SVC_COLS_ATTEMPTS,
     SVC_COL_END
 };
 
@@ -288,20 +282,12 @@ static void keep_failed(svc_ctx_t *ctx, apr_status_t rv, const char *delivery,
                         const char *event, const char *action, apr_int64_t installation,
                         const char *payload)
 {
-    const svc_problem_t *pr = svc_ctx_problem(ctx, rv);
-    const char *why;
+    const char *why = svc_ctx_failure_why(ctx, rv);
     svc_db_t *db;
 
-    if (pr->status < 500) {
+    if (!why) {
         return;
     }
-    /* In the database's words when it said why (read before anything else
-     * runs on the connection), else in the answer's. */
-    why = ctx->db && *svc_db_errmsg(ctx->db)
-          ? apr_psprintf(ctx->pool, "%s (sqlstate %s): %s", pr->code, svc_db_sqlstate(ctx->db),
-                         svc_redact(ctx->pool, svc_printable(ctx->pool, svc_db_errmsg(ctx->db),
-                                                             800)))
-          : apr_psprintf(ctx->pool, "%s: %s", pr->code, pr->detail ? pr->detail : "");
     if (svc_ctx_db(ctx, &db) != APR_SUCCESS) {
         return;
     }
