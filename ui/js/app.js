@@ -8,6 +8,10 @@ import { act, showProblem } from './page.js';
 import { homePage, orgPage, projectPage } from './orgs.js';
 import { runPage } from './run.js';
 import { tokensPage } from './tokens.js';
+import { requestsPage, requestPage } from './pipeline.js';
+import { membersPage, teamPage } from './members.js';
+import { vcsPage } from './vcs.js';
+import { auditPage } from './audit.js';
 
 const routes = [
     [/^\/$/, homePage],
@@ -15,6 +19,12 @@ const routes = [
     [/^\/orgs\/([^/]+)$/, orgPage],
     [/^\/orgs\/([^/]+)\/projects\/([^/]+)$/, projectPage],
     [/^\/orgs\/([^/]+)\/projects\/([^/]+)\/runs\/([^/]+)$/, runPage],
+    [/^\/orgs\/([^/]+)\/requests$/, requestsPage],
+    [/^\/orgs\/([^/]+)\/requests\/([^/]+)$/, requestPage],
+    [/^\/orgs\/([^/]+)\/members$/, membersPage],
+    [/^\/orgs\/([^/]+)\/projects\/([^/]+)\/team$/, teamPage],
+    [/^\/orgs\/([^/]+)\/vcs$/, vcsPage],
+    [/^\/orgs\/([^/]+)\/audit$/, auditPage],
 ];
 
 function nav(me, orgSlug) {
