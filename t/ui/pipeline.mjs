@@ -10,8 +10,11 @@
 //   SVC_UI_INVITEE    an address to invite
 //   SVC_UI_INST       the login of the App installation the org has
 //   SVC_UI_OWNER      the signed-in user's name
+//   (the project has two open improvements: "Make it blue" and one titled
+//   <img src=x onerror=alert(1)>)
 //
-// What pipeline.t checks afterwards goes to SVC_UI_RESULT (request_id).
+// What pipeline.t checks afterwards goes to SVC_UI_RESULT (request_id,
+// improvement_request, target_key).
 import { BASE, XSS, result, check, newContext, watchedPage, axe, clean, text, signIn, run }
     from './lib.mjs';
 
@@ -120,6 +123,24 @@ await run(async (browser) => {
     await clean(page, page.seen, 'the pipeline');
     await axe(page, 'the pipeline');
 
+    // --- improvements: one rejected, one approved (a request in intake) ---------------------
+    check(await page.locator('#improvements li[data-improvement-id]').count() === 2,
+          'the pipeline lists the two open improvements');
+    const rej = page.locator('#improvements li', { hasText: 'Make it blue' });
+    await rej.locator('input[name=reason]').fill('Not now.');
+    await rej.locator('button:has-text("Reject")').click();
+    await page.waitForFunction(() => /rejected/.test(document.getElementById('status').textContent));
+    check(await page.locator('#improvements li[data-improvement-id]').count() === 1,
+          'an improvement is rejected, with a reason');
+    await page.locator('#improvements li', { hasText: XSS }).locator('button:has-text("Approve")').click();
+    await page.waitForURL(/\/requests\/rqs_\w+$/);
+    await stageIs(page, 'intake');
+    result.improvement_request = page.url().replace(/.*\//, '');
+    check(result.improvement_request !== result.request_id
+          && (await text(page, 'main h1')) === XSS, 'another is approved: its request, in intake');
+    await clean(page, page.seen, 'the request made from an improvement');
+    await axe(page, 'the request made from an improvement');
+
     // --- members and invites ---------------------------------------------------------------
     await page.goto(`${BASE}/orgs/${ORG}/members`);
     await page.locator('#members li').first().waitFor();
@@ -175,13 +196,43 @@ await run(async (browser) => {
     await clean(page, page.seen, 'the code-hosting page');
     await axe(page, 'the code-hosting page');
 
+    // --- deployments: a target, its key shown once ---------------------------------------------
+    await page.goto(`${BASE}/orgs/${ORG}/deployments`);
+    await page.locator('#targets li').first().waitFor();
+    await axe(page, 'the deployments page');
+    await page.fill('#new-target input[name=name]', XSS);
+    await page.click('#new-target button[type=submit]');
+    await page.locator('#target-key-value').waitFor();
+    result.target_key = await text(page, '#target-key-value');
+    check(/^svc_dek_\w+$/.test(result.target_key), 'a deploy target is added: its key is shown');
+    await page.locator('#targets li', { hasText: XSS }).locator('.badge.pending').waitFor();
+    check(true, '... and it is listed, pending, its <img> name as text');
+    await clean(page, page.seen, 'the deployments page');
+    await page.reload();
+    await page.locator('#targets li[data-target-id]').first().waitFor();
+    check(!(await page.evaluate(() => document.body.textContent)).includes(result.target_key),
+          '... and the key is not shown again');
+
+    // --- billing: the plan, the usage, a budget ----------------------------------------------------
+    await page.goto(`${BASE}/orgs/${ORG}/billing`);
+    await page.locator('#budget').waitFor();
+    check((await text(page, '#usage')).includes('Greeter'), 'billing: the usage by project');
+    await axe(page, 'the billing page');
+    await page.fill('#budget input[name=monthly_usd]', '50');
+    await page.click('#budget button[type=submit]');
+    await page.waitForFunction(() => / of 50 USD spent/.test(
+        document.getElementById('budget-state').textContent));
+    check(true, 'a monthly budget is set');
+    await clean(page, page.seen, 'the billing page');
+
     // --- the audit log --------------------------------------------------------------------------
-    await page.goto(`${BASE}/orgs/${ORG}/audit`);
+    await page.goto(`${BASE}/orgs/${ORG}/audit?limit=200`);
     await page.locator('#audit li[data-audit-id]').first().waitFor();
     const log = await text(page, '#audit');
     for (const a of ['request.created', 'request.stage_changed', 'request.integration_approved',
                      'invite.created', 'member.role_changed', 'team.member_added',
-                     'project.repository.linked']) {
+                     'project.repository.linked', 'improvement.rejected', 'improvement.approved',
+                     'deploy_target.created', 'billing.budget.updated']) {
         check(log.includes(a), `the audit log shows ${a}`);
     }
     check((await text(page, '#audit li:has-text("invite.created") .audit-actor')) === OWNER,
@@ -217,7 +268,9 @@ await run(async (browser) => {
                             [`/orgs/${ORG}/members`, '#members li'],
                             [`/orgs/${ORG}/projects/${PROJECT}/team`, '#team li'],
                             [`/orgs/${ORG}/vcs`, '#installations li'],
-                            [`/orgs/${ORG}/audit`, '#audit li']]) {
+                            [`/orgs/${ORG}/audit`, '#audit li'],
+                            [`/orgs/${ORG}/deployments`, '#targets li'],
+                            [`/orgs/${ORG}/billing`, '#usage li']]) {
         await small.goto(BASE + p);
         await small.locator(sel).first().waitFor();
         const w = await small.evaluate(() => document.documentElement.scrollWidth);

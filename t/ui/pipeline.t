@@ -5,7 +5,9 @@
 # t/ui/pipeline.mjs creates a request and walks it to done from its page
 # (a refusal shown on the way), invites someone, changes a role, puts a
 # member on a project's team, lists the installations and links a
-# repository, reads and filters the audit log page by page; names holding
+# repository, rejects one improvement and approves another, adds a deploy
+# target (its key shown once), sets a budget, reads and filters the audit
+# log page by page; names holding
 # markup run nothing; axe-core on every page; 375 px. Then the database is
 # asked what the browser did.
 use strict;
@@ -42,6 +44,13 @@ SvcTest::vcs_reset();
 SvcTest::new_vcs_user('pia', email => $email, name => 'Pia Pipeline');
 my $inst = vcs_record_installation($org, vcs_installation(repos => [ 'api', 'web' ]));
 my $invitee = uniq('invitee') . '@example.test';
+my %imp;
+for my $t ('<img src=x onerror=alert(1)>', 'Make it blue') {
+    my ($st, $i) = api(POST => "/api/orgs/$org/projects/$proj/improvements", token => $tok,
+                       json => { kind => 'feature', title => $t, body => "Please.\n" });
+    die "improvement: $st\n" unless $st == 201;
+    $imp{$t} = $i->{id};
+}
 
 # --- the browser ------------------------------------------------------------------------------
 my $r = SvcUI::run_walk('pipeline.mjs', min_checks => 70,
@@ -75,5 +84,17 @@ is(join(',', map { "$_->{user_id}:$_->{role}" } grep { $_->{user_id} eq user_id_
    user_id_of($member) . ':developer', 'the member put on the team in the browser');
 my (undef, $repo) = api(GET => "/api/orgs/$org/projects/$proj/repository", token => $tok);
 is($repo->{repository}{full_name} // '', "$inst->{login}/api", 'the repository linked in the browser');
+my $irid = ($r->{improvement_request} // '') =~ s/[^A-Za-z0-9_]//gr;
+is(psql_value("SELECT status || '/' || coalesce(request_id, '') FROM improvements WHERE id = '"
+              . $imp{'<img src=x onerror=alert(1)>'} . "'"), "approved/$irid",
+   'the improvement approved in the browser made the request it opened');
+is(psql_value("SELECT stage FROM requests WHERE id = '$irid'"), 'intake', '... in intake');
+is(psql_value("SELECT status || '/' || reason FROM improvements WHERE id = '$imp{'Make it blue'}'"),
+   'rejected/Not now.', 'the other was rejected with its reason');
+record_secret($r->{target_key}) if $r->{target_key};
+is(psql_value("SELECT count(*) FROM deploy_targets WHERE org_id = '" . org_id_of($org)
+              . "' AND name = '<img src=x onerror=alert(1)>'"), 1, 'the deploy target made in the browser');
+my (undef, $budget) = api(GET => "/api/orgs/$org/billing/budget", token => $tok);
+is($budget->{monthly_usd}, 50, 'the budget set in the browser');
 
 done_testing();

@@ -12,6 +12,7 @@ import { requestsPage, requestPage } from './pipeline.js';
 import { membersPage, teamPage } from './members.js';
 import { vcsPage } from './vcs.js';
 import { auditPage } from './audit.js';
+import { deploymentsPage, billingPage } from './deploy.js';
 
 const routes = [
     [/^\/$/, homePage],
@@ -25,6 +26,8 @@ const routes = [
     [/^\/orgs\/([^/]+)\/projects\/([^/]+)\/team$/, teamPage],
     [/^\/orgs\/([^/]+)\/vcs$/, vcsPage],
     [/^\/orgs\/([^/]+)\/audit$/, auditPage],
+    [/^\/orgs\/([^/]+)\/deployments$/, deploymentsPage],
+    [/^\/orgs\/([^/]+)\/billing$/, billingPage],
 ];
 
 function nav(me, orgSlug) {

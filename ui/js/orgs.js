@@ -50,7 +50,7 @@ function runItem(org, r) {
 function orgLinks(org) {
     return h('nav', { class: 'links', 'aria-label': 'Organization' },
              [['requests', 'Pipeline'], ['members', 'Members'], ['vcs', 'Code hosting'],
-              ['audit', 'Audit log']]
+              ['audit', 'Audit log'], ['deployments', 'Deployments'], ['billing', 'Billing']]
                  .map(([p, label]) => h('a', { href: path`/orgs/${org}/` + p }, label)));
 }
 

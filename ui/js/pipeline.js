@@ -37,6 +37,8 @@ export async function requestsPage(main, me, org) {
         main.append(h('h2', {}, `${g[0].toUpperCase()}${g.slice(1)} (${mine.length})`), list);
     }
 
+    main.append(h('h2', {}, 'Open improvements'), await improvements(org, projects.data));
+
     const project = h('select', { name: 'project', required: true },
                       projects.data.map((p) => h('option', { value: p.slug }, p.name)));
     const kind = h('select', { name: 'kind' },
@@ -59,6 +61,46 @@ export async function requestsPage(main, me, org) {
                   h('label', {}, 'Project', project), h('label', {}, 'Kind', kind),
                   h('label', {}, 'Title', title), h('label', {}, 'What to build (Markdown)', body),
                   h('div', {}, submit)));
+}
+
+// The open improvements (bug reports, feature asks) of the org's first
+// projects (the API lists them per project): approving one makes a request
+// in intake; rejecting takes a reason.
+async function improvements(org, projects) {
+    const list = h('ul', { class: 'list', id: 'improvements' });
+    const lists = await Promise.all(projects.slice(0, 20).map((p) =>
+        api('GET', path`/api/orgs/${org}/projects/${p.slug}/improvements` + '?status=open&limit=50')
+            .then((page) => page.data)));
+    const open = lists.flat().sort((a, b) => (a.created_at < b.created_at ? 1 : -1));
+    if (!open.length) {
+        list.append(h('li', { class: 'muted' }, 'None.'));
+    }
+    for (const i of open) {
+        const base = path`/api/orgs/${org}/improvements/${i.id}`;
+        const reason = h('input', { name: 'reason', required: true, maxlength: 10000,
+                                    autocomplete: 'off' });
+        list.append(h('li', { 'data-improvement-id': i.id },
+            badge(i.kind), ' ', h('strong', {}, i.title), ' ',
+            h('span', { class: 'muted' }, `${i.project} · ${i.source} · ${when(i.created_at)}`),
+            i.body ? h('pre', { class: 'log' }, i.body) : null,
+            h('div', { class: 'actions' },
+              h('button', { type: 'button', 'aria-label': `Approve ${i.title}`,
+                            onclick: () => act(async () => {
+                                const x = await api('POST', base + '/approve');
+                                location.assign(path`/orgs/${org}/requests/${x.request_id}`);
+                            }) }, 'Approve'),
+              h('form', { class: 'inline', onsubmit: (ev) => {
+                  ev.preventDefault();
+                  act(async () => {
+                      await api('POST', base + '/reject', { reason: reason.value });
+                      showStatus(`${i.title}: rejected.`);
+                      ev.target.closest('li').remove();
+                  });
+              } }, h('label', {}, 'Reason', reason),
+                h('button', { type: 'submit', class: 'danger', 'aria-label': `Reject ${i.title}` },
+                  'Reject')))));
+    }
+    return list;
 }
 
 // The actions a request's stage offers: [id, label, API action, class].
