@@ -1,6 +1,7 @@
 // An org's audit log (docs/api/tenancy.md): newest first, the filters the
 // API offers (action, actor, since, until), and cursor paging ("Older").
-// Actors are shown by their names (from the member list) as text.
+// Actors are shown by their names (the entry's actor.name, which names
+// people who left too), as text.
 import { api, path } from './api.js';
 import { h, clear, when } from './dom.js';
 import { act } from './page.js';
@@ -52,7 +53,7 @@ export async function auditPage(main, me, org) {
         if (!a || a.kind !== 'user') {
             return a ? a.kind : 'the service';
         }
-        return names.get(a.user_id) || a.user_id;
+        return a.name || names.get(a.user_id) || a.user_id;
     }
 
     async function load(cursor) {
