@@ -49,7 +49,7 @@ function runItem(org, r) {
 // The org's other pages.
 function orgLinks(org) {
     return h('nav', { class: 'links', 'aria-label': 'Organization' },
-             [['requests', 'Pipeline'], ['members', 'Members'], ['vcs', 'Code hosting'],
+             [['providers', 'Model providers'], ['requests', 'Pipeline'], ['members', 'Members'], ['vcs', 'Code hosting'],
               ['audit', 'Audit log'], ['deployments', 'Deployments'], ['billing', 'Billing']]
                  .map(([p, label]) => h('a', { href: path`/orgs/${org}/` + p }, label)));
 }
@@ -101,6 +101,8 @@ export async function projectPage(main, me, org, project) {
     main.append(h('p', {}, h('a', { href: path`/orgs/${org}` }, '← Organization')),
                 h('h1', {}, p.name),
                 h('nav', { class: 'links', 'aria-label': 'Project' },
+                  h('a', { href: path`/orgs/${org}/projects/${project}/products` },
+                    'Planning documents'),
                   h('a', { href: path`/orgs/${org}/projects/${project}/team` }, 'Team')));
     if (p.description) {
         main.append(h('p', {}, p.description));
