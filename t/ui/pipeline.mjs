@@ -92,6 +92,8 @@ await run(async (browser) => {
     }
     check(await page.locator('#documents .badge.approved').count() === 2,
           'both documents approved from the page');
+    check(await page.locator('#documents a[href^="/orgs/"][href*="/documents/doc_"]').count() === 2,
+          '... each linked to its document page');
     check(/USD/.test(await text(page, '#estimate-total')), 'the cost estimate is shown',
           await text(page, '#estimate-total'));
     await action(page, 'advance', 'build');

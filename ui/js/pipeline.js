@@ -216,7 +216,10 @@ export async function requestPage(main, me, org, id) {
 
         // Documents: planning and review are about them.
         const docs = h('ul', { class: 'list', id: 'documents' });
-        view.append(h('h2', {}, 'Documents'), docs);
+        view.append(h('h2', {}, 'Documents'),
+                    l.product ? h('p', {}, h('a', { href: path`/orgs/${org}/products/${l.product.id}` },
+                                             `Product: ${l.product.name}`)) : null,
+                    docs);
         if (!l.documents.length) {
             docs.append(h('li', { class: 'muted' },
                           l.product ? 'No documents yet.' : 'The product is made when the request '
@@ -232,7 +235,7 @@ export async function requestPage(main, me, org, id) {
                                                    `${d.title}: approved.`) }, 'Approve')
                 : null;
             docs.append(h('li', { 'data-document-id': d.id },
-                          h('strong', {}, d.title), ' ',
+                          h('a', { href: path`/orgs/${org}/documents/${d.id}` }, d.title), ' ',
                           h('span', { class: 'muted' }, `${d.kind} · version ${d.current_version_number}`),
                           ' ', badge(d.current_status), ' ', approve));
         }
