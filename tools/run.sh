@@ -475,6 +475,10 @@ Listen 127.0.0.1:$((PORT + 1))
 </VirtualHost>
 EOF
         fi
+        # make bench's metrics phase: the same routes with nothing counted.
+        if [ -n "${BENCH_METRICS_OFF:-}" ]; then
+            printf '%s\n' "SvcMetrics Off"
+        fi
         # make bench's run phase: the concurrency measured, each run's parts
         # in the log (SVC0790 at debug), and no per-user limit on starting
         # runs (a hundred at once).
