@@ -105,6 +105,7 @@ for my $d (@done) {
     my $e = $e[-1] or next;
     is($e->{actor}{user_id}, $id{ $d->{who} }, '... actor');
     is($e->{actor}{kind}, 'user', '... a user');
+    is($e->{actor}{name}, "aud-$d->{who}", '... named');
     like($e->{actor}{token_id} // '', qr/^tok_/, '... through a token');
     is($e->{target}{type}, $d->{ttype}, "... target type $d->{ttype}");
     is($e->{target}{id}, $d->{tid}, '... target id');
@@ -113,6 +114,12 @@ for my $d (@done) {
     like($e->{created_at}, qr/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/, '... time');
     like($e->{hash}, qr/^[0-9a-f]{64}$/, '... hash');
 }
+# Names come from the users table: someone who left is named all the same
+# (the UI shows them, and the org's member list no longer has them).
+my ($left) = grep { $_->{action} eq 'member.left' } @{ $all->{data} };
+is($left->{actor}{name}, 'aud-member', 'the member who left is still named');
+my @op = grep { $_->{actor}{kind} eq 'operator' } @{ $all->{data} };
+ok(@op && !(grep { defined $_->{actor}{name} } @op), 'operator entries name nobody');
 my ($role_changed) = grep { $_->{action} eq 'member.role_changed' } @{ $all->{data} };
 is_deeply([ @{ $role_changed->{data} }{qw(before after)} ], [qw(member viewer)],
           'member.role_changed has before and after');

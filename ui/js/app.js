@@ -11,6 +11,11 @@ import { tokensPage } from './tokens.js';
 import { providersPage } from './providers.js';
 import { productsPage, productPage, documentPage } from './documents.js';
 import { sharePage } from './share.js';
+import { requestsPage, requestPage } from './pipeline.js';
+import { membersPage, teamPage } from './members.js';
+import { vcsPage } from './vcs.js';
+import { auditPage } from './audit.js';
+import { deploymentsPage, billingPage } from './deploy.js';
 
 const routes = [
     [/^\/$/, homePage],
@@ -22,6 +27,14 @@ const routes = [
     [/^\/orgs\/([^/]+)\/projects\/([^/]+)\/products$/, productsPage],
     [/^\/orgs\/([^/]+)\/products\/([^/]+)$/, productPage],
     [/^\/orgs\/([^/]+)\/documents\/([^/]+)$/, documentPage],
+    [/^\/orgs\/([^/]+)\/requests$/, requestsPage],
+    [/^\/orgs\/([^/]+)\/requests\/([^/]+)$/, requestPage],
+    [/^\/orgs\/([^/]+)\/members$/, membersPage],
+    [/^\/orgs\/([^/]+)\/projects\/([^/]+)\/team$/, teamPage],
+    [/^\/orgs\/([^/]+)\/vcs$/, vcsPage],
+    [/^\/orgs\/([^/]+)\/audit$/, auditPage],
+    [/^\/orgs\/([^/]+)\/deployments$/, deploymentsPage],
+    [/^\/orgs\/([^/]+)\/billing$/, billingPage],
 ];
 
 // Pages for people without an account: no sign-in, no header.

@@ -46,14 +46,21 @@ function runItem(org, r) {
              h('span', { class: 'muted' }, `${r.project} · ${when(r.created_at)}`));
 }
 
+// The org's other pages.
+function orgLinks(org) {
+    return h('nav', { class: 'links', 'aria-label': 'Organization' },
+             [['providers', 'Model providers'], ['requests', 'Pipeline'], ['members', 'Members'], ['vcs', 'Code hosting'],
+              ['audit', 'Audit log'], ['deployments', 'Deployments'], ['billing', 'Billing']]
+                 .map(([p, label]) => h('a', { href: path`/orgs/${org}/` + p }, label)));
+}
+
 export async function orgPage(main, me, org) {
     const [o, projects] = await Promise.all([
         api('GET', path`/api/orgs/${org}`),
         api('GET', path`/api/orgs/${org}/projects` + '?archived=false&limit=200'),
     ]);
     document.title = `${o.name} · mod_svc`;
-    main.append(h('h1', {}, o.name),
-                h('p', {}, h('a', { href: path`/orgs/${org}/providers` }, 'Model providers')));
+    main.append(h('h1', {}, o.name), orgLinks(org));
     const list = h('ul', { class: 'list', id: 'projects' });
     main.append(h('h2', {}, 'Projects'), list);
     if (!projects.data.length) {
@@ -93,8 +100,10 @@ export async function projectPage(main, me, org, project) {
     document.title = `${p.name} · mod_svc`;
     main.append(h('p', {}, h('a', { href: path`/orgs/${org}` }, '← Organization')),
                 h('h1', {}, p.name),
-                h('p', {}, h('a', { href: path`/orgs/${org}/projects/${project}/products` },
-                             'Planning documents')));
+                h('nav', { class: 'links', 'aria-label': 'Project' },
+                  h('a', { href: path`/orgs/${org}/projects/${project}/products` },
+                    'Planning documents'),
+                  h('a', { href: path`/orgs/${org}/projects/${project}/team` }, 'Team')));
     if (p.description) {
         main.append(h('p', {}, p.description));
     }

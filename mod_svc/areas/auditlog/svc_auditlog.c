@@ -6,12 +6,15 @@
 
 #include <string.h>
 
-/* One entry as the API shows it; `a` is the audit_log row. The id is a
- * string like every id, though it is a number that orders the chain. */
+/* One entry as the API shows it; `a` is the audit_log row, `u` its actor's
+ * user row if any. The id is a string like every id, though it is a number
+ * that orders the chain. The actor's name comes from the users table, not
+ * the entry, so that people who left the org since (no longer in its member
+ * list) are still named; it is the user's name now. */
 #define AUDIT_JSON                                                                  \
     "json_build_object('id', a.id::text, 'action', a.action,"                       \
     " 'actor', json_build_object('kind', a.actor_kind, 'user_id', a.actor_user_id," \
-    "   'token_id', a.actor_token_id),"                                             \
+    "   'name', nullif(u.name, ''), 'token_id', a.actor_token_id),"                 \
     " 'target', json_build_object('type', a.target_type, 'id', a.target_id),"       \
     " 'data', a.data, 'ip', a.ip, 'user_agent', a.user_agent,"                      \
     " 'request_id', a.request_id, 'created_at', svc_ts(a.created_at),"              \
@@ -20,7 +23,7 @@
 /* since is inclusive and until exclusive, so consecutive ranges do not overlap. */
 static const svc_stmt_t st_audit_list = {
     "svc_audit_list",
-    "SELECT " AUDIT_JSON ", a.id FROM audit_log a"
+    "SELECT " AUDIT_JSON ", a.id FROM audit_log a LEFT JOIN users u ON u.id = a.actor_user_id"
     " WHERE a.org_id = $1 AND a.id < $2::bigint"
     " AND ($3::text IS NULL OR a.action = $3) AND ($4::text IS NULL OR a.actor_user_id = $4)"
     " AND ($5::timestamptz IS NULL OR a.created_at >= $5::timestamptz)"
@@ -228,6 +231,9 @@ static const svc_col_t audit_actor_keys[] = {
       .description = "user: through the API; operator: svcctl; system: the service itself; "
         "provider: the code-hosting provider (a webhook)." },
     { .key = "user_id", .type = SVC_COL_TEXT, .flags = SVC_COL_NULL, .id = "usr" },
+    { .key = "name", .type = SVC_COL_TEXT, .flags = SVC_COL_NULL, .example = "Ann",
+      .description = "The user's name (as it is now), so that an entry of someone who left "
+        "the organization still names them; null without a user or a name." },
     { .key = "token_id", .type = SVC_COL_TEXT, .flags = SVC_COL_NULL, .id = "tok",
       .description = "The personal access token used, if one was." },
     SVC_COL_END

@@ -1,0 +1,171 @@
+// Deploy targets and deployments (docs/api/deployments.md), and billing
+// (docs/api/billing.md): what the org has, and the main action of each
+// (a new target, whose enrollment key is shown once; approving, stopping,
+// starting and tearing down a deployment; the budget).
+import { api, path } from './api.js';
+import { h, clear, when, badge } from './dom.js';
+import { act, showStatus } from './page.js';
+
+// The actions a deployment's status allows: [label, action, class].
+const DEPLOY_ACTIONS = {
+    planned: [['Approve the plan', 'approve'], ['Replan', 'replan', 'secondary']],
+    plan_failed: [['Replan', 'replan', 'secondary']],
+    deploying: [['Stop', 'stop', 'secondary']],
+    running: [['Stop', 'stop', 'secondary'], ['Replan', 'replan', 'secondary']],
+    failed: [['Start', 'start'], ['Stop', 'stop', 'secondary'], ['Replan', 'replan', 'secondary']],
+    stopped: [['Start', 'start']],
+};
+const TEARDOWN_NOT = new Set(['tearing_down', 'torn_down', 'separating', 'separated']);
+
+export async function deploymentsPage(main, me, org) {
+    const o = await api('GET', path`/api/orgs/${org}`);
+    const admin = o.role === 'owner' || o.role === 'admin';
+    document.title = `Deployments · ${o.name} · mod_svc`;
+    const targets = h('ul', { class: 'list', id: 'targets' });
+    const deps = h('ul', { class: 'list', id: 'deployments' });
+    const key = h('div', { id: 'target-key' });
+    main.append(h('p', {}, h('a', { href: path`/orgs/${org}` }, '← Organization')),
+                h('h1', {}, 'Deployments'), h('h2', {}, 'Deploy targets'), targets);
+    if (admin) {
+        const name = h('input', { name: 'name', required: true, maxlength: 100, autocomplete: 'off' });
+        main.append(h('form', { class: 'inline', id: 'new-target', onsubmit: (ev) => {
+            ev.preventDefault();
+            act(async () => {
+                const t = await api('POST', path`/api/orgs/${org}/deploy-targets`, { name: name.value });
+                name.value = '';
+                // The key exists in this page only: it is never shown again.
+                clear(key).append(h('p', {}, `The enrollment key of ${t.name}; give it to its agent `
+                                    + 'now, it is not shown again:'),
+                                  h('div', { class: 'secret' }, h('code', { id: 'target-key-value' }, t.key)));
+                await refresh();
+            });
+        } }, h('label', {}, 'New target', name), h('button', { type: 'submit' }, 'Add target')),
+        key);
+    }
+    main.append(h('h2', {}, 'Deployments'), deps);
+
+    async function refresh() {
+        const [tl, dl] = await Promise.all([
+            api('GET', path`/api/orgs/${org}/deploy-targets` + '?limit=200'),
+            api('GET', path`/api/orgs/${org}/deployments` + '?limit=200'),
+        ]);
+        const names = new Map(tl.data.map((t) => [t.id, t.name]));
+        clear(targets);
+        if (!tl.data.length) {
+            targets.append(h('li', { class: 'muted' }, 'No targets yet.'));
+        }
+        for (const t of tl.data) {
+            targets.append(h('li', { 'data-target-id': t.id },
+                h('strong', {}, t.name), ' ', badge(t.status), ' ',
+                h('span', { class: 'muted' },
+                  `${t.agent ? `${t.agent.hostname} · agent ${t.agent.version} · seen `
+                    + when(t.agent.last_seen_at) : 'no agent yet'} · key ${t.key_hint}… · `
+                  + `${t.deployments} deployment(s)`)));
+        }
+        clear(deps);
+        if (!dl.data.length) {
+            deps.append(h('li', { class: 'muted' }, 'No deployments yet.'));
+        }
+        for (const d of dl.data) {
+            const base = path`/api/orgs/${org}/deployments/${d.id}`;
+            const acts = (DEPLOY_ACTIONS[d.status] || [])
+                .filter(([, a]) => a !== 'approve' || admin)
+                .concat(TEARDOWN_NOT.has(d.status) ? [] : [['Tear down', 'teardown', 'danger']]);
+            deps.append(h('li', { 'data-deployment-id': d.id },
+                h('strong', {}, d.project), ' ', badge(d.status), ' ',
+                h('span', { class: 'muted' }, `on ${names.get(d.target_id) || d.target_id} `
+                  + `(${d.target_status}) · ${d.replicas} replica(s) · run ${d.run_id} · `
+                  + when(d.updated_at)),
+                d.plan ? h('p', {}, 'Plan ', h('code', {}, `v${d.plan.version}`), ': ',
+                           h('code', {}, d.plan.command), ' ',
+                           h('span', { class: 'muted' }, d.plan.notes || '')) : null,
+                d.error ? h('p', {}, h('code', {}, d.error.code), ' ', d.error.message) : null,
+                acts.length ? h('div', { class: 'actions' }, acts.map(([label, a, cls]) =>
+                    h('button', { type: 'button', class: cls,
+                                  'aria-label': `${label} (${d.project}, ${d.id})`,
+                                  onclick: () => act(async () => {
+                                      await api('POST', `${base}/${a}`,
+                                                a === 'approve' ? { plan_version: d.plan.version }
+                                                    : undefined);
+                                      showStatus(`${label}: done.`);
+                                      await refresh();
+                                  }) }, label))) : null));
+        }
+    }
+    await refresh();
+}
+
+function allowance(name, u) {
+    return [h('dt', {}, name),
+            h('dd', {}, u ? `${u.used} of ${u.included === null ? 'unlimited' : u.included}` : '—')];
+}
+
+export async function billingPage(main, me, org) {
+    const o = await api('GET', path`/api/orgs/${org}`);
+    const admin = o.role === 'owner' || o.role === 'admin';
+    const [b, plans, usage] = await Promise.all([
+        api('GET', path`/api/orgs/${org}/billing`),
+        api('GET', path`/api/orgs/${org}/billing/plans`),
+        api('GET', path`/api/orgs/${org}/usage` + '?group_by=project'),
+    ]);
+    document.title = `Billing · ${o.name} · mod_svc`;
+    const money = (cents, cur) => `${(cents / 100).toFixed(2)} ${String(cur).toUpperCase()}`;
+    const u = b.usage || {};
+    main.append(h('p', {}, h('a', { href: path`/orgs/${org}` }, '← Organization')),
+                h('h1', {}, 'Billing'),
+                h('dl', { class: 'facts', id: 'billing' },
+                  h('dt', {}, 'Plan'), h('dd', { id: 'billing-plan' },
+                                         b.plan ? b.plan.name || b.plan.id : 'No plan'),
+                  h('dt', {}, 'Status'), h('dd', {}, badge(b.status)),
+                  h('dt', {}, 'Period ends'), h('dd', {}, when(b.current_period_end) || '—'),
+                  h('dt', {}, 'Next invoice'),
+                  h('dd', { id: 'next-invoice' }, b.next_invoice
+                      ? `${money(b.next_invoice.amount_due, b.next_invoice.currency)} on `
+                        + when(b.next_invoice.date)
+                      : b.next_invoice_error || '—'),
+                  allowance('Run minutes', u.run_minutes),
+                  allowance('Model tokens', u.model_tokens),
+                  allowance('Deployment hours', u.deployment_hours),
+                  h('dt', {}, 'Model spend'), h('dd', {}, `${u.model_cost_usd ?? 0} USD`)),
+                h('h2', {}, 'Plans'),
+                h('ul', { class: 'list', id: 'plans' }, plans.data.length
+                    ? plans.data.map((p) => h('li', {}, h('strong', {}, p.name), ' ',
+                        h('span', { class: 'muted' }, `${money(p.price.amount, p.price.currency)} a `
+                          + `${p.price.interval}${p.hard_limits ? ' · hard limits' : ''}`)))
+                    : h('li', { class: 'muted' }, 'No plans are offered.')),
+                h('h2', {}, 'Usage this month, by project'),
+                h('ul', { class: 'list', id: 'usage' }, usage.data.length
+                    ? usage.data.map((r) => h('li', {},
+                        h('strong', {}, r.project ? r.project.name || r.project.slug || '(deleted)'
+                                                  : '(no project)'), ' ',
+                        h('span', { class: 'muted' }, `${r.run_minutes} run minutes · `
+                          + `${r.model_calls} model calls · ${r.model_cost_usd} USD · `
+                          + `${r.deployment_hours} deployment hours`)))
+                    : h('li', { class: 'muted' }, 'Nothing used yet.')));
+    if (!admin) {
+        return;
+    }
+    const budget = await api('GET', path`/api/orgs/${org}/billing/budget`);
+    const monthly = h('input', { name: 'monthly_usd', type: 'number', min: 1, max: 100000000,
+                                 inputmode: 'numeric', value: budget.monthly_usd ?? '' });
+    const hard = h('input', { name: 'hard', type: 'checkbox', checked: !!budget.hard });
+    const state = h('p', { id: 'budget-state' });
+    const show = (x) => clear(state).append(x.monthly_usd === null
+        ? 'No budget.' : `${x.spend_usd} of ${x.monthly_usd} USD spent in ${x.month} `
+          + `(${x.percent} %)${x.hard ? ', hard' : ''}${x.exceeded ? ': exceeded' : ''}.`);
+    show(budget);
+    main.append(h('h2', {}, 'Monthly budget for model spend'), state,
+                h('form', { class: 'inline', id: 'budget', onsubmit: (ev) => {
+                    ev.preventDefault();
+                    act(async () => {
+                        const x = await api('PUT', path`/api/orgs/${org}/billing/budget`,
+                                            { monthly_usd: monthly.value ? Number(monthly.value) : null,
+                                              hard: hard.checked });
+                        show(x);
+                        showStatus('Budget saved.');
+                    });
+                } },
+                  h('label', {}, 'US dollars a month (empty: none)', monthly),
+                  h('label', { class: 'check' }, hard, 'Refuse new work when spent'),
+                  h('button', { type: 'submit' }, 'Save budget')));
+}
