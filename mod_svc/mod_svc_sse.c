@@ -160,6 +160,7 @@ struct sse_stream {
     apr_bucket_brigade *bb;
     sse_stream *tprev, *tnext; /* waiting for the table (table_lock) */
     int table_waiting;
+    int recheck_first;          /* check access at the first callback (svc_sse_begin) */
 };
 
 /*
@@ -963,9 +964,13 @@ static apr_status_t next_events(sse_stream *st, sse_pass *pass)
     apr_status_t rv = APR_SUCCESS;
     int from_table;
 
-    /* Straight from the ring into the brigade: no copies, no pool. */
-    from_table = svc_hub_read(st->hub, &st->sub, st->run_id, st->target_id, &st->last_id,
-                              frame_from_ring, &rp) != APR_SUCCESS;
+    /* Straight from the ring into the brigade: no copies, no pool. A stream
+     * of one run or target is not sent the org's other events, but one that
+     * may change access (an operator's suspension: access.suspension) has
+     * it check its caller's access now all the same. */
+    from_table = svc_hub_read_noting(st->hub, &st->sub, st->run_id, st->target_id,
+                                     st->recheck_prefix, &st->last_id, &pass->recheck,
+                                     frame_from_ring, &rp) != APR_SUCCESS;
     if (from_table && !table_enter(st)) {
         pass->later = 1;
     }
@@ -1004,6 +1009,15 @@ static int still_allowed(sse_stream *st);
 
 static int deliver(sse_stream *st)
 {
+    if (st->recheck_first) {
+        /* The replay at the start sent an event that may have changed
+         * access: committed after the request was authorized. */
+        st->recheck_first = 0;
+        st->next_recheck = apr_time_now() + SSE_RECHECK;
+        if (!still_allowed(st)) {
+            return 1;
+        }
+    }
     for (;;) {
         sse_pass pass = { 0, 0, 0, 0, 0 };
 
@@ -1275,6 +1289,9 @@ int svc_sse_begin(request_rec *r, svc_ctx_t *ctx)
     st->suspended_at = apr_time_now();
     st->next_recheck = apr_time_now() + SSE_RECHECK;
     st->written_at_beat = net->written;
+    /* A suspension that committed between the authorization and the replay
+     * (which sent it) is acted on at the first wake-up, just below. */
+    st->recheck_first = pass.recheck;
     /* The hub's reference, and the heartbeat's and a first wake-up's: what
      * committed between the replay and now (or what the replay left for
      * later) is sent at once. */
