@@ -61,6 +61,7 @@
 #include <http_request.h>
 #include <ap_mpm.h>
 #include <mpm_common.h>
+#include <apr_allocator.h>
 #include <apr_atomic.h>
 #include <apr_portable.h>
 #include <apr_strings.h>
@@ -98,6 +99,16 @@ APLOG_USE_MODULE(svc);
  * take every one of them from the requests. The others wait their turn, in
  * order, without a worker (see table_enter). */
 #define SSE_TABLE_READERS 4
+/* What the connection's allocator of a stream keeps of the memory freed on
+ * it: one block (8 KiB), which each event's frame takes again; the blocks
+ * of the replay's pool and of any other buffer go back to malloc once freed,
+ * shared by every stream instead of kept by each for as long as it lives
+ * (httpd's MaxMemFree, 2 MiB or unlimited by default, suits connections
+ * that come and go). Keeping less than a block saved 4 KiB more a stream,
+ * but made each frame a malloc and a free of 8 KiB, and with hundreds of
+ * streams woken at once other requests then waited for workers
+ * (t/events/stall.t failed three times in three on a loaded machine). */
+#define SSE_MAX_FREE    (8 * 1024)
 /* What a client refused for holding too many streams waits, in seconds. */
 #define SSE_LIMIT_RETRY "15"
 
@@ -1253,6 +1264,7 @@ int svc_sse_begin(request_rec *r, svc_ctx_t *ctx)
         return stream_refused(r, ctx, svc_fail(ctx, 503, "streams_unavailable",
                               "This connection cannot carry an event stream."));
     }
+    apr_allocator_max_free_set(apr_pool_allocator_get(r->connection->pool), SSE_MAX_FREE);
     apr_brigade_printf(bb, NULL, NULL, "retry: %d\n\n", SSE_RETRY_MS);
     rv = flush(r, bb);
     if (rv == APR_SUCCESS) {
