@@ -61,6 +61,7 @@
 #include <http_request.h>
 #include <ap_mpm.h>
 #include <mpm_common.h>
+#include <apr_allocator.h>
 #include <apr_atomic.h>
 #include <apr_portable.h>
 #include <apr_strings.h>
@@ -98,6 +99,16 @@ APLOG_USE_MODULE(svc);
  * take every one of them from the requests. The others wait their turn, in
  * order, without a worker (see table_enter). */
 #define SSE_TABLE_READERS 4
+/* What the connection's allocator of a stream keeps of the memory freed on
+ * it: one block (8 KiB), which each event's frame takes again; the blocks
+ * of the replay's pool and of any other buffer go back to malloc once freed,
+ * shared by every stream instead of kept by each for as long as it lives
+ * (httpd's MaxMemFree, 2 MiB or unlimited by default, suits connections
+ * that come and go). Keeping less than a block saved 4 KiB more a stream,
+ * but made each frame a malloc and a free of 8 KiB, and with hundreds of
+ * streams woken at once other requests then waited for workers
+ * (t/events/stall.t failed three times in three on a loaded machine). */
+#define SSE_MAX_FREE    (8 * 1024)
 /* What a client refused for holding too many streams waits, in seconds. */
 #define SSE_LIMIT_RETRY "15"
 
@@ -160,6 +171,7 @@ struct sse_stream {
     apr_bucket_brigade *bb;
     sse_stream *tprev, *tnext; /* waiting for the table (table_lock) */
     int table_waiting;
+    int recheck_first;          /* check access at the first callback (svc_sse_begin) */
 };
 
 /*
@@ -963,9 +975,13 @@ static apr_status_t next_events(sse_stream *st, sse_pass *pass)
     apr_status_t rv = APR_SUCCESS;
     int from_table;
 
-    /* Straight from the ring into the brigade: no copies, no pool. */
-    from_table = svc_hub_read(st->hub, &st->sub, st->run_id, st->target_id, &st->last_id,
-                              frame_from_ring, &rp) != APR_SUCCESS;
+    /* Straight from the ring into the brigade: no copies, no pool. A stream
+     * of one run or target is not sent the org's other events, but one that
+     * may change access (an operator's suspension: access.suspension) has
+     * it check its caller's access now all the same. */
+    from_table = svc_hub_read_noting(st->hub, &st->sub, st->run_id, st->target_id,
+                                     st->recheck_prefix, &st->last_id, &pass->recheck,
+                                     frame_from_ring, &rp) != APR_SUCCESS;
     if (from_table && !table_enter(st)) {
         pass->later = 1;
     }
@@ -1004,6 +1020,15 @@ static int still_allowed(sse_stream *st);
 
 static int deliver(sse_stream *st)
 {
+    if (st->recheck_first) {
+        /* The replay at the start sent an event that may have changed
+         * access: committed after the request was authorized. */
+        st->recheck_first = 0;
+        st->next_recheck = apr_time_now() + SSE_RECHECK;
+        if (!still_allowed(st)) {
+            return 1;
+        }
+    }
     for (;;) {
         sse_pass pass = { 0, 0, 0, 0, 0 };
 
@@ -1255,6 +1280,7 @@ int svc_sse_begin(request_rec *r, svc_ctx_t *ctx)
         return stream_refused(r, ctx, svc_fail(ctx, 503, "streams_unavailable",
                               "This connection cannot carry an event stream."));
     }
+    apr_allocator_max_free_set(apr_pool_allocator_get(r->connection->pool), SSE_MAX_FREE);
     apr_brigade_printf(bb, NULL, NULL, "retry: %d\n\n", SSE_RETRY_MS);
     rv = flush(r, bb);
     if (rv == APR_SUCCESS) {
@@ -1291,6 +1317,9 @@ int svc_sse_begin(request_rec *r, svc_ctx_t *ctx)
     st->suspended_at = apr_time_now();
     st->next_recheck = apr_time_now() + SSE_RECHECK;
     st->written_at_beat = net->written;
+    /* A suspension that committed between the authorization and the replay
+     * (which sent it) is acted on at the first wake-up, just below. */
+    st->recheck_first = pass.recheck;
     /* The hub's reference, and the heartbeat's and a first wake-up's: what
      * committed between the replay and now (or what the replay left for
      * later) is sent at once. */

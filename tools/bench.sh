@@ -51,7 +51,12 @@
 #
 #   BENCH_REQUESTS=200000 BENCH_CONNECTIONS=32 BENCH_WARMUP=5 BENCH_TOKENS=1
 #   BENCH_DOC_REQUESTS=50000 BENCH_SOAK=60 BENCH_STREAMS=2000 BENCH_STREAM_EVENTS=20
-#   BENCH_AGENTS=100 BENCH_AGENT_SECONDS=60 BENCH_RUNS=100 BENCH_METRICS=1 PORT=8080
+#   BENCH_AGENTS=100 BENCH_AGENT_SECONDS=60 BENCH_RUNS=100 BENCH_METRICS=1 BENCH_ROUTES=1
+#   PORT=8080
+#
+# BENCH_ROUTES=0 skips the routes, the documents, the metrics and the soak:
+# with BENCH_AGENTS=0 BENCH_RUNS=0, only the event streams are measured, e.g.
+#   BENCH_ROUTES=0 BENCH_AGENTS=0 BENCH_RUNS=0 BENCH_STREAMS=10000 make bench
 set -euo pipefail
 
 SVC_RUN_LIB=1
@@ -64,6 +69,7 @@ DOC_REQUESTS=${BENCH_DOC_REQUESTS:-50000}
 CONNS=${BENCH_CONNECTIONS:-32}
 TOKENS=${BENCH_TOKENS:-1}
 SOAK=${BENCH_SOAK:-60}
+ROUTES=${BENCH_ROUTES:-1}
 STREAMS=${BENCH_STREAMS:-2000}
 STREAM_EVENTS=${BENCH_STREAM_EVENTS:-20}
 AGENTS=${BENCH_AGENTS:-100}
@@ -359,88 +365,91 @@ main_bench() {
         [ "$code" = 200 ] || die "GET $path answered $code, not 200"
     done
 
-    echo
-    echo "bench: $CONNS connections, $THREADS wrk threads, $(nproc) CPUs;" \
-         "warm-up ${WARMUP}s per route, then $REQUESTS requests per route;" \
-         "the PAT's user has $TOKENS token(s), $(curl -s -H "Authorization: Bearer $token" \
-         "http://127.0.0.1:$PORT/api/me/tokens" | wc -c) bytes listed"
-    bench_docs "$token"
-    local size
-    size=$(curl -s -H "Authorization: Bearer $token" \
-           "http://127.0.0.1:$PORT/api/orgs/$DEMO_ORG/doc-versions/$DOC_VERSION/content" | wc -c)
-    [ "$size" -ge 100000 ] || die "the bench document reads back as $size bytes"
-    for port in "$PORT" "$((PORT + 1))"; do
-        code=$(curl -s -o /dev/null -w '%{http_code}' -K - <<<"url = \"http://127.0.0.1:$port$SHARE_PATH\"")
-        [ "$code" = 200 ] || die "the share portal on port $port answered $code, not 200"
-    done
-    run_wrk warmup-pat /api/me/tokens "$token" 0 "$WARMUP" >/dev/null
-    run_wrk warmup-noop /noop "" 0 "$WARMUP" >/dev/null
-    run_wrk warmup-health /internal/health "" 0 "$WARMUP" >/dev/null
-
-    local before after pat noop health
-    before=$(total_rss_kib "$HTTPD_PID")
-    pat=$(run_wrk pat /api/me/tokens "$token" "$REQUESTS" 600)
-    after=$(total_rss_kib "$HTTPD_PID")
-    noop=$(run_wrk noop /noop "" "$REQUESTS" 600)
-    # For scale: one trivial statement, no authentication. What a round trip
-    # to PostgreSQL costs on this machine, before any work of ours.
-    health=$(run_wrk health /internal/health "" "$REQUESTS" 600)
-    # A 100 KB document body: through the org API, and through the portal
-    # (counted by its rate limit, and on the second port without it).
-    local content portal portal_free
-    run_wrk warmup-content "/api/orgs/$DEMO_ORG/doc-versions/$DOC_VERSION/content" "$token" 0 \
-        "$WARMUP" >/dev/null
-    content=$(run_wrk content "/api/orgs/$DEMO_ORG/doc-versions/$DOC_VERSION/content" "$token" \
-              "$DOC_REQUESTS" 600)
-    SVC_BENCH_PATH=$SHARE_PATH run_wrk warmup-portal /portal "" 0 "$WARMUP" >/dev/null
-    portal=$(SVC_BENCH_PATH=$SHARE_PATH run_wrk portal /portal "" "$DOC_REQUESTS" 600)
-    portal_free=$(SVC_BENCH_PATH=$SHARE_PATH BENCH_PORT=$((PORT + 1)) \
-                  run_wrk portal-free /portal "" "$DOC_REQUESTS" 600)
-
-    echo
-    report "GET /noop" "$noop"
-    report "GET /internal/health" "$health"
-    report "GET /api/me/tokens" "$pat"
-    awk -v p="$(rps "$pat")" -v n="$(rps "$noop")" -v h="$(rps "$health")" 'BEGIN {
-        printf "  PAT route / no-op: %.1f %% of the no-op throughput\n", 100 * p / n
-        printf "  (health / no-op: %.1f %%; PAT route / health: %.1f %%)\n", 100 * h / n, 100 * p / h }'
-    echo
-    echo "  a $size-byte document body, $DOC_REQUESTS requests each:"
-    report "org API (PAT)" "$content"
-    report "share portal" "$portal"
-    report "portal, no rate limit" "$portal_free"
-    awk -v c="$(rps "$content")" -v s="$(rps "$portal")" -v f="$(rps "$portal_free")" \
-        -v n="$(rps "$noop")" 'BEGIN {
-        printf "  org API / no-op: %.1f %%; portal / no-op: %.1f %%; portal without its rate limit / no-op: %.1f %%\n",
-               100 * c / n, 100 * s / n, 100 * f / n }'
-    # What the metrics cost (issue 24): /noop and the token route in an
-    # httpd restarted with SvcMetrics Off, then in one restarted with them
-    # On (the default), each warmed up alike, so that both start from the
-    # same state (a fresh restart's caches and pool). BENCH_METRICS=0 skips it.
-    if [ "${BENCH_METRICS:-1}" != 0 ]; then
-        local off on
-        BENCH_METRICS_OFF=1 bench_metrics_pass off "$token"
-        off=$BENCH_PASS
-        bench_metrics_pass on "$token"
-        on=$BENCH_PASS
+    # BENCH_ROUTES=0: only the phases after the routes (e.g. the streams).
+    local before= after= pat noop health
+    if [ "$ROUTES" != 0 ]; then
         echo
-        echo "  metrics: httpd restarted with SvcMetrics Off, then On (/noop counts nothing"
-        echo "  either way: it shows the noise of the machine):"
-        report "GET /noop, metrics off" "${off#*|}"
-        report "GET /noop, metrics on" "${on#*|}"
-        report "GET /api/me/tokens, metrics off" "${off%%|*}"
-        report "GET /api/me/tokens, metrics on" "${on%%|*}"
-        awk -v p="$(rps "${on%%|*}")" -v po="$(rps "${off%%|*}")" -v n="$(rps "${on#*|}")" \
-            -v no="$(rps "${off#*|}")" 'BEGIN {
-            printf "  token route with metrics / without: %.1f %%; no-op: %.1f %%\n",
-                   100 * p / po, 100 * n / no }'
-    fi
-    # The reliability budget: 64 connections for a while, and not one
-    # failed answer or reset connection on valid requests.
-    if [ "$SOAK" -gt 0 ]; then
-        local soak
-        soak=$(CONNS=64 run_wrk soak /api/me/tokens "$token" 0 "$SOAK")
-        report "64 conns, ${SOAK}s" "$soak"
+        echo "bench: $CONNS connections, $THREADS wrk threads, $(nproc) CPUs;" \
+             "warm-up ${WARMUP}s per route, then $REQUESTS requests per route;" \
+             "the PAT's user has $TOKENS token(s), $(curl -s -H "Authorization: Bearer $token" \
+             "http://127.0.0.1:$PORT/api/me/tokens" | wc -c) bytes listed"
+        bench_docs "$token"
+        local size
+        size=$(curl -s -H "Authorization: Bearer $token" \
+               "http://127.0.0.1:$PORT/api/orgs/$DEMO_ORG/doc-versions/$DOC_VERSION/content" | wc -c)
+        [ "$size" -ge 100000 ] || die "the bench document reads back as $size bytes"
+        for port in "$PORT" "$((PORT + 1))"; do
+            code=$(curl -s -o /dev/null -w '%{http_code}' -K - <<<"url = \"http://127.0.0.1:$port$SHARE_PATH\"")
+            [ "$code" = 200 ] || die "the share portal on port $port answered $code, not 200"
+        done
+        run_wrk warmup-pat /api/me/tokens "$token" 0 "$WARMUP" >/dev/null
+        run_wrk warmup-noop /noop "" 0 "$WARMUP" >/dev/null
+        run_wrk warmup-health /internal/health "" 0 "$WARMUP" >/dev/null
+
+        before=$(total_rss_kib "$HTTPD_PID")
+        pat=$(run_wrk pat /api/me/tokens "$token" "$REQUESTS" 600)
+        after=$(total_rss_kib "$HTTPD_PID")
+        noop=$(run_wrk noop /noop "" "$REQUESTS" 600)
+        # For scale: one trivial statement, no authentication. What a round trip
+        # to PostgreSQL costs on this machine, before any work of ours.
+        health=$(run_wrk health /internal/health "" "$REQUESTS" 600)
+        # A 100 KB document body: through the org API, and through the portal
+        # (counted by its rate limit, and on the second port without it).
+        local content portal portal_free
+        run_wrk warmup-content "/api/orgs/$DEMO_ORG/doc-versions/$DOC_VERSION/content" "$token" 0 \
+            "$WARMUP" >/dev/null
+        content=$(run_wrk content "/api/orgs/$DEMO_ORG/doc-versions/$DOC_VERSION/content" "$token" \
+                  "$DOC_REQUESTS" 600)
+        SVC_BENCH_PATH=$SHARE_PATH run_wrk warmup-portal /portal "" 0 "$WARMUP" >/dev/null
+        portal=$(SVC_BENCH_PATH=$SHARE_PATH run_wrk portal /portal "" "$DOC_REQUESTS" 600)
+        portal_free=$(SVC_BENCH_PATH=$SHARE_PATH BENCH_PORT=$((PORT + 1)) \
+                      run_wrk portal-free /portal "" "$DOC_REQUESTS" 600)
+
+        echo
+        report "GET /noop" "$noop"
+        report "GET /internal/health" "$health"
+        report "GET /api/me/tokens" "$pat"
+        awk -v p="$(rps "$pat")" -v n="$(rps "$noop")" -v h="$(rps "$health")" 'BEGIN {
+            printf "  PAT route / no-op: %.1f %% of the no-op throughput\n", 100 * p / n
+            printf "  (health / no-op: %.1f %%; PAT route / health: %.1f %%)\n", 100 * h / n, 100 * p / h }'
+        echo
+        echo "  a $size-byte document body, $DOC_REQUESTS requests each:"
+        report "org API (PAT)" "$content"
+        report "share portal" "$portal"
+        report "portal, no rate limit" "$portal_free"
+        awk -v c="$(rps "$content")" -v s="$(rps "$portal")" -v f="$(rps "$portal_free")" \
+            -v n="$(rps "$noop")" 'BEGIN {
+            printf "  org API / no-op: %.1f %%; portal / no-op: %.1f %%; portal without its rate limit / no-op: %.1f %%\n",
+                   100 * c / n, 100 * s / n, 100 * f / n }'
+        # What the metrics cost (issue 24): /noop and the token route in an
+        # httpd restarted with SvcMetrics Off, then in one restarted with them
+        # On (the default), each warmed up alike, so that both start from the
+        # same state (a fresh restart's caches and pool). BENCH_METRICS=0 skips it.
+        if [ "${BENCH_METRICS:-1}" != 0 ]; then
+            local off on
+            BENCH_METRICS_OFF=1 bench_metrics_pass off "$token"
+            off=$BENCH_PASS
+            bench_metrics_pass on "$token"
+            on=$BENCH_PASS
+            echo
+            echo "  metrics: httpd restarted with SvcMetrics Off, then On (/noop counts nothing"
+            echo "  either way: it shows the noise of the machine):"
+            report "GET /noop, metrics off" "${off#*|}"
+            report "GET /noop, metrics on" "${on#*|}"
+            report "GET /api/me/tokens, metrics off" "${off%%|*}"
+            report "GET /api/me/tokens, metrics on" "${on%%|*}"
+            awk -v p="$(rps "${on%%|*}")" -v po="$(rps "${off%%|*}")" -v n="$(rps "${on#*|}")" \
+                -v no="$(rps "${off#*|}")" 'BEGIN {
+                printf "  token route with metrics / without: %.1f %%; no-op: %.1f %%\n",
+                       100 * p / po, 100 * n / no }'
+        fi
+        # The reliability budget: 64 connections for a while, and not one
+        # failed answer or reset connection on valid requests.
+        if [ "$SOAK" -gt 0 ]; then
+            local soak
+            soak=$(CONNS=64 run_wrk soak /api/me/tokens "$token" 0 "$SOAK")
+            report "64 conns, ${SOAK}s" "$soak"
+        fi
     fi
     # Event streams (issue 10): open STREAMS of them on the demo org's stream,
     # measure memory, the API's rate with them idle, and how fast commits
@@ -502,11 +511,13 @@ main_bench() {
         fi
         bench_runs "$token" "$runs_psql"
     fi
-    set -- $before; local b_kib=$1 b_n=$2
-    set -- $after;  local a_kib=$1 a_n=$2
-    awk -v b="$b_kib" -v bn="$b_n" -v a="$a_kib" -v an="$a_n" -v r="$REQUESTS" 'BEGIN {
-        printf "  httpd RSS: %.1f MiB (%d processes) before, %.1f MiB (%d processes) after %d PAT requests: %+.1f %%\n",
-               b / 1024, bn, a / 1024, an, r, 100 * (a - b) / b }'
+    if [ -n "$before" ]; then
+        set -- $before; local b_kib=$1 b_n=$2
+        set -- $after;  local a_kib=$1 a_n=$2
+        awk -v b="$b_kib" -v bn="$b_n" -v a="$a_kib" -v an="$a_n" -v r="$REQUESTS" 'BEGIN {
+            printf "  httpd RSS: %.1f MiB (%d processes) before, %.1f MiB (%d processes) after %d PAT requests: %+.1f %%\n",
+                   b / 1024, bn, a / 1024, an, r, 100 * (a - b) / b }'
+    fi
     echo
     stop_all
 }

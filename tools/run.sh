@@ -281,8 +281,11 @@ MaxConnectionsPerChild 0
 KeepAlive On
 # Event streams are suspended connections: they hold no thread, but the
 # event MPM stops a child accepting once its connections pass
-# ThreadsPerChild + AsyncRequestWorkerFactor x idle threads. 2,000 streams
-# over 4 children need room for 500 each (docs/operations.md).
+# ThreadsPerChild + AsyncRequestWorkerFactor x idle threads: 64 + 64 x 64 =
+# 4,160 here, 16,640 over the 4 children (a child that stops accepting does
+# not count as spare, so the MPM starts the next). make bench's 10,000
+# streams need 2,500 a child, and as many file descriptors in each (the
+# ulimit below; docs/operations.md has the formula).
 AsyncRequestWorkerFactor 64
 # A client that trickles its headers or body in holds a worker until it is
 # done; 300 such clients left no worker for anyone else. mod_reqtimeout cuts

@@ -116,7 +116,8 @@ step "Debian packages: contents, conffiles, dependencies, lintian"
 # ---------------------------------------------------------------------------
 contents=$(dpkg-deb -c "$DEB_MOD1" | awk '{print $6}' | sed 's|^\./|/|')
 for p in /usr/lib/apache2/modules/mod_svc.so /etc/apache2/mods-available/svc.load \
-         /etc/apache2/mods-available/svc.conf /usr/libexec/mod_svc/svc-factory; do
+         /etc/apache2/mods-available/svc.conf /usr/libexec/mod_svc/svc-factory \
+         /lib/systemd/system/apache2.service.d/mod-svc.conf; do
     grep -qxF "$p" <<<"$contents" || fail "libapache2-mod-svc lacks $p"
 done
 # dh_compress compresses documents over 4 KiB (Policy 12.3).
@@ -184,7 +185,8 @@ step "RPM: file list, requires, scriptlet, rpmlint"
 # ---------------------------------------------------------------------------
 files=$(rpm -qlp "$RPM1")
 for p in /usr/lib64/httpd/modules/mod_svc.so /etc/httpd/conf.modules.d/10-svc.conf \
-         /etc/httpd/conf.d/svc.conf /usr/sbin/svcctl /etc/mod_svc /usr/libexec/mod_svc/svc-factory; do
+         /etc/httpd/conf.d/svc.conf /usr/sbin/svcctl /etc/mod_svc /usr/libexec/mod_svc/svc-factory \
+         /usr/lib/systemd/system/httpd.service.d/mod_svc.conf; do
     grep -qxF "$p" <<<"$files" || fail "the RPM lacks $p; it has: $(echo $files)"
 done
 grep -qE '^/usr/share/man/man8/svcctl\.8' <<<"$files" || fail "the RPM lacks svcctl(8)"

@@ -382,7 +382,7 @@ static int upload_send(const upload_t *u)
         char *tail = log_tail(file, u->lines, &len);
         free(file);
         if (tail) {
-            char key[8], *enc = b64url((const unsigned char *)tail, len);
+            char key[12], *enc = b64url((const unsigned char *)tail, len);
             snprintf(key, sizeof(key), "%d", i);
             if (enc) {
                 json_object_set_new(reps, key, json_string(enc));

@@ -442,6 +442,7 @@ void svc_hub_subscribe(svc_hub_t *hub, svc_hub_sub_t *sub, const char *org_id)
     apr_thread_mutex_lock(hub->lock);
     sub->org = org_get(hub, org_id);
     sub->ring_pos = 0;
+    sub->noticed = 0;
     sub->prev = NULL;
     sub->next = sub->org->subs;
     if (sub->next) {
@@ -488,28 +489,67 @@ static int target_matches(const char *sub_target, const char *event_target)
     return event_target && strcmp(sub_target, event_target) == 0;
 }
 
-apr_status_t svc_hub_read(svc_hub_t *hub, svc_hub_sub_t *sub, const char *run_id,
-                          const char *target_id, apr_int64_t *plast,
-                          svc_hub_event_fn *fn, void *baton)
+/* Whether the ring entry is one of sub's org that the filter shows. */
+static int entry_shown(const ring_entry *re, const svc_hub_org_t *o, const char *run_id,
+                       const char *target_id)
+{
+    return strcmp(re->org_id, o->org_id) == 0
+           && (!run_id || (re->run_id && strcmp(re->run_id, run_id) == 0))
+           && target_matches(target_id, re->target_id);
+}
+
+/* Notes (svc_hub_read_noting) an entry the filter keeps from sub. Hub locked. */
+static void note(svc_hub_sub_t *sub, const ring_entry *re, const char *prefix,
+                 apr_int64_t last, int *pnoticed)
+{
+    if (re->id > last && re->id > sub->noticed && re->kind
+        && strncmp(re->kind, prefix, strlen(prefix)) == 0
+        && strcmp(re->org_id, sub->org->org_id) == 0) {
+        sub->noticed = re->id;
+        *pnoticed = 1;
+    }
+}
+
+apr_status_t svc_hub_read_noting(svc_hub_t *hub, svc_hub_sub_t *sub, const char *run_id,
+                                 const char *target_id, const char *notice_prefix,
+                                 apr_int64_t *plast, int *pnoticed,
+                                 svc_hub_event_fn *fn, void *baton)
 {
     svc_hub_org_t *o = sub->org;
     apr_uint64_t pos, tail, size = (apr_uint64_t)hub->conf.ring_size;
 
+    /* An org's stream (no filter) is shown every event of the org itself. */
+    if (!run_id && !target_id) {
+        notice_prefix = NULL;
+    }
     apr_thread_mutex_lock(hub->lock);
+    tail = hub->head > size ? hub->head - size : 0;
     if (!hub->connected || !o->covered || *plast < o->covered_after) {
+        /* The caller reads the table, which the filter applies to: only the
+         * ring can tell of what it leaves out. */
+        for (pos = sub->ring_pos > tail ? sub->ring_pos : tail;
+             notice_prefix && pos < hub->head; pos++) {
+            const ring_entry *re = &hub->ring[pos % size];
+            if (re->org_id && !entry_shown(re, o, run_id, target_id)) {
+                note(sub, re, notice_prefix, *plast, pnoticed);
+            }
+        }
         apr_thread_mutex_unlock(hub->lock);
         return APR_INCOMPLETE;
     }
     /* Straight from the ring to fn: no copies, no pool. */
-    tail = hub->head > size ? hub->head - size : 0;
     for (pos = sub->ring_pos > tail ? sub->ring_pos : tail; pos < hub->head; pos++) {
         const ring_entry *re = &hub->ring[pos % size];
         svc_event_t e;
         int took;
 
-        if (re->id <= *plast || strcmp(re->org_id, o->org_id) != 0
-            || (run_id && (!re->run_id || strcmp(re->run_id, run_id) != 0))
-            || !target_matches(target_id, re->target_id)) {
+        if (re->id <= *plast) {
+            continue;
+        }
+        if (!entry_shown(re, o, run_id, target_id)) {
+            if (notice_prefix) {
+                note(sub, re, notice_prefix, *plast, pnoticed);
+            }
             continue;
         }
         e.id = re->id;
@@ -529,6 +569,15 @@ apr_status_t svc_hub_read(svc_hub_t *hub, svc_hub_sub_t *sub, const char *run_id
     sub->ring_pos = pos;
     apr_thread_mutex_unlock(hub->lock);
     return APR_SUCCESS;
+}
+
+apr_status_t svc_hub_read(svc_hub_t *hub, svc_hub_sub_t *sub, const char *run_id,
+                          const char *target_id, apr_int64_t *plast,
+                          svc_hub_event_fn *fn, void *baton)
+{
+    int noticed = 0;
+
+    return svc_hub_read_noting(hub, sub, run_id, target_id, NULL, plast, &noticed, fn, baton);
 }
 
 void svc_hub_rewind(svc_hub_sub_t *sub)

@@ -36,6 +36,7 @@ struct svc_hub_sub_t {
     svc_hub_org_t *org;
     svc_hub_sub_t *prev, *next;     /* the org's subscribers (hub locked) */
     apr_uint64_t ring_pos;          /* arrival number to scan the ring from */
+    apr_int64_t noticed;            /* the newest id svc_hub_read_noting noted */
 };
 
 /*
@@ -117,6 +118,22 @@ typedef int svc_hub_event_fn(void *baton, const svc_event_t *e);
 apr_status_t svc_hub_read(svc_hub_t *hub, svc_hub_sub_t *sub, const char *run_id,
                           const char *target_id, apr_int64_t *plast,
                           svc_hub_event_fn *fn, void *baton);
+
+/*
+ * svc_hub_read, and more: *pnoticed is set to 1 when the ring holds an
+ * event of sub's org after *plast, not yet noted for sub, whose kind starts
+ * with notice_prefix but that the filter (run_id, target_id) keeps from fn.
+ * So a subscriber that follows one run or target learns of an org-wide
+ * event that concerns every subscriber (an operator's suspension,
+ * access.suspension) without being sent it. The ring is looked at for these
+ * even when the call returns APR_INCOMPLETE (the table read of a run's
+ * events would not see them); an event the ring no longer holds is not
+ * noted.
+ */
+apr_status_t svc_hub_read_noting(svc_hub_t *hub, svc_hub_sub_t *sub, const char *run_id,
+                                 const char *target_id, const char *notice_prefix,
+                                 apr_int64_t *plast, int *pnoticed,
+                                 svc_hub_event_fn *fn, void *baton);
 
 /* The next svc_hub_read scans the whole ring (filtered by id): after a read
  * of the table, which may have gone past what the ring scan had reached. */

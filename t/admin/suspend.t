@@ -44,8 +44,9 @@ is_deeply(\@after, [ ('403 account_suspended') x 6 ],
           'the member\'s token: 403 account_suspended on every request, cached or not');
 is(code_of(api(GET => '/api/me', cookie => $mses)), '403 account_suspended',
    '... the session too');
+# Within seconds, not at the stream's periodic check of access (30 s).
 my $ended = wait_for(sub { sse_next($stream, 1); $stream->{closed} || $stream->{eof} },
-                     timeout => 10);
+                     timeout => 5);
 ok($ended, '... and the open event stream is closed');
 is(code_of(api(GET => "/api/orgs/$org", token => $otok)), '200 ',
    'the other members go on');
@@ -88,7 +89,7 @@ is(code_of(api(GET => "/api/orgs/$org", token => new_token(new_user('susp-out'))
    '404 not_found', 'an outsider still learns nothing: 404');
 is((api(GET => "/api/share/$share->{token}"))[0], 404, 'its share link: 404');
 ok(wait_for(sub { sse_next($ostream, 1); $ostream->{closed} || $ostream->{eof} },
-            timeout => 10), 'its open event stream is closed');
+            timeout => 5), 'its open event stream is closed');
 is((api(GET => '/api/me', token => $otok))[0], 200, 'the owner\'s own account works');
 
 svcctl('org', 'unsuspend', $org, '--reason', 'Resolved');
@@ -108,7 +109,24 @@ chomp $sup;
 kill 'STOP', $sup;
 my ($rs, $run) = api(POST => "/api/orgs/$org/projects/app/runs", token => $otok,
                      json => { instructions => 'Queued before the suspension' });
+# A run's event stream follows that run's events only, not the org's
+# (access.suspension is one of the org's); a suspension ends it within
+# seconds all the same, and only the suspended caller's.
+my $run_events = "/api/orgs/$org/projects/app/runs/$run->{id}/events";
+my $mrun = sse_open($run_events, token => $mtok);
+my $orun = sse_open($run_events, token => $otok);
+is("$mrun->{status} $orun->{status}", '200 200', 'the member and the owner follow the run');
+($st) = api(POST => "/api/admin/users/$mid/suspend", token => $ftok, json => $why);
+is($st, 200, 'the member suspended again');
+ok(wait_for(sub { sse_next($mrun, 1); $mrun->{closed} || $mrun->{eof} }, timeout => 5),
+   '... and the member\'s stream of the run is closed');
+sse_next($orun, 1);
+ok(!$orun->{closed} && !$orun->{eof}, '... the owner\'s goes on');
+($st) = api(POST => "/api/admin/users/$mid/unsuspend", token => $ftok, json => $why);
+is($st, 200, '... lifted');
 ($st) = api(POST => "/api/admin/orgs/$org/suspend", token => $ftok, json => $why);
+ok(wait_for(sub { sse_next($orun, 1); $orun->{closed} || $orun->{eof} }, timeout => 5),
+   'the org suspended: the owner\'s stream of the run is closed');
 kill 'CONT', $sup;
 is($rs, 201, 'a run queued');
 is($st, 200, '... then the org suspended');
@@ -135,7 +153,8 @@ my @mine = grep { $_->{target_id} eq $mid || $_->{target_id} eq org_id_of($org) 
 is_deeply([ reverse map { "$_->{actor_kind} $_->{action}" } @mine ],
           [ 'user user.suspended', 'user user.unsuspended', 'operator user.suspended',
             'operator user.unsuspended', 'user org.suspended', 'operator org.unsuspended',
-            'user org.suspended', 'user org.unsuspended' ],
+            'user user.suspended', 'user user.unsuspended', 'user org.suspended',
+            'user org.unsuspended' ],
           'every change, in order, by whom') or diag(explain(\@mine));
 is($mine[-1]{data}{reason}, $why->{reason}, '... with its reason');
 ($st, $p) = api(GET => '/api/admin/audit/verify', token => $ftok);

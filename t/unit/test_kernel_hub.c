@@ -337,7 +337,7 @@ SVC_TEST(ring_reads_filter_runs_and_targets)
     const char *org;
     apr_int64_t first, last;
     tread *t;
-    int i;
+    int i, noticed;
 
     if (!svc_testdb_conninfo() || !(db = svc_testdb_open(p))) {
         return;
@@ -390,6 +390,33 @@ SVC_TEST(ring_reads_filter_runs_and_targets)
     t = reader(p, -1);
     SVC_CHECK(svc_hub_read(hub, &s.sub, NULL, "tgt_b", &last, take, t) == APR_SUCCESS);
     SVC_CHECK_INT(t->ids->nelts, 0);
+
+    /* A run's stream after its last event: the target's work (5) is not
+     * shown, but noted when its kind has the prefix asked for; once. */
+    noticed = 0;
+    last = first + 4;
+    svc_hub_rewind(&s.sub);
+    t = reader(p, -1);
+    SVC_CHECK(svc_hub_read_noting(hub, &s.sub, "run_a", NULL, "other.", &last, &noticed,
+                                  take, t) == APR_SUCCESS);
+    SVC_CHECK_INT(noticed, 0);
+    svc_hub_rewind(&s.sub);
+    SVC_CHECK(svc_hub_read_noting(hub, &s.sub, "run_a", NULL, "test.", &last, &noticed,
+                                  take, t) == APR_SUCCESS);
+    SVC_CHECK_INT(t->ids->nelts, 0);
+    SVC_CHECK_INT(noticed, 1);
+    SVC_CHECK(last == first + 4);
+    noticed = 0;
+    svc_hub_rewind(&s.sub);
+    SVC_CHECK(svc_hub_read_noting(hub, &s.sub, "run_a", NULL, "test.", &last, &noticed,
+                                  take, t) == APR_SUCCESS);
+    SVC_CHECK_INT(noticed, 0);
+    /* An org's stream is shown them instead: nothing to note. */
+    last = first + 4;
+    svc_hub_rewind(&s.sub);
+    SVC_CHECK(svc_hub_read_noting(hub, &s.sub, NULL, NULL, "test.", &last, &noticed,
+                                  take, t) == APR_SUCCESS);
+    SVC_CHECK_INT(noticed, 0);
     svc_hub_unsubscribe(hub, &s.sub);
 }
 
