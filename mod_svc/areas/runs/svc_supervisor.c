@@ -436,9 +436,15 @@ int svc_supervisor_run(const svc_supervisor_conf_t *sc, volatile sig_atomic_t *s
         /* A run that settles frees its place at once: the queue's next run
          * is claimed then, not at the next tick or claim (SvcRunConcurrency
          * runs back to back, docs/performance.md). */
+        /* A notification that came in with a statement's answer (a claim's,
+         * say) is in libpq's queue already, not on the socket: the poll
+         * would not see it, and the run would wait for the next claim. */
+        if (s.db) {
+            checked(&s, svc_db_notifications(s.db, on_notice, &s), "listening");
+        }
         pfd[0] = (struct pollfd){ s.ended[0], POLLIN, 0 };
         pfd[1] = (struct pollfd){ s.db ? svc_db_socket(s.db) : -1, POLLIN, 0 };
-        if (poll(pfd, pfd[1].fd >= 0 ? 2 : 1, TICK_MS) > 0) {
+        if (poll(pfd, pfd[1].fd >= 0 ? 2 : 1, s.claim_soon && s.db ? 0 : TICK_MS) > 0) {
             if (pfd[0].revents) {
                 while (read(s.ended[0], buf, sizeof(buf)) > 0) {
                 }
