@@ -39,6 +39,7 @@ DEB_RUN=(
     bubblewrap             # the runs' sandbox (bwrap)
     git                    # build/svc-factory, the factory of runs, commits with it;
                            # the artifact is a git bundle
+    libjs-marked node-dompurify  # the web UI's Markdown and its sanitizer (svc.conf's Alias)
 )
 DEB_TEST=(
     libapache2-mod-perl2   # Debian ships Apache::Test in this package
