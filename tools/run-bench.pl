@@ -152,9 +152,9 @@ for my $id (@ids) {
     add('    sandbox start (to its first line)', $t->{sandbox} / 1000);
     add('    git preparation (to the model request)', $t->{prepare} / 1000);
     add('    model call', $t->{model} / 1000);
-    add('    files + git commit', $t->{commit} / 1000);
+    add('    files, git commit and bundle', $t->{commit} / 1000);
     add('    exit (result line -> reaped)', $t->{exit} / 1000);
-    add('  bundle (sandboxed git)', $t->{bundle} / 1000);
+    add('  bundle (read and checked)', $t->{bundle} / 1000);
     add('  outcome (db writes)', $t->{outcome} / 1000);
     add('  cleanup (after the outcome)', $t->{cleanup} / 1000);
     my $sum = 0;

@@ -25,6 +25,8 @@
 #define SVC_FACTORY_E_GIT       "git_failed"
 #define SVC_FACTORY_E_TASK      "task_invalid"
 #define SVC_FACTORY_E_INTERNAL  "internal"
+/* The task's "bundle" (the run's artifact) could not be made. */
+#define SVC_FACTORY_E_BUNDLE    "bundle_failed"
 /* Agent mode: the run reached SvcRunMaxSteps, or the supervisor refused a
  * model call at SvcRunMaxTokens. The work so far is committed all the same
  * and the result line says why it stopped. */
@@ -92,6 +94,7 @@ typedef struct {
     const char *author_name;
     const char *author_email;
     const char *context;            /* NULL when absent */
+    const char *bundle;             /* where the git bundle of the branch goes; NULL: none */
     int agent;                      /* "mode": "agent" (else "single", the default) */
     svc_factory_limits_t limits;
 } svc_factory_task_t;
@@ -283,6 +286,9 @@ int svc_factory_commit_all(svc_factory_t *f, const char *summary, svc_factory_er
  * f->sha. */
 int svc_factory_commit(svc_factory_t *f, const char *summary, svc_factory_err_t *perr);
 int svc_factory_head(svc_factory_t *f, svc_factory_err_t *perr);
+/* The task's bundle, when it asks for one: `git bundle create` of HEAD and
+ * the run's branch (after the last commit, before the result line). */
+int svc_factory_bundle(svc_factory_t *f, svc_factory_err_t *perr);
 
 /* The size limit of the supervisor's model_reply line for these limits. */
 size_t svc_factory_reply_line_max(const svc_factory_limits_t *l);

@@ -84,7 +84,7 @@ static int prepare_repo(factory_t *f, svc_factory_buf_t *listing, svc_factory_er
     const svc_factory_task_t *t = &f->task;
     char *dotgit = NULL, *out = NULL;
     size_t out_len = 0, i, count = 0;
-    int truncated = 0, rv = -1;
+    int truncated = 0, created = 0, rv = -1;
     struct stat st;
 
     if (prepare_home(f, perr) < 0
@@ -109,6 +109,7 @@ static int prepare_repo(factory_t *f, svc_factory_buf_t *listing, svc_factory_er
         if (svc_factory_git_run(&f->git, NULL, args, NULL, 0, NULL, NULL, 0, NULL, perr) < 0) {
             goto cleanup;
         }
+        created = 1;
     }
     else {
         const char *args[] = { "checkout", "-q", "-B", t->branch, NULL };
@@ -122,7 +123,10 @@ static int prepare_repo(factory_t *f, svc_factory_buf_t *listing, svc_factory_er
     if (svc_factory_open_repo(&f->rootfd, t->repo, perr) < 0) {
         goto cleanup;
     }
-    {
+    /* A repository just made has no commit and tracks no file: git is not
+     * asked (each git is a process, and processes are most of what a short
+     * run costs; docs/performance.md). */
+    if (!created) {
         /* Where the run starts: what it changed is measured from here. A
          * new repository (or a clone of an empty one) has no commit yet. */
         const char *args[] = { "rev-parse", "-q", "--verify", "HEAD^{commit}", NULL };
@@ -137,7 +141,7 @@ static int prepare_repo(factory_t *f, svc_factory_buf_t *listing, svc_factory_er
             f->start[--n] = '\0';
         }
     }
-    {
+    if (!created) {
         const char *args[] = { "ls-files", "-z", NULL };
 
         if (svc_factory_git_run(&f->git, t->repo, args, NULL, 0, &out, &out_len,
@@ -370,6 +374,11 @@ static int run(factory_t *f, svc_factory_err_t *perr)
     else if (ask_model(f, &listing, &text, &text_len, perr) < 0
              || svc_factory_reply_parse(&f->reply, text, text_len, perr) < 0
              || build(f, perr) < 0) {
+        goto cleanup;
+    }
+    /* In this sandbox, not a second one: a sandbox's start is most of what
+     * a short run costs (docs/performance.md). */
+    if (svc_factory_bundle(f, perr) < 0) {
         goto cleanup;
     }
     rv = 0;

@@ -4,8 +4,10 @@
  * committing on the run's branch.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "svc_factory.h"
 
@@ -224,6 +226,53 @@ int svc_factory_head(svc_factory_t *f, svc_factory_err_t *perr)
     f->sha = out;
     svc_factory_log("committed %s on %s", f->sha, f->task.branch);
     return 0;
+}
+
+int svc_factory_bundle(svc_factory_t *f, svc_factory_err_t *perr)
+{
+    const svc_factory_task_t *t = &f->task;
+    const char *args[] = { "bundle", "create", "-q", t->bundle, "HEAD", t->branch, NULL };
+
+    const char *slash;
+    char *dir = NULL;
+    int dfd = -1, rv = -1;
+
+    if (!t->bundle) {
+        return 0;
+    }
+    slash = strrchr(t->bundle, '/');
+    /* The model's commands may have put something at the path (they are all
+     * stopped by now): git follows a symlink there and writes through it,
+     * so whatever is there goes first, and the directory must be one, not
+     * a link to elsewhere. */
+    dir = slash == t->bundle ? strdup("/") : strndup(t->bundle, (size_t)(slash - t->bundle));
+    if (!dir) {
+        svc_factory_fail(perr, SVC_FACTORY_E_INTERNAL, "out of memory");
+        goto cleanup;
+    }
+    dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (dfd < 0) {
+        svc_factory_fail(perr, SVC_FACTORY_E_BUNDLE, "the bundle's directory %s: %s", dir,
+                         strerror(errno));
+        goto cleanup;
+    }
+    if (unlinkat(dfd, slash + 1, 0) < 0 && errno != ENOENT) {
+        svc_factory_fail(perr, SVC_FACTORY_E_BUNDLE, "%s cannot be replaced: %s", t->bundle,
+                         strerror(errno));
+        goto cleanup;
+    }
+    if (svc_factory_git_run(&f->git, t->repo, args, NULL, 0, NULL, NULL, 0, NULL, perr) < 0) {
+        perr->code = SVC_FACTORY_E_BUNDLE;
+        goto cleanup;
+    }
+    svc_factory_log("bundle: %s (HEAD and %s)", t->bundle, t->branch);
+    rv = 0;
+cleanup:
+    if (dfd >= 0) {
+        close(dfd);
+    }
+    free(dir);
+    return rv;
 }
 
 int svc_factory_commit(svc_factory_t *f, const char *summary, svc_factory_err_t *perr)

@@ -182,7 +182,8 @@ int svc_factory_task_parse(svc_factory_task_t *ptask, const char *line, size_t l
                            svc_factory_err_t *perr)
 {
     static const char *const top[] = { "type", "run_id", "instructions", "repo", "branch",
-                                       "author", "limits", "context", "mode", NULL };
+                                       "author", "limits", "context", "mode", "bundle",
+                                       NULL };
     static const char *const author_members[] = { "name", "email", NULL };
     static const char *const limit_members[] = { "max_files", "max_file_bytes",
                                                  "max_total_bytes", "max_steps",
@@ -239,6 +240,16 @@ int svc_factory_task_parse(svc_factory_task_t *ptask, const char *line, size_t l
     }
     if (!branch_ok(ptask->branch, n)) {
         svc_factory_fail(perr, SVC_FACTORY_E_TASK, "branch is not a valid branch name");
+        goto cleanup;
+    }
+    if (get_string(&ptask->bundle, &n, doc, "", "bundle", REPO_MAX, 1, perr) < 0) {
+        goto cleanup;
+    }
+    /* Absent: no bundle (the first protocol version; the supervisor made
+     * it in a sandbox of its own). */
+    if (ptask->bundle && !repo_ok(ptask->bundle, n)) {
+        svc_factory_fail(perr, SVC_FACTORY_E_TASK, "bundle must be an absolute path without "
+                         "'.', '..' or empty components");
         goto cleanup;
     }
     if (get_string(&ptask->context, NULL, doc, "", "context", TEXT_MAX, 1, perr) < 0

@@ -1017,4 +1017,85 @@ SKIP: {
     };
 }
 
+# --- the bundle (the run's artifact, made in the factory's own sandbox) -------------
+
+# The refs a bundle file holds: { name => sha }, from its header.
+sub bundle_refs {
+    my $f = shift;
+    my $data = slurp($f) // return undef;
+    my ($head) = $data =~ /\A(# v[23] git bundle\n.*?)\n\n/s or return undef;
+    my %refs = map { (split / /, $_, 2)[1] => (split / /, $_, 2)[0] }
+               grep { /\A[0-9a-f]{40,64} / } split /\n/, $head;
+    return \%refs;
+}
+
+subtest 'the bundle: HEAD and the branch, written where the task says' => sub {
+    my ($root, $ws) = workspace();
+    make_path("$ws/bundle");
+    my $r = factory(task => task($ws, bundle => "$ws/bundle/run.bundle"),
+                    replies => [ reply_ok(\%GREETING) ]);
+    is($r->{exit}, 0, 'exit 0') or diag $r->{stderr};
+    is($r->{last}{type}, 'result', 'a result line last');
+    protocol_ok($r, 'with a bundle');
+    my $refs = bundle_refs("$ws/bundle/run.bundle");
+    is_deeply($refs, { HEAD => $r->{last}{commit}, 'refs/heads/svc/run-t1' => $r->{last}{commit} },
+              'the bundle holds HEAD and the branch at the reported commit')
+        or diag explain $refs;
+    ok((grep { m{^bundle: \Q$ws\E/bundle/run\.bundle} } @{ $r->{logs} }), 'the log says so');
+    my ($rc, undef, $err) = run_cmd([ 'git', 'clone', '-q', "$ws/bundle/run.bundle", "$root/clone" ],
+                                    env => { HOME => $GIT_HOME, GIT_CONFIG_NOSYSTEM => 1 });
+    is($rc, 0, 'it clones') or diag $err;
+    is(slurp("$root/clone/src/hello.c"), $GREETING{files}[1]{content}, '... with the files');
+
+    ($root, $ws) = workspace();
+    $r = factory(task => task($ws), replies => [ reply_ok(\%GREETING) ]);
+    is($r->{exit}, 0, 'no "bundle" in the task: exit 0');
+    ok(!grep({ /^bundle: / } @{ $r->{logs} }), '... and no bundle made');
+
+    ($root, $ws) = workspace();
+    make_path("$ws/bundle");
+    $r = factory(task => agent_task($ws, bundle => "$ws/bundle/run.bundle",
+                                     limits => { max_steps => 2 }), replies => [
+        calls(tc('run', command => 'ln -s ../victim.txt ../bundle/run.bundle && echo planted')),
+        calls(tc('write_file', path => 'a.txt', content => "a\n")),
+        calls(tc('write_file', path => 'late.txt', content => "late\n"),
+              tc('finish', summary => 'Too late')),
+    ]);
+    is($r->{exit}, 0, 'agent mode, stopped at its step limit: a result') or diag $r->{stderr};
+    is($r->{last}{stopped}{code}, 'step_limit', '... stopped');
+    like(results_in($r, 1)->[0]{content}, qr/planted/, 'a symlink was planted at the bundle path');
+    ok(!-l "$ws/bundle/run.bundle", '... and replaced by the bundle, not written through');
+    ok(!-e "$ws/victim.txt", '... nothing written where it pointed');
+    is_deeply(bundle_refs("$ws/bundle/run.bundle"),
+              { HEAD => $r->{last}{commit}, 'refs/heads/svc/run-t1' => $r->{last}{commit} },
+              'the work so far is in the bundle');
+
+    ($root, $ws) = workspace();
+    $r = factory(task => task($ws, bundle => "$ws/no-such-dir/run.bundle"),
+                 replies => [ reply_ok(\%GREETING) ]);
+    failed_with($r, 'bundle_failed', qr/no-such-dir/, 'a bundle with no directory');
+
+    # The directory a link elsewhere: refused, nothing written there.
+    ($root, $ws) = workspace();
+    make_path("$ws/elsewhere");
+    symlink('elsewhere', "$ws/bundle") or die "symlink: $!";
+    $r = factory(task => task($ws, bundle => "$ws/bundle/run.bundle"),
+                 replies => [ reply_ok(\%GREETING) ]);
+    failed_with($r, 'bundle_failed', qr/bundle's directory/, 'a bundle directory that is a link');
+    ok(!-e "$ws/elsewhere/run.bundle", '... nothing written where it points');
+
+    # A directory at the bundle's path: git cannot write the bundle.
+    ($root, $ws) = workspace();
+    make_path("$ws/bundle/run.bundle");
+    $r = factory(task => task($ws, bundle => "$ws/bundle/run.bundle"),
+                 replies => [ reply_ok(\%GREETING) ]);
+    failed_with($r, 'bundle_failed', qr/cannot be replaced/, 'a directory at the bundle path');
+
+    for my $bad ('relative/run.bundle', "$ws/../x.bundle", "$ws//x.bundle", '') {
+        ($root, $ws) = workspace();
+        $r = factory(task => task($ws, bundle => $bad));
+        failed_with($r, 'task_invalid', qr/bundle/, "bundle '$bad'");
+    }
+};
+
 done_testing();

@@ -187,7 +187,7 @@ is($pd && $pd->{status}, 'succeeded', 'PostgreSQL restarted mid-run: the run sti
     or diag(run_log($pg->{id}));
 my $log = run_log($pg->{id});
 my @want = ('started on', 'asking the model', 'model call 1: answered', 'the model replied',
-            'committed', 'making the artifact', 'artifact:', 'succeeded:');
+            'committed', 'bundle:', 'artifact:', 'succeeded:');
 my $at = 0;
 for my $w (@want) {
     my $i = index($log, $w, $at);

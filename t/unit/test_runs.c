@@ -449,6 +449,9 @@ SVC_TEST(task_line)
     SVC_CHECK_STR(json_string_value(json_object_get(t, "type")), "task");
     SVC_CHECK_STR(json_string_value(json_object_get(t, "mode")), "single");
     SVC_CHECK_STR(json_string_value(json_object_get(t, "repo")), "/workspace/repo");
+    /* The factory makes the artifact there, in its own sandbox (issue 25). */
+    SVC_CHECK_STR(json_string_value(json_object_get(t, "bundle")),
+                  "/workspace/bundle/run.bundle");
     SVC_CHECK_STR(json_string_value(json_object_get(t, "branch")),
                   "svc/run-run_0123456789abcdefghijkl");
     SVC_CHECK_STR(json_string_value(json_object_get(json_object_get(t, "author"), "name")),

@@ -26,6 +26,9 @@
 /* Per turn of the loop, so a flood of output cannot starve the flags. */
 #define READ_PER_TURN    (1024 * 1024)
 #define TICK_MS          250
+/* Once the sandbox's pipes are closed its process is about to exit: it is
+ * reaped after 1, 2, 4 ... ms (at most REAP_MAX_MS), not after a tick. */
+#define REAP_MAX_MS      32
 #define FLUSH_EVERY_MS   500
 #define FLUSH_BYTES      (64 * 1024)
 #define STOP_GRACE_MS    2000
@@ -550,7 +553,7 @@ static apr_status_t supervise(run_t *r, const char *const *argv, int is_factory,
     const char *err = NULL;
     apr_status_t rv;
     char buf[64];
-    int i = 2;
+    int i = 2, reap_ms = 0;
 
     memset(&limits, 0, sizeof(limits));
     if (!r->sc->runner || init_env) {
@@ -623,6 +626,7 @@ static apr_status_t supervise(run_t *r, const char *const *argv, int is_factory,
                 svc_sandbox_close(&r->sb);
                 return APR_SUCCESS;
             }
+            reap_ms = reap_ms ? (reap_ms * 2 > REAP_MAX_MS ? REAP_MAX_MS : reap_ms * 2) : 1;
         }
         fds[nfds++] = (struct pollfd){ r->slot->wake[0], POLLIN, 0 };
         fds[nfds++] = (struct pollfd){ r->model_pipe[0], POLLIN, 0 };
@@ -635,8 +639,10 @@ static apr_status_t supervise(run_t *r, const char *const *argv, int is_factory,
         if (r->sb.in >= 0 && r->woff < r->wlen) {
             fds[nfds++] = (struct pollfd){ r->sb.in, POLLOUT, 0 };
         }
-        timeout = TICK_MS;
-        if (r->deadline - now < apr_time_from_msec(TICK_MS)) {
+        /* Nothing wakes the loop when the process exits (its pipes closed
+         * before): the reap's short wait does, instead of a whole tick. */
+        timeout = reap_ms ? reap_ms : TICK_MS;
+        if (r->deadline - now < apr_time_from_msec(timeout)) {
             timeout = (int)apr_time_as_msec(r->deadline - now) + 1;
         }
         poll(fds, (nfds_t)nfds, timeout);
@@ -707,10 +713,11 @@ const char *svc_runner_task(apr_pool_t *p, const svc_supervisor_conf_t *sc,
     json_t *task;
 
     file_limits(sc, &file_max, &total_max);
-    task = json_pack("{s:s,s:s,s:s,s:s,s:s,s:{s:s,s:s},s:{s:i,s:I,s:I,s:i,s:i,s:i},s:s}",
+    task = json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:{s:s,s:s},s:{s:i,s:I,s:I,s:i,s:i,s:i},s:s}",
                      "type", "task", "run_id", job->id,
                      "instructions", job->instructions,
                      "repo", SVC_SANDBOX_WORKSPACE "/" SVC_WS_REPO,
+                     "bundle", SVC_SANDBOX_WORKSPACE "/" SVC_WS_BUNDLE_DIR "/" SVC_WS_BUNDLE_FILE,
                      "branch", apr_pstrcat(p, "svc/run-", job->id, NULL),
                      "author", "name", plain(p, job->author_name),
                      "email", plain(p, job->author_email),
@@ -864,6 +871,11 @@ static void run_factory(run_t *r)
                             r->sc->factory));
         return;
     }
+    /* The factory writes the artifact there (the task's "bundle"). */
+    if (svc_workspace_fresh_dir(r->workspace, SVC_WS_BUNDLE_DIR) != APR_SUCCESS) {
+        decide(r, SVC_RUN_FAILED, "bundle_failed", "The artifact could not be prepared.");
+        return;
+    }
     if (!task || svc_sandbox_argv(r->p, r->sc, r->workspace, r->job->id, command, &argv)
                  != APR_SUCCESS) {
         decide(r, SVC_RUN_FAILED, "sandbox_failed", "The sandbox's command could not be made "
@@ -890,38 +902,18 @@ static void run_factory(run_t *r)
 }
 
 /*
- * The git bundle of the run's branch, made in a sandbox of its own (git
- * never runs on the run's repository outside one: its configuration may
- * name programs), then read without following links, and checked to hold
- * the commit the factory reported.
+ * The git bundle of the run's branch, which the factory made in its own
+ * sandbox before its result line (git never runs on the run's repository
+ * outside one: its configuration may name programs), read without following
+ * links, and checked to hold the commit the factory reported.
  */
-static apr_status_t make_bundle(run_t *r, unsigned char **pdata, apr_size_t *plen)
+static apr_status_t read_bundle(run_t *r, unsigned char **pdata, apr_size_t *plen)
 {
     const char *branch = apr_pstrcat(r->p, "svc/run-", r->job->id, NULL);
-    const char *command[] = { "git", "-c", "safe.directory=*", "-c", "core.fsmonitor=false",
-                              "-C", SVC_SANDBOX_WORKSPACE "/" SVC_WS_REPO, "bundle", "create",
-                              "-q", SVC_SANDBOX_WORKSPACE "/" SVC_WS_BUNDLE_DIR "/"
-                              SVC_WS_BUNDLE_FILE, "HEAD", branch, NULL };
     const char *commit = json_string_value(json_object_get(r->result, "commit"));
     const char *head;
-    const char **argv;
     apr_status_t rv;
 
-    svc_run_log_note(r->log, "[mod_svc] making the artifact: git bundle of %s", branch);
-    if ((rv = svc_workspace_fresh_dir(r->workspace, SVC_WS_BUNDLE_DIR)) != APR_SUCCESS
-        || (rv = svc_sandbox_argv(r->p, r->sc, r->workspace, r->job->id, command, &argv))
-           != APR_SUCCESS) {
-        decide(r, SVC_RUN_FAILED, "bundle_failed", "The artifact could not be prepared.");
-        return rv;
-    }
-    if ((rv = supervise(r, argv, 0, NULL, NULL)) != APR_SUCCESS) {
-        return rv;
-    }
-    if (!WIFEXITED(r->sb.status) || WEXITSTATUS(r->sb.status) != 0) {
-        decide(r, SVC_RUN_FAILED, "bundle_failed",
-               apr_psprintf(r->p, "git bundle %s.", exit_text(r->p, r->sb.status)));
-        return APR_EGENERAL;
-    }
     rv = svc_workspace_read(r->p, r->workspace, SVC_WS_BUNDLE_DIR, SVC_WS_BUNDLE_FILE,
                             (apr_size_t)r->sc->file_size, pdata, plen);
     if (rv != APR_SUCCESS) {
@@ -1082,6 +1074,16 @@ static void log_timings(run_t *r, apr_time_t end)
                             r->status ? r->status : "lost"));
 }
 
+/* Wakes the supervisor: the run's place (settled) or its slot (done) is free. */
+static void tell_ended(svc_run_slot_t *slot)
+{
+    char byte = 1;
+
+    if (write(slot->ended, &byte, 1) < 0) {
+        /* The pipe is full: the supervisor has wake-ups waiting already. */
+    }
+}
+
 static void run_main(run_t *r)
 {
     unsigned char *bundle = NULL;
@@ -1166,7 +1168,7 @@ static void run_main(run_t *r)
         run_factory(r);
         r->t.factory = lap(&mark);
     }
-    if (!r->decided && make_bundle(r, &bundle, &bundle_len) == APR_SUCCESS) {
+    if (!r->decided && read_bundle(r, &bundle, &bundle_len) == APR_SUCCESS) {
         r->t.bundle = lap(&mark);
         if (r->stopped_code) {
             /* Failed, with the work so far on the branch and in the
@@ -1190,7 +1192,12 @@ static void run_main(run_t *r)
         write_outcome(r, bundle, bundle_len);
         r->t.outcome = lap(&mark);
     }
+    /* The run no longer counts against SvcRunConcurrency: the supervisor
+     * claims the next one while this thread cleans up. */
     apr_atomic_set32(&r->slot->settled, 1);
+    tell_ended(r->slot);
+    /* The workspace first: a model call still under way (a cancelled run)
+     * may take its time to end. */
     if (r->workspace && svc_workspace_remove(r->workspace) != APR_SUCCESS) {
         r->sc->log(r->sc->log_baton, SVC_SUP_WARNING,
                    apr_psprintf(r->p, "SVC0071: run %s: its workspace %s could not be removed "
@@ -1243,6 +1250,7 @@ static void *slot_main(void *arg)
     }
     db_drop(&r);
     apr_atomic_set32(&slot->done, 1);
+    tell_ended(slot);
     return NULL;
 }
 

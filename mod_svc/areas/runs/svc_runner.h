@@ -30,6 +30,7 @@ typedef struct {
     const char *node;
     const svc_run_job_t *job;
     apr_pool_t *pool;           /* the run's; the thread's alone until it is done */
+    int ended;                  /* the thread writes a byte to it when it settles, and ends */
     /* Raised by the supervisor (svc_run_slot_raise), read by the thread. */
     volatile apr_uint32_t cancel;   /* the run's cancellation was asked for */
     volatile apr_uint32_t lost;     /* another node has the run: stop, write nothing */

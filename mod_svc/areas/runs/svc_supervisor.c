@@ -19,6 +19,7 @@
 #include <apr_atomic.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -37,8 +38,12 @@ typedef struct {
     const svc_supervisor_conf_t *sc;
     apr_pool_t *p;
     const char *node;
-    svc_run_slot_t *slots;      /* sc->concurrency of them; in use while pool is set */
-    int active;
+    /* Twice sc->concurrency of them, in use while pool is set: a run counts
+     * against SvcRunConcurrency until its outcome is written (settled); its
+     * thread may still be removing its workspace when the next run starts. */
+    svc_run_slot_t *slots;
+    int nslots;
+    int ended[2];               /* a run's thread writes a byte when it settles and ends */
     apr_pool_t *db_pool;
     svc_db_t *db;
     unsigned long db_resets;    /* the connection's reconnects when LISTEN was sent */
@@ -80,7 +85,7 @@ static svc_run_slot_t *slot_of(sup_t *s, const char *run_id)
 {
     int i;
 
-    for (i = 0; i < s->sc->concurrency; i++) {
+    for (i = 0; i < s->nslots; i++) {
         if (s->slots[i].pool && strcmp(s->slots[i].job->id, run_id) == 0) {
             return &s->slots[i];
         }
@@ -176,7 +181,7 @@ static void renew(sup_t *s, svc_db_t *db)
         apr_pool_destroy(sp);
         return;
     }
-    for (i = 0; i < s->sc->concurrency; i++) {
+    for (i = 0; i < s->nslots; i++) {
         svc_run_slot_t *slot = &s->slots[i];
         int held = 0;
 
@@ -210,19 +215,38 @@ static void renew(sup_t *s, svc_db_t *db)
     apr_pool_destroy(sp);
 }
 
+/* The runs that count against SvcRunConcurrency: not yet settled. */
+static int running(const sup_t *s)
+{
+    int i, n = 0;
+
+    for (i = 0; i < s->nslots; i++) {
+        if (s->slots[i].pool && !apr_atomic_read32(&s->slots[i].settled)) {
+            n++;
+        }
+    }
+    return n;
+}
+
 static void claim(sup_t *s, svc_db_t *db)
 {
-    while (s->active < s->sc->concurrency) {
+    int n;
+
+    while ((n = running(s)) < s->sc->concurrency) {
         svc_run_slot_t *slot = NULL;
         svc_run_job_t *job;
         apr_pool_t *rp;
         apr_status_t rv;
         int i;
 
-        for (i = 0; i < s->sc->concurrency && !slot; i++) {
+        for (i = 0; i < s->nslots && !slot; i++) {
             if (!s->slots[i].pool) {
                 slot = &s->slots[i];
             }
+        }
+        if (!slot) {
+            /* Every slot's thread is still cleaning up: the next turn. */
+            return;
         }
         /* The run's pool: a root pool, its thread's alone. */
         apr_pool_create(&rp, NULL);
@@ -236,6 +260,7 @@ static void claim(sup_t *s, svc_db_t *db)
         slot->node = s->node;
         slot->job = job;
         slot->pool = rp;
+        slot->ended = s->ended[1];
         if ((rv = svc_run_slot_start(slot)) != APR_SUCCESS) {
             say(s, SVC_SUP_ERR, "SVC0077: run %s: cannot start its thread (%d); putting it "
                 "back in the queue", job->id, rv);
@@ -244,8 +269,7 @@ static void claim(sup_t *s, svc_db_t *db)
             apr_pool_destroy(rp);
             return;
         }
-        s->active++;
-        say(s, SVC_SUP_INFO, "SVC0078: run %s claimed (%d of %d)", job->id, s->active,
+        say(s, SVC_SUP_INFO, "SVC0078: run %s claimed (%d of %d)", job->id, n + 1,
             s->sc->concurrency);
     }
 }
@@ -254,14 +278,13 @@ static void join_done(sup_t *s, int all)
 {
     int i;
 
-    for (i = 0; i < s->sc->concurrency; i++) {
+    for (i = 0; i < s->nslots; i++) {
         svc_run_slot_t *slot = &s->slots[i];
 
         if (slot->pool && (all || apr_atomic_read32(&slot->done))) {
             svc_run_slot_join(slot);
             apr_pool_destroy(slot->pool);
             slot->pool = NULL;
-            s->active--;
         }
     }
 }
@@ -340,7 +363,13 @@ int svc_supervisor_run(const svc_supervisor_conf_t *sc, volatile sig_atomic_t *s
         say(&s, SVC_SUP_ERR, "SVC0072: run supervisor: SvcRunFactory %s cannot be run (%s); "
             "runs will fail", sc->factory, strerror(errno));
     }
-    s.slots = apr_pcalloc(p, sizeof(*s.slots) * (apr_size_t)sc->concurrency);
+    if (pipe2(s.ended, O_CLOEXEC | O_NONBLOCK) < 0) {
+        say(&s, SVC_SUP_ERR, "SVC0830: run supervisor: no pipe (%s); no runs are carried out",
+            strerror(errno));
+        return 1;
+    }
+    s.nslots = 2 * sc->concurrency;
+    s.slots = apr_pcalloc(p, sizeof(*s.slots) * (apr_size_t)s.nslots);
     s.claim_soon = 1;
     say(&s, SVC_SUP_NOTICE, "SVC0079: run supervisor %s: up to %d runs at once, workspaces in "
         "%s, sandbox: %s", s.node, sc->concurrency, sc->work_dir,
@@ -349,7 +378,8 @@ int svc_supervisor_run(const svc_supervisor_conf_t *sc, volatile sig_atomic_t *s
     while (!*stop) {
         apr_time_t now = apr_time_now();
         svc_db_t *db;
-        struct pollfd pfd;
+        struct pollfd pfd[2];
+        char buf[64];
 
         join_done(&s, 0);
         /* Alive, for /internal/ready: only while it reaches the database,
@@ -403,11 +433,26 @@ int svc_supervisor_run(const svc_supervisor_conf_t *sc, volatile sig_atomic_t *s
             apr_pool_destroy(sp);
             s.next_budgets = now + apr_time_from_sec(BUDGETS_EVERY_S);
         }
-        pfd.fd = s.db ? svc_db_socket(s.db) : -1;
-        pfd.events = POLLIN;
-        pfd.revents = 0;
-        if (poll(&pfd, pfd.fd >= 0 ? 1 : 0, TICK_MS) > 0 && s.db) {
+        /* A run that settles frees its place at once: the queue's next run
+         * is claimed then, not at the next tick or claim (SvcRunConcurrency
+         * runs back to back, docs/performance.md). */
+        /* A notification that came in with a statement's answer (a claim's,
+         * say) is in libpq's queue already, not on the socket: the poll
+         * would not see it, and the run would wait for the next claim. */
+        if (s.db) {
             checked(&s, svc_db_notifications(s.db, on_notice, &s), "listening");
+        }
+        pfd[0] = (struct pollfd){ s.ended[0], POLLIN, 0 };
+        pfd[1] = (struct pollfd){ s.db ? svc_db_socket(s.db) : -1, POLLIN, 0 };
+        if (poll(pfd, pfd[1].fd >= 0 ? 2 : 1, s.claim_soon && s.db ? 0 : TICK_MS) > 0) {
+            if (pfd[0].revents) {
+                while (read(s.ended[0], buf, sizeof(buf)) > 0) {
+                }
+                s.claim_soon = 1;
+            }
+            if (pfd[1].revents && s.db) {
+                checked(&s, svc_db_notifications(s.db, on_notice, &s), "listening");
+            }
         }
     }
 
@@ -415,7 +460,7 @@ int svc_supervisor_run(const svc_supervisor_conf_t *sc, volatile sig_atomic_t *s
     {
         int i;
 
-        for (i = 0; i < sc->concurrency; i++) {
+        for (i = 0; i < s.nslots; i++) {
             if (s.slots[i].pool) {
                 svc_run_slot_raise(&s.slots[i], &s.slots[i].stop);
             }
@@ -423,6 +468,8 @@ int svc_supervisor_run(const svc_supervisor_conf_t *sc, volatile sig_atomic_t *s
         join_done(&s, 1);
     }
     db_drop(&s);
+    close(s.ended[0]);
+    close(s.ended[1]);
     say(&s, SVC_SUP_INFO, "SVC0081: run supervisor %s stopped", s.node);
     return 0;
 }
