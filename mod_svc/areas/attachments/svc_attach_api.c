@@ -409,13 +409,7 @@ apr_status_t svc_h_attachments_list(svc_ctx_t *ctx)
 
 apr_status_t svc_h_attachments_get(svc_ctx_t *ctx)
 {
-    svc_db_t *db;
-    apr_status_t rv;
-
-    if ((rv = svc_ctx_db(ctx, &db)) != APR_SUCCESS) {
-        return rv;
-    }
-    return reply_attachment(ctx, db, apr_table_get(ctx->params, "id"), 200);
+    return svc_reply_one(ctx, "id", reply_attachment);
 }
 
 /* Where a download is: the next chunk to send, of how many. */

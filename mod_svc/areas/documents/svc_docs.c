@@ -318,13 +318,7 @@ apr_status_t svc_h_documents_create(svc_ctx_t *ctx)
 
 apr_status_t svc_h_documents_get(svc_ctx_t *ctx)
 {
-    svc_db_t *db;
-    apr_status_t rv;
-
-    if ((rv = svc_ctx_db(ctx, &db)) != APR_SUCCESS) {
-        return rv;
-    }
-    return reply_document(ctx, db, apr_table_get(ctx->params, "docId"), 200);
+    return svc_reply_one(ctx, "docId", reply_document);
 }
 
 apr_status_t svc_h_documents_versions(svc_ctx_t *ctx)

@@ -129,11 +129,5 @@ apr_status_t svc_h_products_create(svc_ctx_t *ctx)
 
 apr_status_t svc_h_products_get(svc_ctx_t *ctx)
 {
-    svc_db_t *db;
-    apr_status_t rv;
-
-    if ((rv = svc_ctx_db(ctx, &db)) != APR_SUCCESS) {
-        return rv;
-    }
-    return reply_product(ctx, db, apr_table_get(ctx->params, "productId"), 200);
+    return svc_reply_one(ctx, "productId", reply_product);
 }

@@ -210,13 +210,7 @@ apr_status_t svc_h_providers_list(svc_ctx_t *ctx)
 
 apr_status_t svc_h_providers_get(svc_ctx_t *ctx)
 {
-    svc_db_t *db;
-    apr_status_t rv;
-
-    if ((rv = svc_ctx_db(ctx, &db)) != APR_SUCCESS) {
-        return rv;
-    }
-    return reply_provider(ctx, db, apr_table_get(ctx->params, "id"), 200);
+    return svc_reply_one(ctx, "id", reply_provider);
 }
 
 static apr_status_t create_provider(svc_ctx_t *ctx, svc_db_t *db, void *baton)
