@@ -66,18 +66,10 @@ apr_status_t svc_auditlog_verify(svc_db_t *db, apr_pool_t *p, const char *org_id
 
 apr_status_t svc_auditlog_verify_all(svc_db_t *db, apr_pool_t *p, const char **pjson)
 {
-    svc_dbres_t *res;
-    apr_status_t rv;
+    apr_status_t rv = svc_db_value(db, &st_audit_verify_all, p, pjson, NULL);
 
-    rv = svc_db_exec(db, &st_audit_verify_all, p, &res, NULL);
-    if (rv != APR_SUCCESS) {
-        return rv;
-    }
-    if (svc_dbres_rows(res) != 1) {
-        return SVC_EDB;
-    }
-    *pjson = svc_dbres_str(res, 0, 0);
-    return APR_SUCCESS;
+    /* An aggregate: its one row is always there. */
+    return rv == SVC_ENOTFOUND ? SVC_EDB : rv;
 }
 
 /* An action name as the database allows them (audit_log's CHECK). */

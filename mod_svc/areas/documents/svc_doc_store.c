@@ -183,19 +183,7 @@ apr_status_t svc_doc_reply_version(svc_ctx_t *ctx, svc_db_t *db, const char *ver
 apr_status_t svc_doc_version_body(svc_ctx_t *ctx, svc_db_t *db, const char *version_id,
                                   const char **pbody, apr_size_t *plen)
 {
-    svc_dbres_t *res;
-    apr_status_t rv;
-
-    rv = svc_db_execv(db, &st_ver_body, ctx->pool, &res, version_id, ctx->org->id);
-    if (rv != APR_SUCCESS) {
-        return rv;
-    }
-    if (svc_dbres_rows(res) != 1) {
-        return SVC_ENOTFOUND;
-    }
-    *pbody = svc_dbres_str(res, 0, 0);
-    *plen = svc_dbres_len(res, 0, 0);
-    return APR_SUCCESS;
+    return svc_db_value(db, &st_ver_body, ctx->pool, pbody, plen, version_id, ctx->org->id);
 }
 
 apr_status_t svc_doc_check_size(svc_ctx_t *ctx, apr_size_t len)

@@ -79,18 +79,7 @@ apr_status_t svc_user_allow_email_link(svc_db_t *db, apr_pool_t *p, const char *
 apr_status_t svc_user_by_email(svc_db_t *db, apr_pool_t *p, const char *email,
                                const char **pid)
 {
-    svc_dbres_t *res;
-    apr_status_t rv;
-
-    rv = svc_db_execv(db, &st_user_by_email, p, &res, email);
-    if (rv != APR_SUCCESS) {
-        return rv;
-    }
-    if (svc_dbres_rows(res) != 1) {
-        return SVC_ENOTFOUND;
-    }
-    *pid = svc_dbres_str(res, 0, 0);
-    return APR_SUCCESS;
+    return svc_db_value(db, &st_user_by_email, p, pid, NULL, email);
 }
 
 /* GET /api/me: built by st_me and svc_h_me, declared here. */

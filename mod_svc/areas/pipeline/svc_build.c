@@ -293,14 +293,7 @@ apr_status_t svc_build_check_tasks(svc_ctx_t *ctx, svc_db_t *db, const svc_reque
 apr_status_t svc_build_tasks_json(svc_ctx_t *ctx, svc_db_t *db, const char *request_id,
                                   const char **pjson)
 {
-    svc_dbres_t *res;
-    apr_status_t rv = svc_db_execv(db, &st_tasks_json, ctx->pool, &res, request_id,
-                                   ctx->org->id);
-
-    if (rv == APR_SUCCESS) {
-        *pjson = svc_dbres_str(res, 0, 0);
-    }
-    return rv;
+    return svc_db_value(db, &st_tasks_json, ctx->pool, pjson, NULL, request_id, ctx->org->id);
 }
 
 apr_status_t svc_build_active_runs(svc_ctx_t *ctx, svc_db_t *db, const char *request_id,

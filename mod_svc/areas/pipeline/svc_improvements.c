@@ -285,14 +285,8 @@ apr_status_t svc_h_improvements_reject(svc_ctx_t *ctx)
 apr_status_t svc_improvements_of_request(svc_ctx_t *ctx, svc_db_t *db, const char *request_id,
                                          const char **pjson)
 {
-    svc_dbres_t *res;
-    apr_status_t rv = svc_db_execv(db, &st_imp_of_request, ctx->pool, &res, request_id,
-                                   ctx->org->id);
-
-    if (rv == APR_SUCCESS) {
-        *pjson = svc_dbres_str(res, 0, 0);
-    }
-    return rv;
+    return svc_db_value(db, &st_imp_of_request, ctx->pool, pjson, NULL, request_id,
+                        ctx->org->id);
 }
 
 apr_status_t svc_improvement_file_incident(svc_db_t *db, apr_pool_t *p,

@@ -297,17 +297,7 @@ apr_status_t svc_request_announce(svc_ctx_t *ctx, svc_db_t *db, const svc_reques
 apr_status_t svc_request_json(svc_ctx_t *ctx, svc_db_t *db, const char *id,
                               const char **pjson)
 {
-    svc_dbres_t *res;
-    apr_status_t rv = svc_db_execv(db, &svc_pl_request_get, ctx->pool, &res, id, ctx->org->id);
-
-    if (rv != APR_SUCCESS) {
-        return rv;
-    }
-    if (svc_dbres_rows(res) != 1) {
-        return SVC_ENOTFOUND;
-    }
-    *pjson = svc_dbres_str(res, 0, 0);
-    return APR_SUCCESS;
+    return svc_db_value(db, &svc_pl_request_get, ctx->pool, pjson, NULL, id, ctx->org->id);
 }
 
 apr_status_t svc_request_reply(svc_ctx_t *ctx, svc_db_t *db, const char *id, int status)
