@@ -324,11 +324,10 @@ static apr_status_t request_logs(svc_ctx_t *ctx, svc_db_t *db, void *baton)
         return rv;
     }
     memset(&actor, 0, sizeof(actor));
-    svc_actor_from_ctx(ctx, &actor);
-    if ((rv = svc_audit_write(db, ctx->pool, &actor, ctx->org->id, "deployment.logs_requested",
-                              "deployment", id,
-                              svc_json_pool(ctx->pool, json_pack("{s:s,s:i}", "log_request_id",
-                                                                 lgr, "lines", lines))))
+    if ((rv = svc_audit_ctx(ctx, db, "deployment.logs_requested",
+                            "deployment", id,
+                            svc_json_pool(ctx->pool, json_pack("{s:s,s:i}", "log_request_id",
+                                                               lgr, "lines", lines))))
         != APR_SUCCESS) {
         return rv;
     }

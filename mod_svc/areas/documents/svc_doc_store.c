@@ -200,13 +200,11 @@ apr_status_t svc_doc_check_size(svc_ctx_t *ctx, apr_size_t len)
 apr_status_t svc_doc_audit(svc_ctx_t *ctx, svc_db_t *db, const char *action,
                            const char *target_type, const char *target_id, json_t *data)
 {
-    svc_actor_t actor;
 
     svc_json_pool(ctx->pool, data);
     if (!data) {
         return APR_ENOMEM;
     }
-    svc_actor_from_ctx(ctx, &actor);
-    return svc_audit_write(db, ctx->pool, &actor, ctx->org->id, action, target_type,
-                           target_id, data);
+    return svc_audit_ctx(ctx, db, action, target_type,
+                         target_id, data);
 }

@@ -221,7 +221,6 @@ static apr_status_t create_provider(svc_ctx_t *ctx, svc_db_t *db, void *baton)
     const char *model = svc_json_str(ctx->body, "model");
     const char *key = svc_json_str(ctx->body, "api_key");
     const char *norm = baton;
-    svc_actor_t actor;
     svc_dbres_t *res;
     apr_status_t rv;
 
@@ -238,18 +237,17 @@ static apr_status_t create_provider(svc_ctx_t *ctx, svc_db_t *db, void *baton)
     if (rv != APR_SUCCESS) {
         return rv;
     }
-    svc_actor_from_ctx(ctx, &actor);
-    rv = svc_audit_write(db, ctx->pool, &actor, ctx->org->id, "provider.created", "provider", id,
-                         svc_json_pool(ctx->pool,
-                                       json_pack("{s:s,s:s,s:s,s:s,s:s,s:b,s:s}", "name", name,
-                                                 "kind", kind, "base_url", norm, "model", model,
-                                                 "key_hint",
-                                                 svc_provider_key_hint(ctx->pool, key),
-                                                 "is_default",
-                                                 svc_dbres_bool(res, 0, 0) == 1, "tools",
-                                                 svc_json_str(ctx->body, "tools")
-                                                 ? svc_json_str(ctx->body, "tools")
-                                                 : "auto")));
+    rv = svc_audit_ctx(ctx, db, "provider.created", "provider", id,
+                       svc_json_pool(ctx->pool,
+                                     json_pack("{s:s,s:s,s:s,s:s,s:s,s:b,s:s}", "name", name,
+                                               "kind", kind, "base_url", norm, "model", model,
+                                               "key_hint",
+                                               svc_provider_key_hint(ctx->pool, key),
+                                               "is_default",
+                                               svc_dbres_bool(res, 0, 0) == 1, "tools",
+                                               svc_json_str(ctx->body, "tools")
+                                               ? svc_json_str(ctx->body, "tools")
+                                               : "auto")));
     return rv == APR_SUCCESS ? reply_provider(ctx, db, id, 201) : rv;
 }
 
@@ -300,7 +298,6 @@ static apr_status_t update_provider(svc_ctx_t *ctx, svc_db_t *db, void *baton)
     const char *name = svc_json_str(ctx->body, "name");
     const char *key = svc_json_str(ctx->body, "api_key");
     const char *norm = baton, *before, *after;
-    svc_actor_t actor;
     svc_dbres_t *res;
     int is_default;
     apr_status_t rv;
@@ -322,13 +319,12 @@ static apr_status_t update_provider(svc_ctx_t *ctx, svc_db_t *db, void *baton)
         return rv;
     }
     after = svc_dbres_str(res, 0, 0);
-    svc_actor_from_ctx(ctx, &actor);
-    rv = svc_audit_write(db, ctx->pool, &actor, ctx->org->id, "provider.updated", "provider", id,
-                         svc_json_pool(ctx->pool,
-                                       json_pack("{s:O?,s:O?,s:b}",
-                                                 "before", json_text(ctx->pool, before),
-                                                 "after", json_text(ctx->pool, after),
-                                                 "key_replaced", key != NULL)));
+    rv = svc_audit_ctx(ctx, db, "provider.updated", "provider", id,
+                       svc_json_pool(ctx->pool,
+                                     json_pack("{s:O?,s:O?,s:b}",
+                                               "before", json_text(ctx->pool, before),
+                                               "after", json_text(ctx->pool, after),
+                                               "key_replaced", key != NULL)));
     return rv == APR_SUCCESS ? reply_provider(ctx, db, id, 200) : rv;
 }
 
@@ -360,7 +356,6 @@ static apr_status_t delete_provider(svc_ctx_t *ctx, svc_db_t *db, void *baton)
 {
     const char *id = apr_table_get(ctx->params, "id");
     const char *before;
-    svc_actor_t actor;
     int is_default;
     apr_status_t rv;
 
@@ -371,9 +366,8 @@ static apr_status_t delete_provider(svc_ctx_t *ctx, svc_db_t *db, void *baton)
     }
     /* Deleting the default leaves the org without one: which provider
      * should answer for it is for an admin to say, not for us to guess. */
-    svc_actor_from_ctx(ctx, &actor);
-    rv = svc_audit_write(db, ctx->pool, &actor, ctx->org->id, "provider.deleted", "provider", id,
-                         json_text(ctx->pool, before));
+    rv = svc_audit_ctx(ctx, db, "provider.deleted", "provider", id,
+                       json_text(ctx->pool, before));
     return rv == APR_SUCCESS ? svc_reply_empty(ctx) : rv;
 }
 
@@ -386,7 +380,6 @@ static apr_status_t make_default(svc_ctx_t *ctx, svc_db_t *db, void *baton)
 {
     const char *id = apr_table_get(ctx->params, "id");
     const char *before, *previous = NULL;
-    svc_actor_t actor;
     svc_dbres_t *res;
     int is_default;
     apr_status_t rv;
@@ -407,10 +400,9 @@ static apr_status_t make_default(svc_ctx_t *ctx, svc_db_t *db, void *baton)
             != APR_SUCCESS) {
             return rv;
         }
-        svc_actor_from_ctx(ctx, &actor);
-        rv = svc_audit_write(db, ctx->pool, &actor, ctx->org->id, "provider.default_set",
-                             "provider", id,
-                             svc_json_pool(ctx->pool, json_pack("{s:s?}", "previous", previous)));
+        rv = svc_audit_ctx(ctx, db, "provider.default_set",
+                           "provider", id,
+                           svc_json_pool(ctx->pool, json_pack("{s:s?}", "previous", previous)));
         if (rv != APR_SUCCESS) {
             return rv;
         }

@@ -237,7 +237,6 @@ static apr_status_t rename_org(svc_ctx_t *ctx, svc_db_t *db, void *baton)
 {
     const char *name = svc_json_str(ctx->body, "name");
     const char *before, *json;
-    svc_actor_t actor;
     svc_dbres_t *res;
     apr_status_t rv;
 
@@ -255,12 +254,11 @@ static apr_status_t rename_org(svc_ctx_t *ctx, svc_db_t *db, void *baton)
         if (rv != APR_SUCCESS) {
             return rv;
         }
-        svc_actor_from_ctx(ctx, &actor);
-        rv = svc_audit_write(db, ctx->pool, &actor, ctx->org->id, "org.updated", "org",
-                             ctx->org->id,
-                             svc_json_pool(ctx->pool,
-                                           json_pack("{s:{s:s},s:{s:s}}", "before", "name",
-                                                     before, "after", "name", name)));
+        rv = svc_audit_ctx(ctx, db, "org.updated", "org",
+                           ctx->org->id,
+                           svc_json_pool(ctx->pool,
+                                         json_pack("{s:{s:s},s:{s:s}}", "before", "name",
+                                                   before, "after", "name", name)));
         if (rv != APR_SUCCESS) {
             return rv;
         }
