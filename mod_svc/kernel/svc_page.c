@@ -465,17 +465,6 @@ static apr_status_t reply_list_v(svc_ctx_t *ctx, const svc_stmt_t *st, const svc
     return reply_page(ctx, res, 0, &pg, shaped_item, item, 320);
 }
 
-apr_status_t svc_reply_list(svc_ctx_t *ctx, const svc_stmt_t *st, ...)
-{
-    apr_status_t rv;
-    va_list ap;
-
-    va_start(ap, st);
-    rv = reply_list_v(ctx, st, NULL, ap);
-    va_end(ap);
-    return rv;
-}
-
 apr_status_t svc_reply_rows(svc_ctx_t *ctx, const svc_stmt_t *st, const svc_col_t *item, ...)
 {
     apr_status_t rv;
