@@ -72,6 +72,13 @@ typedef struct svc_col_t {
 #define SVC_COL_NEST(k, s) { .key = (k), .type = SVC_COL_OBJECT, .sub = (s) }
 #define SVC_COL_END { .key = NULL }
 
+/* The columns most objects have, written once so that every answer spells
+ * them alike: when made and last changed (RFC 3339, UTC), who made it. */
+#define SVC_COL_CREATED_AT { .key = "created_at", .type = SVC_COL_TIME }
+#define SVC_COL_UPDATED_AT { .key = "updated_at", .type = SVC_COL_TIME }
+#define SVC_COL_CREATED_BY \
+    { .key = "created_by", .type = SVC_COL_TEXT, .flags = SVC_COL_NULL, .id = "usr" }
+
 /* A list of values for .values, NULL ended. */
 #define SVC_VALUES(...) ((const char *const[]){ __VA_ARGS__, NULL })
 

@@ -54,8 +54,8 @@ static const svc_col_t attachment_item[] = {
     { .key = "request_id", .type = SVC_COL_TEXT, .flags = SVC_COL_NULL, .id = "rqs" },
     { .key = "document_id", .type = SVC_COL_TEXT, .flags = SVC_COL_NULL, .id = "doc" },
     { .key = "improvement_id", .type = SVC_COL_TEXT, .flags = SVC_COL_NULL, .id = "imp" },
-    { .key = "created_by", .type = SVC_COL_TEXT, .flags = SVC_COL_NULL, .id = "usr" },
-    { .key = "created_at", .type = SVC_COL_TIME },
+    SVC_COL_CREATED_BY,
+    SVC_COL_CREATED_AT,
     SVC_COL_END
 };
 

@@ -246,7 +246,7 @@ static const svc_col_t audit_keys[] = {
       .example = "req_3kTq0dKc5gWm1xQ9aZr2Lb",
       .description = "The API request that made the change (its X-Request-Id), or svcctl "
         "for the operator's tool; null for the service's own." },
-    { .key = "created_at", .type = SVC_COL_TIME },
+    SVC_COL_CREATED_AT,
     { .key = "hash", .type = SVC_COL_TEXT, .format = "hex",
       .description = "SHA-256 of the entry and the previous entry's hash." },
     { .key = "prev_hash", .type = SVC_COL_TEXT, .flags = SVC_COL_NULL, .format = "hex",

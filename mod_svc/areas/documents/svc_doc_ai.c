@@ -60,10 +60,10 @@ static const svc_col_t patch_item[] = {
     { .key = "model", .type = SVC_COL_TEXT, .example = "gpt-4o-mini" },
     { .key = "result_version_id", .type = SVC_COL_TEXT, .flags = SVC_COL_NULL, .id = "ver",
       .description = "Once accepted: the version it made." },
-    { .key = "created_by", .type = SVC_COL_TEXT, .flags = SVC_COL_NULL, .id = "usr" },
+    SVC_COL_CREATED_BY,
     { .key = "decided_by", .type = SVC_COL_TEXT, .flags = SVC_COL_NULL, .id = "usr" },
     { .key = "decided_at", .type = SVC_COL_TIME, .flags = SVC_COL_NULL },
-    { .key = "created_at", .type = SVC_COL_TIME },
+    SVC_COL_CREATED_AT,
     SVC_COL_END
 };
 

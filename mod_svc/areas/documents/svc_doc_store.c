@@ -31,7 +31,7 @@ const svc_col_t svc_version_item[] = {
       .description = "The reviewer's words when changes were requested." },
     { .key = "decided_by", .type = SVC_COL_TEXT, .flags = SVC_COL_NULL, .id = "usr" },
     { .key = "decided_at", .type = SVC_COL_TIME, .flags = SVC_COL_NULL },
-    { .key = "created_at", .type = SVC_COL_TIME },
+    SVC_COL_CREATED_AT,
     SVC_COL_END
 };
 

@@ -32,8 +32,8 @@ static const svc_col_t document_item[] = {
     { .key = "current_version", .type = SVC_COL_OBJECT, .ref = &svc_schema_doc_version },
     { .key = "approved_version_id", .type = SVC_COL_TEXT, .flags = SVC_COL_NULL, .id = "ver",
       .description = "The newest approved version, if one is." },
-    { .key = "created_at", .type = SVC_COL_TIME },
-    { .key = "updated_at", .type = SVC_COL_TIME },
+    SVC_COL_CREATED_AT,
+    SVC_COL_UPDATED_AT,
     SVC_COL_END
 };
 
@@ -67,7 +67,7 @@ static const svc_col_t comment_item[] = {
     { .key = "author_name", .type = SVC_COL_TEXT, .example = "Grace",
       .description = "The name the reviewer gave (not verified)." },
     { .key = "body", .type = SVC_COL_TEXT, .example = "Section 2 needs a diagram." },
-    { .key = "created_at", .type = SVC_COL_TIME },
+    SVC_COL_CREATED_AT,
     SVC_COL_END
 };
 

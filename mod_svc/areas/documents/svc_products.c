@@ -22,8 +22,8 @@ static const svc_col_t product_item[] = {
     { .key = "project", .type = SVC_COL_OBJECT, .sub = product_project },
     { .key = "name", .type = SVC_COL_TEXT, .example = "Shop" },
     { .key = "documents", .type = SVC_COL_INT, .description = "How many documents it has." },
-    { .key = "created_at", .type = SVC_COL_TIME },
-    { .key = "updated_at", .type = SVC_COL_TIME },
+    SVC_COL_CREATED_AT,
+    SVC_COL_UPDATED_AT,
     SVC_COL_END
 };
 

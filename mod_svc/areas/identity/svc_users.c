@@ -127,7 +127,7 @@ static const svc_col_t me_keys[] = {
     { .key = "name", .type = SVC_COL_TEXT, .example = "Ada Lovelace" },
     { .key = "founder", .type = SVC_COL_BOOL,
       .description = "The platform's operator (founder rights)." },
-    { .key = "created_at", .type = SVC_COL_TIME },
+    SVC_COL_CREATED_AT,
     { .key = "orgs", .type = SVC_COL_ARRAY, .sub = me_org_keys,
       .description = "Your organizations (only the bound one, for a bound token)." },
     { .key = "auth", .type = SVC_COL_OBJECT, .sub = me_auth_keys,

@@ -66,8 +66,8 @@ static const svc_col_t task_run_keys[] = {
       .description = "The run's status, as the task saw it last." },
     { .key = "error_code", .type = SVC_COL_TEXT, .flags = SVC_COL_NULL,
       .description = "Why it failed." },
-    { .key = "created_by", .type = SVC_COL_TEXT, .flags = SVC_COL_NULL, .id = "usr" },
-    { .key = "created_at", .type = SVC_COL_TIME },
+    SVC_COL_CREATED_BY,
+    SVC_COL_CREATED_AT,
     { .key = "finished_at", .type = SVC_COL_TIME, .flags = SVC_COL_NULL },
     SVC_COL_END
 };
@@ -85,8 +85,8 @@ static const svc_col_t task_keys[] = {
     { .key = "run_id", .type = SVC_COL_TEXT, .flags = SVC_COL_NULL, .id = "run",
       .description = "Its latest run." },
     { .key = "error_code", .type = SVC_COL_TEXT, .flags = SVC_COL_NULL },
-    { .key = "created_at", .type = SVC_COL_TIME },
-    { .key = "updated_at", .type = SVC_COL_TIME },
+    SVC_COL_CREATED_AT,
+    SVC_COL_UPDATED_AT,
     { .key = "runs", .type = SVC_COL_ARRAY, .sub = task_run_keys,
       .description = "Every run it started, oldest first." },
     SVC_COL_END

@@ -35,8 +35,8 @@ static const svc_col_t provider_item[] = {
     { .key = "tools_detected", .type = SVC_COL_BOOL, .flags = SVC_COL_NULL,
       .description = "Whether the last provider test found tool calling working; null until "
         "a test tried." },
-    { .key = "created_at", .type = SVC_COL_TIME },
-    { .key = "updated_at", .type = SVC_COL_TIME },
+    SVC_COL_CREATED_AT,
+    SVC_COL_UPDATED_AT,
     SVC_COL_END
 };
 

@@ -22,8 +22,8 @@ static const svc_col_t share_item[] = {
       .description = "The token's first characters, to tell links apart." },
     { .key = "status", .type = SVC_COL_TEXT, .values = SVC_VALUES("active", "expired",
                                                                     "revoked") },
-    { .key = "created_by", .type = SVC_COL_TEXT, .flags = SVC_COL_NULL, .id = "usr" },
-    { .key = "created_at", .type = SVC_COL_TIME },
+    SVC_COL_CREATED_BY,
+    SVC_COL_CREATED_AT,
     { .key = "expires_at", .type = SVC_COL_TIME },
     { .key = "revoked_at", .type = SVC_COL_TIME, .flags = SVC_COL_NULL },
     SVC_COL_END

@@ -177,7 +177,7 @@ static const svc_col_t invite_keys[] = {
       .description = "Who invited (null once their account is gone)." },
     { .key = "status", .type = SVC_COL_TEXT,
       .values = SVC_VALUES("pending", "accepted", "declined", "revoked", "expired") },
-    { .key = "created_at", .type = SVC_COL_TIME },
+    SVC_COL_CREATED_AT,
     { .key = "expires_at", .type = SVC_COL_TIME },
     SVC_COL_END
 };

@@ -19,7 +19,7 @@ static const svc_col_t member_item[] = {
     { .key = "name", .type = SVC_COL_TEXT, .example = "Ada Lovelace" },
     { .key = "role", .type = SVC_COL_TEXT, .values = svc_role_values },
     { .key = "joined_at", .type = SVC_COL_TIME },
-    { .key = "updated_at", .type = SVC_COL_TIME },
+    SVC_COL_UPDATED_AT,
     SVC_COL_END
 };
 

@@ -27,8 +27,8 @@ static const svc_col_t org_item[] = {
     { .key = "owner", .type = SVC_COL_OBJECT, .flags = SVC_COL_NULL, .sub = org_owner },
     { .key = "members", .type = SVC_COL_INT, .description = "How many members it has." },
     { .key = "projects", .type = SVC_COL_INT, .description = "How many projects it has." },
-    { .key = "created_at", .type = SVC_COL_TIME },
-    { .key = "updated_at", .type = SVC_COL_TIME },
+    SVC_COL_CREATED_AT,
+    SVC_COL_UPDATED_AT,
     SVC_COL_END
 };
 
@@ -45,8 +45,8 @@ static const svc_col_t org_list_item[] = {
     { .key = "name", .type = SVC_COL_TEXT, .example = "Acme" },
     { .key = "role", .type = SVC_COL_TEXT, .values = svc_role_values,
       .description = "Your role in it." },
-    { .key = "created_at", .type = SVC_COL_TIME },
-    { .key = "updated_at", .type = SVC_COL_TIME },
+    SVC_COL_CREATED_AT,
+    SVC_COL_UPDATED_AT,
     SVC_COL_END
 };
 

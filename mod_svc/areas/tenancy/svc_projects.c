@@ -23,8 +23,8 @@ static const svc_col_t project_item[] = {
     { .key = "role", .type = SVC_COL_TEXT, .values = svc_prole_values,
       .description = "Your effective role in it (org owners and admins maintain every "
         "project; others hold their team role, or view)." },
-    { .key = "created_at", .type = SVC_COL_TIME },
-    { .key = "updated_at", .type = SVC_COL_TIME },
+    SVC_COL_CREATED_AT,
+    SVC_COL_UPDATED_AT,
     SVC_COL_END
 };
 

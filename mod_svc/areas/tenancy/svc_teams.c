@@ -22,7 +22,7 @@ static const svc_col_t team_item[] = {
     { .key = "org_role", .type = SVC_COL_TEXT, .values = svc_role_values,
       .description = "Their role in the organization." },
     { .key = "added_at", .type = SVC_COL_TIME },
-    { .key = "updated_at", .type = SVC_COL_TIME },
+    SVC_COL_UPDATED_AT,
     SVC_COL_END
 };
 

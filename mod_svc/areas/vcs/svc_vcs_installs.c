@@ -53,8 +53,8 @@ static const svc_col_t installation_keys[] = {
                                                                     "unlinked") },
     { .key = "deleted_at", .type = SVC_COL_TIME, .flags = SVC_COL_NULL,
       .description = "When the provider said it was uninstalled." },
-    { .key = "created_at", .type = SVC_COL_TIME },
-    { .key = "updated_at", .type = SVC_COL_TIME },
+    SVC_COL_CREATED_AT,
+    SVC_COL_UPDATED_AT,
     SVC_COL_END
 };
 
