@@ -132,6 +132,14 @@ typedef struct {
     const char *example;            /* a value as sent ("2048" for an INT) */
 } svc_header_t;
 
+/* The Content-Disposition of a download, in the one way every route that
+ * sends it describes it. */
+#define SVC_HEADER_DOWNLOAD \
+    { .name = "Content-Disposition", .type = SVC_COL_TEXT, .required = 1, \
+      .description = "attachment, with the file's name: a browser saves it, and does not " \
+        "show it.", \
+      .example = "attachment; filename=\"notes.txt\"; filename*=UTF-8''notes.txt" }
+
 /*
  * The kernel's own schemas: a problem document (every error), the list
  * envelope (every paged route's answer is a Page whose data holds the
