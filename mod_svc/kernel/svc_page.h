@@ -82,6 +82,14 @@ apr_status_t svc_reply_row(svc_ctx_t *ctx, int status, const svc_dbres_t *res,
                            const svc_col_t *shape);
 
 /*
+ * One object of the request's org: runs `st` with (id, the org's id) and
+ * gives its row, or answers 404 naming `what` ("No document doc_... in
+ * acme.") when there is none.
+ */
+apr_status_t svc_org_row(svc_ctx_t *ctx, svc_db_t *db, const svc_stmt_t *st, const char *what,
+                         const char *id, svc_dbres_t **pres);
+
+/*
  * The detail of one object of the request's org: runs `st` with (id, the
  * org's id) and answers `status` with its row in `shape`, or 404 naming
  * `what` ("No provider llm_... in acme.") when there is none.

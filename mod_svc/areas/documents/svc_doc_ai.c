@@ -167,12 +167,8 @@ static apr_status_t read_input(svc_ctx_t *ctx, svc_db_t *db, const char *doc,
     apr_status_t rv;
     int i;
 
-    rv = svc_db_execv(db, &st_ai_doc, ctx->pool, &res, doc, ctx->org->id);
-    if (rv != APR_SUCCESS) {
+    if ((rv = svc_org_row(ctx, db, &st_ai_doc, "document", doc, &res)) != APR_SUCCESS) {
         return rv;
-    }
-    if (svc_dbres_rows(res) != 1) {
-        return svc_fail(ctx, 404, "not_found", "No document %s in %s.", doc, ctx->org->slug);
     }
     in->doc_id = doc;
     in->version_id = apr_pstrdup(ctx->pool, svc_dbres_str(res, 0, 0));

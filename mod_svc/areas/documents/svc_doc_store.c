@@ -91,12 +91,8 @@ apr_status_t svc_doc_lock(svc_ctx_t *ctx, svc_db_t *db, const char *doc_id,
     if ((rv = svc_access_recheck(ctx, db, SVC_ROLE_MEMBER, SVC_PROLE_NONE)) != APR_SUCCESS) {
         return rv;
     }
-    rv = svc_db_execv(db, &st_doc_lock, ctx->pool, &res, doc_id, ctx->org->id);
-    if (rv != APR_SUCCESS) {
+    if ((rv = svc_org_row(ctx, db, &st_doc_lock, "document", doc_id, &res)) != APR_SUCCESS) {
         return rv;
-    }
-    if (svc_dbres_rows(res) != 1) {
-        return svc_fail(ctx, 404, "not_found", "No document %s in %s.", doc_id, ctx->org->slug);
     }
     st = apr_pcalloc(ctx->pool, sizeof(*st));
     st->id = apr_pstrdup(ctx->pool, svc_dbres_str(res, 0, 0));
@@ -139,12 +135,8 @@ apr_status_t svc_doc_reply_children(svc_ctx_t *ctx, const svc_stmt_t *st,
     apr_status_t rv;
 
     if ((rv = svc_ctx_db(ctx, &db)) != APR_SUCCESS
-        || (rv = svc_db_execv(db, &st_doc_exists, ctx->pool, &res, doc, ctx->org->id))
-           != APR_SUCCESS) {
+        || (rv = svc_org_row(ctx, db, &st_doc_exists, "document", doc, &res)) != APR_SUCCESS) {
         return rv;
-    }
-    if (svc_dbres_rows(res) != 1) {
-        return svc_fail(ctx, 404, "not_found", "No document %s in %s.", doc, ctx->org->slug);
     }
     return svc_reply_rows(ctx, st, shape, doc, ctx->org->id, SVC_PAGE_BEFORE, SVC_PAGE_FETCH);
 }

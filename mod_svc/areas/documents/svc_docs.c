@@ -206,12 +206,8 @@ static apr_status_t reply_document(svc_ctx_t *ctx, svc_db_t *db, const char *id,
     apr_status_t rv;
     int i;
 
-    if ((rv = svc_db_execv(db, &st_doc_get, ctx->pool, &res, id, ctx->org->id))
-        != APR_SUCCESS) {
+    if ((rv = svc_org_row(ctx, db, &st_doc_get, "document", id, &res)) != APR_SUCCESS) {
         return rv;
-    }
-    if (svc_dbres_rows(res) != 1) {
-        return svc_fail(ctx, 404, "not_found", "No document %s in %s.", id, ctx->org->slug);
     }
     if ((rv = svc_db_execv(db, &st_doc_versions_top, ctx->pool, &vres, id, ctx->org->id))
         != APR_SUCCESS
@@ -269,12 +265,9 @@ static apr_status_t create_document(svc_ctx_t *ctx, svc_db_t *db, void *baton)
     apr_status_t rv;
 
     if ((rv = svc_access_recheck(ctx, db, SVC_ROLE_MEMBER, SVC_PROLE_NONE)) != APR_SUCCESS
-        || (rv = svc_db_execv(db, &st_prd_hold, ctx->pool, &res, product, ctx->org->id))
+        || (rv = svc_org_row(ctx, db, &st_prd_hold, "product", product, &res))
            != APR_SUCCESS) {
         return rv;
-    }
-    if (svc_dbres_rows(res) != 1) {
-        return svc_fail(ctx, 404, "not_found", "No product %s in %s.", product, ctx->org->slug);
     }
     /* The document names its first version, written next; the reference is
      * checked at commit. */

@@ -197,13 +197,9 @@ apr_status_t svc_request_read(svc_ctx_t *ctx, svc_db_t *db, const char *id, int 
     svc_dbres_t *res;
     apr_status_t rv;
 
-    rv = svc_db_execv(db, lock ? &st_req_lock : &st_req_read, ctx->pool, &res, id,
-                      ctx->org->id);
+    rv = svc_org_row(ctx, db, lock ? &st_req_lock : &st_req_read, "request", id, &res);
     if (rv != APR_SUCCESS) {
         return rv;
-    }
-    if (svc_dbres_rows(res) != 1) {
-        return svc_fail(ctx, 404, "not_found", "No request %s in %s.", id, ctx->org->slug);
     }
     req = apr_pcalloc(ctx->pool, sizeof(*req));
     req->id = col(ctx->pool, res, 0);

@@ -273,12 +273,8 @@ static apr_status_t lock_provider(svc_ctx_t *ctx, svc_db_t *db, const char *id,
     apr_status_t rv;
 
     if ((rv = svc_access_recheck(ctx, db, SVC_ROLE_ADMIN, SVC_PROLE_NONE)) != APR_SUCCESS
-        || (rv = svc_db_execv(db, &st_prov_lock, ctx->pool, &res, id, ctx->org->id))
-           != APR_SUCCESS) {
+        || (rv = svc_org_row(ctx, db, &st_prov_lock, "provider", id, &res)) != APR_SUCCESS) {
         return rv;
-    }
-    if (svc_dbres_rows(res) != 1) {
-        return svc_fail(ctx, 404, "not_found", "No provider %s in %s.", id, ctx->org->slug);
     }
     *pbefore = apr_pstrdup(ctx->pool, svc_dbres_str(res, 0, 0));
     *pis_default = svc_dbres_bool(res, 0, 1) == 1;
