@@ -267,6 +267,7 @@ static apr_status_t set_budget(svc_ctx_t *ctx, svc_db_t *db, void *baton)
                                                "hard", json_is_true(hard))));
     /* A budget set below what is spent already alerts now, not at the
      * next sweep. */
+    svc_actor_from_ctx(ctx, &actor);
     if (rv != APR_SUCCESS
         || (rv = svc_budget_check(db, ctx->pool, ctx->conf, ctx->org->id, &actor, &n))
            != APR_SUCCESS
