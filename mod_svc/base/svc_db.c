@@ -586,22 +586,58 @@ again:
     return rv;
 }
 
-apr_status_t svc_db_execv(svc_db_t *db, const svc_stmt_t *st, apr_pool_t *p,
-                          svc_dbres_t **pres, ...)
+/* The most parameters a variadic call passes. */
+#define SVC_DB_VARGS 32
+
+/* The variadic calls' parameters, st->nparams of them, into params. */
+static apr_status_t params_of(const svc_stmt_t *st, const char **params, va_list ap)
 {
-    const char *params[32];
-    va_list ap;
     int i;
 
-    if (st->nparams > (int)(sizeof(params) / sizeof(params[0]))) {
+    if (st->nparams > SVC_DB_VARGS) {
         return APR_EINVAL;
     }
-    va_start(ap, pres);
     for (i = 0; i < st->nparams; i++) {
         params[i] = va_arg(ap, const char *);
     }
+    return APR_SUCCESS;
+}
+
+apr_status_t svc_db_execv(svc_db_t *db, const svc_stmt_t *st, apr_pool_t *p,
+                          svc_dbres_t **pres, ...)
+{
+    const char *params[SVC_DB_VARGS];
+    apr_status_t rv;
+    va_list ap;
+
+    va_start(ap, pres);
+    rv = params_of(st, params, ap);
     va_end(ap);
-    return svc_db_exec(db, st, p, pres, params);
+    return rv == APR_SUCCESS ? svc_db_exec(db, st, p, pres, params) : rv;
+}
+
+apr_status_t svc_db_value(svc_db_t *db, const svc_stmt_t *st, apr_pool_t *p,
+                          const char **pvalue, apr_size_t *plen, ...)
+{
+    const char *params[SVC_DB_VARGS];
+    svc_dbres_t *res;
+    apr_status_t rv;
+    va_list ap;
+
+    va_start(ap, plen);
+    rv = params_of(st, params, ap);
+    va_end(ap);
+    if (rv != APR_SUCCESS || (rv = svc_db_exec(db, st, p, &res, params)) != APR_SUCCESS) {
+        return rv;
+    }
+    if (svc_dbres_rows(res) != 1) {
+        return SVC_ENOTFOUND;
+    }
+    *pvalue = svc_dbres_str(res, 0, 0);
+    if (plen) {
+        *plen = svc_dbres_len(res, 0, 0);
+    }
+    return APR_SUCCESS;
 }
 
 static apr_status_t simple(svc_db_t *db, const char *sql, const char *expect_tag,

@@ -115,6 +115,15 @@ apr_status_t svc_db_execv(svc_db_t *db, const svc_stmt_t *st, apr_pool_t *p,
                           svc_dbres_t **pres, ...);
 
 /*
+ * The variadic form for a statement that answers one value: the first
+ * column of its one row (often a JSON text the statement built), and its
+ * length when plen is not NULL. SVC_ENOTFOUND when it returned no row (or
+ * more than one); otherwise as svc_db_exec.
+ */
+apr_status_t svc_db_value(svc_db_t *db, const svc_stmt_t *st, apr_pool_t *p,
+                          const char **pvalue, apr_size_t *plen, ...);
+
+/*
  * Speculation with a check. A deferred statement is one whose result only
  * confirms what the caller already assumed (that a cached token is still
  * good). It is not sent on its own: the next READ statement outside a

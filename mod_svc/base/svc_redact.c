@@ -233,16 +233,11 @@ const char *svc_redact(apr_pool_t *p, const char *s)
             i += n;
             continue;
         }
-        if (s[i] == ':' && s[i + 1] == '/' && s[i + 2] == '/'
-            && (n = url_password_at(s + i, &kw)) > 0) {
-            memcpy(out + o, s + i, kw);
-            o += kw;
-            memcpy(out + o, "[REDACTED]", 10);
-            o += 10;
-            i += kw + n;
-            continue;
-        }
-        if (boundary && (n = keyword_at(s + i, &kw)) > 0) {
+        /* A URL's password, or a keyword's value: the kw bytes that name it
+         * stay, the n bytes of the secret go. */
+        if ((s[i] == ':' && s[i + 1] == '/' && s[i + 2] == '/'
+             && (n = url_password_at(s + i, &kw)) > 0)
+            || (boundary && (n = keyword_at(s + i, &kw)) > 0)) {
             memcpy(out + o, s + i, kw);
             o += kw;
             memcpy(out + o, "[REDACTED]", 10);

@@ -67,10 +67,20 @@ apr_status_t svc_audit_write(svc_db_t *db, apr_pool_t *p, const svc_actor_t *a,
     return svc_db_exec(db, &st_audit_insert, p, NULL, params);
 }
 
+apr_status_t svc_audit_ctx(svc_ctx_t *ctx, svc_db_t *db, const char *action,
+                           const char *target_type, const char *target_id,
+                           const json_t *data)
+{
+    svc_actor_t actor;
+
+    svc_actor_from_ctx(ctx, &actor);
+    return svc_audit_write(db, ctx->pool, &actor, ctx->org->id, action, target_type, target_id,
+                           data);
+}
+
 apr_status_t svc_audit_member(svc_ctx_t *ctx, svc_db_t *db, const char *action,
                               const char *target_type, const char *target_id, json_t *data)
 {
-    svc_actor_t actor;
     apr_status_t rv;
 
     svc_json_pool(ctx->pool, data);
@@ -84,9 +94,7 @@ apr_status_t svc_audit_member(svc_ctx_t *ctx, svc_db_t *db, const char *action,
     if (!data) {
         return APR_ENOMEM;
     }
-    svc_actor_from_ctx(ctx, &actor);
-    return svc_audit_write(db, ctx->pool, &actor, ctx->org->id, action, target_type, target_id,
-                           data);
+    return svc_audit_ctx(ctx, db, action, target_type, target_id, data);
 }
 
 apr_status_t svc_platform_audit_write(svc_db_t *db, apr_pool_t *p, const svc_actor_t *a,

@@ -46,6 +46,12 @@ apr_status_t svc_platform_audit_write(svc_db_t *db, apr_pool_t *p, const svc_act
                                       const char *action, const char *target_type,
                                       const char *target_id, const json_t *data);
 
+/* svc_audit_write for the request's caller (svc_actor_from_ctx) in the org
+ * of the request. */
+apr_status_t svc_audit_ctx(svc_ctx_t *ctx, svc_db_t *db, const char *action,
+                           const char *target_type, const char *target_id,
+                           const json_t *data);
+
 /*
  * The entry of a change made by the request's caller in their org, in the
  * caller's transaction: their membership held first (svc_member_hold: a

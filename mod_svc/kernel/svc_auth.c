@@ -118,6 +118,27 @@ static apr_status_t check_csrf(svc_ctx_t *ctx)
                     "trusted origin (Origin header) or carry X-Requested-With.");
 }
 
+/* The credential of an "Authorization: Bearer ..." header; NULL for another scheme. */
+static const char *bearer_credential(const char *authz)
+{
+    if (strncasecmp(authz, "Bearer ", 7) != 0) {
+        return NULL;
+    }
+    authz += 7;
+    while (*authz == ' ') {
+        authz++;
+    }
+    return authz;
+}
+
+/* A 401 for a request that brought no credential: the challenge without an
+ * error code (RFC 6750, 3.1). */
+static apr_status_t no_credential(svc_ctx_t *ctx, const char *detail)
+{
+    apr_table_setn(ctx->headers_out, "WWW-Authenticate", "Bearer realm=\"mod_svc\"");
+    return svc_fail(ctx, 401, "unauthenticated", "%s", detail);
+}
+
 static apr_status_t authenticate(svc_ctx_t *ctx)
 {
     const svc_verifiers_t *v = ctx->conf->verifiers;
@@ -129,14 +150,10 @@ static apr_status_t authenticate(svc_ctx_t *ctx)
         return APR_ENOTIMPL;
     }
     if (authz) {
-        const char *tok;
-        if (strncasecmp(authz, "Bearer ", 7) != 0) {
+        const char *tok = bearer_credential(authz);
+        if (!tok) {
             return svc_auth_fail(ctx, "Authorization must use the Bearer scheme with a "
                                       "personal access token.");
-        }
-        tok = authz + 7;
-        while (*tok == ' ') {
-            tok++;
         }
         return v->bearer(ctx, tok, &ctx->who);
     }
@@ -145,10 +162,8 @@ static apr_status_t authenticate(svc_ctx_t *ctx)
     if (cookie) {
         return v->session(ctx, cookie, &ctx->who);
     }
-    apr_table_setn(ctx->headers_out, "WWW-Authenticate", "Bearer realm=\"mod_svc\"");
-    return svc_fail(ctx, 401, "unauthenticated",
-                    "This endpoint needs a personal access token (Authorization: Bearer "
-                    "svc_pat_...) or a signed-in session.");
+    return no_credential(ctx, "This endpoint needs a personal access token (Authorization: "
+                         "Bearer svc_pat_...) or a signed-in session.");
 }
 
 /*
@@ -160,20 +175,14 @@ static apr_status_t authenticate_agent(svc_ctx_t *ctx)
 {
     const svc_verifiers_t *v = ctx->conf->verifiers;
     const char *authz = apr_table_get(ctx->headers_in, "Authorization");
-    const char *key;
+    const char *key = authz ? bearer_credential(authz) : NULL;
 
-    if (!authz || strncasecmp(authz, "Bearer ", 7) != 0) {
-        apr_table_setn(ctx->headers_out, "WWW-Authenticate", "Bearer realm=\"mod_svc\"");
-        return svc_fail(ctx, 401, "unauthenticated",
-                        "Agent routes need the deploy target's key (Authorization: Bearer "
-                        "svc_dek_...).");
+    if (!key) {
+        return no_credential(ctx, "Agent routes need the deploy target's key (Authorization: "
+                             "Bearer svc_dek_...).");
     }
     if (!v || !v->agent) {
         return svc_auth_fail(ctx, "This server verifies no deploy agents.");
-    }
-    key = authz + 7;
-    while (*key == ' ') {
-        key++;
     }
     return v->agent(ctx, key, &ctx->who);
 }

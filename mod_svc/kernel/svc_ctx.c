@@ -48,6 +48,14 @@ apr_status_t svc_ctx_db(svc_ctx_t *ctx, svc_db_t **pdb)
     return ctx->db ? APR_SUCCESS : SVC_EDBDOWN;
 }
 
+apr_status_t svc_reply_one(svc_ctx_t *ctx, const char *param, svc_reply_one_fn reply)
+{
+    svc_db_t *db;
+    apr_status_t rv = svc_ctx_db(ctx, &db);
+
+    return rv == APR_SUCCESS ? reply(ctx, db, apr_table_get(ctx->params, param), 200) : rv;
+}
+
 apr_status_t svc_ctx_db_release(svc_ctx_t *ctx)
 {
     apr_status_t rv = APR_SUCCESS;

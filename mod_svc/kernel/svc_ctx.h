@@ -185,6 +185,15 @@ svc_ctx_t *svc_ctx_create(apr_pool_t *p, const svc_config_t *conf);
 apr_status_t svc_ctx_db(svc_ctx_t *ctx, svc_db_t **pdb);
 
 /*
+ * Answers GET of one thing: `reply` (the area's own "read it and answer
+ * status", which writes call too, inside their transaction) with the
+ * request's connection and the path parameter `param`, status 200.
+ */
+typedef apr_status_t (*svc_reply_one_fn)(svc_ctx_t *ctx, svc_db_t *db, const char *id,
+                                         int status);
+apr_status_t svc_reply_one(svc_ctx_t *ctx, const char *param, svc_reply_one_fn reply);
+
+/*
  * Gives the connection back to the pool now. Handlers call this before
  * waiting on anything slow, such as an outbound HTTP call, so a slow
  * provider cannot starve the pool; the next svc_ctx_db acquires a

@@ -11,31 +11,49 @@
 
 #include <apr_strings.h>
 
-apr_status_t svc_h_health(svc_ctx_t *ctx)
+/*
+ * The database's schema version. When it cannot be read: why, for the
+ * operators who alone reach these routes (SvcInternalAllow), in libpq's
+ * words, secrets removed; *pwhy is NULL when the version was read.
+ */
+static apr_status_t schema_version(svc_ctx_t *ctx, int *pversion, const char **pwhy)
 {
     svc_db_t *db;
-    int version = 0;
-    apr_status_t rv;
+    apr_status_t rv = svc_ctx_db(ctx, &db);
 
-    rv = svc_ctx_db(ctx, &db);
+    *pversion = 0;
+    *pwhy = NULL;
     if (rv == APR_SUCCESS) {
-        rv = svc_migrate_current(db, ctx->pool, &version);
+        rv = svc_migrate_current(db, ctx->pool, pversion);
     }
     if (rv != APR_SUCCESS) {
-        /* Only operators reach this (SvcInternalAllow): they are told why,
-         * in libpq's words, secrets removed. */
-        const char *why = rv == SVC_EDBDOWN && ctx->db_reason ? ctx->db_reason(ctx) : NULL;
+        const char *reason = rv == SVC_EDBDOWN && ctx->db_reason ? ctx->db_reason(ctx) : NULL;
 
+        *pwhy = reason ? apr_pstrcat(ctx->pool, "The database is not reachable: ", reason,
+                                     NULL)
+                       : "The database is not reachable.";
+    }
+    return rv;
+}
+
+/* The schema is older than this build: what to do about it. */
+static const char *schema_behind(svc_ctx_t *ctx, int version)
+{
+    return apr_psprintf(ctx->pool, "The database schema is at version %d; this build needs %d "
+                        "(run svcctl migrate).", version, svc_schema_version);
+}
+
+apr_status_t svc_h_health(svc_ctx_t *ctx)
+{
+    const char *why;
+    int version;
+
+    if (schema_version(ctx, &version, &why) != APR_SUCCESS) {
         apr_table_setn(ctx->headers_out, "Retry-After", "1");
-        return why ? svc_fail(ctx, 503, "database_unavailable", "The database is not "
-                              "reachable: %s", why)
-                   : svc_fail(ctx, 503, "database_unavailable", "The database is not "
-                              "reachable.");
+        return svc_fail(ctx, 503, "database_unavailable", "%s", why);
     }
     if (version < svc_schema_version) {
-        return svc_fail(ctx, 503, "schema_behind",
-                        "The database schema is at version %d; this build needs %d "
-                        "(run svcctl migrate).", version, svc_schema_version);
+        return svc_fail(ctx, 503, "schema_behind", "%s", schema_behind(ctx, version));
     }
     return svc_reply_json(ctx, 200,
                           json_pack("{s:s,s:s,s:i,s:i,s:s}", "status", "ok", "database", "ok",
@@ -56,27 +74,16 @@ apr_status_t svc_h_ready(svc_ctx_t *ctx)
 {
     json_t *errors = svc_json_pool(ctx->pool, json_array());
     const char *sup = svc_shared_supervisor_problem(ctx->conf->shared, ctx->pool);
-    int version = 0;
-    svc_db_t *db;
-    apr_status_t rv;
+    const char *why;
+    int version;
 
     /* Each check is made whatever the others found: the body names all
      * that is wrong at once, so one look tells the operator. */
-    rv = svc_ctx_db(ctx, &db);
-    if (rv == APR_SUCCESS) {
-        rv = svc_migrate_current(db, ctx->pool, &version);
-    }
-    if (rv != APR_SUCCESS) {
-        const char *why = rv == SVC_EDBDOWN && ctx->db_reason ? ctx->db_reason(ctx) : NULL;
-        not_ready(ctx, errors, "database", "database_unavailable",
-                  why ? apr_pstrcat(ctx->pool, "The database is not reachable: ", why, NULL)
-                      : "The database is not reachable.");
+    if (schema_version(ctx, &version, &why) != APR_SUCCESS) {
+        not_ready(ctx, errors, "database", "database_unavailable", why);
     }
     else if (version < svc_schema_version) {
-        not_ready(ctx, errors, "schema", "schema_behind",
-                  apr_psprintf(ctx->pool, "The database schema is at version %d; this build "
-                               "needs %d (run svcctl migrate).", version,
-                               svc_schema_version));
+        not_ready(ctx, errors, "schema", "schema_behind", schema_behind(ctx, version));
     }
     if (sup) {
         not_ready(ctx, errors, "supervisor", "supervisor_down", sup);

@@ -388,21 +388,28 @@ apr_status_t svc_reply_row(svc_ctx_t *ctx, int status, const svc_dbres_t *res,
     return svc_reply_text(ctx, status, json);
 }
 
+apr_status_t svc_org_row(svc_ctx_t *ctx, svc_db_t *db, const svc_stmt_t *st, const char *what,
+                         const char *id, svc_dbres_t **pres)
+{
+    apr_status_t rv = svc_db_execv(db, st, ctx->pool, pres, id, ctx->org->id);
+
+    if (rv != APR_SUCCESS) {
+        return rv;
+    }
+    if (svc_dbres_rows(*pres) != 1) {
+        return svc_fail(ctx, 404, "not_found", "No %s %s in %s.", what, id, ctx->org->slug);
+    }
+    return APR_SUCCESS;
+}
+
 apr_status_t svc_reply_org_row(svc_ctx_t *ctx, svc_db_t *db, const svc_stmt_t *st,
                                const svc_col_t *shape, const char *what, const char *id,
                                int status)
 {
     svc_dbres_t *res;
-    apr_status_t rv;
+    apr_status_t rv = svc_org_row(ctx, db, st, what, id, &res);
 
-    rv = svc_db_execv(db, st, ctx->pool, &res, id, ctx->org->id);
-    if (rv != APR_SUCCESS) {
-        return rv;
-    }
-    if (svc_dbres_rows(res) != 1) {
-        return svc_fail(ctx, 404, "not_found", "No %s %s in %s.", what, id, ctx->org->slug);
-    }
-    return svc_reply_row(ctx, status, res, shape);
+    return rv == APR_SUCCESS ? svc_reply_row(ctx, status, res, shape) : rv;
 }
 
 const char svc_page_before[] = "(page bound)";
@@ -463,17 +470,6 @@ static apr_status_t reply_list_v(svc_ctx_t *ctx, const svc_stmt_t *st, const svc
         return SVC_EDB;
     }
     return reply_page(ctx, res, 0, &pg, shaped_item, item, 320);
-}
-
-apr_status_t svc_reply_list(svc_ctx_t *ctx, const svc_stmt_t *st, ...)
-{
-    apr_status_t rv;
-    va_list ap;
-
-    va_start(ap, st);
-    rv = reply_list_v(ctx, st, NULL, ap);
-    va_end(ap);
-    return rv;
 }
 
 apr_status_t svc_reply_rows(svc_ctx_t *ctx, const svc_stmt_t *st, const svc_col_t *item, ...)

@@ -82,6 +82,14 @@ apr_status_t svc_reply_row(svc_ctx_t *ctx, int status, const svc_dbres_t *res,
                            const svc_col_t *shape);
 
 /*
+ * One object of the request's org: runs `st` with (id, the org's id) and
+ * gives its row, or answers 404 naming `what` ("No document doc_... in
+ * acme.") when there is none.
+ */
+apr_status_t svc_org_row(svc_ctx_t *ctx, svc_db_t *db, const svc_stmt_t *st, const char *what,
+                         const char *id, svc_dbres_t **pres);
+
+/*
  * The detail of one object of the request's org: runs `st` with (id, the
  * org's id) and answers `status` with its row in `shape`, or 404 naming
  * `what` ("No provider llm_... in acme.") when there is none.
@@ -99,15 +107,13 @@ extern const char svc_page_fetch[];
 /*
  * A list endpoint in one call: reads ?limit= and ?cursor=, runs `st` with
  * its st->nparams `const char *` arguments, where SVC_PAGE_BEFORE and
- * SVC_PAGE_FETCH stand for the page's bound and size, and answers the page
- * (each row: the item's JSON in column 0, its ordering key in column 1).
- */
-apr_status_t svc_reply_list(svc_ctx_t *ctx, const svc_stmt_t *st, ...);
-
-/*
- * The same with items built from plain columns: column 0 is the ordering
- * key, the columns after it are one item as `item` says.
+ * SVC_PAGE_FETCH stand for the page's bound and size, and answers the page.
+ * Each row is one item: with `item`, its ordering key in column 0 and the
+ * item's plain columns after it, as `item` says; with item NULL
+ * (svc_reply_list), the item's JSON in column 0, its ordering key in
+ * column 1.
  */
 apr_status_t svc_reply_rows(svc_ctx_t *ctx, const svc_stmt_t *st, const svc_col_t *item, ...);
+#define svc_reply_list(ctx, st, ...) svc_reply_rows(ctx, st, NULL, __VA_ARGS__)
 
 #endif /* SVC_PAGE_H */

@@ -84,6 +84,13 @@ typedef struct svc_col_t {
       .description = "Why its last attempt failed; null once one succeeded." }, \
     { .key = "last_attempt_at", .type = SVC_COL_TIME, .flags = SVC_COL_NULL }
 
+/* The columns most objects have, written once so that every answer spells
+ * them alike: when made and last changed (RFC 3339, UTC), who made it. */
+#define SVC_COL_CREATED_AT { .key = "created_at", .type = SVC_COL_TIME }
+#define SVC_COL_UPDATED_AT { .key = "updated_at", .type = SVC_COL_TIME }
+#define SVC_COL_CREATED_BY \
+    { .key = "created_by", .type = SVC_COL_TEXT, .flags = SVC_COL_NULL, .id = "usr" }
+
 /* A list of values for .values, NULL ended. */
 #define SVC_VALUES(...) ((const char *const[]){ __VA_ARGS__, NULL })
 
@@ -136,6 +143,14 @@ typedef struct {
                                      * says it the same way (svc_openapi_check) */
     const char *example;            /* a value as sent ("2048" for an INT) */
 } svc_header_t;
+
+/* The Content-Disposition of a download, in the one way every route that
+ * sends it describes it. */
+#define SVC_HEADER_DOWNLOAD \
+    { .name = "Content-Disposition", .type = SVC_COL_TEXT, .required = 1, \
+      .description = "attachment, with the file's name: a browser saves it, and does not " \
+        "show it.", \
+      .example = "attachment; filename=\"notes.txt\"; filename*=UTF-8''notes.txt" }
 
 /*
  * The kernel's own schemas: a problem document (every error), the list

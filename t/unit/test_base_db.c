@@ -128,6 +128,33 @@ SVC_TEST(db_nulls_are_not_empty_strings)
     SVC_CHECK(svc_dbres_str(res, 0, 7) == NULL);
 }
 
+/* svc_db_value: the first column of the one row, its length, or
+ * SVC_ENOTFOUND without a row (and with two). */
+SVC_TEST(db_value_of_one_row)
+{
+    static const svc_stmt_t st = {
+        "svc_ut_value", "SELECT $1::text || 'b', 7 FROM generate_series(1, $2::int)",
+        2, SVC_STMT_READ
+    };
+    svc_db_t *db = svc_testdb_open(p);
+    const char *v = NULL;
+    apr_size_t len = 0;
+
+    if (!db) {
+        return;
+    }
+    SVC_CHECK_INT(svc_db_value(db, &st, p, &v, &len, "a\nb", "1"), APR_SUCCESS);
+    SVC_CHECK_STR(v, "a\nbb");
+    SVC_CHECK_INT((int)len, 4);
+    v = NULL;
+    SVC_CHECK_INT(svc_db_value(db, &st, p, &v, NULL, "x", "1"), APR_SUCCESS);
+    SVC_CHECK_STR(v, "xb");
+    v = NULL;
+    SVC_CHECK_INT(svc_db_value(db, &st, p, &v, NULL, "x", "0"), SVC_ENOTFOUND);
+    SVC_CHECK_INT(svc_db_value(db, &st, p, &v, NULL, "x", "2"), SVC_ENOTFOUND);
+    SVC_CHECK(v == NULL);
+}
+
 SVC_TEST(db_int64_exact)
 {
     /* (The literal -9223372036854775808::bigint would parse as

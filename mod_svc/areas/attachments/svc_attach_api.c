@@ -54,8 +54,8 @@ static const svc_col_t attachment_item[] = {
     { .key = "request_id", .type = SVC_COL_TEXT, .flags = SVC_COL_NULL, .id = "rqs" },
     { .key = "document_id", .type = SVC_COL_TEXT, .flags = SVC_COL_NULL, .id = "doc" },
     { .key = "improvement_id", .type = SVC_COL_TEXT, .flags = SVC_COL_NULL, .id = "imp" },
-    { .key = "created_by", .type = SVC_COL_TEXT, .flags = SVC_COL_NULL, .id = "usr" },
-    { .key = "created_at", .type = SVC_COL_TIME },
+    SVC_COL_CREATED_BY,
+    SVC_COL_CREATED_AT,
     SVC_COL_END
 };
 
@@ -409,13 +409,7 @@ apr_status_t svc_h_attachments_list(svc_ctx_t *ctx)
 
 apr_status_t svc_h_attachments_get(svc_ctx_t *ctx)
 {
-    svc_db_t *db;
-    apr_status_t rv;
-
-    if ((rv = svc_ctx_db(ctx, &db)) != APR_SUCCESS) {
-        return rv;
-    }
-    return reply_attachment(ctx, db, apr_table_get(ctx->params, "id"), 200);
+    return svc_reply_one(ctx, "id", reply_attachment);
 }
 
 /* Where a download is: the next chunk to send, of how many. */
@@ -465,12 +459,8 @@ apr_status_t svc_h_attachments_content(svc_ctx_t *ctx)
     apr_status_t rv;
 
     if ((rv = svc_ctx_db(ctx, &db)) != APR_SUCCESS
-        || (rv = svc_db_execv(db, &st_head, ctx->pool, &res, id, ctx->org->id))
-           != APR_SUCCESS) {
+        || (rv = svc_org_row(ctx, db, &st_head, "attachment", id, &res)) != APR_SUCCESS) {
         return rv;
-    }
-    if (svc_dbres_rows(res) != 1) {
-        return svc_fail(ctx, 404, "not_found", "No attachment %s in %s.", id, ctx->org->slug);
     }
     if (svc_dbres_int64(res, 0, 2, &size) != APR_SUCCESS
         || svc_dbres_int64(res, 0, 3, &chunks) != APR_SUCCESS
@@ -501,11 +491,8 @@ static apr_status_t delete_attachment(svc_ctx_t *ctx, svc_db_t *db, void *baton)
     svc_dbres_t *res;
     apr_status_t rv;
 
-    if ((rv = svc_db_execv(db, &st_lock, ctx->pool, &res, id, ctx->org->id)) != APR_SUCCESS) {
+    if ((rv = svc_org_row(ctx, db, &st_lock, "attachment", id, &res)) != APR_SUCCESS) {
         return rv;
-    }
-    if (svc_dbres_rows(res) != 1) {
-        return svc_fail(ctx, 404, "not_found", "No attachment %s in %s.", id, ctx->org->slug);
     }
     owner = svc_dbres_str(res, 0, 0);
     /* Whoever uploaded it, or an admin. */

@@ -6,9 +6,7 @@
 #include "svc_attach_api.h"
 
 static const svc_header_t content_headers[] = {
-    { .name = "Content-Disposition", .type = SVC_COL_TEXT, .required = 1,
-      .description = "attachment, with the file's name: a browser saves it, and does not show it.",
-      .example = "attachment; filename=\"notes.txt\"; filename*=UTF-8''notes.txt" },
+    SVC_HEADER_DOWNLOAD,
     { .name = "Repr-Digest", .type = SVC_COL_TEXT, .required = 1,
       .description = "The file's SHA-256 (RFC 9530): sha-256=:base64:.",
       .example = "sha-256=:WJG1tSLV3whtD/CxEPvZ0hu0/HFjrzTQgoai6Eb2vgM=:" },

@@ -69,18 +69,10 @@ apr_status_t svc_auditlog_verify(svc_db_t *db, apr_pool_t *p, const char *org_id
 
 apr_status_t svc_auditlog_verify_all(svc_db_t *db, apr_pool_t *p, const char **pjson)
 {
-    svc_dbres_t *res;
-    apr_status_t rv;
+    apr_status_t rv = svc_db_value(db, &st_audit_verify_all, p, pjson, NULL);
 
-    rv = svc_db_exec(db, &st_audit_verify_all, p, &res, NULL);
-    if (rv != APR_SUCCESS) {
-        return rv;
-    }
-    if (svc_dbres_rows(res) != 1) {
-        return SVC_EDB;
-    }
-    *pjson = svc_dbres_str(res, 0, 0);
-    return APR_SUCCESS;
+    /* An aggregate: its one row is always there. */
+    return rv == SVC_ENOTFOUND ? SVC_EDB : rv;
 }
 
 /* An action name as the database allows them (audit_log's CHECK). */
@@ -260,7 +252,7 @@ static const svc_col_t audit_keys[] = {
       .example = "req_3kTq0dKc5gWm1xQ9aZr2Lb",
       .description = "The API request that made the change (its X-Request-Id), or svcctl "
         "for the operator's tool; null for the service's own." },
-    { .key = "created_at", .type = SVC_COL_TIME },
+    SVC_COL_CREATED_AT,
     { .key = "hash", .type = SVC_COL_TEXT, .format = "hex",
       .description = "SHA-256 of the entry and the previous entry's hash." },
     { .key = "prev_hash", .type = SVC_COL_TEXT, .flags = SVC_COL_NULL, .format = "hex",

@@ -212,33 +212,31 @@ const svc_billing_t *svc_billing_of(const svc_config_t *conf)
     return conf->billing ? conf->billing : &unconfigured;
 }
 
-const svc_billing_plan_t *svc_billing_plan(const svc_config_t *conf, const char *id)
+/* The configured plan whose id (by_price 0) or Stripe price id (1) is key. */
+static const svc_billing_plan_t *plan_where(const svc_config_t *conf, int by_price,
+                                            const char *key)
 {
     const apr_array_header_t *plans = svc_billing_of(conf)->plans;
     int i;
 
-    for (i = 0; id && i < plans->nelts; i++) {
+    for (i = 0; key && i < plans->nelts; i++) {
         const svc_billing_plan_t *pl = &APR_ARRAY_IDX(plans, i, svc_billing_plan_t);
-        if (strcmp(pl->id, id) == 0) {
+        if (strcmp(by_price ? pl->price_id : pl->id, key) == 0) {
             return pl;
         }
     }
     return NULL;
 }
 
+const svc_billing_plan_t *svc_billing_plan(const svc_config_t *conf, const char *id)
+{
+    return plan_where(conf, 0, id);
+}
+
 const svc_billing_plan_t *svc_billing_plan_by_price(const svc_config_t *conf,
                                                     const char *price_id)
 {
-    const apr_array_header_t *plans = svc_billing_of(conf)->plans;
-    int i;
-
-    for (i = 0; price_id && i < plans->nelts; i++) {
-        const svc_billing_plan_t *pl = &APR_ARRAY_IDX(plans, i, svc_billing_plan_t);
-        if (strcmp(pl->price_id, price_id) == 0) {
-            return pl;
-        }
-    }
-    return NULL;
+    return plan_where(conf, 1, price_id);
 }
 
 apr_status_t svc_billing_not_configured(svc_ctx_t *ctx)

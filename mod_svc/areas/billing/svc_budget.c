@@ -254,20 +254,20 @@ static apr_status_t set_budget(svc_ctx_t *ctx, svc_db_t *db, void *baton)
     if (rv != APR_SUCCESS) {
         return rv;
     }
-    svc_actor_from_ctx(ctx, &actor);
-    rv = svc_audit_write(db, ctx->pool, &actor, ctx->org->id, "billing.budget.updated", "org",
-                         ctx->org->id,
-                         svc_json_pool(ctx->pool,
-                                       json_pack("{s:{s:O,s:O,s:O},s:{s:O,s:O,s:b}}",
-                                                 "before", "monthly_usd",
-                                                 json_object_get(before, "monthly_usd"),
-                                                 "alerts", json_object_get(before, "alerts"),
-                                                 "hard", json_object_get(before, "hard"),
-                                                 "after", "monthly_usd",
-                                                 usd ? usd : json_null(), "alerts", alerts,
-                                                 "hard", json_is_true(hard))));
+    rv = svc_audit_ctx(ctx, db, "billing.budget.updated", "org",
+                       ctx->org->id,
+                       svc_json_pool(ctx->pool,
+                                     json_pack("{s:{s:O,s:O,s:O},s:{s:O,s:O,s:b}}",
+                                               "before", "monthly_usd",
+                                               json_object_get(before, "monthly_usd"),
+                                               "alerts", json_object_get(before, "alerts"),
+                                               "hard", json_object_get(before, "hard"),
+                                               "after", "monthly_usd",
+                                               usd ? usd : json_null(), "alerts", alerts,
+                                               "hard", json_is_true(hard))));
     /* A budget set below what is spent already alerts now, not at the
      * next sweep. */
+    svc_actor_from_ctx(ctx, &actor);
     if (rv != APR_SUCCESS
         || (rv = svc_budget_check(db, ctx->pool, ctx->conf, ctx->org->id, &actor, &n))
            != APR_SUCCESS

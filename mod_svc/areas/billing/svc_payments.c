@@ -211,16 +211,14 @@ typedef struct {
 static apr_status_t write_audited(svc_ctx_t *ctx, svc_db_t *db, void *baton)
 {
     audited_t *w = baton;
-    svc_actor_t actor;
     apr_status_t rv;
 
     /* Still an admin now that the provider has answered. */
     if ((rv = svc_access_recheck(ctx, db, SVC_ROLE_ADMIN, SVC_PROLE_NONE)) != APR_SUCCESS) {
         return rv;
     }
-    svc_actor_from_ctx(ctx, &actor);
-    if ((rv = svc_audit_write(db, ctx->pool, &actor, ctx->org->id, w->action, "org",
-                              ctx->org->id, w->data)) != APR_SUCCESS) {
+    if ((rv = svc_audit_ctx(ctx, db, w->action, "org",
+                            ctx->org->id, w->data)) != APR_SUCCESS) {
         return rv;
     }
     return svc_reply_json(ctx, w->status, json_incref(w->reply));

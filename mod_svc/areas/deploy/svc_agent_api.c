@@ -361,8 +361,6 @@ apr_status_t svc_h_agent_report(svc_ctx_t *ctx)
 apr_status_t svc_h_agent_bundle(svc_ctx_t *ctx)
 {
     const char *id = apr_table_get(ctx->params, "id");
-    const char *data;
-    apr_size_t len;
     svc_dbres_t *res;
     svc_db_t *db;
     apr_status_t rv;
@@ -377,15 +375,10 @@ apr_status_t svc_h_agent_bundle(svc_ctx_t *ctx)
         return svc_fail(ctx, 404, "deployment_not_found", "No deployment %s on this target.",
                         id);
     }
-    rv = svc_run_artifact(db, ctx->pool, svc_dbres_str(res, 0, 0), svc_dbres_str(res, 0, 1),
-                          &data, &len);
+    rv = svc_run_reply_artifact(ctx, db, svc_dbres_str(res, 0, 0), svc_dbres_str(res, 0, 1),
+                                id);
     if (rv == SVC_ENOTFOUND) {
         return svc_fail(ctx, 404, "not_found", "The deployment's run has no artifact.");
     }
-    if (rv != APR_SUCCESS) {
-        return rv;
-    }
-    apr_table_setn(ctx->headers_out, "Content-Disposition",
-                   apr_psprintf(ctx->pool, "attachment; filename=\"%s.bundle\"", id));
-    return svc_reply_body(ctx, 200, "application/octet-stream", data, len);
+    return rv;
 }

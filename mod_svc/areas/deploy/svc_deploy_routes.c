@@ -57,8 +57,8 @@ static const svc_col_t target_keys[] = {
     { .key = "key_created_at", .type = SVC_COL_TIME },
     { .key = "deployments", .type = SVC_COL_INT,
       .description = "Deployments on it that are not torn down or separated." },
-    { .key = "created_by", .type = SVC_COL_TEXT, .flags = SVC_COL_NULL, .id = "usr" },
-    { .key = "created_at", .type = SVC_COL_TIME },
+    SVC_COL_CREATED_BY,
+    SVC_COL_CREATED_AT,
     SVC_COL_END
 };
 static const svc_schema_t schema_target = {
@@ -148,9 +148,9 @@ static const svc_col_t deployment_keys[] = {
     { .key = "workload", .type = SVC_COL_OBJECT, .flags = SVC_COL_NULL,
       .ref = &schema_workload },
     { .key = "workload_at", .type = SVC_COL_TIME, .flags = SVC_COL_NULL },
-    { .key = "created_by", .type = SVC_COL_TEXT, .flags = SVC_COL_NULL, .id = "usr" },
-    { .key = "created_at", .type = SVC_COL_TIME },
-    { .key = "updated_at", .type = SVC_COL_TIME },
+    SVC_COL_CREATED_BY,
+    SVC_COL_CREATED_AT,
+    SVC_COL_UPDATED_AT,
     { .key = "approved_by", .type = SVC_COL_TEXT, .flags = SVC_COL_NULL, .id = "usr" },
     { .key = "approved_at", .type = SVC_COL_TIME, .flags = SVC_COL_NULL },
     { .key = "telemetry", .type = SVC_COL_OBJECT, .sub = dep_telemetry_keys,

@@ -297,33 +297,13 @@ apr_status_t svc_dep_work(svc_db_t *db, apr_pool_t *p, const svc_deployment_t *d
 apr_status_t svc_dep_json(svc_db_t *db, apr_pool_t *p, const char *org_id, const char *id,
                           const char **pjson)
 {
-    svc_dbres_t *res;
-    apr_status_t rv = svc_db_execv(db, &st_dep_get, p, &res, id, org_id);
-
-    if (rv != APR_SUCCESS) {
-        return rv;
-    }
-    if (svc_dbres_rows(res) != 1) {
-        return SVC_ENOTFOUND;
-    }
-    *pjson = svc_dbres_str(res, 0, 0);
-    return APR_SUCCESS;
+    return svc_db_value(db, &st_dep_get, p, pjson, NULL, id, org_id);
 }
 
 apr_status_t svc_target_json(svc_db_t *db, apr_pool_t *p, const char *org_id, const char *id,
                              const char **pjson)
 {
-    svc_dbres_t *res;
-    apr_status_t rv = svc_db_execv(db, &st_target_get, p, &res, id, org_id);
-
-    if (rv != APR_SUCCESS) {
-        return rv;
-    }
-    if (svc_dbres_rows(res) != 1) {
-        return SVC_ENOTFOUND;
-    }
-    *pjson = svc_dbres_str(res, 0, 0);
-    return APR_SUCCESS;
+    return svc_db_value(db, &st_target_get, p, pjson, NULL, id, org_id);
 }
 
 apr_status_t svc_dep_not_found(svc_ctx_t *ctx, const char *id)

@@ -122,13 +122,7 @@ static apr_status_t reply_deployment(svc_ctx_t *ctx, svc_db_t *db, const char *i
 
 apr_status_t svc_h_deployments_get(svc_ctx_t *ctx)
 {
-    svc_db_t *db;
-    apr_status_t rv;
-
-    if ((rv = svc_ctx_db(ctx, &db)) != APR_SUCCESS) {
-        return rv;
-    }
-    return reply_deployment(ctx, db, apr_table_get(ctx->params, "id"), 200);
+    return svc_reply_one(ctx, "id", reply_deployment);
 }
 
 /* A refusal for the status: 409 invalid_status, naming where it may be. */

@@ -301,7 +301,6 @@ static apr_status_t request_logs(svc_ctx_t *ctx, svc_db_t *db, void *baton)
     int lines = json_is_integer(jl) ? (int)json_integer_value(jl) : TELEMETRY_LINES_DEFAULT;
     const char *lgr = svc_id_new(ctx->pool, "lgr_");
     svc_deployment_t *dep;
-    svc_actor_t actor;
     json_t *data;
     apr_status_t rv;
 
@@ -323,12 +322,10 @@ static apr_status_t request_logs(svc_ctx_t *ctx, svc_db_t *db, void *baton)
                            ctx->who->user_id)) != APR_SUCCESS) {
         return rv;
     }
-    memset(&actor, 0, sizeof(actor));
-    svc_actor_from_ctx(ctx, &actor);
-    if ((rv = svc_audit_write(db, ctx->pool, &actor, ctx->org->id, "deployment.logs_requested",
-                              "deployment", id,
-                              svc_json_pool(ctx->pool, json_pack("{s:s,s:i}", "log_request_id",
-                                                                 lgr, "lines", lines))))
+    if ((rv = svc_audit_ctx(ctx, db, "deployment.logs_requested",
+                            "deployment", id,
+                            svc_json_pool(ctx->pool, json_pack("{s:s,s:i}", "log_request_id",
+                                                               lgr, "lines", lines))))
         != APR_SUCCESS) {
         return rv;
     }

@@ -60,10 +60,10 @@ static const svc_col_t patch_item[] = {
     { .key = "model", .type = SVC_COL_TEXT, .example = "gpt-4o-mini" },
     { .key = "result_version_id", .type = SVC_COL_TEXT, .flags = SVC_COL_NULL, .id = "ver",
       .description = "Once accepted: the version it made." },
-    { .key = "created_by", .type = SVC_COL_TEXT, .flags = SVC_COL_NULL, .id = "usr" },
+    SVC_COL_CREATED_BY,
     { .key = "decided_by", .type = SVC_COL_TEXT, .flags = SVC_COL_NULL, .id = "usr" },
     { .key = "decided_at", .type = SVC_COL_TIME, .flags = SVC_COL_NULL },
-    { .key = "created_at", .type = SVC_COL_TIME },
+    SVC_COL_CREATED_AT,
     SVC_COL_END
 };
 
@@ -167,12 +167,8 @@ static apr_status_t read_input(svc_ctx_t *ctx, svc_db_t *db, const char *doc,
     apr_status_t rv;
     int i;
 
-    rv = svc_db_execv(db, &st_ai_doc, ctx->pool, &res, doc, ctx->org->id);
-    if (rv != APR_SUCCESS) {
+    if ((rv = svc_org_row(ctx, db, &st_ai_doc, "document", doc, &res)) != APR_SUCCESS) {
         return rv;
-    }
-    if (svc_dbres_rows(res) != 1) {
-        return svc_fail(ctx, 404, "not_found", "No document %s in %s.", doc, ctx->org->slug);
     }
     in->doc_id = doc;
     in->version_id = apr_pstrdup(ctx->pool, svc_dbres_str(res, 0, 0));

@@ -43,53 +43,19 @@ static const svc_stmt_t st_portal_comment = {
 apr_status_t svc_documents_portal_index(svc_db_t *db, apr_pool_t *p, const char *org_id,
                                         const char *product_id, const char **pjson)
 {
-    svc_dbres_t *res;
-    apr_status_t rv;
-
-    rv = svc_db_execv(db, &st_portal_index, p, &res, product_id, org_id);
-    if (rv != APR_SUCCESS) {
-        return rv;
-    }
-    if (svc_dbres_rows(res) != 1) {
-        return SVC_ENOTFOUND;
-    }
-    *pjson = svc_dbres_str(res, 0, 0);
-    return APR_SUCCESS;
+    return svc_db_value(db, &st_portal_index, p, pjson, NULL, product_id, org_id);
 }
 
 apr_status_t svc_documents_portal_body(svc_db_t *db, apr_pool_t *p, const char *org_id,
                                        const char *product_id, const char *doc_id,
                                        const char **pbody, apr_size_t *plen)
 {
-    svc_dbres_t *res;
-    apr_status_t rv;
-
-    rv = svc_db_execv(db, &st_portal_body, p, &res, doc_id, product_id, org_id);
-    if (rv != APR_SUCCESS) {
-        return rv;
-    }
-    if (svc_dbres_rows(res) != 1) {
-        return SVC_ENOTFOUND;
-    }
-    *pbody = svc_dbres_str(res, 0, 0);
-    *plen = svc_dbres_len(res, 0, 0);
-    return APR_SUCCESS;
+    return svc_db_value(db, &st_portal_body, p, pbody, plen, doc_id, product_id, org_id);
 }
 
 apr_status_t svc_documents_portal_comment(svc_db_t *db, apr_pool_t *p,
                                           const svc_portal_comment_t *c, const char **pjson)
 {
-    svc_dbres_t *res;
-    apr_status_t rv;
-
-    rv = svc_db_execv(db, &st_portal_comment, p, &res, svc_id_new(p, "cmt_"), c->doc_id,
-                      c->product_id, c->org_id, c->share_id, c->author_name, c->body);
-    if (rv != APR_SUCCESS) {
-        return rv;
-    }
-    if (svc_dbres_rows(res) != 1) {
-        return SVC_ENOTFOUND;
-    }
-    *pjson = svc_dbres_str(res, 0, 0);
-    return APR_SUCCESS;
+    return svc_db_value(db, &st_portal_comment, p, pjson, NULL, svc_id_new(p, "cmt_"), c->doc_id,
+                        c->product_id, c->org_id, c->share_id, c->author_name, c->body);
 }

@@ -31,7 +31,7 @@ const svc_col_t svc_version_item[] = {
       .description = "The reviewer's words when changes were requested." },
     { .key = "decided_by", .type = SVC_COL_TEXT, .flags = SVC_COL_NULL, .id = "usr" },
     { .key = "decided_at", .type = SVC_COL_TIME, .flags = SVC_COL_NULL },
-    { .key = "created_at", .type = SVC_COL_TIME },
+    SVC_COL_CREATED_AT,
     SVC_COL_END
 };
 
@@ -91,12 +91,8 @@ apr_status_t svc_doc_lock(svc_ctx_t *ctx, svc_db_t *db, const char *doc_id,
     if ((rv = svc_access_recheck(ctx, db, SVC_ROLE_MEMBER, SVC_PROLE_NONE)) != APR_SUCCESS) {
         return rv;
     }
-    rv = svc_db_execv(db, &st_doc_lock, ctx->pool, &res, doc_id, ctx->org->id);
-    if (rv != APR_SUCCESS) {
+    if ((rv = svc_org_row(ctx, db, &st_doc_lock, "document", doc_id, &res)) != APR_SUCCESS) {
         return rv;
-    }
-    if (svc_dbres_rows(res) != 1) {
-        return svc_fail(ctx, 404, "not_found", "No document %s in %s.", doc_id, ctx->org->slug);
     }
     st = apr_pcalloc(ctx->pool, sizeof(*st));
     st->id = apr_pstrdup(ctx->pool, svc_dbres_str(res, 0, 0));
@@ -139,12 +135,8 @@ apr_status_t svc_doc_reply_children(svc_ctx_t *ctx, const svc_stmt_t *st,
     apr_status_t rv;
 
     if ((rv = svc_ctx_db(ctx, &db)) != APR_SUCCESS
-        || (rv = svc_db_execv(db, &st_doc_exists, ctx->pool, &res, doc, ctx->org->id))
-           != APR_SUCCESS) {
+        || (rv = svc_org_row(ctx, db, &st_doc_exists, "document", doc, &res)) != APR_SUCCESS) {
         return rv;
-    }
-    if (svc_dbres_rows(res) != 1) {
-        return svc_fail(ctx, 404, "not_found", "No document %s in %s.", doc, ctx->org->slug);
     }
     return svc_reply_rows(ctx, st, shape, doc, ctx->org->id, SVC_PAGE_BEFORE, SVC_PAGE_FETCH);
 }
@@ -183,19 +175,7 @@ apr_status_t svc_doc_reply_version(svc_ctx_t *ctx, svc_db_t *db, const char *ver
 apr_status_t svc_doc_version_body(svc_ctx_t *ctx, svc_db_t *db, const char *version_id,
                                   const char **pbody, apr_size_t *plen)
 {
-    svc_dbres_t *res;
-    apr_status_t rv;
-
-    rv = svc_db_execv(db, &st_ver_body, ctx->pool, &res, version_id, ctx->org->id);
-    if (rv != APR_SUCCESS) {
-        return rv;
-    }
-    if (svc_dbres_rows(res) != 1) {
-        return SVC_ENOTFOUND;
-    }
-    *pbody = svc_dbres_str(res, 0, 0);
-    *plen = svc_dbres_len(res, 0, 0);
-    return APR_SUCCESS;
+    return svc_db_value(db, &st_ver_body, ctx->pool, pbody, plen, version_id, ctx->org->id);
 }
 
 apr_status_t svc_doc_check_size(svc_ctx_t *ctx, apr_size_t len)
@@ -212,13 +192,11 @@ apr_status_t svc_doc_check_size(svc_ctx_t *ctx, apr_size_t len)
 apr_status_t svc_doc_audit(svc_ctx_t *ctx, svc_db_t *db, const char *action,
                            const char *target_type, const char *target_id, json_t *data)
 {
-    svc_actor_t actor;
 
     svc_json_pool(ctx->pool, data);
     if (!data) {
         return APR_ENOMEM;
     }
-    svc_actor_from_ctx(ctx, &actor);
-    return svc_audit_write(db, ctx->pool, &actor, ctx->org->id, action, target_type,
-                           target_id, data);
+    return svc_audit_ctx(ctx, db, action, target_type,
+                         target_id, data);
 }

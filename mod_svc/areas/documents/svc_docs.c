@@ -32,8 +32,8 @@ static const svc_col_t document_item[] = {
     { .key = "current_version", .type = SVC_COL_OBJECT, .ref = &svc_schema_doc_version },
     { .key = "approved_version_id", .type = SVC_COL_TEXT, .flags = SVC_COL_NULL, .id = "ver",
       .description = "The newest approved version, if one is." },
-    { .key = "created_at", .type = SVC_COL_TIME },
-    { .key = "updated_at", .type = SVC_COL_TIME },
+    SVC_COL_CREATED_AT,
+    SVC_COL_UPDATED_AT,
     SVC_COL_END
 };
 
@@ -67,7 +67,7 @@ static const svc_col_t comment_item[] = {
     { .key = "author_name", .type = SVC_COL_TEXT, .example = "Grace",
       .description = "The name the reviewer gave (not verified)." },
     { .key = "body", .type = SVC_COL_TEXT, .example = "Section 2 needs a diagram." },
-    { .key = "created_at", .type = SVC_COL_TIME },
+    SVC_COL_CREATED_AT,
     SVC_COL_END
 };
 
@@ -206,12 +206,8 @@ static apr_status_t reply_document(svc_ctx_t *ctx, svc_db_t *db, const char *id,
     apr_status_t rv;
     int i;
 
-    if ((rv = svc_db_execv(db, &st_doc_get, ctx->pool, &res, id, ctx->org->id))
-        != APR_SUCCESS) {
+    if ((rv = svc_org_row(ctx, db, &st_doc_get, "document", id, &res)) != APR_SUCCESS) {
         return rv;
-    }
-    if (svc_dbres_rows(res) != 1) {
-        return svc_fail(ctx, 404, "not_found", "No document %s in %s.", id, ctx->org->slug);
     }
     if ((rv = svc_db_execv(db, &st_doc_versions_top, ctx->pool, &vres, id, ctx->org->id))
         != APR_SUCCESS
@@ -269,12 +265,9 @@ static apr_status_t create_document(svc_ctx_t *ctx, svc_db_t *db, void *baton)
     apr_status_t rv;
 
     if ((rv = svc_access_recheck(ctx, db, SVC_ROLE_MEMBER, SVC_PROLE_NONE)) != APR_SUCCESS
-        || (rv = svc_db_execv(db, &st_prd_hold, ctx->pool, &res, product, ctx->org->id))
+        || (rv = svc_org_row(ctx, db, &st_prd_hold, "product", product, &res))
            != APR_SUCCESS) {
         return rv;
-    }
-    if (svc_dbres_rows(res) != 1) {
-        return svc_fail(ctx, 404, "not_found", "No product %s in %s.", product, ctx->org->slug);
     }
     /* The document names its first version, written next; the reference is
      * checked at commit. */
@@ -318,13 +311,7 @@ apr_status_t svc_h_documents_create(svc_ctx_t *ctx)
 
 apr_status_t svc_h_documents_get(svc_ctx_t *ctx)
 {
-    svc_db_t *db;
-    apr_status_t rv;
-
-    if ((rv = svc_ctx_db(ctx, &db)) != APR_SUCCESS) {
-        return rv;
-    }
-    return reply_document(ctx, db, apr_table_get(ctx->params, "docId"), 200);
+    return svc_reply_one(ctx, "docId", reply_document);
 }
 
 apr_status_t svc_h_documents_versions(svc_ctx_t *ctx)

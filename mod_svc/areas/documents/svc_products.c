@@ -22,8 +22,8 @@ static const svc_col_t product_item[] = {
     { .key = "project", .type = SVC_COL_OBJECT, .sub = product_project },
     { .key = "name", .type = SVC_COL_TEXT, .example = "Shop" },
     { .key = "documents", .type = SVC_COL_INT, .description = "How many documents it has." },
-    { .key = "created_at", .type = SVC_COL_TIME },
-    { .key = "updated_at", .type = SVC_COL_TIME },
+    SVC_COL_CREATED_AT,
+    SVC_COL_UPDATED_AT,
     SVC_COL_END
 };
 
@@ -129,11 +129,5 @@ apr_status_t svc_h_products_create(svc_ctx_t *ctx)
 
 apr_status_t svc_h_products_get(svc_ctx_t *ctx)
 {
-    svc_db_t *db;
-    apr_status_t rv;
-
-    if ((rv = svc_ctx_db(ctx, &db)) != APR_SUCCESS) {
-        return rv;
-    }
-    return reply_product(ctx, db, apr_table_get(ctx->params, "productId"), 200);
+    return svc_reply_one(ctx, "productId", reply_product);
 }

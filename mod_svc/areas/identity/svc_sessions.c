@@ -68,7 +68,7 @@ static const svc_col_t session_item[] = {
     { .key = "id", .type = SVC_COL_TEXT, .id = "ses" },
     { .key = "current", .type = SVC_COL_BOOL,
       .description = "The session this request came with." },
-    { .key = "created_at", .type = SVC_COL_TIME },
+    SVC_COL_CREATED_AT,
     { .key = "expires_at", .type = SVC_COL_TIME },
     { .key = "last_seen_at", .type = SVC_COL_TIME, .flags = SVC_COL_NULL },
     { .key = "ip", .type = SVC_COL_TEXT, .flags = SVC_COL_NULL, .example = "192.0.2.7" },

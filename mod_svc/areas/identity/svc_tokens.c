@@ -38,7 +38,7 @@ static const svc_col_t token_item[] = {
       .description = "The secret's first characters, to tell tokens apart." },
     { .key = "status", .type = SVC_COL_TEXT, .values = SVC_VALUES("active", "expired",
                                                                     "revoked") },
-    { .key = "created_at", .type = SVC_COL_TIME },
+    SVC_COL_CREATED_AT,
     { .key = "expires_at", .type = SVC_COL_TIME, .flags = SVC_COL_NULL,
       .description = "null: it does not expire." },
     { .key = "last_used_at", .type = SVC_COL_TIME, .flags = SVC_COL_NULL },

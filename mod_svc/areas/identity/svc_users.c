@@ -79,18 +79,7 @@ apr_status_t svc_user_allow_email_link(svc_db_t *db, apr_pool_t *p, const char *
 apr_status_t svc_user_by_email(svc_db_t *db, apr_pool_t *p, const char *email,
                                const char **pid)
 {
-    svc_dbres_t *res;
-    apr_status_t rv;
-
-    rv = svc_db_execv(db, &st_user_by_email, p, &res, email);
-    if (rv != APR_SUCCESS) {
-        return rv;
-    }
-    if (svc_dbres_rows(res) != 1) {
-        return SVC_ENOTFOUND;
-    }
-    *pid = svc_dbres_str(res, 0, 0);
-    return APR_SUCCESS;
+    return svc_db_value(db, &st_user_by_email, p, pid, NULL, email);
 }
 
 /* GET /api/me: built by st_me and svc_h_me, declared here. */
@@ -138,7 +127,7 @@ static const svc_col_t me_keys[] = {
     { .key = "name", .type = SVC_COL_TEXT, .example = "Ada Lovelace" },
     { .key = "founder", .type = SVC_COL_BOOL,
       .description = "The platform's operator (founder rights)." },
-    { .key = "created_at", .type = SVC_COL_TIME },
+    SVC_COL_CREATED_AT,
     { .key = "orgs", .type = SVC_COL_ARRAY, .sub = me_org_keys,
       .description = "Your organizations (only the bound one, for a bound token)." },
     { .key = "auth", .type = SVC_COL_OBJECT, .sub = me_auth_keys,

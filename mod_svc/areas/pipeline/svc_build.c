@@ -66,8 +66,8 @@ static const svc_col_t task_run_keys[] = {
       .description = "The run's status, as the task saw it last." },
     { .key = "error_code", .type = SVC_COL_TEXT, .flags = SVC_COL_NULL,
       .description = "Why it failed." },
-    { .key = "created_by", .type = SVC_COL_TEXT, .flags = SVC_COL_NULL, .id = "usr" },
-    { .key = "created_at", .type = SVC_COL_TIME },
+    SVC_COL_CREATED_BY,
+    SVC_COL_CREATED_AT,
     { .key = "finished_at", .type = SVC_COL_TIME, .flags = SVC_COL_NULL },
     SVC_COL_END
 };
@@ -85,8 +85,8 @@ static const svc_col_t task_keys[] = {
     { .key = "run_id", .type = SVC_COL_TEXT, .flags = SVC_COL_NULL, .id = "run",
       .description = "Its latest run." },
     { .key = "error_code", .type = SVC_COL_TEXT, .flags = SVC_COL_NULL },
-    { .key = "created_at", .type = SVC_COL_TIME },
-    { .key = "updated_at", .type = SVC_COL_TIME },
+    SVC_COL_CREATED_AT,
+    SVC_COL_UPDATED_AT,
     { .key = "runs", .type = SVC_COL_ARRAY, .sub = task_run_keys,
       .description = "Every run it started, oldest first." },
     SVC_COL_END
@@ -293,14 +293,7 @@ apr_status_t svc_build_check_tasks(svc_ctx_t *ctx, svc_db_t *db, const svc_reque
 apr_status_t svc_build_tasks_json(svc_ctx_t *ctx, svc_db_t *db, const char *request_id,
                                   const char **pjson)
 {
-    svc_dbres_t *res;
-    apr_status_t rv = svc_db_execv(db, &st_tasks_json, ctx->pool, &res, request_id,
-                                   ctx->org->id);
-
-    if (rv == APR_SUCCESS) {
-        *pjson = svc_dbres_str(res, 0, 0);
-    }
-    return rv;
+    return svc_db_value(db, &st_tasks_json, ctx->pool, pjson, NULL, request_id, ctx->org->id);
 }
 
 apr_status_t svc_build_active_runs(svc_ctx_t *ctx, svc_db_t *db, const char *request_id,

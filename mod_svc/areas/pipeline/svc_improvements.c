@@ -108,8 +108,8 @@ static const svc_col_t improvement_keys[] = {
       .description = "Why it was rejected." },
     { .key = "request_id", .type = SVC_COL_TEXT, .flags = SVC_COL_NULL, .id = "rqs",
       .description = "The request it became, once approved." },
-    { .key = "created_by", .type = SVC_COL_TEXT, .flags = SVC_COL_NULL, .id = "usr" },
-    { .key = "created_at", .type = SVC_COL_TIME },
+    SVC_COL_CREATED_BY,
+    SVC_COL_CREATED_AT,
     { .key = "decided_by", .type = SVC_COL_TEXT, .flags = SVC_COL_NULL, .id = "usr" },
     { .key = "decided_at", .type = SVC_COL_TIME, .flags = SVC_COL_NULL },
     SVC_COL_END
@@ -161,15 +161,9 @@ apr_status_t svc_h_improvements_list(svc_ctx_t *ctx)
 static apr_status_t reply_improvement(svc_ctx_t *ctx, svc_db_t *db, const char *id, int status)
 {
     svc_dbres_t *res;
-    apr_status_t rv = svc_db_execv(db, &st_imp_get, ctx->pool, &res, id, ctx->org->id);
+    apr_status_t rv = svc_org_row(ctx, db, &st_imp_get, "improvement", id, &res);
 
-    if (rv != APR_SUCCESS) {
-        return rv;
-    }
-    if (svc_dbres_rows(res) != 1) {
-        return svc_fail(ctx, 404, "not_found", "No improvement %s in %s.", id, ctx->org->slug);
-    }
-    return svc_reply_text(ctx, status, svc_dbres_str(res, 0, 0));
+    return rv == APR_SUCCESS ? svc_reply_text(ctx, status, svc_dbres_str(res, 0, 0)) : rv;
 }
 
 static apr_status_t file_improvement(svc_ctx_t *ctx, svc_db_t *db, void *baton)
@@ -217,12 +211,8 @@ static apr_status_t decide(svc_ctx_t *ctx, svc_db_t *db, void *baton)
     svc_dbres_t *res;
     apr_status_t rv;
 
-    if ((rv = svc_db_execv(db, &st_imp_lock, ctx->pool, &res, id, ctx->org->id))
-        != APR_SUCCESS) {
+    if ((rv = svc_org_row(ctx, db, &st_imp_lock, "improvement", id, &res)) != APR_SUCCESS) {
         return rv;
-    }
-    if (svc_dbres_rows(res) != 1) {
-        return svc_fail(ctx, 404, "not_found", "No improvement %s in %s.", id, ctx->org->slug);
     }
     memset(&req, 0, sizeof(req));
     req.project_id = apr_pstrdup(ctx->pool, svc_dbres_str(res, 0, 0));
@@ -285,14 +275,8 @@ apr_status_t svc_h_improvements_reject(svc_ctx_t *ctx)
 apr_status_t svc_improvements_of_request(svc_ctx_t *ctx, svc_db_t *db, const char *request_id,
                                          const char **pjson)
 {
-    svc_dbres_t *res;
-    apr_status_t rv = svc_db_execv(db, &st_imp_of_request, ctx->pool, &res, request_id,
-                                   ctx->org->id);
-
-    if (rv == APR_SUCCESS) {
-        *pjson = svc_dbres_str(res, 0, 0);
-    }
-    return rv;
+    return svc_db_value(db, &st_imp_of_request, ctx->pool, pjson, NULL, request_id,
+                        ctx->org->id);
 }
 
 apr_status_t svc_improvement_file_incident(svc_db_t *db, apr_pool_t *p,

@@ -74,9 +74,9 @@ static const svc_col_t request_summary_keys[] = {
       .description = "Its product (its planning documents), from planning on." },
     { .key = "improvement_id", .type = SVC_COL_TEXT, .flags = SVC_COL_NULL, .id = "imp",
       .description = "The improvement it was approved from, if it was." },
-    { .key = "created_by", .type = SVC_COL_TEXT, .flags = SVC_COL_NULL, .id = "usr" },
-    { .key = "created_at", .type = SVC_COL_TIME },
-    { .key = "updated_at", .type = SVC_COL_TIME },
+    SVC_COL_CREATED_BY,
+    SVC_COL_CREATED_AT,
+    SVC_COL_UPDATED_AT,
     { .key = "integration_approved_by", .type = SVC_COL_TEXT, .flags = SVC_COL_NULL,
       .id = "usr" },
     { .key = "integration_approved_at", .type = SVC_COL_TIME, .flags = SVC_COL_NULL },
@@ -197,13 +197,9 @@ apr_status_t svc_request_read(svc_ctx_t *ctx, svc_db_t *db, const char *id, int 
     svc_dbres_t *res;
     apr_status_t rv;
 
-    rv = svc_db_execv(db, lock ? &st_req_lock : &st_req_read, ctx->pool, &res, id,
-                      ctx->org->id);
+    rv = svc_org_row(ctx, db, lock ? &st_req_lock : &st_req_read, "request", id, &res);
     if (rv != APR_SUCCESS) {
         return rv;
-    }
-    if (svc_dbres_rows(res) != 1) {
-        return svc_fail(ctx, 404, "not_found", "No request %s in %s.", id, ctx->org->slug);
     }
     req = apr_pcalloc(ctx->pool, sizeof(*req));
     req->id = col(ctx->pool, res, 0);
@@ -297,17 +293,7 @@ apr_status_t svc_request_announce(svc_ctx_t *ctx, svc_db_t *db, const svc_reques
 apr_status_t svc_request_json(svc_ctx_t *ctx, svc_db_t *db, const char *id,
                               const char **pjson)
 {
-    svc_dbres_t *res;
-    apr_status_t rv = svc_db_execv(db, &svc_pl_request_get, ctx->pool, &res, id, ctx->org->id);
-
-    if (rv != APR_SUCCESS) {
-        return rv;
-    }
-    if (svc_dbres_rows(res) != 1) {
-        return SVC_ENOTFOUND;
-    }
-    *pjson = svc_dbres_str(res, 0, 0);
-    return APR_SUCCESS;
+    return svc_db_value(db, &svc_pl_request_get, ctx->pool, pjson, NULL, id, ctx->org->id);
 }
 
 apr_status_t svc_request_reply(svc_ctx_t *ctx, svc_db_t *db, const char *id, int status)

@@ -89,13 +89,7 @@ apr_status_t svc_h_requests_list(svc_ctx_t *ctx)
 
 apr_status_t svc_h_requests_get(svc_ctx_t *ctx)
 {
-    svc_db_t *db;
-    apr_status_t rv;
-
-    if ((rv = svc_ctx_db(ctx, &db)) != APR_SUCCESS) {
-        return rv;
-    }
-    return svc_request_reply(ctx, db, apr_table_get(ctx->params, "requestId"), 200);
+    return svc_reply_one(ctx, "requestId", svc_request_reply);
 }
 
 /* A request to create, checked; replay is set when its Idempotency-Key

@@ -35,8 +35,8 @@ static const svc_col_t provider_item[] = {
     { .key = "tools_detected", .type = SVC_COL_BOOL, .flags = SVC_COL_NULL,
       .description = "Whether the last provider test found tool calling working; null until "
         "a test tried." },
-    { .key = "created_at", .type = SVC_COL_TIME },
-    { .key = "updated_at", .type = SVC_COL_TIME },
+    SVC_COL_CREATED_AT,
+    SVC_COL_UPDATED_AT,
     SVC_COL_END
 };
 
@@ -210,13 +210,7 @@ apr_status_t svc_h_providers_list(svc_ctx_t *ctx)
 
 apr_status_t svc_h_providers_get(svc_ctx_t *ctx)
 {
-    svc_db_t *db;
-    apr_status_t rv;
-
-    if ((rv = svc_ctx_db(ctx, &db)) != APR_SUCCESS) {
-        return rv;
-    }
-    return reply_provider(ctx, db, apr_table_get(ctx->params, "id"), 200);
+    return svc_reply_one(ctx, "id", reply_provider);
 }
 
 static apr_status_t create_provider(svc_ctx_t *ctx, svc_db_t *db, void *baton)
@@ -227,7 +221,6 @@ static apr_status_t create_provider(svc_ctx_t *ctx, svc_db_t *db, void *baton)
     const char *model = svc_json_str(ctx->body, "model");
     const char *key = svc_json_str(ctx->body, "api_key");
     const char *norm = baton;
-    svc_actor_t actor;
     svc_dbres_t *res;
     apr_status_t rv;
 
@@ -244,18 +237,17 @@ static apr_status_t create_provider(svc_ctx_t *ctx, svc_db_t *db, void *baton)
     if (rv != APR_SUCCESS) {
         return rv;
     }
-    svc_actor_from_ctx(ctx, &actor);
-    rv = svc_audit_write(db, ctx->pool, &actor, ctx->org->id, "provider.created", "provider", id,
-                         svc_json_pool(ctx->pool,
-                                       json_pack("{s:s,s:s,s:s,s:s,s:s,s:b,s:s}", "name", name,
-                                                 "kind", kind, "base_url", norm, "model", model,
-                                                 "key_hint",
-                                                 svc_provider_key_hint(ctx->pool, key),
-                                                 "is_default",
-                                                 svc_dbres_bool(res, 0, 0) == 1, "tools",
-                                                 svc_json_str(ctx->body, "tools")
-                                                 ? svc_json_str(ctx->body, "tools")
-                                                 : "auto")));
+    rv = svc_audit_ctx(ctx, db, "provider.created", "provider", id,
+                       svc_json_pool(ctx->pool,
+                                     json_pack("{s:s,s:s,s:s,s:s,s:s,s:b,s:s}", "name", name,
+                                               "kind", kind, "base_url", norm, "model", model,
+                                               "key_hint",
+                                               svc_provider_key_hint(ctx->pool, key),
+                                               "is_default",
+                                               svc_dbres_bool(res, 0, 0) == 1, "tools",
+                                               svc_json_str(ctx->body, "tools")
+                                               ? svc_json_str(ctx->body, "tools")
+                                               : "auto")));
     return rv == APR_SUCCESS ? reply_provider(ctx, db, id, 201) : rv;
 }
 
@@ -281,12 +273,8 @@ static apr_status_t lock_provider(svc_ctx_t *ctx, svc_db_t *db, const char *id,
     apr_status_t rv;
 
     if ((rv = svc_access_recheck(ctx, db, SVC_ROLE_ADMIN, SVC_PROLE_NONE)) != APR_SUCCESS
-        || (rv = svc_db_execv(db, &st_prov_lock, ctx->pool, &res, id, ctx->org->id))
-           != APR_SUCCESS) {
+        || (rv = svc_org_row(ctx, db, &st_prov_lock, "provider", id, &res)) != APR_SUCCESS) {
         return rv;
-    }
-    if (svc_dbres_rows(res) != 1) {
-        return svc_fail(ctx, 404, "not_found", "No provider %s in %s.", id, ctx->org->slug);
     }
     *pbefore = apr_pstrdup(ctx->pool, svc_dbres_str(res, 0, 0));
     *pis_default = svc_dbres_bool(res, 0, 1) == 1;
@@ -306,7 +294,6 @@ static apr_status_t update_provider(svc_ctx_t *ctx, svc_db_t *db, void *baton)
     const char *name = svc_json_str(ctx->body, "name");
     const char *key = svc_json_str(ctx->body, "api_key");
     const char *norm = baton, *before, *after;
-    svc_actor_t actor;
     svc_dbres_t *res;
     int is_default;
     apr_status_t rv;
@@ -328,13 +315,12 @@ static apr_status_t update_provider(svc_ctx_t *ctx, svc_db_t *db, void *baton)
         return rv;
     }
     after = svc_dbres_str(res, 0, 0);
-    svc_actor_from_ctx(ctx, &actor);
-    rv = svc_audit_write(db, ctx->pool, &actor, ctx->org->id, "provider.updated", "provider", id,
-                         svc_json_pool(ctx->pool,
-                                       json_pack("{s:O?,s:O?,s:b}",
-                                                 "before", json_text(ctx->pool, before),
-                                                 "after", json_text(ctx->pool, after),
-                                                 "key_replaced", key != NULL)));
+    rv = svc_audit_ctx(ctx, db, "provider.updated", "provider", id,
+                       svc_json_pool(ctx->pool,
+                                     json_pack("{s:O?,s:O?,s:b}",
+                                               "before", json_text(ctx->pool, before),
+                                               "after", json_text(ctx->pool, after),
+                                               "key_replaced", key != NULL)));
     return rv == APR_SUCCESS ? reply_provider(ctx, db, id, 200) : rv;
 }
 
@@ -366,7 +352,6 @@ static apr_status_t delete_provider(svc_ctx_t *ctx, svc_db_t *db, void *baton)
 {
     const char *id = apr_table_get(ctx->params, "id");
     const char *before;
-    svc_actor_t actor;
     int is_default;
     apr_status_t rv;
 
@@ -377,9 +362,8 @@ static apr_status_t delete_provider(svc_ctx_t *ctx, svc_db_t *db, void *baton)
     }
     /* Deleting the default leaves the org without one: which provider
      * should answer for it is for an admin to say, not for us to guess. */
-    svc_actor_from_ctx(ctx, &actor);
-    rv = svc_audit_write(db, ctx->pool, &actor, ctx->org->id, "provider.deleted", "provider", id,
-                         json_text(ctx->pool, before));
+    rv = svc_audit_ctx(ctx, db, "provider.deleted", "provider", id,
+                       json_text(ctx->pool, before));
     return rv == APR_SUCCESS ? svc_reply_empty(ctx) : rv;
 }
 
@@ -392,7 +376,6 @@ static apr_status_t make_default(svc_ctx_t *ctx, svc_db_t *db, void *baton)
 {
     const char *id = apr_table_get(ctx->params, "id");
     const char *before, *previous = NULL;
-    svc_actor_t actor;
     svc_dbres_t *res;
     int is_default;
     apr_status_t rv;
@@ -413,10 +396,9 @@ static apr_status_t make_default(svc_ctx_t *ctx, svc_db_t *db, void *baton)
             != APR_SUCCESS) {
             return rv;
         }
-        svc_actor_from_ctx(ctx, &actor);
-        rv = svc_audit_write(db, ctx->pool, &actor, ctx->org->id, "provider.default_set",
-                             "provider", id,
-                             svc_json_pool(ctx->pool, json_pack("{s:s?}", "previous", previous)));
+        rv = svc_audit_ctx(ctx, db, "provider.default_set",
+                           "provider", id,
+                           svc_json_pool(ctx->pool, json_pack("{s:s?}", "previous", previous)));
         if (rv != APR_SUCCESS) {
             return rv;
         }

@@ -152,7 +152,6 @@ static apr_status_t reply_run(svc_ctx_t *ctx, svc_db_t *db, const char *id, int 
 static apr_status_t audit(svc_ctx_t *ctx, svc_db_t *db, const char *action, const char *run_id,
                           json_t *data)
 {
-    svc_actor_t actor;
     apr_status_t rv = svc_member_hold(db, ctx->pool, ctx->org->id, ctx->who->user_id);
 
     svc_json_pool(ctx->pool, data);
@@ -162,8 +161,7 @@ static apr_status_t audit(svc_ctx_t *ctx, svc_db_t *db, const char *action, cons
     if (rv != APR_SUCCESS) {
         return rv;
     }
-    svc_actor_from_ctx(ctx, &actor);
-    return svc_audit_write(db, ctx->pool, &actor, ctx->org->id, action, "run", run_id, data);
+    return svc_audit_ctx(ctx, db, action, "run", run_id, data);
 }
 
 apr_status_t svc_h_runs_list(svc_ctx_t *ctx)

@@ -173,34 +173,36 @@ void svc_run_log_line(svc_run_log_t *log, const char *line, apr_size_t len)
     apr_pool_destroy(sp);
 }
 
-void svc_run_log_note(svc_run_log_t *log, const char *fmt, ...)
+/* A formatted line, formatted in a scratch pool the log does not keep. */
+static void log_vline(svc_run_log_t *log, const char *fmt, va_list ap)
 {
     apr_pool_t *sp;
     const char *text;
-    va_list ap;
 
     apr_pool_create(&sp, log->pool);
-    va_start(ap, fmt);
     text = apr_pvsprintf(sp, fmt, ap);
-    va_end(ap);
     svc_run_log_line(log, text, strlen(text));
     apr_pool_destroy(sp);
+}
+
+void svc_run_log_note(svc_run_log_t *log, const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    log_vline(log, fmt, ap);
+    va_end(ap);
 }
 
 void svc_run_log_event(svc_run_log_t *log, const char *kind, json_t *data,
                        const char *fmt, ...)
 {
     svc_run_log_event_t *e;
-    apr_pool_t *sp;
-    const char *text;
     va_list ap;
 
-    apr_pool_create(&sp, log->pool);
     va_start(ap, fmt);
-    text = apr_pvsprintf(sp, fmt, ap);
+    log_vline(log, fmt, ap);
     va_end(ap);
-    svc_run_log_line(log, text, strlen(text));
-    apr_pool_destroy(sp);
     if (log->dropped || !data) {
         json_decref(data);
         return;

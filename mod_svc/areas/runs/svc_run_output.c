@@ -96,11 +96,24 @@ apr_status_t svc_h_runs_logs(svc_ctx_t *ctx)
     return svc_reply_body(ctx, 200, "text/plain; charset=utf-8", out, len);
 }
 
+apr_status_t svc_run_reply_artifact(svc_ctx_t *ctx, svc_db_t *db, const char *org_id,
+                                    const char *run_id, const char *name)
+{
+    const char *data;
+    apr_size_t len;
+    apr_status_t rv = svc_run_artifact(db, ctx->pool, org_id, run_id, &data, &len);
+
+    if (rv != APR_SUCCESS) {
+        return rv;
+    }
+    apr_table_setn(ctx->headers_out, "Content-Disposition",
+                   apr_psprintf(ctx->pool, "attachment; filename=\"%s.bundle\"", name));
+    return svc_reply_body(ctx, 200, "application/octet-stream", data, len);
+}
+
 apr_status_t svc_h_runs_artifact(svc_ctx_t *ctx)
 {
     const char *id = apr_table_get(ctx->params, "runId");
-    const char *data;
-    apr_size_t len;
     svc_dbres_t *res;
     svc_db_t *db;
     apr_status_t rv;
@@ -115,17 +128,12 @@ apr_status_t svc_h_runs_artifact(svc_ctx_t *ctx)
     }
     /* A succeeded run has one, and so has a run stopped at its step limit
      * or token budget: its work so far. */
-    rv = svc_run_artifact(db, ctx->pool, ctx->org->id, id, &data, &len);
+    rv = svc_run_reply_artifact(ctx, db, ctx->org->id, id, id);
     if (rv == SVC_ENOTFOUND) {
         return svc_fail(ctx, 404, "not_found", "Run %s has no artifact: it has status %s; "
                         "a run has one once it succeeded (or stopped at its step limit or "
                         "token budget with its work so far).", id,
                         apr_pstrdup(ctx->pool, svc_dbres_str(res, 0, 0)));
     }
-    if (rv != APR_SUCCESS) {
-        return rv;
-    }
-    apr_table_setn(ctx->headers_out, "Content-Disposition",
-                   apr_psprintf(ctx->pool, "attachment; filename=\"%s.bundle\"", id));
-    return svc_reply_body(ctx, 200, "application/octet-stream", data, len);
+    return rv;
 }

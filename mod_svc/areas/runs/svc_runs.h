@@ -132,6 +132,14 @@ apr_status_t svc_run_artifact(svc_db_t *db, apr_pool_t *p, const char *org_id,
                               const char *run_id, const char **pdata, apr_size_t *plen);
 
 /*
+ * Answers 200 with a run's artifact as a download named `name`.bundle;
+ * SVC_ENOTFOUND, nothing answered, as svc_run_artifact (the caller says
+ * why there is none). svc_run_output.c.
+ */
+apr_status_t svc_run_reply_artifact(svc_ctx_t *ctx, svc_db_t *db, const char *org_id,
+                                    const char *run_id, const char *name);
+
+/*
  * What a bundle holds at its HEAD, read by git in the run sandbox (as every
  * git command on a run's repository is; SvcRunner applies): the paths of
  * its files (*pfiles, const char *, in git's order), and the contents of

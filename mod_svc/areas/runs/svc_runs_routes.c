@@ -19,9 +19,7 @@ static const svc_header_t log_headers[] = {
 };
 
 static const svc_header_t artifact_headers[] = {
-    { .name = "Content-Disposition", .type = SVC_COL_TEXT, .required = 1,
-      .description = "attachment, with the file's name: a browser saves it, and does not show it.",
-      .example = "attachment; filename=\"notes.txt\"; filename*=UTF-8''notes.txt" },
+    SVC_HEADER_DOWNLOAD,
     { .name = NULL }
 };
 

@@ -48,7 +48,7 @@ static const svc_col_t portal_document_keys[] = {
       .description = "The version shown: the approved one, else the current one." },
     { .key = "version_number", .type = SVC_COL_INT },
     { .key = "approved", .type = SVC_COL_BOOL },
-    { .key = "updated_at", .type = SVC_COL_TIME },
+    SVC_COL_UPDATED_AT,
     SVC_COL_END
 };
 
@@ -72,7 +72,7 @@ static const svc_col_t portal_comment_keys[] = {
     { .key = "version_id", .type = SVC_COL_TEXT, .id = "ver" },
     { .key = "author_name", .type = SVC_COL_TEXT, .example = "Grace" },
     { .key = "body", .type = SVC_COL_TEXT, .example = "Section 2 needs a diagram." },
-    { .key = "created_at", .type = SVC_COL_TIME },
+    SVC_COL_CREATED_AT,
     SVC_COL_END
 };
 

@@ -22,8 +22,8 @@ static const svc_col_t share_item[] = {
       .description = "The token's first characters, to tell links apart." },
     { .key = "status", .type = SVC_COL_TEXT, .values = SVC_VALUES("active", "expired",
                                                                     "revoked") },
-    { .key = "created_by", .type = SVC_COL_TEXT, .flags = SVC_COL_NULL, .id = "usr" },
-    { .key = "created_at", .type = SVC_COL_TIME },
+    SVC_COL_CREATED_BY,
+    SVC_COL_CREATED_AT,
     { .key = "expires_at", .type = SVC_COL_TIME },
     { .key = "revoked_at", .type = SVC_COL_TIME, .flags = SVC_COL_NULL },
     SVC_COL_END
@@ -146,7 +146,6 @@ static apr_status_t create_share(svc_ctx_t *ctx, svc_db_t *db, void *baton)
     const char *hint = apr_pstrndup(ctx->pool, token, 12);
     int days = (int)svc_json_int(ctx->body, "expires_in_days", 30);
     unsigned char hash[32];
-    svc_actor_t actor;
     apr_status_t rv;
 
     svc_share_hash(ctx->conf, token, hash);
@@ -163,11 +162,10 @@ static apr_status_t create_share(svc_ctx_t *ctx, svc_db_t *db, void *baton)
     if (rv != APR_SUCCESS) {
         return rv;
     }
-    svc_actor_from_ctx(ctx, &actor);
-    rv = svc_audit_write(db, ctx->pool, &actor, ctx->org->id, "share.created", "share", id,
-                         svc_json_pool(ctx->pool,
-                                       json_pack("{s:s,s:s,s:i}", "product_id", product,
-                                                 "token_hint", hint, "expires_in_days", days)));
+    rv = svc_audit_ctx(ctx, db, "share.created", "share", id,
+                       svc_json_pool(ctx->pool,
+                                     json_pack("{s:s,s:s,s:i}", "product_id", product,
+                                               "token_hint", hint, "expires_in_days", days)));
     if (rv != APR_SUCCESS || (rv = reply_share(ctx, db, id, 201)) != APR_SUCCESS) {
         return rv;
     }
@@ -187,7 +185,6 @@ apr_status_t svc_h_shares_create(svc_ctx_t *ctx)
 static apr_status_t revoke_share(svc_ctx_t *ctx, svc_db_t *db, void *baton)
 {
     const char *id = apr_table_get(ctx->params, "shareId");
-    svc_actor_t actor;
     svc_dbres_t *res;
     apr_status_t rv;
 
@@ -198,11 +195,10 @@ static apr_status_t revoke_share(svc_ctx_t *ctx, svc_db_t *db, void *baton)
     }
     /* Revoked already (or not ours): nothing to write; reply_share tells which. */
     if (svc_dbres_rows(res) == 1) {
-        svc_actor_from_ctx(ctx, &actor);
-        rv = svc_audit_write(db, ctx->pool, &actor, ctx->org->id, "share.revoked", "share", id,
-                             svc_json_pool(ctx->pool,
-                                           json_pack("{s:s}", "product_id",
-                                                     svc_dbres_str(res, 0, 0))));
+        rv = svc_audit_ctx(ctx, db, "share.revoked", "share", id,
+                           svc_json_pool(ctx->pool,
+                                         json_pack("{s:s}", "product_id",
+                                                   svc_dbres_str(res, 0, 0))));
         if (rv != APR_SUCCESS) {
             return rv;
         }

@@ -177,7 +177,7 @@ static const svc_col_t invite_keys[] = {
       .description = "Who invited (null once their account is gone)." },
     { .key = "status", .type = SVC_COL_TEXT,
       .values = SVC_VALUES("pending", "accepted", "declined", "revoked", "expired") },
-    { .key = "created_at", .type = SVC_COL_TIME },
+    SVC_COL_CREATED_AT,
     { .key = "expires_at", .type = SVC_COL_TIME },
     SVC_COL_END
 };
@@ -227,7 +227,6 @@ apr_status_t svc_invite_create(svc_ctx_t *ctx, svc_db_t *db, const char *project
 {
     const char *id = svc_id_new(ctx->pool, "inv_");
     const char *params[7];
-    svc_actor_t actor;
     svc_dbres_t *res;
     apr_status_t rv;
 
@@ -293,12 +292,11 @@ apr_status_t svc_invite_create(svc_ctx_t *ctx, svc_db_t *db, const char *project
     if (rv != APR_SUCCESS) {
         return rv;
     }
-    svc_actor_from_ctx(ctx, &actor);
-    rv = svc_audit_write(db, ctx->pool, &actor, ctx->org->id, "invite.created", "invite", id,
-                         svc_json_pool(ctx->pool,
-                                       json_pack("{s:s,s:s,s:s?,s:s?}", "email", email,
-                                                 "role", role, "project_id", project_id,
-                                                 "expires_at", svc_dbres_str(res, 0, 1))));
+    rv = svc_audit_ctx(ctx, db, "invite.created", "invite", id,
+                       svc_json_pool(ctx->pool,
+                                     json_pack("{s:s,s:s,s:s?,s:s?}", "email", email,
+                                               "role", role, "project_id", project_id,
+                                               "expires_at", svc_dbres_str(res, 0, 1))));
     if (rv == APR_SUCCESS) {
         *pjson = svc_dbres_str(res, 0, 0);
     }
@@ -316,7 +314,6 @@ static apr_status_t revoke_invite(svc_ctx_t *ctx, svc_db_t *db, void *baton)
 {
     const char *project_id = baton;
     const char *id = apr_table_get(ctx->params, "id");
-    svc_actor_t actor;
     svc_dbres_t *res;
     apr_status_t rv;
 
@@ -343,13 +340,12 @@ static apr_status_t revoke_invite(svc_ctx_t *ctx, svc_db_t *db, void *baton)
         }
         return svc_reply_empty(ctx);
     }
-    svc_actor_from_ctx(ctx, &actor);
-    rv = svc_audit_write(db, ctx->pool, &actor, ctx->org->id, "invite.revoked", "invite", id,
-                         svc_json_pool(ctx->pool,
-                                       json_pack("{s:s,s:s,s:s?}", "email",
-                                                 svc_dbres_str(res, 0, 0), "role",
-                                                 svc_dbres_str(res, 0, 1), "project_id",
-                                                 project_id)));
+    rv = svc_audit_ctx(ctx, db, "invite.revoked", "invite", id,
+                       svc_json_pool(ctx->pool,
+                                     json_pack("{s:s,s:s,s:s?}", "email",
+                                               svc_dbres_str(res, 0, 0), "role",
+                                               svc_dbres_str(res, 0, 1), "project_id",
+                                               project_id)));
     return rv == APR_SUCCESS ? svc_reply_empty(ctx) : rv;
 }
 

@@ -19,7 +19,7 @@ static const svc_col_t member_item[] = {
     { .key = "name", .type = SVC_COL_TEXT, .example = "Ada Lovelace" },
     { .key = "role", .type = SVC_COL_TEXT, .values = svc_role_values },
     { .key = "joined_at", .type = SVC_COL_TIME },
-    { .key = "updated_at", .type = SVC_COL_TIME },
+    SVC_COL_UPDATED_AT,
     SVC_COL_END
 };
 
@@ -249,7 +249,6 @@ static apr_status_t remove_member(svc_ctx_t *ctx, svc_db_t *db, void *baton)
     const char *user_id = apr_table_get(ctx->params, "userId");
     int self = strcmp(user_id, ctx->who->user_id) == 0;
     svc_role_e me, role;
-    svc_actor_t actor;
     svc_dbres_t *res, *teams, *toks;
     apr_status_t rv;
 
@@ -275,16 +274,15 @@ static apr_status_t remove_member(svc_ctx_t *ctx, svc_db_t *db, void *baton)
                               user_id)) != APR_SUCCESS) {
         return rv;
     }
-    svc_actor_from_ctx(ctx, &actor);
-    rv = svc_audit_write(db, ctx->pool, &actor, ctx->org->id,
-                         self ? "member.left" : "member.removed", "user", user_id,
-                         svc_json_pool(ctx->pool,
-                                       json_pack("{s:s,s:o,s:I}", "role", svc_role_name(role),
-                                                 "teams",
-                                                 json_loads(svc_dbres_str(teams, 0, 0), 0,
-                                                            NULL),
-                                                 "tokens_revoked",
-                                                 (json_int_t)svc_dbres_affected(toks))));
+    rv = svc_audit_ctx(ctx, db,
+                       self ? "member.left" : "member.removed", "user", user_id,
+                       svc_json_pool(ctx->pool,
+                                     json_pack("{s:s,s:o,s:I}", "role", svc_role_name(role),
+                                               "teams",
+                                               json_loads(svc_dbres_str(teams, 0, 0), 0,
+                                                          NULL),
+                                               "tokens_revoked",
+                                               (json_int_t)svc_dbres_affected(toks))));
     return rv == APR_SUCCESS ? svc_reply_empty(ctx) : rv;
 }
 
@@ -305,7 +303,6 @@ static apr_status_t transfer(svc_ctx_t *ctx, svc_db_t *db, void *baton)
     const char *to = svc_json_str(ctx->body, "user_id");
     const char *json;
     svc_role_e me, was;
-    svc_actor_t actor;
     svc_dbres_t *res;
     apr_status_t rv;
 
@@ -340,15 +337,14 @@ static apr_status_t transfer(svc_ctx_t *ctx, svc_db_t *db, void *baton)
                               "owner")) != APR_SUCCESS) {
         return rv;
     }
-    svc_actor_from_ctx(ctx, &actor);
-    rv = svc_audit_write(db, ctx->pool, &actor, ctx->org->id, "ownership.transferred", "user",
-                         to,
-                         svc_json_pool(ctx->pool,
-                                       json_pack("{s:s,s:s,s:{s:s,s:s},s:{s:s,s:s}}",
-                                                 "from", ctx->who->user_id, "to", to,
-                                                 "before", "from_role", "owner", "to_role",
-                                                 svc_role_name(was), "after", "from_role",
-                                                 "admin", "to_role", "owner")));
+    rv = svc_audit_ctx(ctx, db, "ownership.transferred", "user",
+                       to,
+                       svc_json_pool(ctx->pool,
+                                     json_pack("{s:s,s:s,s:{s:s,s:s},s:{s:s,s:s}}",
+                                               "from", ctx->who->user_id, "to", to,
+                                               "before", "from_role", "owner", "to_role",
+                                               svc_role_name(was), "after", "from_role",
+                                               "admin", "to_role", "owner")));
     if (rv != APR_SUCCESS
         || (rv = svc_org_json(db, ctx->pool, ctx->org->id, ctx->who->user_id, &json))
            != APR_SUCCESS) {

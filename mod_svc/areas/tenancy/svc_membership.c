@@ -68,16 +68,14 @@ apr_status_t svc_roster_set_role(svc_ctx_t *ctx, svc_db_t *db, const svc_roster_
                                  const char *target_type, const char *target_id,
                                  const json_t *data)
 {
-    svc_actor_t actor;
     apr_status_t rv;
 
     rv = svc_db_execv(db, roster->set_role, ctx->pool, NULL, scope_id, user_id, role_s);
     if (rv != APR_SUCCESS) {
         return rv;
     }
-    svc_actor_from_ctx(ctx, &actor);
-    return svc_audit_write(db, ctx->pool, &actor, ctx->org->id, roster->role_changed,
-                           target_type, target_id, data);
+    return svc_audit_ctx(ctx, db, roster->role_changed,
+                         target_type, target_id, data);
 }
 
 apr_status_t svc_roster_reply(svc_ctx_t *ctx, svc_db_t *db, const svc_roster_t *roster,

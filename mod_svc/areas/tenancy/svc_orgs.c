@@ -27,8 +27,8 @@ static const svc_col_t org_item[] = {
     { .key = "owner", .type = SVC_COL_OBJECT, .flags = SVC_COL_NULL, .sub = org_owner },
     { .key = "members", .type = SVC_COL_INT, .description = "How many members it has." },
     { .key = "projects", .type = SVC_COL_INT, .description = "How many projects it has." },
-    { .key = "created_at", .type = SVC_COL_TIME },
-    { .key = "updated_at", .type = SVC_COL_TIME },
+    SVC_COL_CREATED_AT,
+    SVC_COL_UPDATED_AT,
     SVC_COL_END
 };
 
@@ -45,8 +45,8 @@ static const svc_col_t org_list_item[] = {
     { .key = "name", .type = SVC_COL_TEXT, .example = "Acme" },
     { .key = "role", .type = SVC_COL_TEXT, .values = svc_role_values,
       .description = "Your role in it." },
-    { .key = "created_at", .type = SVC_COL_TIME },
-    { .key = "updated_at", .type = SVC_COL_TIME },
+    SVC_COL_CREATED_AT,
+    SVC_COL_UPDATED_AT,
     SVC_COL_END
 };
 
@@ -174,18 +174,10 @@ apr_status_t svc_org_json(svc_db_t *db, apr_pool_t *p, const char *org_id,
 
 apr_status_t svc_org_list_all(svc_db_t *db, apr_pool_t *p, const char **pjson)
 {
-    svc_dbres_t *res;
-    apr_status_t rv;
+    apr_status_t rv = svc_db_value(db, &st_org_list_all, p, pjson, NULL);
 
-    rv = svc_db_exec(db, &st_org_list_all, p, &res, NULL);
-    if (rv != APR_SUCCESS) {
-        return rv;
-    }
-    if (svc_dbres_rows(res) != 1) {
-        return SVC_EDB;
-    }
-    *pjson = svc_dbres_str(res, 0, 0);
-    return APR_SUCCESS;
+    /* An aggregate: its one row is always there. */
+    return rv == SVC_ENOTFOUND ? SVC_EDB : rv;
 }
 
 apr_status_t svc_h_orgs_list(svc_ctx_t *ctx)
@@ -245,7 +237,6 @@ static apr_status_t rename_org(svc_ctx_t *ctx, svc_db_t *db, void *baton)
 {
     const char *name = svc_json_str(ctx->body, "name");
     const char *before, *json;
-    svc_actor_t actor;
     svc_dbres_t *res;
     apr_status_t rv;
 
@@ -263,12 +254,11 @@ static apr_status_t rename_org(svc_ctx_t *ctx, svc_db_t *db, void *baton)
         if (rv != APR_SUCCESS) {
             return rv;
         }
-        svc_actor_from_ctx(ctx, &actor);
-        rv = svc_audit_write(db, ctx->pool, &actor, ctx->org->id, "org.updated", "org",
-                             ctx->org->id,
-                             svc_json_pool(ctx->pool,
-                                           json_pack("{s:{s:s},s:{s:s}}", "before", "name",
-                                                     before, "after", "name", name)));
+        rv = svc_audit_ctx(ctx, db, "org.updated", "org",
+                           ctx->org->id,
+                           svc_json_pool(ctx->pool,
+                                         json_pack("{s:{s:s},s:{s:s}}", "before", "name",
+                                                   before, "after", "name", name)));
         if (rv != APR_SUCCESS) {
             return rv;
         }

@@ -23,8 +23,8 @@ static const svc_col_t project_item[] = {
     { .key = "role", .type = SVC_COL_TEXT, .values = svc_prole_values,
       .description = "Your effective role in it (org owners and admins maintain every "
         "project; others hold their team role, or view)." },
-    { .key = "created_at", .type = SVC_COL_TIME },
-    { .key = "updated_at", .type = SVC_COL_TIME },
+    SVC_COL_CREATED_AT,
+    SVC_COL_UPDATED_AT,
     SVC_COL_END
 };
 
@@ -194,7 +194,6 @@ static apr_status_t update_project(svc_ctx_t *ctx, svc_db_t *db, void *baton)
 {
     const json_t *archived = json_object_get(ctx->body, "archived");
     svc_dbres_t *before, *after;
-    svc_actor_t actor;
     json_error_t jerr;
     apr_status_t rv;
 
@@ -218,9 +217,8 @@ static apr_status_t update_project(svc_ctx_t *ctx, svc_db_t *db, void *baton)
         json_t *data = json_pack("{s:o?,s:o?}",
                                  "before", json_loads(svc_dbres_str(before, 0, 0), 0, &jerr),
                                  "after", json_loads(svc_dbres_str(after, 0, 0), 0, &jerr));
-        svc_actor_from_ctx(ctx, &actor);
-        rv = svc_audit_write(db, ctx->pool, &actor, ctx->org->id, "project.updated",
-                             "project", ctx->project->id, svc_json_pool(ctx->pool, data));
+        rv = svc_audit_ctx(ctx, db, "project.updated",
+                           "project", ctx->project->id, svc_json_pool(ctx->pool, data));
         if (rv != APR_SUCCESS) {
             return rv;
         }

@@ -22,7 +22,7 @@ static const svc_col_t team_item[] = {
     { .key = "org_role", .type = SVC_COL_TEXT, .values = svc_role_values,
       .description = "Their role in the organization." },
     { .key = "added_at", .type = SVC_COL_TIME },
-    { .key = "updated_at", .type = SVC_COL_TIME },
+    SVC_COL_UPDATED_AT,
     SVC_COL_END
 };
 
@@ -234,7 +234,6 @@ static apr_status_t remove_from_team(svc_ctx_t *ctx, svc_db_t *db, void *baton)
 {
     const char *user_id = apr_table_get(ctx->params, "userId");
     int self = strcmp(user_id, ctx->who->user_id) == 0;
-    svc_actor_t actor;
     svc_dbres_t *res;
     apr_status_t rv;
 
@@ -248,13 +247,12 @@ static apr_status_t remove_from_team(svc_ctx_t *ctx, svc_db_t *db, void *baton)
     if (svc_dbres_rows(res) != 1) {
         return not_on_team(ctx, user_id);
     }
-    svc_actor_from_ctx(ctx, &actor);
-    rv = svc_audit_write(db, ctx->pool, &actor, ctx->org->id,
-                         self ? "team.member_left" : "team.member_removed", "project",
-                         ctx->project->id,
-                         svc_json_pool(ctx->pool,
-                                       json_pack("{s:s,s:s}", "user_id", user_id, "role",
-                                                 svc_dbres_str(res, 0, 0))));
+    rv = svc_audit_ctx(ctx, db,
+                       self ? "team.member_left" : "team.member_removed", "project",
+                       ctx->project->id,
+                       svc_json_pool(ctx->pool,
+                                     json_pack("{s:s,s:s}", "user_id", user_id, "role",
+                                               svc_dbres_str(res, 0, 0))));
     return rv == APR_SUCCESS ? svc_reply_empty(ctx) : rv;
 }
 

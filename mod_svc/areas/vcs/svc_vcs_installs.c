@@ -53,8 +53,8 @@ static const svc_col_t installation_keys[] = {
                                                                     "unlinked") },
     { .key = "deleted_at", .type = SVC_COL_TIME, .flags = SVC_COL_NULL,
       .description = "When the provider said it was uninstalled." },
-    { .key = "created_at", .type = SVC_COL_TIME },
-    { .key = "updated_at", .type = SVC_COL_TIME },
+    SVC_COL_CREATED_AT,
+    SVC_COL_UPDATED_AT,
     SVC_COL_END
 };
 
@@ -498,13 +498,8 @@ static apr_status_t unlink_installation(svc_ctx_t *ctx, svc_db_t *db, void *bato
         }
     }
     /* Unlinking an unlinked installation again changes nothing and says the same. */
-    if ((rv = svc_db_execv(db, &st_inst_get, ctx->pool, &res, idtext, ctx->org->id))
-        != APR_SUCCESS) {
+    if ((rv = svc_org_row(ctx, db, &st_inst_get, "installation", idtext, &res)) != APR_SUCCESS) {
         return rv;
-    }
-    if (svc_dbres_rows(res) != 1) {
-        return svc_fail(ctx, 404, "not_found", "No installation %s in %s.", idtext,
-                        ctx->org->slug);
     }
     item = json_loads(svc_dbres_str(res, 0, 0), 0, &jerr);
     login = svc_dbres_str(res, 0, 1);

@@ -285,7 +285,6 @@ static apr_status_t link_write(svc_ctx_t *ctx, svc_db_t *db, const svc_projref_t
 {
     json_t *before = NULL;
     json_error_t jerr;
-    svc_actor_t actor;
     svc_dbres_t *res;
     apr_status_t rv;
 
@@ -314,16 +313,15 @@ static apr_status_t link_write(svc_ctx_t *ctx, svc_db_t *db, const svc_projref_t
         json_decref(before);
         return rv;
     }
-    svc_actor_from_ctx(ctx, &actor);
-    return svc_audit_write(db, ctx->pool, &actor, ctx->org->id, "project.repository.linked",
-                           "project", proj->id,
-                           svc_json_pool(ctx->pool,
-                                         json_pack("{s:s,s:I,s:s,s:I,s:o?}", "project",
-                                                   proj->slug, "installation_id",
-                                                   (json_int_t)apr_atoi64(installation_id),
-                                                   "full_name",
-                                                   repo->full_name, "repo_id",
-                                                   (json_int_t)repo->id, "before", before)));
+    return svc_audit_ctx(ctx, db, "project.repository.linked",
+                         "project", proj->id,
+                         svc_json_pool(ctx->pool,
+                                       json_pack("{s:s,s:I,s:s,s:I,s:o?}", "project",
+                                                 proj->slug, "installation_id",
+                                                 (json_int_t)apr_atoi64(installation_id),
+                                                 "full_name",
+                                                 repo->full_name, "repo_id",
+                                                 (json_int_t)repo->id, "before", before)));
 }
 
 /* The project's link as JSON text, or NULL when it has none. */
@@ -444,7 +442,6 @@ apr_status_t svc_h_vcs_link_put(svc_ctx_t *ctx)
 
 static apr_status_t unlink_repository(svc_ctx_t *ctx, svc_db_t *db, void *baton)
 {
-    svc_actor_t actor;
     svc_dbres_t *res;
     apr_status_t rv;
 
@@ -456,15 +453,14 @@ static apr_status_t unlink_repository(svc_ctx_t *ctx, svc_db_t *db, void *baton)
     }
     /* Removing a link that is not there changes nothing, and is no error. */
     if (svc_dbres_rows(res) == 1) {
-        svc_actor_from_ctx(ctx, &actor);
-        rv = svc_audit_write(db, ctx->pool, &actor, ctx->org->id, "project.repository.unlinked",
-                             "project", ctx->project->id,
-                             svc_json_pool(ctx->pool,
-                                           json_pack("{s:s,s:I,s:s}", "project",
-                                                     ctx->project->slug, "installation_id",
-                                                     (json_int_t)apr_atoi64(
-                                                         svc_dbres_str(res, 0, 0)),
-                                                     "full_name", svc_dbres_str(res, 0, 1))));
+        rv = svc_audit_ctx(ctx, db, "project.repository.unlinked",
+                           "project", ctx->project->id,
+                           svc_json_pool(ctx->pool,
+                                         json_pack("{s:s,s:I,s:s}", "project",
+                                                   ctx->project->slug, "installation_id",
+                                                   (json_int_t)apr_atoi64(
+                                                       svc_dbres_str(res, 0, 0)),
+                                                   "full_name", svc_dbres_str(res, 0, 1))));
     }
     return rv == APR_SUCCESS ? svc_reply_empty(ctx) : rv;
 }
