@@ -64,7 +64,7 @@ postmaster_alive() {
     local pidfile=$1/data/postmaster.pid pid
     [ -s "$pidfile" ] || return 1
     pid=$(head -n 1 "$pidfile")
-    [ -n "$pid" ] && tr '\0' '\n' <"/proc/$pid/cmdline" 2>/dev/null | grep -qxF "$1/data"
+    [ -n "$pid" ] && tr '\0' '\n' 2>/dev/null <"/proc/$pid/cmdline" | grep -qxF "$1/data"
 }
 sweep_leftovers() {
     local owner=$1 home=${2:-} d
