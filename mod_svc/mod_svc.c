@@ -220,6 +220,34 @@ static int svc_map_to_storage(request_rec *r)
     return apr_table_get(r->notes, SVC_NOTE_OWN) ? OK : DECLINED;
 }
 
+/*
+ * The metrics' layout (svc_metrics.h), unless SvcMetrics Off: a slot per
+ * route of the table and per rate class, all known now. `table` is the
+ * router's own: the rows it matches are the rows counted.
+ */
+static svc_metrics_t *metrics_layout(apr_pool_t *pconf, server_rec *s,
+                                     const svc_route_t *table)
+{
+    svc_server_conf *sc = ap_get_module_config(s->module_config, &svc_module);
+    apr_array_header_t *classes = apr_array_make(pconf, 16, sizeof(const char *));
+    const svc_rate_class_t *d;
+    const svc_route_t *r;
+
+    if (sc->metrics_off) {
+        return NULL;
+    }
+    for (d = svc_rate_defaults; d->name; d++) {
+        APR_ARRAY_PUSH(classes, const char *) = d->name;
+    }
+    for (r = table; r->method; r++) {
+        if (r->rate_class) {
+            APR_ARRAY_PUSH(classes, const char *) = r->rate_class;
+        }
+    }
+    APR_ARRAY_PUSH(classes, const char *) = NULL;
+    return svc_metrics_create(pconf, table, (const char *const *)classes->elts);
+}
+
 static int svc_post_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp,
                            server_rec *s)
 {
@@ -229,6 +257,8 @@ static int svc_post_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptem
     server_rec *vs;
     const char *undocumented;
     svc_shared_t *shared;
+    svc_metrics_t *metrics;
+    const svc_route_t *table;
     apr_status_t rv;
 
     /* Libraries that want one call per process, before any thread exists. */
@@ -245,7 +275,8 @@ static int svc_post_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptem
                      "LoadModule dbd_module before LoadModule svc_module");
         return HTTP_INTERNAL_SERVER_ERROR;
     }
-    rv = svc_router_create(&rt, svc_route_table(pconf, svc_areas), pconf);
+    table = svc_route_table(pconf, svc_areas);
+    rv = svc_router_create(&rt, table, pconf);
     if (rv != APR_SUCCESS) {
         ap_log_error(APLOG_MARK, APLOG_CRIT, rv, s, "SVC0003: the route table is invalid");
         return HTTP_INTERNAL_SERVER_ERROR;
@@ -260,12 +291,18 @@ static int svc_post_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptem
     }
 
     /* Made here, in the parent before it forks: children and the run
-     * supervisor all map it (svc_shared.h). */
-    shared = svc_shared_create(pconf, &rv);
+     * supervisor all map it (svc_shared.h), metrics and all. */
+    metrics = metrics_layout(pconf, s, table);
+    shared = svc_shared_create(pconf, metrics ? svc_metrics_size(metrics) : 0, &rv);
     if (!shared) {
         ap_log_error(APLOG_MARK, APLOG_ERR, rv, s, "SVC0800: cannot make the shared memory "
                      "segment; /internal/ready answers 503 until httpd restarts");
+        metrics = NULL;
     }
+    if (metrics) {
+        svc_metrics_bind(metrics, svc_shared_extra(shared));
+    }
+    svc_metrics_use(metrics);
     for (vs = s; vs; vs = vs->next) {
         svc_server_conf *sc = ap_get_module_config(vs->module_config, &svc_module);
         const char *err = NULL;

@@ -375,14 +375,16 @@ static const char *set_vcs_ca_file(cmd_parms *cmd, void *dummy, const char *arg)
     return NULL;
 }
 
-static const char *set_run_supervisor(cmd_parms *cmd, void *dummy, int on)
+/* A server-wide On|Off kept as "off" (cmd->info: the int's offset in
+ * svc_server_conf): SvcRunSupervisor, SvcMetrics. */
+static const char *set_global_off(cmd_parms *cmd, void *dummy, int on)
 {
     const char *err = ap_check_cmd_context(cmd, GLOBAL_ONLY);
 
     if (err) {
         return err;
     }
-    server_conf(cmd)->sup_off = !on;
+    *(int *)((char *)server_conf(cmd) + (apr_uintptr_t)cmd->info) = !on;
     return NULL;
 }
 
@@ -592,9 +594,14 @@ const command_rec svc_cmds[] = {
     /* Runs: one supervisor per httpd, so its settings are the main server's;
      * only the run timeout and the agent's limits are per virtual host (a run
      * keeps the values of the host it was started through). */
-    AP_INIT_FLAG("SvcRunSupervisor", set_run_supervisor, NULL, RSRC_CONF,
+    AP_INIT_FLAG("SvcRunSupervisor", set_global_off,
+                 (void *)APR_OFFSETOF(svc_server_conf, sup_off), RSRC_CONF,
                  "On (default): this httpd carries out queued runs; Off: it only serves "
                  "the API, and other nodes run them"),
+    AP_INIT_FLAG("SvcMetrics", set_global_off,
+                 (void *)APR_OFFSETOF(svc_server_conf, metrics_off), RSRC_CONF,
+                 "On (default): count requests, pool waits, streams, model calls and more "
+                 "in shared memory for GET /internal/metrics; Off: count nothing"),
     AP_INIT_TAKE_ARGV("SvcRunner", set_runner, NULL, RSRC_CONF,
                       "The program (and arguments) that runs the factory in its sandbox "
                       "instead of bubblewrap, with {workspace}, {factory} and {run} "

@@ -46,6 +46,7 @@ static void db_return(svc_lease_t *lease)
         dbd_close(lease->r->server, lease->dbd);
         lease->dbd = NULL;
         lease->ctx->db = NULL;
+        svc_metrics_db_released(svc_metrics_current());
     }
 }
 
@@ -105,8 +106,13 @@ static apr_status_t db_acquire(svc_ctx_t *ctx)
     request_rec *r = lease->r;
     PGconn *conn;
     apr_status_t rv;
+    apr_time_t asked = apr_time_now();
 
+    /* With DBDPersist, mod_dbd lends from its reslist: when DBDMax are all
+     * lent, this waits for one to come back; the wait is what the pool's
+     * histogram shows (svc_db_acquire_wait_seconds). */
     lease->dbd = dbd_open(lease->pool, r->server);
+    svc_metrics_db_acquired(svc_metrics_current(), lease->dbd != NULL, apr_time_now() - asked);
     svc_dbwatch_result(r, lease->dbd != NULL);
     if (!lease->dbd) {
         return SVC_EDBDOWN;
@@ -116,6 +122,7 @@ static apr_status_t db_acquire(svc_ctx_t *ctx)
                       apr_dbd_name(lease->dbd->driver));
         dbd_close(r->server, lease->dbd);
         lease->dbd = NULL;
+        svc_metrics_db_released(svc_metrics_current());
         return APR_ENOTIMPL;
     }
     conn = apr_dbd_native_handle(lease->dbd->driver, lease->dbd->handle);
@@ -124,6 +131,7 @@ static apr_status_t db_acquire(svc_ctx_t *ctx)
     if (rv != APR_SUCCESS) {
         dbd_close(r->server, lease->dbd);
         lease->dbd = NULL;
+        svc_metrics_db_released(svc_metrics_current());
         return rv;
     }
     if (ctx->route && !(ctx->route->flags & SVC_RF_NO_DB)) {

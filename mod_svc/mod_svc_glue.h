@@ -61,6 +61,9 @@ typedef struct {
      */
     svc_supervisor_conf_t sup;
     int sup_off;
+    /* SvcMetrics Off: nothing is counted, /internal/metrics answers 404
+     * (server-wide: the main server's setting counts). */
+    int metrics_off;
 } svc_server_conf;
 
 /* The directives and the per-server configuration (mod_svc_config.c). */

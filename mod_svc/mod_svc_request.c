@@ -317,7 +317,7 @@ int svc_handler(request_rec *r)
     stream_body_t *sb = NULL;
     svc_ctx_t *ctx;
     apr_status_t rv;
-    int refused;
+    int refused, ret;
 
     if (!r->handler || strncmp(r->handler, "svc", 3) != 0) {
         return DECLINED;
@@ -385,10 +385,18 @@ int svc_handler(request_rec *r)
     }
     set_notes(r, ctx);
     if (rv == APR_SUCCESS && ctx->stream) {
-        /* The stream replays from the database, then lets go of it. */
-        return svc_sse_begin(r, ctx);
+        /* The stream replays from the database, then lets go of it. Its
+         * request is counted once its head went out (or it was refused):
+         * a stream's length says nothing about the server. httpd holds r
+         * until this handler returns, suspended or not. */
+        ret = svc_sse_begin(r, ctx);
     }
-    /* Give the connection back before talking to a possibly slow client. */
-    svc_glue_ctx_release(ctx);
-    return svc_glue_respond(ctx, r);
+    else {
+        /* Give the connection back before talking to a possibly slow client. */
+        svc_glue_ctx_release(ctx);
+        ret = svc_glue_respond(ctx, r);
+    }
+    svc_metrics_request(svc_metrics_current(), ctx->route, r->status,
+                        apr_time_now() - r->request_time);
+    return ret;
 }

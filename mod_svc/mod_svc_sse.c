@@ -1198,6 +1198,21 @@ static apr_status_t take_place(request_rec *r, svc_ctx_t *ctx, svc_hub_t *hub, i
     return APR_SUCCESS;
 }
 
+/* The open streams' gauge (svc_metrics.h): one more from the head on,
+ * one less when the request's pool goes, however the stream ends. */
+static apr_status_t stream_uncount(void *data)
+{
+    svc_metrics_stream(svc_metrics_current(), (svc_mstream_e)(apr_uintptr_t)data, -1);
+    return APR_SUCCESS;
+}
+
+static void stream_counted(request_rec *r, svc_mstream_e kind)
+{
+    svc_metrics_stream(svc_metrics_current(), kind, 1);
+    apr_pool_cleanup_register(r->pool, (void *)(apr_uintptr_t)kind, stream_uncount,
+                              apr_pool_cleanup_null);
+}
+
 int svc_sse_begin(request_rec *r, svc_ctx_t *ctx)
 {
     svc_server_conf *sc = ap_get_module_config(r->server->module_config, &svc_module);
@@ -1228,6 +1243,7 @@ int svc_sse_begin(request_rec *r, svc_ctx_t *ctx)
     if ((rv = take_place(r, ctx, hub, sc->core.stream_limit)) != APR_SUCCESS) {
         return stream_refused(r, ctx, rv);
     }
+    stream_counted(r, spec->target_id ? SVC_MSTREAM_AGENT : SVC_MSTREAM_ORG);
     svc_glue_write_head(ctx, r, 200, "text/event-stream; charset=utf-8");
     /* Proxies in front (nginx, some load balancers) must not buffer it. */
     apr_table_setn(r->err_headers_out, "X-Accel-Buffering", "no");

@@ -28,8 +28,12 @@
 APLOG_USE_MODULE(svc);
 
 #define SHARE_PREFIX "/api/share/"
-#define SHARE_PREFIX_LEN (sizeof(SHARE_PREFIX) - 1)
 #define SHARE_MASK "[REDACTED]"
+
+/* The paths whose first segment after the prefix is a share token: the
+ * portal's API, and the web UI's page of the portal (docs/ui.md), which
+ * httpd serves as a file and logs like any other request. */
+static const char *const share_prefixes[] = { SHARE_PREFIX, "/share/", NULL };
 
 /* Per request (r->request_config) once it was read: the token taken out
  * of its path, or NULL. */
@@ -68,7 +72,8 @@ static int mentions_share(apr_pool_t *p, const char *path)
  * A request target ("/path?query", or absolute "http://host/path?query")
  * with the share token masked: the path as httpd will route it (dot
  * segments resolved, slashes merged, unreserved characters decoded) with
- * [REDACTED] for its first segment after /api/share/; the query as it was.
+ * [REDACTED] for its first segment after /api/share/ or /share/; the query
+ * as it was.
  * *ptoken is that segment, *prouted whether the masked path is the one
  * httpd may route (0: httpd refuses the path, the whole of it is masked).
  * NULL when the target names no share token.
@@ -77,7 +82,8 @@ static const char *share_target_masked(apr_pool_t *p, const char *target,
                                        const char **ptoken, int *prouted)
 {
     const char *path = target, *query;
-    apr_size_t tlen;
+    const char *const *pre;
+    apr_size_t plen, tlen;
     char *norm;
 
     *ptoken = NULL;
@@ -100,17 +106,19 @@ static const char *share_target_masked(apr_pool_t *p, const char *target,
         norm = apr_pstrmemdup(p, path, (apr_size_t)(query - path));
         return mentions_share(p, norm) ? apr_pstrcat(p, "/" SHARE_MASK, query, NULL) : NULL;
     }
-    if (strncmp(norm, SHARE_PREFIX, SHARE_PREFIX_LEN) != 0) {
+    for (pre = share_prefixes; *pre && strncmp(norm, *pre, strlen(*pre)) != 0; pre++) {
+    }
+    if (!*pre) {
         return NULL;
     }
-    tlen = strcspn(norm + SHARE_PREFIX_LEN, "/");
+    plen = strlen(*pre);
+    tlen = strcspn(norm + plen, "/");
     if (tlen == 0) {
         return NULL;
     }
-    *ptoken = apr_pstrmemdup(p, norm + SHARE_PREFIX_LEN, tlen);
+    *ptoken = apr_pstrmemdup(p, norm + plen, tlen);
     *prouted = 1;
-    return apr_pstrcat(p, SHARE_PREFIX SHARE_MASK, norm + SHARE_PREFIX_LEN + tlen, query,
-                       NULL);
+    return apr_pstrcat(p, *pre, SHARE_MASK, norm + plen + tlen, query, NULL);
 }
 
 /* The request line with its target (the second word) replaced. */

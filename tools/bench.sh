@@ -22,6 +22,10 @@
 # costs. Paths and tokens reach wrk through its environment, not its
 # command line.
 #
+# Then (BENCH_METRICS, default 1; 0: skip) /noop and the token route again
+# in an httpd restarted with SvcMetrics Off, then in one restarted with
+# them On (the default): what the metrics cost.
+#
 # Then the token route at 64 connections for BENCH_SOAK seconds (0: skip):
 # the reliability budget (a minute at 64 connections, not one non-2xx answer
 # on a valid request), where any non-2xx answer or socket error is a failure
@@ -47,7 +51,7 @@
 #
 #   BENCH_REQUESTS=200000 BENCH_CONNECTIONS=32 BENCH_WARMUP=5 BENCH_TOKENS=1
 #   BENCH_DOC_REQUESTS=50000 BENCH_SOAK=60 BENCH_STREAMS=2000 BENCH_STREAM_EVENTS=20
-#   BENCH_AGENTS=100 BENCH_AGENT_SECONDS=60 BENCH_RUNS=100 PORT=8080
+#   BENCH_AGENTS=100 BENCH_AGENT_SECONDS=60 BENCH_RUNS=100 BENCH_METRICS=1 PORT=8080
 set -euo pipefail
 
 SVC_RUN_LIB=1
@@ -311,6 +315,22 @@ bench_runs() {
     echo "  load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
 }
 
+# bench_metrics_pass NAME TOKEN: httpd restarted (BENCH_METRICS_OFF as the
+# caller sets it), warmed up, then the token route and /noop; their SVCBENCH
+# lines in BENCH_PASS as "TOKEN-ROUTE|NOOP" (not printed: httpd_start must
+# run in this shell, which keeps its pid). httpd stays up, with that
+# setting, until the next restart (NAME: the wrk files' suffix).
+bench_metrics_pass() {
+    local name=$1 token=$2 pat noop
+    httpd_stop
+    httpd_start "$VAR/log/error_log"
+    run_wrk "warmup-pat-$name" /api/me/tokens "$token" 0 "$WARMUP" >/dev/null
+    run_wrk "warmup-noop-$name" /noop "" 0 "$WARMUP" >/dev/null
+    pat=$(run_wrk "pat-$name" /api/me/tokens "$token" "$REQUESTS" 600)
+    noop=$(run_wrk "noop-$name" /noop "" "$REQUESTS" 600)
+    BENCH_PASS="$pat|$noop"
+}
+
 main_bench() {
     command -v wrk >/dev/null || die "wrk is not installed (tools/deps.sh)"
     setup_stack
@@ -393,6 +413,28 @@ main_bench() {
         -v n="$(rps "$noop")" 'BEGIN {
         printf "  org API / no-op: %.1f %%; portal / no-op: %.1f %%; portal without its rate limit / no-op: %.1f %%\n",
                100 * c / n, 100 * s / n, 100 * f / n }'
+    # What the metrics cost (issue 24): /noop and the token route in an
+    # httpd restarted with SvcMetrics Off, then in one restarted with them
+    # On (the default), each warmed up alike, so that both start from the
+    # same state (a fresh restart's caches and pool). BENCH_METRICS=0 skips it.
+    if [ "${BENCH_METRICS:-1}" != 0 ]; then
+        local off on
+        BENCH_METRICS_OFF=1 bench_metrics_pass off "$token"
+        off=$BENCH_PASS
+        bench_metrics_pass on "$token"
+        on=$BENCH_PASS
+        echo
+        echo "  metrics: httpd restarted with SvcMetrics Off, then On (/noop counts nothing"
+        echo "  either way: it shows the noise of the machine):"
+        report "GET /noop, metrics off" "${off#*|}"
+        report "GET /noop, metrics on" "${on#*|}"
+        report "GET /api/me/tokens, metrics off" "${off%%|*}"
+        report "GET /api/me/tokens, metrics on" "${on%%|*}"
+        awk -v p="$(rps "${on%%|*}")" -v po="$(rps "${off%%|*}")" -v n="$(rps "${on#*|}")" \
+            -v no="$(rps "${off#*|}")" 'BEGIN {
+            printf "  token route with metrics / without: %.1f %%; no-op: %.1f %%\n",
+                   100 * p / po, 100 * n / no }'
+    fi
     # The reliability budget: 64 connections for a while, and not one
     # failed answer or reset connection on valid requests.
     if [ "$SOAK" -gt 0 ]; then

@@ -39,6 +39,7 @@ DEB_RUN=(
     bubblewrap             # the runs' sandbox (bwrap)
     git                    # build/svc-factory, the factory of runs, commits with it;
                            # the artifact is a git bundle
+    libjs-marked node-dompurify  # the web UI's Markdown and its sanitizer (svc.conf's Alias)
 )
 DEB_TEST=(
     libapache2-mod-perl2   # Debian ships Apache::Test in this package
@@ -65,6 +66,7 @@ DEB_TEST=(
                            # Debian 12): clang only recommends it, and we install without
     chromium               # t/ui/browser.t: the web UI in a headless browser (playwright-core
                            # drives this one; no browser is ever downloaded)
+    prometheus             # promtool: t/admin/metrics.t checks /internal/metrics with it
 )
 DEB_PKG=(
     debhelper dpkg-dev     # dpkg-buildpackage, dh (compat 13); dh_apache2 is in apache2-dev

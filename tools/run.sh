@@ -424,8 +424,26 @@ TypesConfig /dev/null
 # No fingerprinted file names (there is no build step), so every file is
 # revalidated with its ETag on each use (a 304 costs no body): a new
 # version is seen at once, never mixed with cached modules of the old one.
+# Markdown (marked) and its sanitizer (DOMPurify): the distribution's
+# copies (Debian: libjs-marked, node-dompurify), plain scripts.
+Alias /ui/vendor/marked.js "/usr/share/javascript/marked/marked.min.js"
+Alias /ui/vendor/purify.js "/usr/share/nodejs/dompurify/dist/purify.min.js"
 Alias /ui/ "$TOP/ui/"
 AliasMatch "^/(?:tokens|orgs/(?![^/]+/vcs/install\$)[^/].*)?\$" "$TOP/ui/index.html"
+# The share portal's page: its path carries the link's token (the module
+# masks it in the logs), which no other origin may learn from a Referer.
+AliasMatch "^/share/[^/]+\$" "$TOP/ui/index.html"
+<LocationMatch "^/share/">
+    Header always set Referrer-Policy "no-referrer"
+</LocationMatch>
+<Location "/ui/vendor/">
+    Require all granted
+    AddType text/javascript .js
+    AddCharset utf-8 .js
+    FileETag MTime Size
+    Header always set Cache-Control "no-cache"
+    Header always set X-Content-Type-Options "nosniff"
+</Location>
 <Directory "$TOP/ui">
     Require all granted
     Options None
@@ -456,6 +474,10 @@ Listen 127.0.0.1:$((PORT + 1))
     SvcRateLimit share 0 60
 </VirtualHost>
 EOF
+        fi
+        # make bench's metrics phase: the same routes with nothing counted.
+        if [ -n "${BENCH_METRICS_OFF:-}" ]; then
+            printf '%s\n' "SvcMetrics Off"
         fi
         # make bench's run phase: the concurrency measured, each run's parts
         # in the log (SVC0790 at debug), and no per-user limit on starting

@@ -5,6 +5,9 @@
 #include "svc_migrate.h"
 #include "svc_shared.h"
 #include "svc_json.h"
+#include "svc_metrics.h"
+
+#include <stdlib.h>
 
 #include <apr_strings.h>
 
@@ -94,4 +97,51 @@ apr_status_t svc_h_ready(svc_ctx_t *ctx)
                                     ctx->conf->shared && ctx->conf->shared->sup_expected
                                     ? "ok" : "off",
                                     "version", SVC_VERSION));
+}
+
+/*
+ * The run figures of a scrape: two counts and an age, each from a partial
+ * index of runs (runs_queue, runs_leases), so the query stays cheap however
+ * many runs have ever finished. Finished runs are not counted here: their
+ * totals only grow, and svc_http_requests_total of the run routes or the
+ * database itself tell them better.
+ */
+static const svc_stmt_t st_metrics_runs = {
+    "svc_metrics_runs",
+    "SELECT (SELECT count(*) FROM runs WHERE status = 'queued'),"
+    " (SELECT count(*) FROM runs WHERE status = 'running'),"
+    " coalesce((SELECT extract(epoch FROM now() - min(created_at)) FROM runs"
+    " WHERE status = 'queued'), 0)::float8::text",
+    0, SVC_STMT_READ
+};
+
+static const char *const run_statuses[] = { "queued", "running", NULL };
+
+apr_status_t svc_h_metrics(svc_ctx_t *ctx)
+{
+    svc_metrics_t *m = svc_metrics_current();
+    apr_int64_t *counts = apr_pcalloc(ctx->pool, 2 * sizeof(*counts));
+    svc_metrics_db_t dbm = { 0, run_statuses, counts, 0 };
+    const char *text;
+    svc_dbres_t *res;
+    svc_db_t *db;
+
+    if (!m) {
+        return svc_fail(ctx, 404, "not_found", "Metrics are off on this server "
+                        "(SvcMetrics Off).");
+    }
+    /* The counters answer whatever the database does: svc_database_up
+     * says whether the run figures could be read. */
+    if (svc_ctx_db(ctx, &db) == APR_SUCCESS
+        && svc_db_execv(db, &st_metrics_runs, ctx->pool, &res) == APR_SUCCESS
+        && svc_dbres_int64(res, 0, 0, &counts[0]) == APR_SUCCESS
+        && svc_dbres_int64(res, 0, 1, &counts[1]) == APR_SUCCESS) {
+        dbm.oldest_queued_s = strtod(svc_dbres_str(res, 0, 2), NULL);
+        dbm.have = 1;
+    }
+    if (svc_ctx_db_release(ctx) != APR_SUCCESS) {
+        dbm.have = 0;
+    }
+    text = svc_metrics_render(m, &dbm, ctx->pool);
+    return svc_reply_body(ctx, 200, SVC_METRICS_MEDIA, text, strlen(text));
 }

@@ -20,4 +20,10 @@ apr_status_t svc_h_health(svc_ctx_t *ctx);
  */
 apr_status_t svc_h_ready(svc_ctx_t *ctx);
 
+/*
+ * GET /internal/metrics: the server's metrics (svc_metrics.h) in
+ * Prometheus's text format, and the run queue read at scrape time.
+ */
+apr_status_t svc_h_metrics(svc_ctx_t *ctx);
+
 #endif /* SVC_HEALTH_H */

@@ -27,6 +27,7 @@
 #include "svc_health.h"
 #include "svc_hub.h"
 #include "svc_idempotency.h"
+#include "svc_metrics.h"
 #include "svc_openapi.h"
 #include "svc_page.h"
 #include "svc_ratelimit.h"

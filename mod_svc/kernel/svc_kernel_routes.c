@@ -78,11 +78,20 @@ static const svc_route_t routes[] = {
         "(`schema_behind`), `supervisor` (`supervisor_down`: the run supervisor of this node "
         "has not started, or has not gone round its loop within its lease). "
         "`/internal/health` stays the cheap liveness check." },
+    { .method = "GET", .path = "/internal/metrics", .handler = svc_h_metrics,
+      .auth = SVC_AUTH_INTERNAL, .flags = SVC_RF_NO_DB | SVC_RF_TEXT, .op_id = "getMetrics",
+      .tag = "Service", .answers = SVC_ANS_NOT_FOUND,
+      .summary = "Metrics of the whole server, for Prometheus",
+      .description = "The text exposition format 0.0.4 (`text/plain; version=0.0.4`): "
+        "requests by route template and status class, their durations, the database "
+        "pool, open event streams, queued and running runs, model calls and tokens, "
+        "webhook deliveries, rate-limit refusals, build info (docs/operations.md, "
+        "\"Monitoring\"). 404 when `SvcMetrics Off`." },
     SVC_ROUTE_END,
 };
 
 static const svc_tag_t tags[] = {
-    { "Service", "The service itself: this document, the health and readiness checks." },
+    { "Service", "The service itself: this document, the health and readiness checks, the metrics." },
     { NULL, NULL }
 };
 

@@ -4,6 +4,7 @@
 #include "svc_ratelimit.h"
 #include "svc_ctx.h"
 #include "svc_db.h"
+#include "svc_metrics.h"
 #include "svc_route.h"
 
 #include <string.h>
@@ -78,6 +79,7 @@ apr_status_t svc_rate_hit(svc_ctx_t *ctx, const char *class_name, const char *su
     apr_table_setn(ctx->headers_out, "RateLimit-Reset",
                    apr_psprintf(ctx->pool, "%" APR_INT64_T_FMT, retry < 1 ? 1 : retry));
     if (count > rc->limit) {
+        svc_metrics_rate_refused(svc_metrics_current(), class_name);
         apr_table_setn(ctx->headers_out, "Retry-After",
                        apr_psprintf(ctx->pool, "%" APR_INT64_T_FMT, retry < 1 ? 1 : retry));
         return svc_fail(ctx, 429, "rate_limited",

@@ -8,18 +8,27 @@
 #include <apr_time.h>
 #include <string.h>
 
-svc_shared_t *svc_shared_create(apr_pool_t *pconf, apr_status_t *prv)
+/* The header's size, rounded up so that the 64-bit words after it are
+ * aligned for apr_atomic_add64. */
+#define HEADER_SIZE ((sizeof(svc_shared_t) + 7) & ~(apr_size_t)7)
+
+svc_shared_t *svc_shared_create(apr_pool_t *pconf, apr_size_t extra, apr_status_t *prv)
 {
     apr_shm_t *shm;
     svc_shared_t *sh;
 
-    *prv = apr_shm_create(&shm, sizeof(*sh), NULL, pconf);
+    *prv = apr_shm_create(&shm, HEADER_SIZE + extra, NULL, pconf);
     if (*prv != APR_SUCCESS) {
         return NULL;
     }
     sh = apr_shm_baseaddr_get(shm);
-    memset(sh, 0, sizeof(*sh));
+    memset(sh, 0, HEADER_SIZE + extra);
     return sh;
+}
+
+void *svc_shared_extra(svc_shared_t *sh)
+{
+    return (char *)sh + HEADER_SIZE;
 }
 
 void svc_shared_beat(svc_shared_t *sh)

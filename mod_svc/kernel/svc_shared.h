@@ -1,6 +1,7 @@
 /*
  * svc_shared.h: what the processes of one httpd share in memory: the run
- * supervisor's heartbeat, for /internal/ready.
+ * supervisor's heartbeat, for /internal/ready, and the metrics' words
+ * (svc_metrics.h), which follow this header in the same segment.
  *
  * httpd's parent makes the segment at start (anonymous apr_shm, before it
  * forks anything), so every child and the supervisor map the same bytes at
@@ -27,9 +28,13 @@ struct svc_shared_t {
 };
 typedef struct svc_shared_t svc_shared_t;
 
-/* Makes the segment, zeroed, owned by pconf (gone with it). NULL and *prv
- * set when the system refuses it: readiness then says so. */
-svc_shared_t *svc_shared_create(apr_pool_t *pconf, apr_status_t *prv);
+/* Makes the segment, zeroed, owned by pconf (gone with it), with `extra`
+ * bytes after the header (svc_shared_extra). NULL and *prv set when the
+ * system refuses it: readiness then says so. */
+svc_shared_t *svc_shared_create(apr_pool_t *pconf, apr_size_t extra, apr_status_t *prv);
+
+/* The extra bytes, 8-aligned. */
+void *svc_shared_extra(svc_shared_t *sh);
 
 /* The supervisor went round its loop. NULL-safe. */
 void svc_shared_beat(svc_shared_t *sh);

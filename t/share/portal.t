@@ -13,6 +13,7 @@ use lib "$FindBin::Bin/../lib";
 use Apache::Test qw(-withtestmore);
 use File::Spec::Functions qw(catfile);
 use SvcTest;
+use LWP::UserAgent;
 
 my $owner = new_user('portal-owner');
 my $org   = new_org($owner, prefix => 'portal');
@@ -144,6 +145,24 @@ ok((grep { m{"GET /api/share/\[REDACTED\]/documents/doc_\w+ HTTP} } @lines),
    '... the rest of the path kept');
 ok((grep { m{"GET /api/share/\[REDACTED\] HTTP.* 404 } } @lines),
    '... also where no route matched');
+
+# --- the web UI's page of the portal: the token neither in the log nor in a Referer ----------
+{
+    my $ua = LWP::UserAgent->new(max_redirect => 0, timeout => 30);
+    my $page = $ua->get(base_url() . "/share/$t?from=portal-t");
+    is($page->code, 200, 'GET /share/:token: the web UI\'s page of the portal');
+    is($page->header('Referrer-Policy'), 'no-referrer', '... with Referrer-Policy: no-referrer');
+    my @ui;
+    wait_for(sub {
+        open my $fh, '<', $log or return 0;
+        @ui = grep { m{ /share/} } <$fh>;
+        return scalar grep { /from=portal-t/ } @ui;
+    }, timeout => 10);
+    ok((grep { m{"GET /share/\[REDACTED\]\?from=portal-t HTTP/1\.1" 200 } } @ui),
+       'access_log: the page\'s request line with [REDACTED] for the token')
+        or diag(join '', @ui);
+    is(scalar(grep { /svc_shr_/ } @ui), 0, '... and no token');
+}
 
 # --- rate limit per client address -------------------------------------------------------------
 {

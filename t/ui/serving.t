@@ -26,6 +26,7 @@ sub slurp {
     return scalar <$fh>;
 }
 my $index = slurp("$top/ui/index.html");
+my $type_js = qr{^text/javascript;\s*charset=utf-8$}i;
 
 # --- the page, for each of the UI's paths --------------------------------------
 for my $p ('/', '/tokens', '/orgs/acme', '/orgs/acme/projects/web',
@@ -41,8 +42,31 @@ for my $p ('/', '/tokens', '/orgs/acme', '/orgs/acme/projects/web',
     is($res->header('Cross-Origin-Opener-Policy'), 'same-origin', '... its own browsing context');
 }
 
+# --- the share portal's page: no Referer ever carries its token --------------------------
+{
+    my $res = $ua->get("$base/share/svc_shr_notarealtoken");
+    is($res->code, 200, 'GET /share/:token: 200');
+    is($res->content, $index, '... the UI\'s index.html');
+    is($res->header('Content-Security-Policy'), $CSP, '... the strict CSP');
+    is($res->header('Referrer-Policy'), 'no-referrer', '... and no referrer at all');
+    is($ua->get("$base/share/a/b")->code, 404, '/share/a/b is no page of the UI');
+}
+
+# --- Markdown and its sanitizer: the distribution's copies ------------------------------------
+for my $v (['marked.js', '/usr/share/javascript/marked/marked.min.js'],
+           ['purify.js', '/usr/share/nodejs/dompurify/dist/purify.min.js']) {
+    my $res = $ua->get("$base/ui/vendor/$v->[0]");
+    is($res->code, 200, "GET /ui/vendor/$v->[0]: 200");
+    is($res->content, slurp($v->[1]), "... $v->[1]");
+    like($res->header('Content-Type') // '', $type_js, '... a script');
+    is($res->header('X-Content-Type-Options'), 'nosniff', '... nosniff');
+    is($res->header('Cache-Control'), 'no-cache', '... revalidated');
+}
+like($index, qr{<script src="/ui/vendor/marked\.js"></script>\s*<script src="/ui/vendor/purify\.js"></script>\s*<script type="module"},
+     'index.html loads them before the modules');
+
 # --- the assets ------------------------------------------------------------------
-my %type = (js => qr{^text/javascript;\s*charset=utf-8$}i, css => qr{^text/css;\s*charset=utf-8$}i);
+my %type = (js => $type_js, css => qr{^text/css;\s*charset=utf-8$}i);
 opendir my $dh, "$top/ui/js" or die $!;
 my @assets = ('app.css', map { "js/$_" } sort grep { /\.js$/ } readdir $dh);
 ok(@assets >= 5, scalar(@assets) . ' assets');
@@ -91,7 +115,7 @@ is($ua->get("$base/ui/js/nothing.js")->code, 404, 'an asset that does not exist:
 sub ui_block {
     my ($file, $dir) = @_;
     my $s = slurp($file);
-    my ($b) = $s =~ /^(Alias \/ui\/ .*?^<\/Directory>)$/ms or return undef;
+    my ($b) = $s =~ /^(Alias \/ui\/.*?^<\/Directory>)$/ms or return undef;
     $b =~ s/\Q$dir\E/UIDIR/g;
     $b =~ s/\\\$/\$/g;          # tools/run.sh writes it through a here-document
     return $b;
@@ -107,6 +131,15 @@ like(slurp("$top/packaging/deb/svc.load"), qr/^# Depends: dbd alias headers mime
 # --- nothing builds HTML from strings ---------------------------------------------------
 unlike($index, qr/<script(?![^>]*\bsrc=)[^>]*>/i, 'index.html: no inline script');
 unlike($index, qr/\bstyle\s*=|<style/i, '... no inline style');
+# Markdown is the one markup from users: marked's output goes through
+# DOMPurify, which hands back nodes (RETURN_DOM_FRAGMENT), in one place.
+my @marked = grep { slurp("$top/ui/$_") =~ /\bmarked\b/ } grep { /\.js$/ } @assets;
+is_deeply(\@marked, ['js/markdown.js'], 'marked is used in js/markdown.js only');
+my $md = slurp("$top/ui/js/markdown.js");
+my @parse = $md =~ /(.*marked\.parse.*)/g;
+is(scalar @parse, 1, '... once');
+like($parse[0] // '', qr/DOMPurify\.sanitize\(window\.marked\.parse\(/, '... its output sanitized at once');
+like($md, qr/RETURN_DOM_FRAGMENT: true/, '... into nodes, not a string');
 for my $a (grep { /\.js$/ } @assets) {
     my $js = slurp("$top/ui/$a");
     unlike($js, qr/\b(?:innerHTML|outerHTML|insertAdjacentHTML|document\.write)\b|\beval\s*\(|\bnew Function\b/,

@@ -14,8 +14,9 @@ export class Problem extends Error {
 }
 
 // api('POST', '/api/orgs', {slug, name}, {idempotencyKey}) -> the decoded
-// JSON answer (null for 204). No X-Requested-With: the browser's Origin
-// header is what the server's CSRF check takes, as for any other client.
+// JSON answer (null for 204; with {text: true}, the answer's text). No
+// X-Requested-With: the browser's Origin header is what the server's CSRF
+// check takes, as for any other client.
 export async function api(method, path, body, opts = {}) {
     const headers = { Accept: 'application/json' };
     const init = { method, headers, credentials: 'same-origin', cache: 'no-store' };
@@ -36,6 +37,9 @@ export async function api(method, path, body, opts = {}) {
         return null;
     }
     const type = res.headers.get('Content-Type') || '';
+    if (res.ok && opts.text) {
+        return res.text();      // a document's body: text/markdown
+    }
     let doc = null;
     if (/json/.test(type)) {
         doc = await res.json().catch(() => null);

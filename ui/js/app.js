@@ -8,6 +8,9 @@ import { act, showProblem } from './page.js';
 import { homePage, orgPage, projectPage } from './orgs.js';
 import { runPage } from './run.js';
 import { tokensPage } from './tokens.js';
+import { providersPage } from './providers.js';
+import { productsPage, productPage, documentPage } from './documents.js';
+import { sharePage } from './share.js';
 
 const routes = [
     [/^\/$/, homePage],
@@ -15,6 +18,15 @@ const routes = [
     [/^\/orgs\/([^/]+)$/, orgPage],
     [/^\/orgs\/([^/]+)\/projects\/([^/]+)$/, projectPage],
     [/^\/orgs\/([^/]+)\/projects\/([^/]+)\/runs\/([^/]+)$/, runPage],
+    [/^\/orgs\/([^/]+)\/providers$/, providersPage],
+    [/^\/orgs\/([^/]+)\/projects\/([^/]+)\/products$/, productsPage],
+    [/^\/orgs\/([^/]+)\/products\/([^/]+)$/, productPage],
+    [/^\/orgs\/([^/]+)\/documents\/([^/]+)$/, documentPage],
+];
+
+// Pages for people without an account: no sign-in, no header.
+const publicRoutes = [
+    [/^\/share\/([^/]+)$/, sharePage],
 ];
 
 function nav(me, orgSlug) {
@@ -53,6 +65,16 @@ function signInPage(main) {
 
 async function boot() {
     const main = clear(document.getElementById('main'));
+    const pub = publicRoutes.map(([re, page]) => [location.pathname.match(re), page])
+        .find(([m]) => m);
+    if (pub) {
+        try {
+            await pub[1](main, ...pub[0].slice(1).map(decodeURIComponent));
+        } catch (e) {
+            showProblem(e);
+        }
+        return;
+    }
     let me = null;
     try {
         me = await api('GET', '/api/me');

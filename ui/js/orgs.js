@@ -52,7 +52,8 @@ export async function orgPage(main, me, org) {
         api('GET', path`/api/orgs/${org}/projects` + '?archived=false&limit=200'),
     ]);
     document.title = `${o.name} · mod_svc`;
-    main.append(h('h1', {}, o.name));
+    main.append(h('h1', {}, o.name),
+                h('p', {}, h('a', { href: path`/orgs/${org}/providers` }, 'Model providers')));
     const list = h('ul', { class: 'list', id: 'projects' });
     main.append(h('h2', {}, 'Projects'), list);
     if (!projects.data.length) {
@@ -91,7 +92,9 @@ export async function projectPage(main, me, org, project) {
     ]);
     document.title = `${p.name} · mod_svc`;
     main.append(h('p', {}, h('a', { href: path`/orgs/${org}` }, '← Organization')),
-                h('h1', {}, p.name));
+                h('h1', {}, p.name),
+                h('p', {}, h('a', { href: path`/orgs/${org}/projects/${project}/products` },
+                             'Planning documents')));
     if (p.description) {
         main.append(h('p', {}, p.description));
     }

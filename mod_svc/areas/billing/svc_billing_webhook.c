@@ -258,6 +258,7 @@ typedef struct {
     /* What changed, for the audit entry and the billing.updated event. */
     const char *action;
     json_t *details;
+    int duplicate;              /* recorded before: nothing done (for the metrics) */
 } event_t;
 
 /* The change's audit entry (by the provider) and the billing.updated event
@@ -494,6 +495,7 @@ static apr_status_t record_event(svc_ctx_t *ctx, svc_db_t *db, void *baton)
     apr_status_t rv;
 
     ev->db = db;
+    ev->duplicate = 0;
     if ((rv = org_of(ev, &ev->org_id)) != APR_SUCCESS) {
         return rv;
     }
@@ -506,6 +508,7 @@ static apr_status_t record_event(svc_ctx_t *ctx, svc_db_t *db, void *baton)
     }
     if (svc_dbres_rows(res) == 0) {
         /* Recorded before: nothing was written, nothing changes. */
+        ev->duplicate = 1;
         return svc_reply_json(ctx, 200, json_pack("{s:s,s:s}", "status", "duplicate",
                                                   "event_id", ev->event_id));
     }
@@ -516,12 +519,13 @@ static apr_status_t record_event(svc_ctx_t *ctx, svc_db_t *db, void *baton)
                                               "event_id", ev->event_id));
 }
 
-apr_status_t svc_h_billing_webhook(svc_ctx_t *ctx)
+static apr_status_t billing_webhook(svc_ctx_t *ctx, int *pduplicate)
 {
     const svc_billing_t *b = svc_billing_of(ctx->conf);
     const char *why, *created;
     json_t *doc, *data;
     event_t ev;
+    apr_status_t rv;
     int expired;
 
     if (!b->webhook_secret) {
@@ -565,7 +569,14 @@ apr_status_t svc_h_billing_webhook(svc_ctx_t *ctx)
     }
     ev.created = created;
     ev.livemode = json_is_true(json_object_get(doc, "livemode")) ? "true" : "false";
-    return svc_write(ctx, record_event, &ev);
+    rv = svc_write(ctx, record_event, &ev);
+    *pduplicate = ev.duplicate;
+    return rv;
+}
+
+apr_status_t svc_h_billing_webhook(svc_ctx_t *ctx)
+{
+    return svc_metrics_webhook_handle(ctx, SVC_MHOOK_BILLING, billing_webhook);
 }
 
 apr_status_t svc_h_billing_events_list(svc_ctx_t *ctx)

@@ -4,6 +4,7 @@
  */
 #include "svc_provider_store.h"
 #include "svc_llm.h"
+#include "svc_metrics.h"
 
 #include <string.h>
 
@@ -126,6 +127,10 @@ const char *svc_provider_key_hint(apr_pool_t *p, const char *key)
 apr_status_t svc_provider_record_usage(svc_db_t *db, apr_pool_t *p, const svc_provider_t *prov,
                                        const svc_usage_t *u, const svc_llm_reply_t *reply)
 {
+    /* Every model call of the service comes through here, whatever made
+     * it (a document, a run, a test): the place to count them. */
+    svc_metrics_model_call(svc_metrics_current(), prov->kind, !reply->error_code,
+                           reply->input_tokens, reply->output_tokens);
     return svc_db_execv(db, &st_usage_insert, p, NULL, u->org_id, prov->id, prov->kind,
                         prov->model,
                         apr_psprintf(p, "%" APR_INT64_T_FMT, reply->input_tokens),

@@ -316,15 +316,17 @@ typedef struct {
     const char *delivery, *event, *action;
     json_t *doc;
     apr_int64_t installation;       /* 0: none named */
+    int duplicate;                  /* seen before: nothing done (for the metrics) */
 } delivery_t;
 
 /* Records the delivery (baton: a delivery_t) and applies it, once. */
 static apr_status_t record_delivery(svc_ctx_t *ctx, svc_db_t *db, void *baton)
 {
-    const delivery_t *d = baton;
+    delivery_t *d = baton;
     svc_dbres_t *res;
     apr_status_t rv;
 
+    d->duplicate = 0;
     /* A replay waits here for the first delivery's transaction, then finds
      * its row; if that one rolled back, this one goes ahead instead. */
     rv = svc_db_execv(db, &st_wh_record, ctx->pool, &res, d->delivery, d->event, d->action,
@@ -335,6 +337,7 @@ static apr_status_t record_delivery(svc_ctx_t *ctx, svc_db_t *db, void *baton)
         return rv;
     }
     if (svc_dbres_rows(res) == 0) {
+        d->duplicate = 1;
         return svc_reply_json(ctx, 200, json_pack("{s:s,s:s}", "status", "duplicate",
                                                   "delivery_id", d->delivery));
     }
@@ -345,7 +348,7 @@ static apr_status_t record_delivery(svc_ctx_t *ctx, svc_db_t *db, void *baton)
                                               "delivery_id", d->delivery));
 }
 
-apr_status_t svc_h_vcs_webhook(svc_ctx_t *ctx)
+static apr_status_t vcs_webhook(svc_ctx_t *ctx, int *pduplicate)
 {
     const svc_vcs_app_t *app = svc_vcs_app(ctx->conf);
     const char *delivery = apr_table_get(ctx->headers_in, "X-GitHub-Delivery");
@@ -393,11 +396,18 @@ apr_status_t svc_h_vcs_webhook(svc_ctx_t *ctx)
     d.action = action;
     d.doc = doc;
     d.installation = id;
+    d.duplicate = 0;
     rv = svc_write(ctx, record_delivery, &d);
     if (rv != APR_SUCCESS) {
         keep_failed(ctx, rv, delivery, event, action, id, ctx->raw_body);
     }
+    *pduplicate = d.duplicate;
     return rv;
+}
+
+apr_status_t svc_h_vcs_webhook(svc_ctx_t *ctx)
+{
+    return svc_metrics_webhook_handle(ctx, SVC_MHOOK_VCS, vcs_webhook);
 }
 
 apr_status_t svc_h_vcs_deliveries_list(svc_ctx_t *ctx)
