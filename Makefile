@@ -168,8 +168,10 @@ install-ui:
 # make install: what the packages install that is not built (the UI).
 install: install-ui
 
+# The suite in TEST_JOBS parallel shards (tools/test-shards.sh, docs/testing.md).
+TEST_JOBS ?= 2
 test:
-	SANITIZE=$(SANITIZE) tools/test.sh
+	SANITIZE=$(SANITIZE) TEST_JOBS=$(TEST_JOBS) tools/test-shards.sh
 
 run:
 	tools/run.sh

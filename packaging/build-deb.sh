@@ -42,6 +42,11 @@ cp -R "$SRC/packaging/deb" "$SRC/debian"
 } >"$SRC/debian/changelog"
 
 log=$WORK/dpkg-buildpackage.log
+# On every core (debian/rules reads parallel=N), unless the caller chose.
+case " ${DEB_BUILD_OPTIONS:-} " in
+    *" parallel="*) ;;
+    *) export DEB_BUILD_OPTIONS="${DEB_BUILD_OPTIONS:+$DEB_BUILD_OPTIONS }parallel=$(nproc 2>/dev/null || echo 1)" ;;
+esac
 if ! (cd "$SRC" && dpkg-buildpackage -us -uc -b) >"$log" 2>&1; then
     tail -n 60 "$log" >&2
     die "dpkg-buildpackage failed (whole log: $log)"

@@ -35,17 +35,28 @@ export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:symbolize=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 unit_timeout=${FUZZ_UNIT_TIMEOUT:-25}
 
-failed=()
-printf '%-16s %12s %10s %8s  %s\n' target executions exec/s corpus result
+# run: FUZZ_JOBS targets at once (default: the number of cores); each
+# libFuzzer process is single-threaded, so on two cores two targets get
+# their whole FUZZ_TIME each in half the wall time. Results are printed in
+# the order the targets were named. replay stays one at a time: it is
+# seconds, and stops at the first target that crashes.
+jobs=1
+if [ "$mode" = run ]; then
+    jobs=${FUZZ_JOBS:-$(nproc 2>/dev/null || echo 1)}
+    [[ $jobs =~ ^[1-9][0-9]*$ ]] || die "FUZZ_JOBS must be a positive number, not '$jobs'"
+fi
 for t in "$@"; do
-    bin=$dir/fuzz_$t
-    seeds=t/fuzz/corpus/$t
-    [ -x "$bin" ] || die "no target $t ($bin; known: $(cd t/fuzz && ls fuzz_*.c | sed 's/^fuzz_//; s/\.c$//' | tr '\n' ' '))"
-    [ -d "$seeds" ] || die "target $t has no seed corpus ($seeds)"
+    [ -x "$dir/fuzz_$t" ] || die "no target $t ($dir/fuzz_$t; known: $(cd t/fuzz && ls fuzz_*.c | sed 's/^fuzz_//; s/\.c$//' | tr '\n' ' '))"
+    [ -d "t/fuzz/corpus/$t" ] || die "target $t has no seed corpus (t/fuzz/corpus/$t)"
+done
+
+# fuzz_one TARGET: runs it, leaves its exit status in $dir/logs/TARGET.$mode.rc.
+fuzz_one() {
+    local t=$1 bin=$dir/fuzz_$1 seeds=t/fuzz/corpus/$1 log rc
     mkdir -p "$dir/logs" "$dir/corpus/$t" "$dir/crashes/$t"
     log=$dir/logs/$t.$mode.log
-    args=(-timeout="$unit_timeout" -rss_limit_mb=2560 -print_final_stats=1
-          -artifact_prefix="$dir/crashes/$t/")
+    local args=(-timeout="$unit_timeout" -rss_limit_mb=2560 -print_final_stats=1
+                -artifact_prefix="$dir/crashes/$t/")
     [ -f "t/fuzz/$t.dict" ] && args+=(-dict="t/fuzz/$t.dict")
     if [ "$mode" = run ]; then
         "$bin" "${args[@]}" -max_total_time="$secs" "$dir/corpus/$t" "$seeds" >"$log" 2>&1
@@ -53,23 +64,53 @@ for t in "$@"; do
         "$bin" "${args[@]}" -runs=0 "$seeds" >"$log" 2>&1
     fi
     rc=$?
+    echo "$rc" >"$dir/logs/$t.$mode.rc"
+    return $rc
+}
+
+# report TARGET: its summary line, and the report itself when it failed.
+report() {
+    local t=$1 log=$dir/logs/$1.$mode.log rc execs rate units result
+    rc=$(cat "$dir/logs/$t.$mode.rc" 2>/dev/null || echo '?')
     execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
     rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -1)
     units=$(grep -Eo 'corp: [0-9]+' "$log" | tail -1 | grep -Eo '[0-9]+')
-    if [ $rc -eq 0 ]; then
+    if [ "$rc" = 0 ]; then
         result=ok
     else
         result="FAILED (exit $rc; $log)"
         failed+=("$t")
     fi
     printf '%-16s %12s %10s %8s  %s\n' "$t" "${execs:-?}" "${rate:-?}" "${units:-?}" "$result"
-    if [ $rc -ne 0 ]; then
-        # The report itself: what crashed and where, and the input kept.
+    if [ "$rc" != 0 ]; then
+        # What crashed and where, and the input kept.
         grep -E -A40 '^==[0-9]+==ERROR|runtime error|property broken|^SUMMARY|Test unit written' \
             "$log" | head -80 >&2
-        [ "$mode" = replay ] && break
+        return 1
     fi
-done
+}
+
+failed=()
+printf '%-16s %12s %10s %8s  %s\n' target executions exec/s corpus result
+if [ "$jobs" = 1 ]; then
+    for t in "$@"; do
+        fuzz_one "$t"
+        report "$t" || { [ "$mode" = replay ] && break; }
+    done
+else
+    running=0
+    for t in "$@"; do
+        rm -f "$dir/logs/$t.$mode.rc"
+        if [ "$running" -ge "$jobs" ]; then
+            wait -n
+            running=$((running - 1))
+        fi
+        fuzz_one "$t" &
+        running=$((running + 1))
+    done
+    wait
+    for t in "$@"; do report "$t"; done
+fi
 if [ ${#failed[@]} -gt 0 ]; then
     echo "fuzz.sh: failed: ${failed[*]}" >&2
     exit 1

@@ -16,8 +16,19 @@
 #    unexpected error lines, leaked secrets.
 # Servers are stopped and the cluster removed whatever happens.
 #
+# `make test` runs several of these at once, each on its own share of the
+# files (tools/test-shards.sh); each run has its own tree copy, cluster,
+# httpd and ports, so concurrent runs never meet.
+#
 # Knobs: SVC_TEST_USER (default svctest), SVC_TEST_KEEP=1 (keep the cluster
-# and, as root, the copied tree, for a post-mortem).
+# and, as root, the copied tree, for a post-mortem), SVC_TEST_LOGS_TO (as
+# root: where the logs are copied, default t/logs), SVC_TEST_PREPARE_ONLY=1
+# (as root: install what is missing, create the user, stop), SVC_TEST_SHARD
+# (k/N: this run is shard k of N of a whole run; t/zz_final/contract.t then
+# leaves the whole-run verdict to tools/test-shards.sh), SVC_TEST_BUILD_ONLY
+# (as root: build, put build/ in the directory it names, stop) and
+# SVC_TEST_BUILD_FROM (as root: start from that build/; `make` then finds
+# it up to date): the shards of `make test` share one build.
 set -euo pipefail
 
 TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -26,14 +37,57 @@ SANITIZE=${SANITIZE:-0}
 export SANITIZE
 TEST_USER=${SVC_TEST_USER:-svctest}
 
-say() { printf '\n=== %s\n' "$*"; }
+# Each heading carries the time of day: the phases' durations can be read
+# off any run's output (docs/testing.md).
+say() { printf '\n=== [%s] %s\n' "$(date -u +%H:%M:%S)" "$*"; }
 die() { printf 'test.sh: %s\n' "$*" >&2; exit 1; }
 
 # ---------------------------------------------------------------------------
 # As root: prepare an unprivileged user and a copy of the tree, then re-run.
 # ---------------------------------------------------------------------------
+# sweep_leftovers OWNER: what runs killed before their cleanup left behind
+# (a SIGKILL, a machine stopped mid-run): PostgreSQL clusters in
+# ${TMPDIR:-/tmp}/svc-pg.* whose postmaster is gone, and (as root) copied
+# trees $home/mod_svc.* older than a day. Only OWNER's, and only what no
+# process uses: other runs may be live on this machine right now, and a
+# run's directory is in use while any process has its cwd, an open file or
+# a mapped library in it (tee holds harness.out, the fakes their logs,
+# httpd build/mod_svc.so). Young clusters are left alone: one being
+# created has no process in it for a moment yet.
+in_use() {
+    local dir=$1
+    find /proc/[0-9]*/cwd /proc/[0-9]*/root /proc/[0-9]*/exe /proc/[0-9]*/fd/ -maxdepth 1 \
+        \( -lname "$dir" -o -lname "$dir/*" \) -print -quit 2>/dev/null | grep -q . && return 0
+    grep -qsF "$dir/" /proc/[0-9]*/maps 2>/dev/null
+}
+postmaster_alive() {
+    local pidfile=$1/data/postmaster.pid pid
+    [ -s "$pidfile" ] || return 1
+    pid=$(head -n 1 "$pidfile")
+    [ -n "$pid" ] && tr '\0' '\n' 2>/dev/null <"/proc/$pid/cmdline" | grep -qxF "$1/data"
+}
+sweep_leftovers() {
+    local owner=$1 home=${2:-} d
+    for d in $(find "${TMPDIR:-/tmp}" -maxdepth 1 -name 'svc-pg.*' -type d -user "$owner" \
+                   -mmin +10 2>/dev/null); do
+        postmaster_alive "$d" && continue
+        in_use "$d" && continue
+        echo "test.sh: removing $d (a killed run's cluster; its postmaster is gone)"
+        rm -rf "$d"
+    done
+    [ -n "$home" ] || return 0
+    for d in $(find "$home" -maxdepth 1 -name 'mod_svc.*' -type d -user "$owner" \
+                   -mtime +0 2>/dev/null); do
+        in_use "$d" && continue
+        echo "test.sh: removing $d (a killed run's tree, over a day old, unused)"
+        rm -rf "$d"
+    done
+}
+
 if [ "$(id -u)" = 0 ]; then
-    "$TOP/tools/deps.sh"
+    if [ -z "${SVC_TEST_SKIP_DEPS:-}" ]; then
+        "$TOP/tools/deps.sh"
+    fi
 
     if ! id -u "$TEST_USER" >/dev/null 2>&1; then
         say "creating user $TEST_USER"
@@ -44,6 +98,10 @@ if [ "$(id -u)" = 0 ]; then
     [ -n "$home" ] || die "no home directory for $TEST_USER"
     mkdir -p "$home"
     chown "$TEST_USER:" "$home"
+    sweep_leftovers "$TEST_USER" "$home"
+    if [ -n "${SVC_TEST_PREPARE_ONLY:-}" ]; then
+        exit 0
+    fi
 
     # A fresh copy the user owns.  build/ is rebuilt (it may hold other flags),
     # var/ is `make run`'s state, t/logs belongs to an earlier run.
@@ -58,6 +116,9 @@ if [ "$(id -u)" = 0 ]; then
     trap cleanup_root EXIT
     tar -C "$TOP" --exclude=./build --exclude=./build-fuzz --exclude=./var --exclude=./t/logs -cf - . \
         | tar -C "$WORK" -xf -
+    if [ -n "${SVC_TEST_BUILD_FROM:-}" ]; then
+        cp -a "$SVC_TEST_BUILD_FROM" "$WORK/build"
+    fi
     chown -R "$TEST_USER:" "$WORK"
 
     say "running the tests as $TEST_USER in $WORK"
@@ -66,7 +127,8 @@ if [ "$(id -u)" = 0 ]; then
     env_pass=(HOME="$home" USER="$TEST_USER" LOGNAME="$TEST_USER"
               PATH="$PATH" LANG=C.UTF-8 SANITIZE="$SANITIZE"
               SVC_TEST_SKIP_DEPS=1)
-    for v in CC CI TERM TMPDIR SVC_TEST_KEEP SVC_TEST_UNITS SVC_FUZZ_CAPTURE; do
+    for v in CC CI TERM TMPDIR SVC_TEST_KEEP SVC_TEST_UNITS SVC_TEST_SHARD SVC_TEST_BUILD_ONLY \
+             SVC_FUZZ_CAPTURE; do
         if [ -n "${!v:-}" ]; then env_pass+=("$v=${!v}"); fi
     done
     rc=0
@@ -80,10 +142,20 @@ if [ "$(id -u)" = 0 ]; then
 
     # Leave the logs where a developer (or CI) looks for them (the summary
     # printed by the run above already points there).
+    if [ -n "${SVC_TEST_BUILD_ONLY:-}" ]; then
+        if [ "$rc" = 0 ]; then
+            rm -rf "$SVC_TEST_BUILD_ONLY"
+            cp -a "$WORK/build" "$SVC_TEST_BUILD_ONLY"
+        fi
+        exit $rc
+    fi
+
+    logs_to=${SVC_TEST_LOGS_TO:-$TOP/t/logs}
     if [ -d "$WORK/t/logs" ]; then
-        rm -rf "$TOP/t/logs"
-        cp -R "$WORK/t/logs" "$TOP/t/logs"
-        chown -R --reference="$TOP" "$TOP/t/logs"
+        rm -rf "$logs_to"
+        mkdir -p "$(dirname "$logs_to")"
+        cp -R "$WORK/t/logs" "$logs_to"
+        chown -R --reference="$TOP" "$logs_to"
     fi
     exit $rc
 fi
@@ -111,6 +183,8 @@ summary() {
 
 if [ -z "${SVC_TEST_SKIP_DEPS:-}" ]; then
     tools/deps.sh
+    # Started directly (not from root's copy): sweep this user's leftovers.
+    sweep_leftovers "$ME"
 fi
 
 # --- build -------------------------------------------------------------------
@@ -122,6 +196,9 @@ if ! make -j"$jobs" SANITIZE="$SANITIZE" all unit; then
     exit 1
 fi
 pass build
+if [ -n "${SVC_TEST_BUILD_ONLY:-}" ]; then
+    exit 0
+fi
 SVCCTL=$TOP/build/svcctl
 
 # --- sanitizer runtime for the processes we did not build -------------------
@@ -271,6 +348,7 @@ for t in "${units[@]}"; do
     [ -f "$t" ] && [ -x "$t" ] || continue
     name=unit/$(basename "$t")
     echo "--- $name"
+    started=$SECONDS
     if [ "$SANITIZE" = 1 ]; then
         cmd=("$t")
     else
@@ -281,6 +359,7 @@ for t in "${units[@]}"; do
     else
         fail "$name"
     fi
+    echo "test.sh: $name took $((SECONDS - started)) s"
 done
 [ ${#units[@]} -gt 0 ] || echo "(no unit tests built)"
 
@@ -413,10 +492,19 @@ EOF
 fi
 
 # A whole run (no file named): t/zz_final/contract.t then requires every
-# documented operation to have answered.
+# documented operation to have answered. A shard of a whole run names its
+# files; contract.t leaves that verdict to tools/test-shards.sh, which sees
+# every shard.
 if [ $# -eq 0 ]; then
     export SVC_TEST_ALL=1
 fi
+if [ -n "${SVC_TEST_SHARD:-}" ]; then
+    export SVC_TEST_SHARD
+fi
+# The harness stamps each file with its start time and, when it passes, its
+# wall time: t/logs/durations.txt below, and tools/test-durations.txt that
+# `make test` balances its shards with.
+export HARNESS_TIMER=1
 harness_out=$PGTMP/harness.out
 set +e
 # The event-stream tests hold a couple of thousand sockets at once (client
@@ -426,8 +514,9 @@ perl t/TEST "$@" 2>&1 | tee "$harness_out"
 rc=${PIPESTATUS[0]}
 set -e
 # One summary entry per test file: every file the harness announced
-# ("t/x.t .. "), failed if its "Test Summary Report" names it.
-mapfile -t tfiles < <(grep -oE '^t/[^ ]+\.t \.+' "$harness_out" | sed 's/ \.*$//' | sort -u)
+# ("[hh:mm:ss] t/x.t .. "), failed if its "Test Summary Report" names it.
+mapfile -t tfiles < <(grep -oE '^(\[[0-9:]+\] )?t/[^ ]+\.t \.+' "$harness_out" \
+                      | sed -E 's/^\[[0-9:]+\] //; s/ \.*$//' | sort -u)
 mapfile -t tbad < <(sed -n '/^Test Summary Report/,$p' "$harness_out" \
                     | grep -oE '^t/[^ ]+\.t' | sort -u)
 for f in "${tfiles[@]+"${tfiles[@]}"}"; do
@@ -446,6 +535,24 @@ fi
 # --- logs -------------------------------------------------------------------------
 say "log check"
 mkdir -p "$LOGS"
+# Each file's wall time in seconds, slowest first: the harness's own figure
+# for a file that passed, else the time until the next file started.
+perl -ne '
+    BEGIN { $prev = undef }
+    if (/^\[(\d\d):(\d\d):(\d\d)\](?: (t\/\S+\.t) \.+(?:.*?\b(\d+) ms)?)?/) {
+        my $t = $1 * 3600 + $2 * 60 + $3;
+        if ($prev && !defined $prev->[2]) {
+            my $d = $t - $prev->[1];
+            $d += 86400 if $d < 0;
+            $prev->[2] = $d;
+        }
+        if (defined $4) {
+            $prev = [$4, $t, defined $5 ? int($5 / 1000 + 0.5) : undef];
+            push @f, $prev;
+        }
+    }
+    END { printf "%d %s\n", $_->[2] // 0, $_->[0] for sort { ($b->[2] // 0) <=> ($a->[2] // 0) } @f }
+' "$harness_out" >"$LOGS/durations.txt" || true
 cp "$PGLOG" "$LOGS/postgresql.log" 2>/dev/null || true
 cores=$(find t -maxdepth 2 -name 'core*' -type f -newer "$PGDATA/PG_VERSION" 2>/dev/null || true)
 if [ -n "$cores" ]; then

@@ -4,6 +4,7 @@
 #
 #   make fuzz                 build every target, run each FUZZ_TIME seconds
 #   make fuzz FUZZ_TARGETS="diff jwt" FUZZ_TIME=600
+#   make fuzz FUZZ_JOBS=1     one target at a time (default: one per core)
 #   make fuzz-replay          run every input of every corpus once (regressions)
 #   make fuzz-build           build only
 #
