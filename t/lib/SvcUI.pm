@@ -50,9 +50,22 @@ sub chromium_or_skip {
     return $chromium;
 }
 
-sub chromium_pids {
-    my ($rc, $out) = SvcTest::run([ 'pgrep', '-u', scalar(getpwuid($<)), '-x', 'chromium' ]);
-    return grep { /^\d+$/ } split /\s+/, $out;
+# The processes this walk started that are still there: every process
+# inherits the walk's SVC_UI_WALK mark in its environment, so another
+# test's browser (another shard runs its own walk at the same time) is not
+# counted, and an orphaned chromium still is.
+sub walk_pids {
+    my ($mark) = @_;
+    my @pids;
+    opendir(my $dh, '/proc') or return ();
+    for my $pid (grep { /^\d+$/ } readdir $dh) {
+        open(my $fh, '<', "/proc/$pid/environ") or next;
+        local $/;
+        my $env = <$fh> // '';
+        push @pids, $pid if index("\0$env", "\0SVC_UI_WALK=$mark\0") >= 0;
+    }
+    closedir $dh;
+    return @pids;
 }
 
 # Runs t/ui/$script with SVC_UI_URL (the 'ui' vhost), SVC_UI_CHROMIUM,
@@ -63,8 +76,9 @@ sub run_walk {
     my $node = which('node') or Test::More::BAIL_OUT('node is missing: run tools/deps.sh');
     my $work = tempdir(CLEANUP => 1);
     my $result_file = catfile($work, 'result.json');
-    my @before = chromium_pids();
+    my $mark = join '', $$, '-', map { ('a' .. 'z')[rand 26] } 1 .. 12;
     local %ENV = (%ENV,
+                  SVC_UI_WALK     => $mark,
                   SVC_UI_URL      => SvcTest::vhost_url('ui'),
                   SVC_UI_CHROMIUM => chromium_or_skip_path(),
                   SVC_UI_RESULT   => $result_file,
@@ -84,10 +98,9 @@ sub run_walk {
     Test::More::is($rc >> 8, 0, "$script exits 0");
     Test::More::ok($checks >= ($o{min_checks} // 1), "$checks checks in the browser");
     my $r = eval { SvcTest::json()->decode(do { local (@ARGV, $/) = ($result_file); <> }) } // {};
-    Test::More::ok(SvcTest::wait_for(sub { my %b = map { $_ => 1 } @before;
-                                            !grep { !$b{$_} } chromium_pids() },
-                                      timeout => 15),
-                   'no chromium process is left running');
+    Test::More::ok(SvcTest::wait_for(sub { !walk_pids($mark) }, timeout => 15),
+                   'no process of the walk (chromium) is left running')
+        or Test::More::diag('left: ' . join ' ', walk_pids($mark));
     return $r;
 }
 
