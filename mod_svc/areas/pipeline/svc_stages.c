@@ -301,7 +301,7 @@ apr_status_t svc_h_requests_advance(svc_ctx_t *ctx)
 {
     const char *id = apr_table_get(ctx->params, "requestId");
     const char *subject, *claim = NULL;
-    svc_request_t *seen;
+    svc_request_t *seen, *now;
     svc_db_t *db = NULL;
     advance_t a;
     apr_status_t rv;
@@ -324,7 +324,15 @@ apr_status_t svc_h_requests_advance(svc_ctx_t *ctx)
     if (rv != APR_SUCCESS) {
         return rv;
     }
-    if ((rv = draft_toc(ctx, db, seen, &a.draft)) == APR_SUCCESS) {
+    /* An advance that ended between our first look and the claim (its
+     * claim given back already) moved the request on: asking the model now
+     * would pay for an answer thrown away. The write below answers as for
+     * any advance that was overtaken. */
+    if ((rv = svc_request_read(ctx, db, id, 0, &now)) == APR_SUCCESS
+        && strcmp(now->stage, seen->stage) == 0) {
+        rv = draft_toc(ctx, db, seen, &a.draft);
+    }
+    if (rv == APR_SUCCESS) {
         rv = svc_write(ctx, advance, &a);
     }
     if (svc_ctx_db(ctx, &db) == APR_SUCCESS) {
