@@ -586,7 +586,10 @@ my %touched = (api_tokens     => [qw(last_used_at last_used_ip)],
                deployments    => [qw(workload workload_at usage_from)],
                deploy_targets => [qw(last_seen_at agent_version agent_hostname)],
                # An agent's reports move its deployment's incident along.
-               deploy_incidents => [qw(failures last_failure_at recovered_at)]);
+               deploy_incidents => [qw(failures last_failure_at recovered_at)],
+               # The budget sweep marks an account checked on its own
+               # schedule; the invoice preview is a cache a read refreshes.
+               billing_accounts => [qw(budget_checked_at next_invoice next_invoice_at)]);
 my %skip = (usage_records    => "t.kind = 'deployment'",
             deploy_incidents => 't.improvement_id IS NULL AND t.filed_at IS NULL');
 sub db_digest {
