@@ -261,7 +261,7 @@ cleanup() {
         nodeconf=$(dirname "$nodepid")/httpd.conf
         [ "${nodepid##*/}" = httpd.pid ] || nodeconf=$(dirname "$nodepid")/pgbouncer.ini
         pid=$(cat "$nodepid")
-        if [ -n "$pid" ] && tr '\0' '\n' <"/proc/$pid/cmdline" 2>/dev/null | grep -qxF "$nodeconf"; then
+        if [ -n "$pid" ] && tr '\0' '\n' 2>/dev/null <"/proc/$pid/cmdline" | grep -qxF "$nodeconf"; then
             echo "test.sh: stopping $(dirname "$nodepid") ($pid)"
             kill -KILL -- "-$pid" 2>/dev/null || kill -KILL "$pid"
         fi
