@@ -77,7 +77,7 @@ SQL      := $(sort $(wildcard sql/[0-9]*.sql))
 .PHONY: all clean test unit run bench install install-ui check-env FORCE
 all: $(BUILD)/mod_svc.so $(BUILD)/svcctl $(BUILD)/.layers-ok $(BUILD)/.logtags-ok
 
--include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
+-include $(shell find $(BUILD) -name '*.d' -type f -not -path '$(BUILD)/pkg*' 2>/dev/null)
 
 # Rebuild everything when the flags change (SANITIZE=1 and back).
 $(BUILD)/.flags: FORCE
