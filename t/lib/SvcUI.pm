@@ -30,8 +30,13 @@ sub which {
     return undef;
 }
 
+# The chromium to drive: SVC_UI_CHROMIUM, else the system's; undef if none.
+sub chromium_path {
+    return $ENV{SVC_UI_CHROMIUM} // which(qw(chromium chromium-browser));
+}
+
 sub chromium_or_skip {
-    my $chromium = $ENV{SVC_UI_CHROMIUM} // which(qw(chromium chromium-browser));
+    my $chromium = chromium_path();
     if (!$chromium) {
         if ($ENV{CI}) {
             Test::More::plan(tests => 1);
@@ -80,7 +85,7 @@ sub run_walk {
     local %ENV = (%ENV,
                   SVC_UI_WALK     => $mark,
                   SVC_UI_URL      => SvcTest::vhost_url('ui'),
-                  SVC_UI_CHROMIUM => chromium_or_skip_path(),
+                  SVC_UI_CHROMIUM => chromium_path(),
                   SVC_UI_RESULT   => $result_file,
                   %{ $o{env} // {} });
     my ($rc, $out, $err) = SvcTest::run([ $node, catfile($top, 't', 'ui', $script) ]);
@@ -104,8 +109,5 @@ sub run_walk {
     return $r;
 }
 
-sub chromium_or_skip_path {
-    return $ENV{SVC_UI_CHROMIUM} // which(qw(chromium chromium-browser));
-}
 
 1;
