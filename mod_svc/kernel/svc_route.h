@@ -14,7 +14,11 @@
 #include "svc_ctx.h"
 #include "svc_schema.h"
 
-typedef apr_status_t (*svc_handler_fn)(svc_ctx_t *ctx);
+/* A request handler. The function type lets an area declare its handlers in
+ * one declaration (svc_handler_t svc_h_a, svc_h_b;) instead of one prototype
+ * a line; route rows hold the pointer. */
+typedef apr_status_t svc_handler_t(svc_ctx_t *ctx);
+typedef svc_handler_t *svc_handler_fn;
 
 /* Route flags. */
 #define SVC_RF_HIDDEN   0x0001  /* not in the public OpenAPI document */
