@@ -157,9 +157,6 @@ typedef struct {
  * envelope (every paged route's answer is a Page whose data holds the
  * route's schema), and the health check's answer.
  */
-extern const svc_schema_t svc_schema_problem;
-extern const svc_schema_t svc_schema_page;
-extern const svc_schema_t svc_schema_health;
-extern const svc_schema_t svc_schema_ready;
+extern const svc_schema_t svc_schema_problem, svc_schema_page, svc_schema_health, svc_schema_ready;
 
 #endif /* SVC_SCHEMA_H */

@@ -36,16 +36,12 @@
 
 /* The values a request's fields take; a build task's statuses; an
  * improvement's kinds and sources (NULL ended). */
-extern const char *const svc_request_stages[];
-extern const char *const svc_request_statuses[];
-extern const char *const svc_request_kinds[];
-extern const char *const svc_task_statuses[];
-extern const char *const svc_improvement_kinds[];
-extern const char *const svc_improvement_sources[];
+extern const char *const svc_request_stages[], *const svc_request_statuses[],
+                  *const svc_request_kinds[], *const svc_task_statuses[],
+                  *const svc_improvement_kinds[], *const svc_improvement_sources[];
 
 /* A request (in lists, without its body), and the events of the area. */
-extern const svc_schema_t svc_schema_request_summary;
-extern const svc_schema_t svc_schema_request;
+extern const svc_schema_t svc_schema_request_summary, svc_schema_request;
 extern const svc_event_kind_t svc_pipeline_events[];
 
 /* $1 id, $2 org: the request as the API shows it, JSON text. */
