@@ -51,11 +51,8 @@ static const svc_col_t openapi_keys[] = {
     SVC_COL_END
 };
 
-static const svc_schema_t openapi_schema = {
-    .name = "OpenApiDocument",
-    .description = "An OpenAPI 3.1 document: this one.",
-    .keys = openapi_keys
-};
+static const svc_schema_t openapi_schema = { .name = "OpenApiDocument", .keys = openapi_keys,
+    .description = "An OpenAPI 3.1 document: this one." };
 
 static const svc_route_t routes[] = {
     { .method = "GET", .path = "/api/openapi.json", .handler = svc_h_openapi, .auth = SVC_AUTH_NONE,

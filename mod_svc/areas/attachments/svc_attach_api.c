@@ -60,12 +60,9 @@ static const svc_col_t attachment_item[] = {
 };
 
 /* svc_attachments_of builds the same keys in SQL (st_of). */
-const svc_schema_t svc_schema_attachment = {
-    .name = "Attachment",
+const svc_schema_t svc_schema_attachment = { .name = "Attachment", .keys = attachment_item,
     .description = "A file bound to exactly one request, document or improvement "
-        "(docs/api/attachments.md); its bytes are at .../content.",
-    .keys = attachment_item
-};
+        "(docs/api/attachments.md); its bytes are at .../content." };
 
 /* Whether the org has the thing an attachment is to be bound to. */
 static const svc_stmt_t st_target_exists = {

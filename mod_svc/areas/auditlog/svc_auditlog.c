@@ -260,11 +260,8 @@ static const svc_col_t audit_keys[] = {
     SVC_COL_END
 };
 
-static const svc_schema_t audit_entry_schema = {
-    .name = "AuditEntry",
-    .description = "An entry of an organization's audit log (docs/api/tenancy.md#audit).",
-    .keys = audit_keys
-};
+static const svc_schema_t audit_entry_schema = { .name = "AuditEntry", .keys = audit_keys,
+    .description = "An entry of an organization's audit log (docs/api/tenancy.md#audit)." };
 
 static const svc_col_t audit_verify_keys[] = {
     { .key = "ok", .type = SVC_COL_BOOL, .description = "Every link and digest holds." },

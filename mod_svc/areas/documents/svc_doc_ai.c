@@ -67,11 +67,8 @@ static const svc_col_t patch_item[] = {
     SVC_COL_END
 };
 
-const svc_schema_t svc_schema_patch = {
-    .name = "Patch",
-    .description = "A change the model proposed for a document, as a unified diff.",
-    .keys = patch_item
-};
+const svc_schema_t svc_schema_patch = { .name = "Patch", .keys = patch_item,
+    .description = "A change the model proposed for a document, as a unified diff." };
 
 static const svc_stmt_t st_pch_get = {
     "svc_documents_patch_get",

@@ -37,11 +37,8 @@ static const svc_col_t document_item[] = {
     SVC_COL_END
 };
 
-const svc_schema_t svc_schema_document = {
-    .name = "Document",
-    .description = "A planning document, with its current version (docs/api/documents.md).",
-    .keys = document_item
-};
+const svc_schema_t svc_schema_document = { .name = "Document", .keys = document_item,
+    .description = "A planning document, with its current version (docs/api/documents.md)." };
 
 static const svc_col_t document_detail_keys[] = {
     { .key = "versions", .type = SVC_COL_ARRAY, .ref = &svc_schema_doc_version,
@@ -71,11 +68,8 @@ static const svc_col_t comment_item[] = {
     SVC_COL_END
 };
 
-const svc_schema_t svc_schema_comment = {
-    .name = "Comment",
-    .description = "A reviewer's comment, left through a share link.",
-    .keys = comment_item
-};
+const svc_schema_t svc_schema_comment = { .name = "Comment", .keys = comment_item,
+    .description = "A reviewer's comment, left through a share link." };
 
 static const svc_stmt_t st_doc_list = {
     "svc_documents_list",

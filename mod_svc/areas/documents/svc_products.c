@@ -27,11 +27,8 @@ static const svc_col_t product_item[] = {
     SVC_COL_END
 };
 
-const svc_schema_t svc_schema_product = {
-    .name = "Product",
-    .description = "A product: a planning set of documents in a project.",
-    .keys = product_item
-};
+const svc_schema_t svc_schema_product = { .name = "Product", .keys = product_item,
+    .description = "A product: a planning set of documents in a project." };
 
 static const svc_stmt_t st_prd_list = {
     "svc_products_list",

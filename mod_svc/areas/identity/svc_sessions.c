@@ -77,11 +77,8 @@ static const svc_col_t session_item[] = {
     SVC_COL_END
 };
 
-const svc_schema_t svc_schema_session = {
-    .name = "Session",
-    .description = "A signed-in browser session of yours (docs/api/signin.md).",
-    .keys = session_item
-};
+const svc_schema_t svc_schema_session = { .name = "Session", .keys = session_item,
+    .description = "A signed-in browser session of yours (docs/api/signin.md)." };
 
 const svc_schema_t svc_schema_sessions_revoked = {
     .name = "SessionsRevoked",

@@ -47,11 +47,8 @@ static const svc_col_t token_item[] = {
     SVC_COL_END
 };
 
-const svc_schema_t svc_schema_token = {
-    .name = "Token",
-    .description = "A personal access token, without its secret (docs/api/tokens.md).",
-    .keys = token_item
-};
+const svc_schema_t svc_schema_token = { .name = "Token", .keys = token_item,
+    .description = "A personal access token, without its secret (docs/api/tokens.md)." };
 
 static const svc_col_t token_created_keys[] = {
     { .key = "token", .type = SVC_COL_TEXT, .format = "secret",

@@ -135,11 +135,8 @@ static const svc_col_t me_keys[] = {
     SVC_COL_END
 };
 
-const svc_schema_t svc_schema_me = {
-    .name = "Me",
-    .description = "You: your account, your organizations, and the credential in use.",
-    .keys = me_keys
-};
+const svc_schema_t svc_schema_me = { .name = "Me", .keys = me_keys,
+    .description = "You: your account, your organizations, and the credential in use." };
 
 apr_status_t svc_h_me(svc_ctx_t *ctx)
 {

@@ -40,12 +40,9 @@ static const svc_col_t provider_item[] = {
     SVC_COL_END
 };
 
-const svc_schema_t svc_schema_provider = {
-    .name = "Provider",
+const svc_schema_t svc_schema_provider = { .name = "Provider", .keys = provider_item,
     .description = "A model provider of the organization, never with its key "
-        "(docs/api/providers.md).",
-    .keys = provider_item
-};
+        "(docs/api/providers.md)." };
 
 static const svc_col_t provider_test_keys[] = {
     { .key = "ok", .type = SVC_COL_BOOL, .description = "The provider answered a completion." },
@@ -63,11 +60,8 @@ static const svc_col_t provider_test_keys[] = {
     SVC_COL_END
 };
 
-const svc_schema_t svc_schema_provider_test = {
-    .name = "ProviderTest",
-    .description = "What calling the provider showed.",
-    .keys = provider_test_keys
-};
+const svc_schema_t svc_schema_provider_test = { .name = "ProviderTest", .keys = provider_test_keys,
+    .description = "What calling the provider showed." };
 
 static const svc_stmt_t st_prov_list = {
     "svc_providers_list",

@@ -60,11 +60,8 @@ static const svc_col_t portal_keys[] = {
     SVC_COL_END
 };
 
-const svc_schema_t svc_schema_portal = {
-    .name = "Portal",
-    .description = "A shared product, as its share link shows it.",
-    .keys = portal_keys
-};
+const svc_schema_t svc_schema_portal = { .name = "Portal", .keys = portal_keys,
+    .description = "A shared product, as its share link shows it." };
 
 static const svc_col_t portal_comment_keys[] = {
     { .key = "id", .type = SVC_COL_TEXT, .id = "cmt" },

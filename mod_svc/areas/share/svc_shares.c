@@ -29,11 +29,8 @@ static const svc_col_t share_item[] = {
     SVC_COL_END
 };
 
-const svc_schema_t svc_schema_share = {
-    .name = "Share",
-    .description = "A share link to a product, without its token (docs/api/shares.md).",
-    .keys = share_item
-};
+const svc_schema_t svc_schema_share = { .name = "Share", .keys = share_item,
+    .description = "A share link to a product, without its token (docs/api/shares.md)." };
 
 static const svc_col_t share_created_keys[] = {
     { .key = "token", .type = SVC_COL_TEXT, .format = "secret",

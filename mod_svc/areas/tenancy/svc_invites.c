@@ -182,11 +182,8 @@ static const svc_col_t invite_keys[] = {
     SVC_COL_END
 };
 
-const svc_schema_t svc_schema_invite = {
-    .name = "Invite",
-    .description = "An invitation to an organization or to a project's team.",
-    .keys = invite_keys
-};
+const svc_schema_t svc_schema_invite = { .name = "Invite", .keys = invite_keys,
+    .description = "An invitation to an organization or to a project's team." };
 
 static const svc_col_t joined_project_keys[] = {
     { .key = "id", .type = SVC_COL_TEXT, .id = "prj" },

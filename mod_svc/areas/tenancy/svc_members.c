@@ -23,11 +23,8 @@ static const svc_col_t member_item[] = {
     SVC_COL_END
 };
 
-const svc_schema_t svc_schema_member = {
-    .name = "Member",
-    .description = "A member of an organization, with their role.",
-    .keys = member_item
-};
+const svc_schema_t svc_schema_member = { .name = "Member", .keys = member_item,
+    .description = "A member of an organization, with their role." };
 
 /* What the first page of members carries beside them, for admins. */
 const svc_col_t svc_members_page_keys[] = {

@@ -32,11 +32,8 @@ static const svc_col_t org_item[] = {
     SVC_COL_END
 };
 
-const svc_schema_t svc_schema_org = {
-    .name = "Org",
-    .description = "An organization (docs/api/tenancy.md).",
-    .keys = org_item
-};
+const svc_schema_t svc_schema_org = { .name = "Org", .keys = org_item,
+    .description = "An organization (docs/api/tenancy.md)." };
 
 /* An org in the caller's list of orgs (st_org_list, after the ordering key). */
 static const svc_col_t org_list_item[] = {
@@ -50,11 +47,8 @@ static const svc_col_t org_list_item[] = {
     SVC_COL_END
 };
 
-const svc_schema_t svc_schema_org_summary = {
-    .name = "OrgSummary",
-    .description = "One of your organizations, as your list shows it.",
-    .keys = org_list_item
-};
+const svc_schema_t svc_schema_org_summary = { .name = "OrgSummary", .keys = org_list_item,
+    .description = "One of your organizations, as your list shows it." };
 
 static const svc_stmt_t st_org_insert = {
     "svc_orgs_insert",

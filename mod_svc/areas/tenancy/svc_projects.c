@@ -28,11 +28,8 @@ static const svc_col_t project_item[] = {
     SVC_COL_END
 };
 
-const svc_schema_t svc_schema_project = {
-    .name = "Project",
-    .description = "A project of an organization.",
-    .keys = project_item
-};
+const svc_schema_t svc_schema_project = { .name = "Project", .keys = project_item,
+    .description = "A project of an organization." };
 
 static const svc_stmt_t st_prj_list = {
     "svc_projects_list",

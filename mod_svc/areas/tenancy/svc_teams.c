@@ -26,11 +26,8 @@ static const svc_col_t team_item[] = {
     SVC_COL_END
 };
 
-const svc_schema_t svc_schema_team_member = {
-    .name = "TeamMember",
-    .description = "A member of a project's team.",
-    .keys = team_item
-};
+const svc_schema_t svc_schema_team_member = { .name = "TeamMember", .keys = team_item,
+    .description = "A member of a project's team." };
 
 const svc_schema_t svc_schema_team_addition = {
     .name = "TeamAddition",
