@@ -280,10 +280,10 @@ static const svc_schema_t audit_verify_schema = {
 static const svc_route_t routes[] = {
     { .method = "GET", .path = "/api/orgs/:orgSlug/audit", .handler = audit_list,
       .scope = SVC_SCOPE_ADMIN, .role = SVC_ROLE_ADMIN, .flags = SVC_RF_PAGED, .op_id = "listAudit",
-      .tag = "Audit", .query = audit_query, .response = &audit_entry_schema,
+      .query = audit_query, .response = &audit_entry_schema,
       .summary = "The organization's audit log, newest first" },
     { .method = "GET", .path = "/api/orgs/:orgSlug/audit/verify", .handler = audit_verify,
-      .scope = SVC_SCOPE_ADMIN, .role = SVC_ROLE_ADMIN, .op_id = "verifyAudit", .tag = "Audit",
+      .scope = SVC_SCOPE_ADMIN, .role = SVC_ROLE_ADMIN, .op_id = "verifyAudit",
       .response = &audit_verify_schema,
       .summary = "Check the hash chain of the organization's audit log" },
     SVC_ROUTE_END,
