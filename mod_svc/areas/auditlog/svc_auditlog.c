@@ -271,11 +271,9 @@ static const svc_col_t audit_verify_keys[] = {
     SVC_COL_END
 };
 
-static const svc_schema_t audit_verify_schema = {
-    .name = "AuditVerification",
-    .description = "The result of checking an organization's audit chain.",
-    .keys = audit_verify_keys
-};
+static const svc_schema_t audit_verify_schema = { .name = "AuditVerification",
+    .keys = audit_verify_keys,
+    .description = "The result of checking an organization's audit chain." };
 
 static const svc_route_t routes[] = {
     { .method = "GET", .path = "/api/orgs/:orgSlug/audit", .handler = audit_list,

@@ -49,7 +49,7 @@ static const svc_stmt_t st_ai_context = {
     " pc.created_at"
 
 static const svc_col_t patch_item[] = {
-    { .key = "id", .type = SVC_COL_TEXT, .id = "pch" },
+    SVC_COL_ID("pch"),
     { .key = "document_id", .type = SVC_COL_TEXT, .id = "doc" },
     { .key = "base_version_id", .type = SVC_COL_TEXT, .id = "ver",
       .description = "The version the diff applies to." },

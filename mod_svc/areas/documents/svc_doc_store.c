@@ -15,7 +15,7 @@ static const svc_col_t version_author[] = {
 };
 
 const svc_col_t svc_version_item[] = {
-    { .key = "id", .type = SVC_COL_TEXT, .id = "ver" },
+    SVC_COL_ID("ver"),
     { .key = "document_id", .type = SVC_COL_TEXT, .id = "doc" },
     { .key = "number", .type = SVC_COL_INT, .description = "1, 2, ... within the document." },
     { .key = "status", .type = SVC_COL_TEXT,

@@ -24,7 +24,7 @@
 #define DOC_DETAIL_VERSIONS "100"
 
 static const svc_col_t document_item[] = {
-    { .key = "id", .type = SVC_COL_TEXT, .id = "doc" },
+    SVC_COL_ID("doc"),
     { .key = "product_id", .type = SVC_COL_TEXT, .id = "prd" },
     { .key = "kind", .type = SVC_COL_TEXT, .values = SVC_VALUES("toc", "section"),
       .description = "toc: the product's table of contents; section: a section." },
@@ -47,15 +47,12 @@ static const svc_col_t document_detail_keys[] = {
     SVC_COL_END
 };
 
-const svc_schema_t svc_schema_document_detail = {
-    .name = "DocumentDetail",
-    .description = "A document with its newest versions.",
-    .keys = document_detail_keys,
-    .base = &svc_schema_document
-};
+const svc_schema_t svc_schema_document_detail = { .name = "DocumentDetail",
+    .keys = document_detail_keys, .base = &svc_schema_document,
+    .description = "A document with its newest versions." };
 
 static const svc_col_t comment_item[] = {
-    { .key = "id", .type = SVC_COL_TEXT, .id = "cmt" },
+    SVC_COL_ID("cmt"),
     { .key = "document_id", .type = SVC_COL_TEXT, .id = "doc" },
     { .key = "version_id", .type = SVC_COL_TEXT, .id = "ver",
       .description = "The version the reviewer read." },

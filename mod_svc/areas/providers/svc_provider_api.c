@@ -19,7 +19,7 @@ static const char *const kind_values[] = { SVC_LLM_KIND_OPENAI, SVC_LLM_KIND_ANT
 static const char *const tools_values[] = { "auto", "on", "off", NULL };
 
 static const svc_col_t provider_item[] = {
-    { .key = "id", .type = SVC_COL_TEXT, .id = "llm" },
+    SVC_COL_ID("llm"),
     { .key = "name", .type = SVC_COL_TEXT, .example = "OpenAI" },
     { .key = "kind", .type = SVC_COL_TEXT, .values = kind_values,
       .description = "The wire API: openai (OpenAI-compatible) or anthropic." },

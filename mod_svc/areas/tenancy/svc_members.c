@@ -15,7 +15,7 @@
 
 static const svc_col_t member_item[] = {
     { .key = "user_id", .type = SVC_COL_TEXT, .id = "usr" },
-    { .key = "email", .type = SVC_COL_TEXT, .format = "email" },
+    SVC_COL_EMAIL,
     { .key = "name", .type = SVC_COL_TEXT, .example = "Ada Lovelace" },
     { .key = "role", .type = SVC_COL_TEXT, .values = svc_role_values },
     { .key = "joined_at", .type = SVC_COL_TIME },

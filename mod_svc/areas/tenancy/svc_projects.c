@@ -15,8 +15,8 @@
     SVC_EFFECTIVE_PROLE(R, U) ", p.created_at, p.updated_at"
 
 static const svc_col_t project_item[] = {
-    { .key = "id", .type = SVC_COL_TEXT, .id = "prj" },
-    { .key = "slug", .type = SVC_COL_TEXT, .format = "slug" },
+    SVC_COL_ID("prj"),
+    SVC_COL_SLUG,
     { .key = "name", .type = SVC_COL_TEXT, .example = "Website" },
     { .key = "description", .type = SVC_COL_TEXT, .example = "The public site." },
     { .key = "archived", .type = SVC_COL_BOOL },
