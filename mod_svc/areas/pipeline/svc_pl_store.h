@@ -52,14 +52,9 @@ int svc_stage_index(const char *stage);
 
 /* A request, as read (or locked) from the database; strings in ctx->pool. */
 typedef struct {
-    const char *id;
-    const char *project_id;
-    const char *project_slug;
-    const char *kind;
-    const char *title;
-    const char *body;
-    const char *stage;
-    const char *status;
+    const char *id, *project_id, *project_slug;
+    const char *kind, *title, *body;
+    const char *stage, *status;
     const char *product_id;     /* NULL before planning */
     int archived;               /* its project is archived */
 } svc_request_t;
