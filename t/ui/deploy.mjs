@@ -218,10 +218,10 @@ await run(async (browser) => {
           'removing a target in use is refused: the detail and the request id', refused);
     await page.click(`#deployments li[data-deployment-id="${result.deployment_id}"] `
                      + 'button[data-action=teardown]');
-    await until(page, async () => await page.locator(
-        `#deployments li[data-deployment-id="${result.deployment_id}"] .badge.torn_down`).count() === 1,
-                'the deployment torn down');
-    check(true, 'the deployment is torn down from the list (by the agent)');
+    // No reload: the page follows the org's stream.
+    await page.locator(`#deployments li[data-deployment-id="${result.deployment_id}"] `
+                       + '.badge.torn_down').waitFor({ timeout: 60000 });
+    check(true, 'the deployment is torn down from the list (by the agent), shown as it happens');
     await page.click('#targets li[data-target-id] button[data-action=remove]');
     await page.waitForFunction(() => !document.querySelector('#targets li[data-target-id]'));
     check((await text(page, '#status')).includes('removed'), 'the target is removed');

@@ -135,6 +135,18 @@ export async function deploymentsPage(main, me, org) {
         }
     }
     await refresh();
+    // A deployment's status changes (the agent's work done, a plan
+    // proposed) show as they happen: the org's stream from now on, one
+    // re-read for a burst of events.
+    const es = new EventSource(path`/api/orgs/${org}/events`);
+    let soon = null;
+    es.addEventListener('deployment.status', () => {
+        soon = soon || setTimeout(() => {
+            soon = null;
+            act(refresh);
+        }, 300);
+    });
+    addEventListener('pagehide', () => es.close());
 }
 
 // The form for a new deployment: a project, one of its succeeded runs (its
@@ -176,7 +188,13 @@ function newDeployment(form, org) {
         append(project, l.data.map((p) => h('option', { value: p.slug }, p.name)));
         await runs();
     });
-    return (targets) => append(clear(target), targets.map((t) => h('option', { value: t.id }, t.name)));
+    return (targets) => {
+        const chosen = target.value;    // a refresh keeps what was chosen
+        append(clear(target), targets.map((t) => h('option', { value: t.id }, t.name)));
+        if (targets.some((t) => t.id === chosen)) {
+            target.value = chosen;
+        }
+    };
 }
 
 function allowance(name, u) {
