@@ -35,11 +35,8 @@ static const svc_col_t org_keys[] = {
     SVC_COL_END
 };
 
-static const svc_schema_t schema_org = {
-    .name = "AdminOrg",
-    .description = "An organization as the platform's operator sees it.",
-    .keys = org_keys
-};
+static const svc_schema_t schema_org = { .name = "AdminOrg", .keys = org_keys,
+    .description = "An organization as the platform's operator sees it." };
 
 static const svc_col_t user_keys[] = {
     { .key = "id", .type = SVC_COL_TEXT, .id = "usr" },
@@ -57,11 +54,8 @@ static const svc_col_t user_keys[] = {
     SVC_COL_END
 };
 
-static const svc_schema_t schema_user = {
-    .name = "AdminUser",
-    .description = "A user as the platform's operator sees it.",
-    .keys = user_keys
-};
+static const svc_schema_t schema_user = { .name = "AdminUser", .keys = user_keys,
+    .description = "A user as the platform's operator sees it." };
 
 static const svc_col_t run_keys[] = {
     { .key = "id", .type = SVC_COL_TEXT, .id = "run" },
@@ -80,11 +74,8 @@ static const svc_col_t run_keys[] = {
     SVC_COL_END
 };
 
-static const svc_schema_t schema_run = {
-    .name = "AdminRun",
-    .description = "A queued or running run, across organizations.",
-    .keys = run_keys
-};
+static const svc_schema_t schema_run = { .name = "AdminRun", .keys = run_keys,
+    .description = "A queued or running run, across organizations." };
 
 static const svc_col_t usage_keys[] = {
     { .key = "org", .type = SVC_COL_TEXT, .format = "slug", .example = "acme" },
@@ -98,12 +89,9 @@ static const svc_col_t usage_keys[] = {
     SVC_COL_END
 };
 
-static const svc_schema_t schema_usage = {
-    .name = "AdminUsage",
-    .description = "One organization's usage in a month (UTC): its model calls and tokens, "
-        "run minutes and deployment hours.",
-    .keys = usage_keys
-};
+static const svc_schema_t schema_usage = { .name = "AdminUsage", .keys = usage_keys,
+    .description = "One organization's usage in a month (UTC): its model calls and tokens, run "
+                   "minutes and deployment hours." };
 
 static const svc_col_t audit_keys[] = {
     { .key = "id", .type = SVC_COL_INT },
@@ -120,11 +108,8 @@ static const svc_col_t audit_keys[] = {
     SVC_COL_END
 };
 
-static const svc_schema_t schema_audit = {
-    .name = "PlatformAuditEntry",
-    .description = "An entry of the platform audit log: what an operator did.",
-    .keys = audit_keys
-};
+static const svc_schema_t schema_audit = { .name = "PlatformAuditEntry", .keys = audit_keys,
+    .description = "An entry of the platform audit log: what an operator did." };
 
 static const svc_schema_t schema_verify = {
     .name = "PlatformAuditVerification",

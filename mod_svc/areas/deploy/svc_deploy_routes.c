@@ -61,10 +61,8 @@ static const svc_col_t target_keys[] = {
     SVC_COL_CREATED_AT,
     SVC_COL_END
 };
-static const svc_schema_t schema_target = {
-    .name = "DeployTarget", .description = "A machine whose agent runs deployments.",
-    .keys = target_keys
-};
+static const svc_schema_t schema_target = { .name = "DeployTarget", .keys = target_keys,
+    .description = "A machine whose agent runs deployments." };
 static const svc_col_t target_key_keys[] = {
     { .key = "key", .type = SVC_COL_TEXT, .format = "secret",
       .example = "svc_dek_4x9Vq2mZ7rT1bN8cK3wY6hJ0pL5sD2fG7aE9uR4tQ1iO0",
@@ -92,10 +90,8 @@ static const svc_col_t plan_keys[] = {
       .description = "Approve names it: a plan changed since it was read is not approved." },
     SVC_COL_END
 };
-static const svc_schema_t schema_plan = {
-    .name = "DeploymentPlan", .description = "How a deployment runs on its target.",
-    .keys = plan_keys
-};
+static const svc_schema_t schema_plan = { .name = "DeploymentPlan", .keys = plan_keys,
+    .description = "How a deployment runs on its target." };
 static const svc_col_t replica_keys[] = {
     { .key = "index", .type = SVC_COL_INT, .flags = SVC_COL_OPTIONAL },
     { .key = "port", .type = SVC_COL_INT, .flags = SVC_COL_OPTIONAL },
@@ -111,10 +107,8 @@ static const svc_col_t workload_keys[] = {
       .description = "Where a separated workload lives now, on the target." },
     SVC_COL_END
 };
-static const svc_schema_t schema_workload = {
-    .name = "DeploymentWorkload", .description = "What the agent last said runs (the keys it "
-        "knows of, as it reported them).", .keys = workload_keys
-};
+static const svc_schema_t schema_workload = { .name = "DeploymentWorkload", .keys = workload_keys,
+    .description = "What the agent last said runs (the keys it knows of, as it reported them)." };
 static const svc_col_t error_keys[] = {
     { .key = "code", .type = SVC_COL_TEXT, .example = "plan_failed" },
     { .key = "message", .type = SVC_COL_TEXT },
@@ -158,10 +152,8 @@ static const svc_col_t deployment_keys[] = {
         "\"Telemetry\")." },
     SVC_COL_END
 };
-static const svc_schema_t schema_deployment = {
-    .name = "Deployment", .description = "A run's artifact deployed on a target.",
-    .keys = deployment_keys
-};
+static const svc_schema_t schema_deployment = { .name = "Deployment", .keys = deployment_keys,
+    .description = "A run's artifact deployed on a target." };
 
 /* The agents' side. */
 static const svc_col_t desired_keys[] = {
@@ -176,10 +168,8 @@ static const svc_col_t desired_keys[] = {
     { .key = "replicas", .type = SVC_COL_INT },
     SVC_COL_END
 };
-static const svc_schema_t schema_desired = {
-    .name = "DeploymentDesired", .description = "What the agent is to make of a deployment.",
-    .keys = desired_keys
-};
+static const svc_schema_t schema_desired = { .name = "DeploymentDesired", .keys = desired_keys,
+    .description = "What the agent is to make of a deployment." };
 static const svc_col_t view_work_keys[] = {
     { .key = "work_id", .type = SVC_COL_TEXT, .id = "wrk" },
     { .key = "action", .type = SVC_COL_TEXT, .values = work_actions },
@@ -203,17 +193,15 @@ static const svc_col_t view_keys[] = {
     { .key = "deployments", .type = SVC_COL_ARRAY, .sub = view_dep_keys },
     SVC_COL_END
 };
-static const svc_schema_t schema_agent_view = {
-    .name = "AgentView", .description = "What a target should run now.", .keys = view_keys
-};
+static const svc_schema_t schema_agent_view = { .name = "AgentView", .keys = view_keys,
+    .description = "What a target should run now." };
 static const svc_col_t heartbeat_keys[] = {
     { .key = "target_id", .type = SVC_COL_TEXT, .id = "dtg" },
     { .key = "status", .type = SVC_COL_TEXT, .values = SVC_VALUES("online") },
     SVC_COL_END
 };
-static const svc_schema_t schema_heartbeat = {
-    .name = "AgentHeartbeat", .description = "A heartbeat taken.", .keys = heartbeat_keys
-};
+static const svc_schema_t schema_heartbeat = { .name = "AgentHeartbeat", .keys = heartbeat_keys,
+    .description = "A heartbeat taken." };
 static const svc_col_t report_keys[] = {
     { .key = "work_id", .type = SVC_COL_TEXT, .id = "wrk" },
     { .key = "outcome", .type = SVC_COL_TEXT, .values = SVC_VALUES("done", "failed",
@@ -224,10 +212,8 @@ static const svc_col_t report_keys[] = {
       .values = dep_statuses },
     SVC_COL_END
 };
-static const svc_schema_t schema_report = {
-    .name = "AgentReport", .description = "What became of a report of work.",
-    .keys = report_keys
-};
+static const svc_schema_t schema_report = { .name = "AgentReport", .keys = report_keys,
+    .description = "What became of a report of work." };
 
 /* Telemetry (svc_telemetry.c). */
 static const svc_col_t log_request_keys[] = {
@@ -274,10 +260,9 @@ static const svc_col_t metrics_keys[] = {
       .description = "One per replica sampled, then the sum (replica null)." },
     SVC_COL_END
 };
-static const svc_schema_t schema_metrics = {
-    .name = "DeploymentMetrics", .description = "A deployment's resources over time, as its "
-        "agent sampled them every 15 seconds.", .keys = metrics_keys
-};
+static const svc_schema_t schema_metrics = { .name = "DeploymentMetrics", .keys = metrics_keys,
+    .description = "A deployment's resources over time, as its agent sampled them every 15 "
+                   "seconds." };
 static const svc_col_t bucket_keys[] = {
     { .key = "start", .type = SVC_COL_TIME },
     { .key = "up", .type = SVC_COL_INT, .description = "Probes that passed." },
@@ -318,10 +303,8 @@ static const svc_col_t log_upload_keys[] = {
     { .key = "truncated", .type = SVC_COL_BOOL },
     SVC_COL_END
 };
-static const svc_schema_t schema_log_upload = {
-    .name = "AgentLogUpload", .description = "What became of an upload of logs.",
-    .keys = log_upload_keys
-};
+static const svc_schema_t schema_log_upload = { .name = "AgentLogUpload", .keys = log_upload_keys,
+    .description = "What became of an upload of logs." };
 static const svc_col_t telemetry_taken_keys[] = {
     { .key = "metrics", .type = SVC_COL_INT, .description = "Samples taken." },
     { .key = "probes", .type = SVC_COL_INT, .description = "Probes taken." },
@@ -354,10 +337,8 @@ static const svc_col_t work_event_keys[] = {
     { .key = "desired", .type = SVC_COL_OBJECT, .ref = &schema_desired },
     SVC_COL_END
 };
-static const svc_schema_t work_event = {
-    .name = "AgentWorkEvent", .description = "agent.work: a piece of work for the target.",
-    .keys = work_event_keys
-};
+static const svc_schema_t work_event = { .name = "AgentWorkEvent", .keys = work_event_keys,
+    .description = "agent.work: a piece of work for the target." };
 static const svc_col_t rotated_event_keys[] = {
     { .key = "target_id", .type = SVC_COL_TEXT, .id = "dtg" },
     { .key = "key_hint", .type = SVC_COL_TEXT },
@@ -382,10 +363,8 @@ static const svc_col_t logs_event_keys[] = {
     { .key = "truncated", .type = SVC_COL_BOOL },
     SVC_COL_END
 };
-static const svc_schema_t logs_event = {
-    .name = "DeploymentLogsEvent", .description = "deployment.logs: logs asked for arrived "
-        "(GET .../logs?request=).", .keys = logs_event_keys
-};
+static const svc_schema_t logs_event = { .name = "DeploymentLogsEvent", .keys = logs_event_keys,
+    .description = "deployment.logs: logs asked for arrived (GET .../logs?request=)." };
 static const svc_col_t incident_event_keys[] = {
     { .key = "deployment_id", .type = SVC_COL_TEXT, .id = "dep" },
     { .key = "improvement_id", .type = SVC_COL_TEXT, .id = "imp" },

@@ -115,11 +115,8 @@ static const svc_col_t improvement_keys[] = {
     SVC_COL_END
 };
 
-const svc_schema_t svc_schema_improvement = {
-    .name = "Improvement",
-    .description = "A bug report or a feature ask of a project (docs/api/pipeline.md).",
-    .keys = improvement_keys
-};
+const svc_schema_t svc_schema_improvement = { .name = "Improvement", .keys = improvement_keys,
+    .description = "A bug report or a feature ask of a project (docs/api/pipeline.md)." };
 
 const svc_field_t svc_body_improvement_file[] = {
     { .name = "kind", .type = SVC_FT_ENUM, .required = 1, .values = svc_improvement_kinds,

@@ -58,12 +58,9 @@ static const svc_col_t installation_keys[] = {
     SVC_COL_END
 };
 
-const svc_schema_t svc_schema_installation = {
-    .name = "VcsInstallation",
+const svc_schema_t svc_schema_installation = { .name = "VcsInstallation", .keys = installation_keys,
     .description = "A record of the code-hosting App installed on an account, linked to the "
-        "organization (docs/api/vcs.md).",
-    .keys = installation_keys
-};
+                   "organization (docs/api/vcs.md)." };
 
 const svc_schema_t svc_schema_installation_unlinked = {
     .name = "VcsInstallationUnlinked",

@@ -33,11 +33,8 @@ static const svc_col_t repository_keys[] = {
     SVC_COL_END
 };
 
-const svc_schema_t svc_schema_repository = {
-    .name = "VcsRepository",
-    .description = "A repository at the code-hosting provider that an installation reaches.",
-    .keys = repository_keys
-};
+const svc_schema_t svc_schema_repository = { .name = "VcsRepository", .keys = repository_keys,
+    .description = "A repository at the code-hosting provider that an installation reaches." };
 
 const svc_col_t svc_vcs_repos_page_keys[] = {
     { .key = "truncated", .type = SVC_COL_BOOL,
@@ -59,11 +56,8 @@ static const svc_col_t link_keys[] = {
     SVC_COL_END
 };
 
-static const svc_schema_t link_schema = {
-    .name = "VcsLink",
-    .description = "A project's linked repository.",
-    .keys = link_keys
-};
+static const svc_schema_t link_schema = { .name = "VcsLink", .keys = link_keys,
+    .description = "A project's linked repository." };
 
 const svc_schema_t svc_schema_project_repository = {
     .name = "ProjectRepository",

@@ -119,11 +119,8 @@ static const svc_col_t delivery_item[] = {
     SVC_COL_END
 };
 
-const svc_schema_t svc_schema_delivery = {
-    .name = "VcsDelivery",
-    .description = "A webhook delivery the service recorded (docs/api/vcs.md).",
-    .keys = delivery_item
-};
+const svc_schema_t svc_schema_delivery = { .name = "VcsDelivery", .keys = delivery_item,
+    .description = "A webhook delivery the service recorded (docs/api/vcs.md)." };
 
 const svc_schema_t svc_schema_delivery_detail = {
     .name = "VcsDeliveryDetail",
