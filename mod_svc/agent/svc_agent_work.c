@@ -26,6 +26,7 @@
  */
 #define _GNU_SOURCE
 #include "svc_agent.h"
+#include "../base/svc_bwrap.h"
 
 #include <curl/curl.h>
 #include <dirent.h>
@@ -260,58 +261,24 @@ static void argv_free(argv_t *a)
     a->n = 0;
 }
 
-/* The system's directories (a link on merged-/usr systems, else a
- * directory) and the few files of /etc a networked program reads. */
-static const char *const system_dirs[] = { "/bin", "/sbin", "/lib", "/lib32", "/lib64",
-                                           "/libx32", NULL };
+/* The few files of /etc a networked program reads. */
 static const char *const etc_files[] = {
     "/etc/resolv.conf", "/etc/hosts", "/etc/nsswitch.conf", "/etc/host.conf",
     "/etc/gai.conf", "/etc/ssl", "/etc/ca-certificates", "/etc/passwd", "/etc/group",
     "/etc/localtime", "/etc/mime.types", "/etc/alternatives", NULL
 };
 
+/* svc_bwrap's push: push copies what it keeps. */
+static void push_arg(void *argv, const char *s)
+{
+    push(argv, s);
+}
+
 static void bwrap_argv(argv_t *a, const dep_t *d, const replica_t *r, const char *app)
 {
-    const char *const *s;
-    char target[4096], port[16];
-    struct stat st;
+    char port[16];
 
-    push(a, "bwrap");
-    push(a, "--unshare-all");
-    push(a, "--share-net");
-    push(a, "--die-with-parent");
-    push(a, "--new-session");
-    push(a, "--ro-bind");
-    push(a, "/usr");
-    push(a, "/usr");
-    for (s = system_dirs; *s; s++) {
-        ssize_t n;
-        if (lstat(*s, &st) < 0) {
-            continue;
-        }
-        if (S_ISLNK(st.st_mode) && (n = readlink(*s, target, sizeof(target) - 1)) > 0) {
-            target[n] = '\0';
-            push(a, "--symlink");
-            push(a, target);
-            push(a, *s);
-        }
-        else if (S_ISDIR(st.st_mode)) {
-            push(a, "--ro-bind");
-            push(a, *s);
-            push(a, *s);
-        }
-    }
-    for (s = etc_files; *s; s++) {
-        push(a, "--ro-bind-try");
-        push(a, *s);
-        push(a, *s);
-    }
-    push(a, "--proc");
-    push(a, "/proc");
-    push(a, "--dev");
-    push(a, "/dev");
-    push(a, "--tmpfs");
-    push(a, "/tmp");
+    svc_bwrap_system(push_arg, a, "bwrap", 1, etc_files);
     /* The checkout at its own path, so the workload sees the same paths
      * the operator does. */
     push(a, "--bind");
@@ -323,16 +290,7 @@ static void bwrap_argv(argv_t *a, const dep_t *d, const replica_t *r, const char
     push(a, "/");
     push(a, "--chdir");
     push(a, app);
-    push(a, "--clearenv");
-    push(a, "--setenv");
-    push(a, "PATH");
-    push(a, "/usr/local/bin:/usr/bin:/bin");
-    push(a, "--setenv");
-    push(a, "HOME");
-    push(a, app);
-    push(a, "--setenv");
-    push(a, "LANG");
-    push(a, "C.UTF-8");
+    svc_bwrap_env(push_arg, a, app);
     snprintf(port, sizeof(port), "%d", r->port);
     push(a, "--setenv");
     push(a, "PORT");
