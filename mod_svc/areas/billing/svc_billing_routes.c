@@ -94,9 +94,9 @@ static const svc_col_t usage_figure_keys[] = {
     { .key = "deployment_hours", .type = SVC_COL_NUMBER, .description = "Replica-hours." },
     SVC_COL_END
 };
-static const svc_schema_t schema_usage_figures = {
-    .name = "UsageFigures", .description = "What was used.", .keys = usage_figure_keys
-};
+static const svc_schema_t schema_usage_figures = { .name = "UsageFigures",
+    .keys = usage_figure_keys,
+    .description = "What was used." };
 static const svc_col_t usage_project_keys[] = {
     { .key = "id", .type = SVC_COL_TEXT, .id = "prj" },
     { .key = "slug", .type = SVC_COL_TEXT, .flags = SVC_COL_NULL, .format = "slug",
@@ -205,10 +205,10 @@ static const svc_col_t updated_event_keys[] = {
     { .key = "event_id", .type = SVC_COL_TEXT, .example = "evt_1" },
     SVC_COL_END
 };
-static const svc_schema_t updated_event = {
-    .name = "BillingUpdatedEvent", .description = "billing.updated: the provider's event "
-        "changed the organization's subscription.", .keys = updated_event_keys
-};
+static const svc_schema_t updated_event = { .name = "BillingUpdatedEvent",
+    .keys = updated_event_keys,
+    .description = "billing.updated: the provider's event changed the organization's "
+                   "subscription." };
 static const svc_col_t budget_event_keys[] = {
     { .key = "level", .type = SVC_COL_INT, .description = "The alert level crossed, in %." },
     { .key = "month", .type = SVC_COL_TEXT, .example = "2026-11" },

@@ -226,10 +226,9 @@ static const svc_col_t log_request_keys[] = {
         "(a deployment.logs event says so)." },
     SVC_COL_END
 };
-static const svc_schema_t schema_log_request = {
-    .name = "DeploymentLogRequest", .description = "Fresh logs asked of the agent.",
-    .keys = log_request_keys
-};
+static const svc_schema_t schema_log_request = { .name = "DeploymentLogRequest",
+    .keys = log_request_keys,
+    .description = "Fresh logs asked of the agent." };
 static const svc_header_t logs_headers[] = {
     { .name = "X-Log-Request", .type = SVC_COL_TEXT, .required = 1,
       .description = "The log request (lgr_...) this upload answered.",
@@ -310,11 +309,10 @@ static const svc_col_t telemetry_taken_keys[] = {
     { .key = "probes", .type = SVC_COL_INT, .description = "Probes taken." },
     SVC_COL_END
 };
-static const svc_schema_t schema_telemetry_taken = {
-    .name = "AgentTelemetry", .description = "What a report of samples and probes gave: "
-        "those of deployments not on this target, or malformed, are left out.",
-    .keys = telemetry_taken_keys
-};
+static const svc_schema_t schema_telemetry_taken = { .name = "AgentTelemetry",
+    .keys = telemetry_taken_keys,
+    .description = "What a report of samples and probes gave: those of deployments not on this "
+                   "target, or malformed, are left out." };
 
 /* The events: deployment.status on the org's streams; the rest addressed
  * to one target, carried by its agent's work stream only. */
@@ -326,10 +324,9 @@ static const svc_col_t status_event_keys[] = {
     { .key = "error", .type = SVC_COL_OBJECT, .flags = SVC_COL_NULL, .sub = error_keys },
     SVC_COL_END
 };
-static const svc_schema_t status_event = {
-    .name = "DeploymentStatusEvent", .description = "deployment.status: a deployment was "
-        "made or changed status.", .keys = status_event_keys
-};
+static const svc_schema_t status_event = { .name = "DeploymentStatusEvent",
+    .keys = status_event_keys,
+    .description = "deployment.status: a deployment was made or changed status." };
 static const svc_col_t work_event_keys[] = {
     { .key = "work_id", .type = SVC_COL_TEXT, .id = "wrk" },
     { .key = "action", .type = SVC_COL_TEXT, .values = work_actions },
@@ -344,18 +341,17 @@ static const svc_col_t rotated_event_keys[] = {
     { .key = "key_hint", .type = SVC_COL_TEXT },
     SVC_COL_END
 };
-static const svc_schema_t rotated_event = {
-    .name = "TargetKeyRotatedEvent", .description = "target.key_rotated: the target has a new "
-        "key; a stream opened with the old one ends.", .keys = rotated_event_keys
-};
+static const svc_schema_t rotated_event = { .name = "TargetKeyRotatedEvent",
+    .keys = rotated_event_keys,
+    .description = "target.key_rotated: the target has a new key; a stream opened with the old "
+                   "one ends." };
 static const svc_col_t removed_event_keys[] = {
     { .key = "target_id", .type = SVC_COL_TEXT, .id = "dtg" },
     SVC_COL_END
 };
-static const svc_schema_t removed_event = {
-    .name = "TargetRemovedEvent", .description = "target.removed: the target was removed; its "
-        "stream ends.", .keys = removed_event_keys
-};
+static const svc_schema_t removed_event = { .name = "TargetRemovedEvent",
+    .keys = removed_event_keys,
+    .description = "target.removed: the target was removed; its stream ends." };
 static const svc_col_t logs_event_keys[] = {
     { .key = "deployment_id", .type = SVC_COL_TEXT, .id = "dep" },
     { .key = "log_request_id", .type = SVC_COL_TEXT, .id = "lgr" },
@@ -378,21 +374,20 @@ static const svc_col_t incident_event_keys[] = {
       .description = "Reports that found it failing since it was filed." },
     SVC_COL_END
 };
-static const svc_schema_t incident_event = {
-    .name = "DeploymentIncidentEvent", .description = "deployment.incident: an incident of a "
-        "running deployment was filed (as an improvement), failed again after it recovered, "
-        "or recovered.", .keys = incident_event_keys
-};
+static const svc_schema_t incident_event = { .name = "DeploymentIncidentEvent",
+    .keys = incident_event_keys,
+    .description = "deployment.incident: an incident of a running deployment was filed (as an "
+                   "improvement), failed again after it recovered, or recovered." };
 static const svc_col_t logs_requested_keys[] = {
     { .key = "log_request_id", .type = SVC_COL_TEXT, .id = "lgr" },
     { .key = "deployment_id", .type = SVC_COL_TEXT, .id = "dep" },
     { .key = "lines", .type = SVC_COL_INT },
     SVC_COL_END
 };
-static const svc_schema_t logs_requested_event = {
-    .name = "DeploymentLogsRequestedEvent", .description = "deployment.logs_requested: upload "
-        "the last `lines` lines of each replica's output.", .keys = logs_requested_keys
-};
+static const svc_schema_t logs_requested_event = { .name = "DeploymentLogsRequestedEvent",
+    .keys = logs_requested_keys,
+    .description = "deployment.logs_requested: upload the last `lines` lines of each replica's "
+                   "output." };
 static const svc_event_kind_t events[] = {
     { "deployment.status", &status_event, "A deployment is made and at every status change." },
     { "deployment.logs", &logs_event, "Logs asked for with request-logs were uploaded." },

@@ -83,11 +83,9 @@ static const svc_col_t request_summary_keys[] = {
     SVC_COL_END
 };
 
-const svc_schema_t svc_schema_request_summary = {
-    .name = "RequestSummary",
-    .description = "A pipeline request as lists show it (without its body).",
-    .keys = request_summary_keys
-};
+const svc_schema_t svc_schema_request_summary = { .name = "RequestSummary",
+    .keys = request_summary_keys,
+    .description = "A pipeline request as lists show it (without its body)." };
 
 const svc_schema_t svc_schema_request = {
     .name = "Request",

@@ -245,10 +245,9 @@ static const svc_col_t run_step_event_keys[] = {
 static const svc_schema_t run_step_event = { .name = "RunStepEvent", .keys = run_step_event_keys,
     .description = "run.step: an agent run's tool call (docs/api/runs.md)." };
 
-static const svc_schema_t run_status_event = {
-    .name = "RunStatusEvent", .description = "run.status: a run was made, or its status changed.",
-    .keys = run_status_event_keys
-};
+static const svc_schema_t run_status_event = { .name = "RunStatusEvent",
+    .keys = run_status_event_keys,
+    .description = "run.status: a run was made, or its status changed." };
 
 static const svc_schema_t run_log_event = { .name = "RunLogEvent", .keys = run_log_event_keys,
     .description = "run.log: the runner wrote a line to the run's log." };
