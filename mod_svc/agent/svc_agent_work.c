@@ -749,9 +749,12 @@ static void teardown(dep_t *d)
     dep_forget(d);
 }
 
-static int write_text(const char *path, const char *text, mode_t mode)
+/* Writes text to path with mode, and frees both (each made by xprintf). */
+static void write_text(char *path, char *text, mode_t mode)
 {
-    return write_file(path, text, strlen(text), mode);
+    write_file(path, text, strlen(text), mode);
+    free(path);
+    free(text);
 }
 
 /*
@@ -821,12 +824,9 @@ static void separate(dep_t *d, const json_t *desired, const char *work_id)
                                               d->reps[i].port));
     }
     strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", gmtime(&stamp));
-    text = xprintf("#!/bin/sh\n# The web process of deployment %s (its plan's command),\n"
-                   "# run in app/ with PORT set.\n%s\n", d->id, d->command);
-    path = xprintf("%s/command.sh", target);
-    write_text(path, text, 0755);
-    free(path);
-    free(text);
+    write_text(xprintf("%s/command.sh", target),
+               xprintf("#!/bin/sh\n# The web process of deployment %s (its plan's command),\n"
+                       "# run in app/ with PORT set.\n%s\n", d->id, d->command), 0755);
     text = xprintf(
         "#!/bin/sh\n"
         "# Deployment %s, handed over by svc-agent on %s: the agent no\n"
@@ -842,10 +842,7 @@ static void separate(dep_t *d, const json_t *desired, const char *work_id)
         "2>&1 < /dev/null) &\n"
         "    echo $! >> pids\n"
         "done\n", d->id, when, d->id, ports);
-    path = xprintf("%s/start.sh", target);
-    write_text(path, text, 0755);
-    free(path);
-    free(text);
+    write_text(xprintf("%s/start.sh", target), text, 0755);
     text = xprintf(
         "# Deployment %s, handed over by svc-agent: one instance per port.\n"
         "#   systemctl link %s/svc-app-%s@.service\n"
@@ -861,10 +858,7 @@ static void separate(dep_t *d, const json_t *desired, const char *work_id)
         "[Install]\n"
         "WantedBy=multi-user.target\n", d->id, target, d->id, d->id, ports, d->id, target,
         target);
-    path = xprintf("%s/svc-app-%s@.service", target, d->id);
-    write_text(path, text, 0644);
-    free(path);
-    free(text);
+    write_text(xprintf("%s/svc-app-%s@.service", target, d->id), text, 0644);
     /* Started in a session of its own, with nothing of the agent's: no
      * death signal, no sandbox; the agent does not wait for it. */
     pid = fork();
