@@ -227,8 +227,7 @@ static const svc_tag_t tags[] = {
     { NULL, NULL }
 };
 
-const svc_area_t svc_admin_area = {
-    .name = "admin", .description = "The platform operator's surface: lists across "
-        "organizations, suspensions, the platform audit log.", .routes = routes, .tags = tags,
-    .events = events
-};
+const svc_area_t svc_admin_area = { .name = "admin", .routes = routes, .tags = tags,
+    .events = events,
+    .description = "The platform operator's surface: lists across organizations, suspensions, "
+                   "the platform audit log." };

@@ -322,8 +322,7 @@ static const svc_route_t routes[] = {
     SVC_ROUTE_END,
 };
 
-const svc_area_t svc_billing_area = {
-    .name = "billing", .description = "Plans, usage, the payment provider's checkout, portal "
-        "and payment method, its webhook, and budgets.", .routes = routes, .tags = tags,
-    .events = events
-};
+const svc_area_t svc_billing_area = { .name = "billing", .routes = routes, .tags = tags,
+    .events = events,
+    .description = "Plans, usage, the payment provider's checkout, portal and payment method, "
+                   "its webhook, and budgets." };

@@ -533,8 +533,6 @@ static const svc_route_t routes[] = {
     SVC_ROUTE_END,
 };
 
-const svc_area_t svc_deploy_area = {
-    .name = "deploy", .description = "Deploy targets, deployments, their plans, and the deploy "
-        "agents' routes.", .routes = routes, .tags = tags, .events = events,
-    .agent_events = agent_events
-};
+const svc_area_t svc_deploy_area = { .name = "deploy", .routes = routes, .tags = tags,
+    .events = events, .agent_events = agent_events,
+    .description = "Deploy targets, deployments, their plans, and the deploy agents' routes." };
