@@ -111,8 +111,7 @@ static const svc_col_t audit_keys[] = {
 static const svc_schema_t schema_audit = { .name = "PlatformAuditEntry", .keys = audit_keys,
     .description = "An entry of the platform audit log: what an operator did." };
 
-static const svc_schema_t schema_verify = {
-    .name = "PlatformAuditVerification",
+static const svc_schema_t schema_verify = { .name = "PlatformAuditVerification",
     .description = "Whether the platform audit log's hash chain holds.",
     .keys = (const svc_col_t[]) {
         { .key = "valid", .type = SVC_COL_BOOL },
@@ -123,8 +122,7 @@ static const svc_schema_t schema_verify = {
     }
 };
 
-static const svc_schema_t suspension_event = {
-    .name = "AccessSuspensionEvent",
+static const svc_schema_t suspension_event = { .name = "AccessSuspensionEvent",
     .description = "An operator suspended, or lifted the suspension of, the organization or "
         "one of its members: open streams check their access at once.",
     .keys = (const svc_col_t[]) {

@@ -91,8 +91,7 @@ static const svc_col_t task_estimate_keys[] = {
     SVC_COL_END
 };
 
-static const svc_schema_t task_usage_schema = {
-    .name = "BuildTaskWithUsage",
+static const svc_schema_t task_usage_schema = { .name = "BuildTaskWithUsage",
     .description = "A build task with what its runs used, and its estimate.",
     .keys = (const svc_col_t[]) {
         { .key = "usage", .type = SVC_COL_OBJECT, .ref = &spent_schema },

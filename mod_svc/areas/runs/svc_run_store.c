@@ -197,8 +197,7 @@ static const svc_col_t run_call_keys[] = {
     SVC_COL_END
 };
 
-const svc_schema_t svc_schema_run_detail = {
-    .name = "RunDetail",
+const svc_schema_t svc_schema_run_detail = { .name = "RunDetail",
     .description = "A run with what its model calls used, call by call.",
     .keys = (const svc_col_t[]) {
         { .key = "usage", .type = SVC_COL_OBJECT, .sub = (const svc_col_t[]) {

@@ -122,8 +122,7 @@ static const svc_col_t delivery_item[] = {
 const svc_schema_t svc_schema_delivery = { .name = "VcsDelivery", .keys = delivery_item,
     .description = "A webhook delivery the service recorded (docs/api/vcs.md)." };
 
-const svc_schema_t svc_schema_delivery_detail = {
-    .name = "VcsDeliveryDetail",
+const svc_schema_t svc_schema_delivery_detail = { .name = "VcsDeliveryDetail",
     .description = "A recorded delivery with its payload, as the provider sent it.",
     .keys = (const svc_col_t[]) {
         { .key = "payload", .type = SVC_COL_OBJECT, .description = "The event's body." },
@@ -132,8 +131,7 @@ const svc_schema_t svc_schema_delivery_detail = {
     .base = &svc_schema_delivery
 };
 
-const svc_schema_t svc_schema_delivery_receipt = {
-    .name = "VcsDeliveryReceipt",
+const svc_schema_t svc_schema_delivery_receipt = { .name = "VcsDeliveryReceipt",
     .description = "What the webhook did with a delivery.",
     .keys = (const svc_col_t[]) {
         { .key = "status", .type = SVC_COL_TEXT, .values = SVC_VALUES("accepted", "duplicate"),
