@@ -248,7 +248,7 @@ static apr_status_t outcome_tx(svc_db_t *db, apr_pool_t *p, void *baton)
     const outcome_tx_t *t = baton;
     svc_dep_change_t chg = { -1, NULL, NULL, NULL, NULL };
     svc_deployment_t *dep;
-    svc_actor_t actor;
+    svc_actor_t actor = { .kind = "system" };
     apr_status_t rv;
 
     if ((rv = svc_dep_lock(db, p, t->job->org_id, t->job->id, &dep)) != APR_SUCCESS) {
@@ -258,8 +258,6 @@ static apr_status_t outcome_tx(svc_db_t *db, apr_pool_t *p, void *baton)
         || strcmp(dep->planner, t->pl->node) != 0) {
         return OUTCOME_DROPPED;
     }
-    memset(&actor, 0, sizeof(actor));
-    actor.kind = "system";
     chg.plan = t->o->plan;
     chg.error_code = t->o->code;
     chg.error_message = t->o->message;

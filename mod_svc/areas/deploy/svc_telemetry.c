@@ -848,7 +848,7 @@ static apr_status_t incidents(svc_ctx_t *ctx, svc_db_t *db, const char *dep_id,
         }
         {
             svc_incident_t inc;
-            svc_actor_t actor;
+            svc_actor_t actor = { .kind = "system" };
             const char *logs;
 
             if ((rv = svc_db_execv(db, &st_incident_context, ctx->pool, &res, dep_id))
@@ -885,8 +885,6 @@ static apr_status_t incidents(svc_ctx_t *ctx, svc_db_t *db, const char *dep_id,
             }
             inc.source_ref = dep_id;
             /* The audit entry first: filing takes the org's event lock. */
-            memset(&actor, 0, sizeof(actor));
-            actor.kind = "system";
             if ((rv = svc_audit_write(db, ctx->pool, &actor, org_id, "deployment.incident",
                                       "deployment", dep_id,
                                       svc_json_pool(ctx->pool,

@@ -282,7 +282,7 @@ apr_status_t svc_improvement_file_incident(svc_db_t *db, apr_pool_t *p,
 {
     const char *id = svc_id_new(p, "imp_");
     const char *kind = inc->kind ? inc->kind : "bug";
-    svc_actor_t actor;
+    svc_actor_t actor = { .kind = "system" };
     svc_dbres_t *res;
     apr_status_t rv;
 
@@ -304,8 +304,6 @@ apr_status_t svc_improvement_file_incident(svc_db_t *db, apr_pool_t *p,
         }
         return rv;
     }
-    memset(&actor, 0, sizeof(actor));
-    actor.kind = "system";
     rv = svc_audit_write(db, p, &actor, inc->org_id, "improvement.filed", "improvement", id,
                          svc_json_pool(p, json_pack("{s:s,s:s,s:s,s:s}", "kind", kind,
                                                     "title", inc->title, "source", "incident",
