@@ -438,7 +438,7 @@ static const svc_route_t routes[] = {
       .response = &schema_deployment, .summary = "The org's deployments, newest first" },
     { .method = "POST", .path = DEPS, .handler = svc_h_deployments_create,
       .scope = SVC_SCOPE_WRITE, .role = SVC_ROLE_MEMBER, .body = svc_body_deployment_create,
-      .success = 201, .op_id = "createDeployment", .tag = TAG, .response = &schema_deployment,
+      .flags = SVC_RF_IDEMPOTENT, .success = 201, .op_id = "createDeployment", .tag = TAG, .response = &schema_deployment,
       .body_example = "{\"project\": \"shop\", \"target_id\": \"dtg_3kTq0dKc5gWm1xQ9aZr2Lb\", "
         "\"run_id\": \"run_3kTq0dKc5gWm1xQ9aZr2Lb\"}",
       .summary = "Deploy a succeeded run's artifact on a target: planning, then planned" },

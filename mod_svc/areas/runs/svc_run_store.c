@@ -106,9 +106,12 @@ static const svc_stmt_t st_log_insert = {
     3, 0
 };
 
+/* The expired Idempotency-Keys of every creation that takes one (runs,
+ * requests, deployments: sql/026's function knows their tables), so the
+ * areas need no sweeper each; the supervisor is the one that runs. */
 static const svc_stmt_t st_sweep_keys = {
     "svc_runs_sweep_keys",
-    "DELETE FROM run_idempotency WHERE created_at < now() - interval '24 hours'",
+    "SELECT svc_idempotency_sweep()",
     0, SVC_STMT_RETRY
 };
 
