@@ -234,6 +234,11 @@ await run(async (browser) => {
     const phonePortal = await watchedPage(small);
     await phonePortal.goto(shareUrl);
     await ready(phonePortal, '.shared-doc .markdown h1');
+    // Another reviewer (another browser, the same link) reads Rita's comment.
+    await ready(phonePortal, '.comments li[data-comment-id]');
+    const others = await text(phonePortal, '.comments');
+    check(others.includes('Rita Reviewer') && others.includes(`Bank transfers? ${XSS}`),
+          'another reviewer with the link sees the comment, as text', others);
     check(await phonePortal.evaluate(() => document.documentElement.scrollWidth) <= 375,
           '375 px wide: the portal needs no sideways scrolling');
     await axe(phonePortal, 'the share portal at 375 px');
