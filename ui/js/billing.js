@@ -7,7 +7,7 @@
 // The subscription changes when the provider's webhook says so, so the page
 // follows the org's event stream and shows each `billing.updated` as it
 // comes (a browser back from checkout usually arrives before the webhook).
-import { api, path } from './api.js';
+import { api, path, orgEvents } from './api.js';
 import { h, clear } from './dom.js';
 import { act, showStatus } from './page.js';
 import { billingPage as overview } from './deploy.js';
@@ -105,14 +105,8 @@ export async function billingPage(main, me, org) {
         }
         el.append(...subscription(org, b, plans), ...await paymentMethod(org));
     };
-    // The stream first (it starts with the next event), then the page: a
-    // change committed in between is not missed.
-    const es = new EventSource(path`/api/orgs/${org}/events`);
-    window.addEventListener('pagehide', () => es.close());
-    await new Promise((resolve) => {
-        es.addEventListener('open', resolve, { once: true });
-        es.addEventListener('error', resolve, { once: true });
-    });
+    // The stream first, then the page: a change committed in between is not missed.
+    const es = await orgEvents(org);
     es.addEventListener('billing.updated', (ev) => act(async () => {
         const d = JSON.parse(ev.data);
         await render();
