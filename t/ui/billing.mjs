@@ -14,8 +14,8 @@
 // this walk answers those addresses itself, as the provider's page would
 // load, then does what the customer does there (pays) through the fake's
 // control endpoint, which sends the signed webhook the provider sends.
-import { BASE, result, check, newContext, watchedPage, axe, clean, text, signIn, run }
-    from './lib.mjs';
+import { BASE, result, check, newContext, watchedPage, axe, clean, text, signIn, run, ready,
+         statusIs } from './lib.mjs';
 
 const ORG = process.env.SVC_UI_ORG;
 const STRIPE = process.env.BILLING_API_URL;
@@ -28,22 +28,6 @@ async function stripe(what, body) {
         throw new Error(`fake provider ${what}: ${res.status} ${await res.text()}`);
     }
     return res.json();
-}
-
-async function ready(page, sel) {
-    try {
-        await page.locator(sel).first().waitFor();
-    } catch (e) {
-        const shown = await page.evaluate(() => document.getElementById('problem')?.textContent)
-            .catch(() => null);
-        throw new Error(`${sel} never appeared on ${page.url()}: problem ${JSON.stringify(shown)}, `
-                        + `errors ${JSON.stringify(page.seen?.errors)}\n${e.message}`);
-    }
-}
-
-async function statusIs(page, re) {
-    await page.waitForFunction((src) => new RegExp(src).test(document.getElementById('status')
-        ?.textContent ?? ''), re.source);
 }
 
 // The provider's own pages, as far as this test goes: they load.
