@@ -16,6 +16,7 @@ import { membersPage, teamPage } from './members.js';
 import { vcsPage } from './vcs.js';
 import { auditPage } from './audit.js';
 import { deploymentsPage } from './deploy.js';
+import { deploymentPage } from './deployment.js';
 import { billingPage } from './billing.js';
 
 const routes = [
@@ -35,6 +36,7 @@ const routes = [
     [/^\/orgs\/([^/]+)\/vcs$/, vcsPage],
     [/^\/orgs\/([^/]+)\/audit$/, auditPage],
     [/^\/orgs\/([^/]+)\/deployments$/, deploymentsPage],
+    [/^\/orgs\/([^/]+)\/deployments\/([^/]+)$/, deploymentPage],
     [/^\/orgs\/([^/]+)\/billing$/, billingPage],
 ];
 
