@@ -195,6 +195,32 @@ for p in /usr/share/mod_svc/ui/index.html /usr/share/mod_svc/ui/js/app.js; do
     grep -qxF "$p" <<<"$files" || fail "the RPM lacks the web UI's $p"
 done
 ok "the RPM holds the web UI under /usr/share/mod_svc/ui"
+# marked and DOMPurify, which Fedora and RHEL do not package: in the RPM, at
+# the versions packaging/rpm/vendor's lockfile pins, where its svc.conf's
+# /ui/vendor/ aliases point, with their licences.
+for p in /usr/share/mod_svc/ui/vendor/marked.js /usr/share/mod_svc/ui/vendor/purify.js; do
+    grep -qxF "$p" <<<"$files" || fail "the RPM lacks $p (marked and DOMPurify)"
+done
+# %license's directory: /usr/share/licenses/NAME (Fedora) or NAME-VERSION.
+licdir=$(grep -E '^/usr/share/licenses/mod_svc(-[^/]*)?/LICENSE\.marked\.md$' <<<"$files" | xargs -r dirname)
+[ -n "$licdir" ] && grep -qxF "$licdir/LICENSE.dompurify" <<<"$files" \
+    || fail "the RPM lacks the licences of marked and DOMPurify (%license)"
+rpmfile() { (cd "$OUT" && rpm2cpio "$RPM1" | cpio -i --quiet --to-stdout ".$1"); }
+lock=$TOP/packaging/rpm/vendor/package-lock.json
+for lib in marked dompurify; do
+    v=$(perl -MJSON::PP -0e 'print JSON::PP->new->decode(<STDIN>)->{packages}{"node_modules/'$lib'"}{version}' <"$lock")
+    case $lib in marked) f=marked.js; re="marked v$v " ;; *) f=purify.js; re="DOMPurify $v " ;; esac
+    rpmfile "/usr/share/mod_svc/ui/vendor/$f" | head -c 200 | grep -qF "$re" \
+        || fail "the RPM's $f is not $lib $v (packaging/rpm/vendor/package-lock.json)"
+done
+grep -qF 'under the MIT license' <<<"$(rpmfile "$licdir/LICENSE.marked.md")" \
+    && grep -qF 'Apache License' <<<"$(rpmfile "$licdir/LICENSE.dompurify")" \
+    || fail "the RPM's licences of marked and DOMPurify are not theirs"
+rpmconf=$(rpmfile /etc/httpd/conf.d/svc.conf)
+grep -qxF 'Alias /ui/vendor/marked.js "/usr/share/mod_svc/ui/vendor/marked.js"' <<<"$rpmconf" \
+    && grep -qxF 'Alias /ui/vendor/purify.js "/usr/share/mod_svc/ui/vendor/purify.js"' <<<"$rpmconf" \
+    || fail "the RPM's svc.conf does not alias /ui/vendor/ to the files it ships"
+ok "the RPM ships marked and DOMPurify (the lockfile's versions) where its svc.conf aliases /ui/vendor/, their licences in $licdir"
 [ "$(rpm -qp --configfiles "$RPM1" | sort)" = \
   "$(printf '/etc/httpd/conf.d/svc.conf\n/etc/httpd/conf.modules.d/10-svc.conf')" ] \
     || fail "the RPM's config files are not the two .conf files"

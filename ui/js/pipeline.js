@@ -3,7 +3,7 @@
 // offers (advance, run-all, pause/resume, approve the integration,
 // cancel), its documents (approve a draft, add a section), its build tasks
 // and their runs, the cost estimate next to the actual usage.
-import { api, path } from './api.js';
+import { api, path, orgEvents } from './api.js';
 import { h, clear, when, badge, firstLine } from './dom.js';
 import { act, showProblem, showStatus } from './page.js';
 
@@ -184,22 +184,41 @@ export async function requestPage(main, me, org, id) {
     const base = path`/api/orgs/${org}/requests/${id}`;
     const view = h('div', { id: 'request' });
     main.append(h('p', {}, h('a', { href: path`/orgs/${org}/requests` }, '← Pipeline')), view);
-    let timer = null;
     let busy = false;
-    window.addEventListener('pagehide', () => clearTimeout(timer));
 
     // Refreshing leaves a refusal shown (act() would clear it).
     const quiet = () => refresh().catch(showProblem);
 
+    // One reading at a time, and one more if something happened meanwhile:
+    // an answer never overtakes a newer one.
+    let reading = null;
+    let again = false;
     async function refresh() {
-        clearTimeout(timer);
-        const l = await api('GET', base + '/lifecycle');
-        render(l);
-        // While tasks run, follow them (the request moves on by itself).
-        if (l.request.stage === 'build'
-            && l.build_tasks.some((t) => t.status === 'queued' || t.status === 'running')) {
-            timer = setTimeout(quiet, 2000);
+        if (reading) {
+            again = true;
+            return reading;
         }
+        reading = (async () => {
+            do {
+                again = false;
+                render(await api('GET', base + '/lifecycle'));
+            } while (again);
+        })().finally(() => { reading = null; });
+        return reading;
+    }
+
+    // The request moves on by itself (its build tasks' runs, the move into
+    // integration) and by other people's hands: the page follows the org's
+    // event stream, opened before the first reading so that nothing
+    // committed in between is missed, and reads the request again at each
+    // event about it.
+    const es = await orgEvents(org);
+    for (const kind of ['request.stage', 'request.task', 'request.decision']) {
+        es.addEventListener(kind, (ev) => {
+            if (JSON.parse(ev.data).request_id === id) {
+                quiet();
+            }
+        });
     }
 
     async function run(fn, done) {

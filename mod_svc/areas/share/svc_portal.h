@@ -10,6 +10,7 @@
 apr_status_t svc_h_portal_index(svc_ctx_t *ctx);
 apr_status_t svc_h_portal_document(svc_ctx_t *ctx);
 apr_status_t svc_h_portal_comment(svc_ctx_t *ctx);
+apr_status_t svc_h_portal_comments(svc_ctx_t *ctx);
 
 extern const svc_field_t svc_body_portal_comment[];
 
