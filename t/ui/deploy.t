@@ -152,6 +152,8 @@ my $did = ($r->{deployment_id} // '') =~ s/[^A-Za-z0-9_]//gr;
 is(psql_value("SELECT status || '/' || run_id || '/' || target_id FROM deployments "
               . "WHERE id = '$did'"), "torn_down/$run/$tid",
    'the deployment made in the browser, of that run on that target, is torn down');
+is(psql_value("SELECT count(*) FROM deployment_idempotency WHERE deployment_id = '$did'"), 1,
+   '... made with an Idempotency-Key');
 my $uid = user_id_of($email);
 for my $action (qw(deployment.created deployment.approve deployment.scale deployment.teardown
                    deploy_target.key_rotated deploy_target.removed)) {

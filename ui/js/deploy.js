@@ -150,10 +150,9 @@ export async function deploymentsPage(main, me, org) {
 }
 
 // The form for a new deployment: a project, one of its succeeded runs (its
-// artifact is what is deployed), a target. (Creating a deployment takes no
-// Idempotency-Key: a repeated click would make a second deployment, which
-// the button, disabled while the call is out, avoids.) → a function that
-// sets the targets offered.
+// artifact is what is deployed), a target; each click its own
+// Idempotency-Key, and the button disabled while the call is out. → a
+// function that sets the targets offered.
 function newDeployment(form, org) {
     const project = h('select', { name: 'project', required: true });
     const run = h('select', { name: 'run_id', required: true });
@@ -177,7 +176,8 @@ function newDeployment(form, org) {
         act(async () => {
             const d = await api('POST', path`/api/orgs/${org}/deployments`,
                                 { project: project.value, target_id: target.value,
-                                  run_id: run.value });
+                                  run_id: run.value },
+                                { idempotencyKey: crypto.randomUUID() });
             location.assign(path`/orgs/${org}/deployments/${d.id}`);
         }).finally(() => { submit.disabled = false; });
     });
