@@ -158,12 +158,11 @@ $(BUILD)/unit/test_factory_paths: t/unit/test_factory_paths.c t/unit/svc_test.h 
 unit: $(UNIT_BIN)
 
 # The web UI: static files, no build step (docs/ui.md). The packages install
-# them here (DESTDIR: their staging root); conf/svc.conf serves UIDIR.
+# them here (DESTDIR: their staging root), the assets in a directory named
+# by their content's hash (tools/install-ui.sh); conf/svc.conf serves UIDIR.
 UIDIR   ?= /usr/share/mod_svc/ui
-UI_FILES := $(sort $(wildcard ui/*.html ui/*.css ui/js/*.js))
 install-ui:
-	install -d -m 0755 $(DESTDIR)$(UIDIR) $(DESTDIR)$(UIDIR)/js
-	$(foreach f,$(UI_FILES),install -m 0644 $(f) $(DESTDIR)$(UIDIR)/$(patsubst ui/%,%,$(f)) &&) true
+	tools/install-ui.sh $(DESTDIR)$(UIDIR)
 
 # make install: what the packages install that is not built (the UI).
 install: install-ui

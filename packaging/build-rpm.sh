@@ -3,7 +3,8 @@
 #
 #   VERSION=0.1.0 [RPM_RELEASE=1] [PKG_OUT=build/packages/rpm] packaging/build-rpm.sh binary|source
 #
-# Makes Source0 (mod_svc-VERSION.tar.gz) from a clean copy of the tree, fills
+# Makes Source0 (mod_svc-VERSION.tar.gz) from a clean copy of the tree and
+# the web UI's marked and DOMPurify (npm, packaging/rpm/vendor's lockfile), fills
 # VERSION, RELEASE and the changelog date into packaging/rpm/mod_svc.spec,
 # and runs rpmbuild in build/pkg/rpm-VERSION-RELEASE. The source RPM is what
 # to build on Fedora / RHEL (mock). The binary build on this Debian machine
@@ -36,6 +37,26 @@ mkdir -p "$TOPDIR"/{SOURCES,SPECS,BUILD,RPMS,SRPMS} "$OUT"
 
 say "Source0 and spec for $NVR"
 clean_copy "$WORK/mod_svc-$VERSION"
+# marked and DOMPurify for the web UI: Fedora and RHEL package neither, so
+# Source0 carries them, fetched here from npm at the versions and digests
+# packaging/rpm/vendor/package-lock.json pins (npm ci checks the integrity
+# of each), with their licences: the RPM build itself needs no network.
+need_tools npm
+vendor=$WORK/npm-vendor
+mkdir -p "$vendor"
+cp "$TOP"/packaging/rpm/vendor/package.json "$TOP"/packaging/rpm/vendor/package-lock.json "$vendor"/
+(cd "$vendor" && npm ci --ignore-scripts --no-audit --no-fund >"$WORK/npm-ci.log" 2>&1) \
+    || { tail -n 20 "$WORK/npm-ci.log" >&2; die "npm ci in packaging/rpm/vendor failed (log: $WORK/npm-ci.log)"; }
+dest=$WORK/mod_svc-$VERSION/vendor
+mkdir -p "$dest"
+nm=$vendor/node_modules
+for f in marked/marked.min.js marked/LICENSE.md dompurify/dist/purify.min.js dompurify/LICENSE; do
+    [ -f "$nm/$f" ] || die "npm's $f is missing (packaging/rpm/vendor)"
+done
+install -m 0644 "$nm/marked/marked.min.js" "$dest/marked.min.js"
+install -m 0644 "$nm/marked/LICENSE.md" "$dest/LICENSE.marked.md"
+install -m 0644 "$nm/dompurify/dist/purify.min.js" "$dest/purify.min.js"
+install -m 0644 "$nm/dompurify/LICENSE" "$dest/LICENSE.dompurify"
 epoch=$(source_date_epoch)
 # A reproducible tarball: sorted, numeric owner, the commit's time.
 tar -C "$WORK" --sort=name --owner=0 --group=0 --numeric-owner --mtime="@$epoch" \

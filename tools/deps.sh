@@ -75,6 +75,9 @@ DEB_PKG=(
     rpmlint
     mmdebstrap             # the clean Debian root of make test-packages
     curl                   # probes of the server in that root
+    nodejs                 # npm: make rpm fetches the web UI's marked and DOMPurify into
+                           # Source0 (packaging/rpm/vendor); Debian's nodejs needs its npm
+                           # package, NodeSource's carries it
 )
 
 # --- Fedora / RHEL (EPEL for wrk and libsodium on RHEL) ---------------------
@@ -102,6 +105,7 @@ RPM_TEST=(
 )
 RPM_PKG=(
     rpm-build rpmlint
+    nodejs npm             # make srpm fetches marked and DOMPurify (packaging/rpm/vendor)
 )
 
 die() { echo "deps.sh: $*" >&2; exit 1; }

@@ -447,6 +447,13 @@ AliasMatch "^/share/[^/]+\$" "$TOP/ui/index.html"
     Header always set Cache-Control "no-cache"
     Header always set X-Content-Type-Options "nosniff"
 </Location>
+# An installed UI's assets sit in a directory named by their content's
+# hash (make install-ui; index.html names it), so one URL never holds two
+# versions: cached for a year, never asked again. index.html and the
+# vendored libraries stay no-cache.
+<DirectoryMatch "^$TOP/ui/[0-9a-f]{16}/">
+    Header always set Cache-Control "public, max-age=31536000, immutable"
+</DirectoryMatch>
 <Directory "$TOP/ui">
     Require all granted
     Options None

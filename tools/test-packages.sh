@@ -124,10 +124,12 @@ done
 grep -qxE '/usr/share/doc/libapache2-mod-svc/README\.Debian(\.gz)?' <<<"$contents" \
     || fail "libapache2-mod-svc lacks README.Debian"
 ok "libapache2-mod-svc holds the module, svc.load, svc.conf, README.Debian and the factory"
-for p in /usr/share/mod_svc/ui/index.html /usr/share/mod_svc/ui/app.css /usr/share/mod_svc/ui/js/app.js; do
-    grep -qxF "$p" <<<"$contents" || fail "libapache2-mod-svc lacks the web UI's $p"
+# The assets in a directory named by their content's hash (tools/install-ui.sh).
+for p in /usr/share/mod_svc/ui/index.html '/usr/share/mod_svc/ui/[0-9a-f]{16}/app\.css' \
+         '/usr/share/mod_svc/ui/[0-9a-f]{16}/js/app\.js'; do
+    grep -qxE "$p" <<<"$contents" || fail "libapache2-mod-svc lacks the web UI's $p"
 done
-ok "libapache2-mod-svc holds the web UI under /usr/share/mod_svc/ui"
+ok "libapache2-mod-svc holds the web UI under /usr/share/mod_svc/ui, its assets under a hash"
 # (Listings go to variables first: grep -q would close the pipe early.)
 tools_contents=$(dpkg-deb -c "$DEB_TOOLS1")
 grep -q ' \./usr/sbin/svcctl$' <<<"$tools_contents" || fail "svc-tools lacks /usr/sbin/svcctl"
@@ -191,10 +193,36 @@ for p in /usr/lib64/httpd/modules/mod_svc.so /etc/httpd/conf.modules.d/10-svc.co
 done
 grep -qE '^/usr/share/man/man8/svcctl\.8' <<<"$files" || fail "the RPM lacks svcctl(8)"
 ok "files: %{_httpd_moddir}/mod_svc.so, conf.modules.d/10-svc.conf, conf.d/svc.conf, %{_sbindir}/svcctl, svcctl(8), /etc/mod_svc, %{_libexecdir}/mod_svc/svc-factory"
-for p in /usr/share/mod_svc/ui/index.html /usr/share/mod_svc/ui/js/app.js; do
-    grep -qxF "$p" <<<"$files" || fail "the RPM lacks the web UI's $p"
+for p in /usr/share/mod_svc/ui/index.html '/usr/share/mod_svc/ui/[0-9a-f]{16}/js/app\.js'; do
+    grep -qxE "$p" <<<"$files" || fail "the RPM lacks the web UI's $p"
 done
 ok "the RPM holds the web UI under /usr/share/mod_svc/ui"
+# marked and DOMPurify, which Fedora and RHEL do not package: in the RPM, at
+# the versions packaging/rpm/vendor's lockfile pins, where its svc.conf's
+# /ui/vendor/ aliases point, with their licences.
+for p in /usr/share/mod_svc/ui/vendor/marked.js /usr/share/mod_svc/ui/vendor/purify.js; do
+    grep -qxF "$p" <<<"$files" || fail "the RPM lacks $p (marked and DOMPurify)"
+done
+# %license's directory: /usr/share/licenses/NAME (Fedora) or NAME-VERSION.
+licdir=$(grep -E '^/usr/share/licenses/mod_svc(-[^/]*)?/LICENSE\.marked\.md$' <<<"$files" | xargs -r dirname)
+[ -n "$licdir" ] && grep -qxF "$licdir/LICENSE.dompurify" <<<"$files" \
+    || fail "the RPM lacks the licences of marked and DOMPurify (%license)"
+rpmfile() { (cd "$OUT" && rpm2cpio "$RPM1" | cpio -i --quiet --to-stdout ".$1"); }
+lock=$TOP/packaging/rpm/vendor/package-lock.json
+for lib in marked dompurify; do
+    v=$(perl -MJSON::PP -0e 'print JSON::PP->new->decode(<STDIN>)->{packages}{"node_modules/'$lib'"}{version}' <"$lock")
+    case $lib in marked) f=marked.js; re="marked v$v " ;; *) f=purify.js; re="DOMPurify $v " ;; esac
+    rpmfile "/usr/share/mod_svc/ui/vendor/$f" | head -c 200 | grep -qF "$re" \
+        || fail "the RPM's $f is not $lib $v (packaging/rpm/vendor/package-lock.json)"
+done
+grep -qF 'under the MIT license' <<<"$(rpmfile "$licdir/LICENSE.marked.md")" \
+    && grep -qF 'Apache License' <<<"$(rpmfile "$licdir/LICENSE.dompurify")" \
+    || fail "the RPM's licences of marked and DOMPurify are not theirs"
+rpmconf=$(rpmfile /etc/httpd/conf.d/svc.conf)
+grep -qxF 'Alias /ui/vendor/marked.js "/usr/share/mod_svc/ui/vendor/marked.js"' <<<"$rpmconf" \
+    && grep -qxF 'Alias /ui/vendor/purify.js "/usr/share/mod_svc/ui/vendor/purify.js"' <<<"$rpmconf" \
+    || fail "the RPM's svc.conf does not alias /ui/vendor/ to the files it ships"
+ok "the RPM ships marked and DOMPurify (the lockfile's versions) where its svc.conf aliases /ui/vendor/, their licences in $licdir"
 [ "$(rpm -qp --configfiles "$RPM1" | sort)" = \
   "$(printf '/etc/httpd/conf.d/svc.conf\n/etc/httpd/conf.modules.d/10-svc.conf')" ] \
     || fail "the RPM's config files are not the two .conf files"
@@ -577,15 +605,21 @@ ok "the error log's start line names mod_svc/$V1 (server description)"
 # The web UI, served by svc.conf's Alias from /usr/share/mod_svc/ui with its
 # security headers (mod_headers, enabled by a2enmod svc's Depends).
 http /orgs/pkgtest
-[ "$CODE" = 200 ] && grep -qF '/ui/js/app.js' <<<"$BODY" \
-    || fail "GET /orgs/pkgtest did not answer the UI's page: $CODE" "$ROOT/var/log/apache2/error.log"
+app=$(grep -oE '/ui/[0-9a-f]{16}/js/app\.js' <<<"$BODY" | head -n 1)
+[ "$CODE" = 200 ] && [ -n "$app" ] \
+    || fail "GET /orgs/pkgtest did not answer the UI's page naming its hashed app.js: $CODE $BODY" "$ROOT/var/log/apache2/error.log"
 grep -qixF "content-security-policy: default-src 'self'; base-uri 'none'; object-src 'none'; form-action 'self'; frame-ancestors 'none'" <<<"$HEADERS" \
     && grep -qixF 'x-content-type-options: nosniff' <<<"$HEADERS" \
     || fail "the UI's page lacks its CSP or nosniff: $HEADERS"
-http /ui/js/app.js
+grep -qixF 'cache-control: no-cache' <<<"$HEADERS" || fail "the UI's page is not no-cache: $HEADERS"
+http "$app"
 [ "$CODE" = 200 ] && grep -qiE '^content-type: text/javascript' <<<"$HEADERS" \
-    || fail "GET /ui/js/app.js answered $CODE: $HEADERS"
-ok "the web UI: /orgs/... serves its page with the CSP and nosniff, /ui/js/app.js as text/javascript"
+    || fail "GET $app answered $CODE: $HEADERS"
+grep -qixF 'cache-control: public, max-age=31536000, immutable' <<<"$HEADERS" \
+    || fail "GET $app is not cached for good: $HEADERS"
+http "${app%/js/app.js}/js/api.js"
+[ "$CODE" = 200 ] || fail "GET ${app%/js/app.js}/js/api.js (app.js imports ./api.js) answered $CODE"
+ok "the web UI: /orgs/... serves its page (no-cache) with the CSP and nosniff, $app as text/javascript cached for a year (immutable), its imports beside it"
 
 in_root runuser -u www-data -- svcctl --db dbname=svc --secret file:/etc/mod_svc/secret.key \
     token create "$EMAIL" --scope read --name pkgtest >"$LOGS/token" 2>"$LOGS/token.err" \

@@ -8,8 +8,8 @@
 //   SVC_UI_RESULT    a file to write what docs.t checks afterwards
 //
 // One TAP-like line per check; exits 1 when any failed.
-import { BASE, XSS, CSP, result, check, newContext, watchedPage, axe, clean, text, signIn, run }
-    from './lib.mjs';
+import { BASE, XSS, CSP, result, check, newContext, watchedPage, axe, clean, text, signIn, run,
+         ready, statusIs } from './lib.mjs';
 
 const ORG = process.env.SVC_UI_ORG;
 const PROJECT = process.env.SVC_UI_PROJECT;
@@ -27,23 +27,6 @@ async function modelWillSay(...replies) {
     const res = await fetch(`${LLM}/_control`, { method: 'POST', body: JSON.stringify({ replies }),
                                                  headers: { 'Content-Type': 'application/json' } });
     check(res.ok, `the fake model takes its next answer${replies.length > 1 ? 's' : ''}`);
-}
-
-// Waits for sel; when it never comes, says what the page showed instead.
-async function ready(page, sel) {
-    try {
-        await page.locator(sel).first().waitFor();
-    } catch (e) {
-        const shown = await page.evaluate(() => document.getElementById('problem')?.textContent)
-            .catch(() => null);
-        throw new Error(`${sel} never appeared on ${page.url()}: problem ${JSON.stringify(shown)}, `
-                        + `errors ${JSON.stringify(page.seen?.errors)}\n${e.message}`);
-    }
-}
-
-async function statusIs(page, re) {
-    await page.waitForFunction((src) => new RegExp(src).test(document.getElementById('status')
-        ?.textContent ?? ''), re.source);
 }
 
 // Nothing the document's text carries ran or stayed: no script, no event
@@ -234,6 +217,11 @@ await run(async (browser) => {
     const phonePortal = await watchedPage(small);
     await phonePortal.goto(shareUrl);
     await ready(phonePortal, '.shared-doc .markdown h1');
+    // Another reviewer (another browser, the same link) reads Rita's comment.
+    await ready(phonePortal, '.comments li[data-comment-id]');
+    const others = await text(phonePortal, '.comments');
+    check(others.includes('Rita Reviewer') && others.includes(`Bank transfers? ${XSS}`),
+          'another reviewer with the link sees the comment, as text', others);
     check(await phonePortal.evaluate(() => document.documentElement.scrollWidth) <= 375,
           '375 px wide: the portal needs no sideways scrolling');
     await axe(phonePortal, 'the share portal at 375 px');

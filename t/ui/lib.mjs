@@ -88,6 +88,24 @@ export async function text(page, sel) {
     return (await page.locator(sel).first().textContent()) ?? '';
 }
 
+// Waits for sel; when it never comes, says what the page showed instead.
+export async function ready(page, sel) {
+    try {
+        await page.locator(sel).first().waitFor();
+    } catch (e) {
+        const shown = await page.evaluate(() => document.getElementById('problem')?.textContent)
+            .catch(() => null);
+        throw new Error(`${sel} never appeared on ${page.url()}: problem ${JSON.stringify(shown)}, `
+                        + `errors ${JSON.stringify(page.seen?.errors)}\n${e.message}`);
+    }
+}
+
+// The status line (page.js showStatus) matches `re`.
+export async function statusIs(page, re) {
+    await page.waitForFunction((src) => new RegExp(src).test(document.getElementById('status')
+        ?.textContent ?? ''), re.source);
+}
+
 // Signs in through the fake code-hosting provider from `path` (a signed-out
 // page shows the sign-in link; the provider sends the browser back).
 export async function signIn(page, path) {

@@ -65,8 +65,20 @@ await run(async (browser) => {
     await axe(page, 'the request in intake');
 
     // A refusal: planning needs a section before review. Advance twice.
-    await action(page, 'advance', 'planning', 90000);
-    check(true, 'advance: intake -> planning (the model drafted the table of contents)');
+    // Someone else advances it (another tab): the page follows the org's
+    // event stream and shows the new stage without a reload.
+    await page.evaluate(() => { window.__sameDocument = true; });
+    const other = await ctx.newPage();
+    await other.goto(`${BASE}/orgs/${ORG}/requests`);
+    const moved = await other.evaluate(async (u) => (await fetch(u, {
+        method: 'POST', credentials: 'same-origin', headers: { Accept: 'application/json' } })).status,
+        `/api/orgs/${ORG}/requests/${result.request_id}/advance`);
+    check(moved === 200, 'advance from another tab: intake -> planning (the model drafted the '
+          + 'table of contents)', moved);
+    await stageIs(page, 'planning', 90000);
+    check(await page.evaluate(() => window.__sameDocument === true),
+          '... and the request\'s page shows planning without a reload (the org\'s event stream)');
+    await other.close();
     check((await text(page, '#documents')).includes('toc'), '... the table of contents is listed');
     await page.click('#actions #advance');
     await page.locator('#problem').waitFor();

@@ -58,3 +58,16 @@ export function path(strings, ...values) {
     return strings.reduce((acc, s, i) =>
         acc + s + (i < values.length ? encodeURIComponent(String(values[i])) : ''), '');
 }
+
+// The org's event stream (docs/api/events.md), once open. It starts with
+// the next event to commit, so a page opens it before its first reading
+// and misses nothing committed in between. It closes when the page goes.
+export async function orgEvents(org) {
+    const es = new EventSource(path`/api/orgs/${org}/events`);
+    window.addEventListener('pagehide', () => es.close());
+    await new Promise((resolve) => {
+        es.addEventListener('open', resolve, { once: true });
+        es.addEventListener('error', resolve, { once: true });
+    });
+    return es;
+}

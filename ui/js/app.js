@@ -15,7 +15,9 @@ import { requestsPage, requestPage } from './pipeline.js';
 import { membersPage, teamPage } from './members.js';
 import { vcsPage } from './vcs.js';
 import { auditPage } from './audit.js';
-import { deploymentsPage, billingPage } from './deploy.js';
+import { deploymentsPage } from './deploy.js';
+import { deploymentPage } from './deployment.js';
+import { billingPage } from './billing.js';
 
 const routes = [
     [/^\/$/, homePage],
@@ -34,6 +36,7 @@ const routes = [
     [/^\/orgs\/([^/]+)\/vcs$/, vcsPage],
     [/^\/orgs\/([^/]+)\/audit$/, auditPage],
     [/^\/orgs\/([^/]+)\/deployments$/, deploymentsPage],
+    [/^\/orgs\/([^/]+)\/deployments\/([^/]+)$/, deploymentPage],
     [/^\/orgs\/([^/]+)\/billing$/, billingPage],
 ];
 

@@ -2,12 +2,46 @@
 // product's documents through a share link and comment on them. The token
 // in the path is the credential; the page is served with
 // Referrer-Policy: no-referrer and the access log masks it (docs/ui.md).
-// The portal's API lets a reviewer add comments, not read them: the page
-// shows the ones made from it.
+// Under each document, the comments left through this link (by anyone
+// holding it), newest first, and a form to add one.
 import { api, path } from './api.js';
-import { h, when, badge } from './dom.js';
+import { h, when, badge, clear } from './dom.js';
 import { act, showStatus } from './page.js';
 import { markdown } from './markdown.js';
+
+function commentItem(c) {
+    return h('li', { 'data-comment-id': c.id }, h('strong', {}, c.author_name), ' ',
+             h('span', { class: 'muted' }, when(c.created_at)),
+             h('p', { class: 'comment-body' }, c.body));
+}
+
+// The document's comments through this link, a page at a time: the list,
+// and "Older comments" while there are more.
+async function comments(token, docId) {
+    const list = h('ul', { class: 'list comments' });
+    const more = h('p', {});
+    const page = async (cursor) => {
+        const q = `?document_id=${encodeURIComponent(docId)}&limit=20`
+            + (cursor ? `&cursor=${encodeURIComponent(cursor)}` : '');
+        const r = await api('GET', path`/api/share/${token}/comments` + q);
+        list.append(...r.data.map(commentItem));
+        clear(more);
+        if (r.next_cursor) {
+            more.append(h('button', { type: 'button', class: 'secondary', onclick: (ev) => {
+                ev.target.disabled = true;
+                act(() => page(r.next_cursor));
+            } }, 'Older comments'));
+        }
+        if (!list.firstChild) {
+            list.append(h('li', { class: 'muted none' }, 'No comments yet.'));
+        }
+    };
+    await page(null);
+    return { list, more, add: (c) => {
+        list.querySelector('.none')?.remove();
+        list.prepend(commentItem(c));
+    } };
+}
 
 export async function sharePage(main, token) {
     document.title = 'Shared documents · mod_svc';
@@ -26,7 +60,7 @@ export async function sharePage(main, token) {
         nav.append(h('li', {}, h('a', { href: `#${id}` }, d.title)));
         const body = await api('GET', path`/api/share/${token}/documents/${d.id}`, undefined,
                                { text: true });
-        const mine = h('ul', { class: 'list comments' });
+        const thread = await comments(token, d.id);
         const text = h('textarea', { name: 'body', required: true, maxlength: 10000 });
         const send = h('button', { type: 'submit' }, 'Add comment');
         main.append(h('article', { class: 'shared-doc', id, 'data-document-id': d.id,
@@ -35,7 +69,8 @@ export async function sharePage(main, token) {
             h('p', { class: 'muted' }, `Version ${d.version_number} `,
               badge(d.approved ? 'approved' : 'draft'), ` · ${when(d.updated_at)}`),
             markdown(body),
-            h('h3', {}, 'Comment'),
+            h('h3', {}, 'Comments'),
+            thread.list, thread.more,
             h('form', { class: 'stack comment-form', onsubmit: (ev) => {
                 ev.preventDefault();
                 send.disabled = true;
@@ -44,13 +79,10 @@ export async function sharePage(main, token) {
                                         { document_id: d.id, author_name: name.value,
                                           body: text.value });
                     text.value = '';
-                    mine.append(h('li', {}, h('strong', {}, c.author_name), ' ',
-                                  h('span', { class: 'muted' }, when(c.created_at)),
-                                  h('p', { class: 'comment-body' }, c.body)));
+                    thread.add(c);
                     showStatus('Your comment was sent.');
                 }).finally(() => { send.disabled = false; });
-            } }, h('label', {}, 'Your comment', text), h('div', {}, send)),
-            mine));
+            } }, h('label', {}, 'Your comment', text), h('div', {}, send))));
     }
     // One name for all of the page's comments, above the documents.
     nav.after(h('p', {}, h('label', {}, 'Your name (shown with your comments)', name)));

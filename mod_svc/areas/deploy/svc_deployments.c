@@ -8,6 +8,7 @@
  */
 #include "svc_deployments.h"
 #include "svc_deploy_store.h"
+#include "svc_idempotency.h"
 
 #include <string.h>
 
@@ -45,6 +46,31 @@ static const svc_stmt_t st_dep_insert = {
     "INSERT INTO deployments (id, org_id, project_id, target_id, run_id, created_by)"
     " VALUES ($1, $2, $3, $4, $5, $6)",
     6, 0
+};
+
+/* Claims the Idempotency-Key for this deployment, unless it is taken and
+ * younger than 24 hours (sql/026). */
+static const svc_stmt_t st_key_claim = {
+    "svc_deploy_key_claim",
+    "INSERT INTO deployment_idempotency AS k (org_id, key, fingerprint, deployment_id)"
+    " VALUES ($1, $2, $3::bytea, $4)"
+    " ON CONFLICT (org_id, key) DO UPDATE SET fingerprint = EXCLUDED.fingerprint,"
+    " deployment_id = EXCLUDED.deployment_id, created_at = now()"
+    " WHERE k.created_at < now() - interval '24 hours' RETURNING k.deployment_id",
+    4, 0
+};
+
+static const svc_stmt_t st_key_get = {
+    "svc_deploy_key_get",
+    "SELECT deployment_id, fingerprint = $3::bytea FROM deployment_idempotency"
+    " WHERE org_id = $1 AND key = $2",
+    3, SVC_STMT_READ
+};
+
+static const svc_stmt_t st_dep_get = {
+    "svc_deploy_dep_get_in_org",
+    "SELECT " DEP_JSON DEP_FROM " WHERE d.id = $1 AND d.org_id = $2",
+    2, SVC_STMT_READ
 };
 
 static const char *const dep_prefix_target[] = { "dtg_", NULL };
@@ -141,8 +167,16 @@ static apr_status_t refuse_status(svc_ctx_t *ctx, const svc_deployment_t *dep,
     return SVC_EPROBLEM;
 }
 
+/* A deployment to make; replay is set when its Idempotency-Key turns out to
+ * be taken. */
+typedef struct {
+    const char *key, *fp;           /* the Idempotency-Key and its fingerprint, or NULL */
+    int replay;
+} create_t;
+
 static apr_status_t create(svc_ctx_t *ctx, svc_db_t *db, void *baton)
 {
+    create_t *cr = baton;
     const char *id = svc_id_new(ctx->pool, "dep_");
     const char *slug = svc_json_str(ctx->body, "project");
     const char *target = svc_json_str(ctx->body, "target_id");
@@ -191,8 +225,22 @@ static apr_status_t create(svc_ctx_t *ctx, svc_db_t *db, void *baton)
     }
     svc_actor_from_ctx(ctx, &actor);
     if ((rv = svc_db_execv(db, &st_dep_insert, ctx->pool, NULL, id, ctx->org->id, project_id,
-                           target, run, ctx->who->user_id)) != APR_SUCCESS
-        || (rv = svc_audit_member(ctx, db, "deployment.created", "deployment", id,
+                           target, run, ctx->who->user_id)) != APR_SUCCESS) {
+        return rv;
+    }
+    if (cr->key) {
+        rv = svc_db_execv(db, &st_key_claim, ctx->pool, &res, ctx->org->id, cr->key, cr->fp,
+                          id);
+        if (rv != APR_SUCCESS) {
+            return rv;
+        }
+        if (svc_dbres_rows(res) == 0) {
+            /* Taken: nothing of this deployment stays; the first is answered. */
+            cr->replay = 1;
+            return SVC_ECONFLICT;
+        }
+    }
+    if ((rv = svc_audit_member(ctx, db, "deployment.created", "deployment", id,
                                   json_pack("{s:s,s:s,s:s}", "project", slug, "target_id",
                                             target, "run_id", run))) != APR_SUCCESS
         || (rv = svc_event_emit(db, ctx->pool, ctx->org->id, project_id, NULL,
@@ -208,7 +256,23 @@ static apr_status_t create(svc_ctx_t *ctx, svc_db_t *db, void *baton)
 
 apr_status_t svc_h_deployments_create(svc_ctx_t *ctx)
 {
-    return svc_write(ctx, create, NULL);
+    create_t cr;
+    svc_db_t *db;
+    apr_status_t rv;
+
+    memset(&cr, 0, sizeof(cr));
+    if ((rv = svc_idem_key(ctx, &cr.key)) != APR_SUCCESS) {
+        return rv;
+    }
+    if (cr.key) {
+        cr.fp = svc_idem_fingerprint(ctx, ctx->org->id);
+    }
+    rv = svc_write(ctx, create, &cr);
+    if (rv == SVC_ECONFLICT && cr.replay && (rv = svc_ctx_db(ctx, &db)) == APR_SUCCESS) {
+        /* The same request gets its deployment again (200), another a 409. */
+        return svc_idem_replay(ctx, db, &st_key_get, &st_dep_get, cr.key, cr.fp);
+    }
+    return rv;
 }
 
 /* An action on one deployment, in one transaction. */

@@ -40,6 +40,18 @@ static const svc_stmt_t st_portal_comment = {
     7, 0
 };
 
+/* The comments left through one link, newest first: the product's documents
+ * narrow them first, so the (document_id, seq) index serves the list. */
+static const svc_stmt_t st_portal_comments = {
+    "svc_documents_portal_comments",
+    "SELECT c.seq, c.id, c.document_id, c.version_id, c.author_name, c.body, c.created_at"
+    " FROM documents d JOIN doc_comments c ON c.document_id = d.id AND c.org_id = d.org_id"
+    " WHERE d.product_id = $1 AND d.org_id = $2 AND c.share_id = $3"
+    " AND ($4::text IS NULL OR d.id = $4) AND c.seq < $5::bigint"
+    " ORDER BY c.seq DESC LIMIT $6::int",
+    6, SVC_STMT_READ | SVC_STMT_BINARY
+};
+
 apr_status_t svc_documents_portal_index(svc_db_t *db, apr_pool_t *p, const char *org_id,
                                         const char *product_id, const char **pjson)
 {
@@ -58,4 +70,12 @@ apr_status_t svc_documents_portal_comment(svc_db_t *db, apr_pool_t *p,
 {
     return svc_db_value(db, &st_portal_comment, p, pjson, NULL, svc_id_new(p, "cmt_"), c->doc_id,
                         c->product_id, c->org_id, c->share_id, c->author_name, c->body);
+}
+
+apr_status_t svc_documents_portal_comments(svc_ctx_t *ctx, const char *org_id,
+                                           const char *product_id, const char *share_id,
+                                           const char *doc_id, const svc_col_t *item)
+{
+    return svc_reply_rows(ctx, &st_portal_comments, item, product_id, org_id, share_id, doc_id,
+                          SVC_PAGE_BEFORE, SVC_PAGE_FETCH);
 }

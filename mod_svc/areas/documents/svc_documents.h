@@ -55,6 +55,14 @@ typedef struct {
 apr_status_t svc_documents_portal_comment(svc_db_t *db, apr_pool_t *p,
                                           const svc_portal_comment_t *c, const char **pjson);
 
+/* Answers the page of comments left through share `share_id` on the
+ * product's documents (only document `doc_id`'s unless NULL), newest first,
+ * each row as `item`: id, document_id, version_id, author_name, body,
+ * created_at. */
+apr_status_t svc_documents_portal_comments(svc_ctx_t *ctx, const char *org_id,
+                                           const char *product_id, const char *share_id,
+                                           const char *doc_id, const svc_col_t *item);
+
 /*
  * What the pipeline reads and writes (svc_doc_plan.c).
  */

@@ -106,9 +106,12 @@ static const svc_stmt_t st_log_insert = {
     3, 0
 };
 
+/* The expired Idempotency-Keys of every creation that takes one (runs,
+ * requests, deployments: sql/026's function knows their tables), so the
+ * areas need no sweeper each; the supervisor is the one that runs. */
 static const svc_stmt_t st_sweep_keys = {
     "svc_runs_sweep_keys",
-    "DELETE FROM run_idempotency WHERE created_at < now() - interval '24 hours'",
+    "SELECT svc_idempotency_sweep()",
     0, SVC_STMT_RETRY
 };
 
@@ -182,11 +185,8 @@ static const svc_col_t run_keys[] = {
     SVC_COL_END
 };
 
-const svc_schema_t svc_schema_run = {
-    .name = "Run",
-    .description = "A factory run (docs/api/runs.md).",
-    .keys = run_keys
-};
+const svc_schema_t svc_schema_run = { .name = "Run", .keys = run_keys,
+    .description = "A factory run (docs/api/runs.md)." };
 
 /* The detail adds the run's model calls (svc_h_runs_get). */
 static const svc_col_t run_call_keys[] = {
@@ -200,8 +200,7 @@ static const svc_col_t run_call_keys[] = {
     SVC_COL_END
 };
 
-const svc_schema_t svc_schema_run_detail = {
-    .name = "RunDetail",
+const svc_schema_t svc_schema_run_detail = { .name = "RunDetail",
     .description = "A run with what its model calls used, call by call.",
     .keys = (const svc_col_t[]) {
         { .key = "usage", .type = SVC_COL_OBJECT, .sub = (const svc_col_t[]) {
@@ -245,21 +244,15 @@ static const svc_col_t run_step_event_keys[] = {
     SVC_COL_END
 };
 
-static const svc_schema_t run_step_event = {
-    .name = "RunStepEvent",
-    .description = "run.step: an agent run's tool call (docs/api/runs.md).",
-    .keys = run_step_event_keys
-};
+static const svc_schema_t run_step_event = { .name = "RunStepEvent", .keys = run_step_event_keys,
+    .description = "run.step: an agent run's tool call (docs/api/runs.md)." };
 
-static const svc_schema_t run_status_event = {
-    .name = "RunStatusEvent", .description = "run.status: a run was made, or its status changed.",
-    .keys = run_status_event_keys
-};
+static const svc_schema_t run_status_event = { .name = "RunStatusEvent",
+    .keys = run_status_event_keys,
+    .description = "run.status: a run was made, or its status changed." };
 
-static const svc_schema_t run_log_event = {
-    .name = "RunLogEvent", .description = "run.log: the runner wrote a line to the run's log.",
-    .keys = run_log_event_keys
-};
+static const svc_schema_t run_log_event = { .name = "RunLogEvent", .keys = run_log_event_keys,
+    .description = "run.log: the runner wrote a line to the run's log." };
 
 const svc_event_kind_t svc_run_events[] = {
     { "run.status", &run_status_event, "A run is made (queued) and at every status change." },

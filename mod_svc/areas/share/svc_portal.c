@@ -162,6 +162,31 @@ apr_status_t svc_h_portal_document(svc_ctx_t *ctx)
     return svc_reply_body(ctx, 200, "text/markdown; charset=utf-8", body, len);
 }
 
+/*
+ * The comments left through this link (by anyone holding it), newest
+ * first: what its reviewers said to each other and to the org. Not those
+ * of the product's other links, which went to other people, nor anything
+ * members wrote inside the org (docs/decisions.md, "What a share link's
+ * reviewers read").
+ */
+apr_status_t svc_h_portal_comments(svc_ctx_t *ctx)
+{
+    const char *doc = apr_table_get(ctx->query, "document_id");
+    svc_db_t *db;
+    share_t sh;
+    apr_status_t rv;
+
+    if ((rv = share_of(ctx, &db, &sh)) != APR_SUCCESS) {
+        return rv;
+    }
+    if (doc && (strncmp(doc, "doc_", 4) != 0 || !svc_word_valid(doc, 64))) {
+        svc_fail_field(ctx, "document_id", "invalid_value", "document_id is a document's id.");
+        return SVC_EPROBLEM;
+    }
+    return svc_documents_portal_comments(ctx, sh.org_id, sh.product_id, sh.id, doc,
+                                         portal_comment_keys);
+}
+
 /* Files the reviewer's comment (baton: the svc_portal_comment_t). */
 static apr_status_t comment(svc_ctx_t *ctx, svc_db_t *db, void *baton)
 {

@@ -8,7 +8,8 @@
 #include "svc_share.h"
 
 /* Route handlers. */
-svc_handler_t svc_h_portal_index, svc_h_portal_document, svc_h_portal_comment;
+svc_handler_t svc_h_portal_index, svc_h_portal_document, svc_h_portal_comment,
+              svc_h_portal_comments;
 
 /* The routes' request bodies. */
 extern const svc_field_t svc_body_portal_comment[];

@@ -6,6 +6,11 @@
 #include "svc_portal.h"
 #include "svc_shares.h"
 
+static const svc_qparam_t q_comments[] = {
+    { "document_id", "string", "Only the comments on this document." },
+    { NULL, NULL, NULL }
+};
+
 static const svc_route_t routes[] = {
     /* A link lets people outside the org read a product: an access decision,
      * so making and revoking one takes an admin-scope token (or a session);
@@ -35,6 +40,10 @@ static const svc_route_t routes[] = {
       .handler = svc_h_portal_document, .auth = SVC_AUTH_SHARE, .rate_class = "share",
       .flags = SVC_RF_SECRET_PATH | SVC_RF_MARKDOWN, .op_id = "portalDocument",
       .summary = "A shared document's text (approved, else current), as text/markdown" },
+    { .method = "GET", .path = "/api/share/:token/comments", .handler = svc_h_portal_comments,
+      .auth = SVC_AUTH_SHARE, .rate_class = "share", .flags = SVC_RF_SECRET_PATH | SVC_RF_PAGED,
+      .query = q_comments, .op_id = "portalComments", .response = &svc_schema_portal_comment,
+      .summary = "The comments left through this link, newest first" },
     { .method = "POST", .path = "/api/share/:token/comments", .handler = svc_h_portal_comment,
       .auth = SVC_AUTH_SHARE, .body = svc_body_portal_comment, .body_limit = SVC_KB(64),
       .body_example =
