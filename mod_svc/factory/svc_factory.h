@@ -87,12 +87,9 @@ typedef struct {
  * the task owns (svc_factory_task_free). */
 typedef struct {
     json_t *doc;
-    const char *run_id;
-    const char *instructions;
-    const char *repo;
-    const char *branch;
-    const char *author_name;
-    const char *author_email;
+    const char *run_id, *instructions;
+    const char *repo, *branch;
+    const char *author_name, *author_email;
     const char *context;            /* NULL when absent */
     const char *bundle;             /* where the git bundle of the branch goes; NULL: none */
     int agent;                      /* "mode": "agent" (else "single", the default) */

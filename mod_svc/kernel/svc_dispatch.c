@@ -129,28 +129,34 @@ apr_status_t svc_dispatch_query(svc_ctx_t *ctx, const char *args)
     return APR_SUCCESS;
 }
 
+/* What httpd refuses before a route is known, said as a problem. */
+static const struct {
+    int status;
+    const char *code;
+    const char *detail;
+} refusals[] = {
+    { .status = 400, .code = "bad_request", .detail = "The request could not be read: a "
+      "malformed percent-encoding in its path, or a malformed header." },
+    { .status = 403, .code = "forbidden",
+      .detail = "The server's configuration refuses this request." },
+    { .status = 404, .code = "not_found", .detail = "There is no endpoint at this path (an "
+      "encoded '/' or NUL never names one)." },
+    { .status = 408, .code = "request_timeout",
+      .detail = "The request did not arrive in time." },
+    { .status = 413, .code = "payload_too_large",
+      .detail = "The request body is larger than the server accepts." },
+    { .status = 414, .code = "uri_too_long",
+      .detail = "The request's URL is longer than the server accepts." },
+};
+
 apr_status_t svc_dispatch_refusal(svc_ctx_t *ctx, int status)
 {
-    switch (status) {
-    case 400:
-        return svc_fail(ctx, 400, "bad_request", "The request could not be read: a malformed "
-                        "percent-encoding in its path, or a malformed header.");
-    case 403:
-        return svc_fail(ctx, 403, "forbidden", "The server's configuration refuses this "
-                        "request.");
-    case 404:
-        return svc_fail(ctx, 404, "not_found", "There is no endpoint at this path (an "
-                        "encoded '/' or NUL never names one).");
-    case 408:
-        return svc_fail(ctx, 408, "request_timeout", "The request did not arrive in time.");
-    case 413:
-        return svc_fail(ctx, 413, "payload_too_large", "The request body is larger than the "
-                        "server accepts.");
-    case 414:
-        return svc_fail(ctx, 414, "uri_too_long", "The request's URL is longer than the "
-                        "server accepts.");
-    default:
-        break;
+    apr_size_t i;
+
+    for (i = 0; i < sizeof(refusals) / sizeof(refusals[0]); i++) {
+        if (refusals[i].status == status) {
+            return svc_fail(ctx, status, refusals[i].code, "%s", refusals[i].detail);
+        }
     }
     if (status >= 500 && status <= 599) {
         return svc_fail(ctx, status, status == 500 ? "internal_error"

@@ -51,27 +51,24 @@ static const svc_col_t openapi_keys[] = {
     SVC_COL_END
 };
 
-static const svc_schema_t openapi_schema = {
-    .name = "OpenApiDocument",
-    .description = "An OpenAPI 3.1 document: this one.",
-    .keys = openapi_keys
-};
+static const svc_schema_t openapi_schema = { .name = "OpenApiDocument", .keys = openapi_keys,
+    .description = "An OpenAPI 3.1 document: this one." };
 
 static const svc_route_t routes[] = {
     { .method = "GET", .path = "/api/openapi.json", .handler = svc_h_openapi, .auth = SVC_AUTH_NONE,
-      .flags = SVC_RF_NO_DB, .op_id = "getOpenApi", .tag = "Service",
+      .flags = SVC_RF_NO_DB, .op_id = "getOpenApi",
       .summary = "This OpenAPI document", .response = &openapi_schema,
       .description = "Generated from the route table at start: what the server answers is "
         "what it says (docs/api/conventions.md, \"The document\")." },
     { .method = "GET", .path = "/internal/health", .handler = svc_h_health,
       .auth = SVC_AUTH_INTERNAL, .flags = SVC_RF_NO_DB, .op_id = "getHealth",
-      .tag = "Service", .response = &svc_schema_health,
+      .response = &svc_schema_health,
       .summary = "Readiness: database reachable at the needed schema version",
       .description = "For load balancers and monitoring: 200 when this server can serve, "
         "503 (`database_unavailable`, `schema_behind`) when it cannot." },
     { .method = "GET", .path = "/internal/ready", .handler = svc_h_ready,
       .auth = SVC_AUTH_INTERNAL, .flags = SVC_RF_NO_DB, .op_id = "getReady",
-      .tag = "Service", .response = &svc_schema_ready,
+      .response = &svc_schema_ready,
       .summary = "Readiness for a load balancer: database, schema, run supervisor",
       .description = "200 when this node can serve; 503 `not_ready` otherwise, whose "
         "`errors` name each thing wrong: `database` (`database_unavailable`), `schema` "
@@ -80,7 +77,7 @@ static const svc_route_t routes[] = {
         "`/internal/health` stays the cheap liveness check." },
     { .method = "GET", .path = "/internal/metrics", .handler = svc_h_metrics,
       .auth = SVC_AUTH_INTERNAL, .flags = SVC_RF_NO_DB | SVC_RF_TEXT, .op_id = "getMetrics",
-      .tag = "Service", .answers = SVC_ANS_NOT_FOUND,
+      .answers = SVC_ANS_NOT_FOUND,
       .summary = "Metrics of the whole server, for Prometheus",
       .description = "The text exposition format 0.0.4 (`text/plain; version=0.0.4`): "
         "requests by route template and status class, their durations, the database "

@@ -71,9 +71,7 @@ typedef struct svc_projref_t svc_projref_t;
 
 /* The names of scopes, org roles and project roles, NULL ended, for the
  * enums of the OpenAPI document (svc_schema.h). */
-extern const char *const svc_scope_values[];
-extern const char *const svc_role_values[];
-extern const char *const svc_prole_values[];
+extern const char *const svc_scope_values[], *const svc_role_values[], *const svc_prole_values[];
 
 const char *svc_scope_name(svc_scope_e scope);
 svc_scope_e svc_scope_parse(const char *s);

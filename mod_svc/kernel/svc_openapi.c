@@ -971,7 +971,7 @@ static json_t *body_example(oa_t *oa, const svc_route_t *r)
     return example;
 }
 
-static json_t *operation(oa_t *oa, const svc_route_t *r, json_t *params,
+static json_t *operation(oa_t *oa, const svc_route_t *r, const char *tag, json_t *params,
                          const svc_area_t *const *areas)
 {
     json_t *op = json_object();
@@ -981,7 +981,7 @@ static json_t *operation(oa_t *oa, const svc_route_t *r, json_t *params,
     json_object_set_new(op, "operationId", json_string(r->op_id));
     json_object_set_new(op, "summary", json_string(r->summary));
     json_object_set_new(op, "description", json_string(describe(oa, r)));
-    json_object_set_new(op, "tags", json_pack("[s]", r->tag));
+    json_object_set_new(op, "tags", json_pack("[s]", tag));
     if (r->flags & SVC_RF_PAGED) {
         json_array_append_new(params, ref_of(oa, "parameters", "limit"));
         json_array_append_new(params, ref_of(oa, "parameters", "cursor"));
@@ -1109,7 +1109,7 @@ static void add_area(oa_t *oa, const svc_area_t *area, const svc_area_t *const *
 
     for (r = area->routes; r->method; r++) {
         json_t *params, *item;
-        const char *path, *tag = r->tag;
+        const char *path, *tag = svc_route_tag(area, r);
         char *m;
         size_t i;
         int k, seen = 0;
@@ -1118,8 +1118,8 @@ static void add_area(oa_t *oa, const svc_area_t *area, const svc_area_t *const *
             continue;
         }
         if (!tag || !r->op_id || !r->summary) {
-            oa_fail(oa, "%s %s: a route names its tag, operation id and summary", r->method,
-                    r->path);
+            oa_fail(oa, "%s %s: a route names its tag (its area has several), operation id "
+                    "and summary", r->method, r->path);
             continue;
         }
         if (!tag_description(area, tag)) {
@@ -1137,7 +1137,7 @@ static void add_area(oa_t *oa, const svc_area_t *area, const svc_area_t *const *
         for (k = 0; m[k]; k++) {
             m[k] = (char)apr_tolower(m[k]);
         }
-        json_object_set_new(item, m, operation(oa, r, params, areas));
+        json_object_set_new(item, m, operation(oa, r, tag, params, areas));
         json_decref(params);
         for (i = 0; i < json_array_size(tags); i++) {
             json_t *t = json_object_get(json_array_get(tags, i), "name");

@@ -99,8 +99,7 @@ apr_status_t svc_reply_org_row(svc_ctx_t *ctx, svc_db_t *db, const svc_stmt_t *s
                                int status);
 
 /* Stand-ins for the page's bound and size among svc_reply_list's parameters. */
-extern const char svc_page_before[];
-extern const char svc_page_fetch[];
+extern const char svc_page_before[], svc_page_fetch[];
 #define SVC_PAGE_BEFORE svc_page_before
 #define SVC_PAGE_FETCH svc_page_fetch
 

@@ -248,6 +248,17 @@ const svc_route_t *svc_router_match(const svc_router_t *rt, const char *method,
     return NULL;
 }
 
+const char *svc_route_tag(const svc_area_t *area, const svc_route_t *r)
+{
+    if (r->tag) {
+        return r->tag;
+    }
+    if (area->tags && area->tags[0].name && !area->tags[1].name) {
+        return area->tags[0].name;
+    }
+    return NULL;
+}
+
 const svc_route_t *svc_route_table(apr_pool_t *p, const svc_area_t *const *areas)
 {
     const svc_area_t *const *a;
@@ -265,7 +276,8 @@ const svc_route_t *svc_route_table(apr_pool_t *p, const svc_area_t *const *areas
     n = 0;
     for (a = areas; a && *a; a++) {
         for (r = (*a)->routes; r->method; r++) {
-            table[n++] = *r;
+            table[n] = *r;
+            table[n++].tag = svc_route_tag(*a, r);
         }
     }
     return table;

@@ -109,7 +109,8 @@ typedef struct {
  * One endpoint. Rows are written with designated initialisers and leave
  * out what is zero: the caller is a signed-in user (SVC_AUTH_USER) unless
  * the row says otherwise, and needs no org or project role; no body, no
- * rate class, no flags; success is 200:
+ * rate class, no flags; success is 200; the tag is the area's when it has
+ * only one (svc_route_tag):
  *
  *     { .method = "GET", .path = "/api/orgs/:orgSlug", .handler = svc_h_orgs_get,
  *       .scope = SVC_SCOPE_READ, .role = SVC_ROLE_VIEWER, .op_id = "getOrg",
@@ -137,7 +138,7 @@ struct svc_route_t {
     int success;                /* the status of a successful answer; 0: 200 */
     const char *op_id;          /* OpenAPI operationId */
     const char *summary;
-    const char *tag;            /* OpenAPI tag: the SPEC area */
+    const char *tag;            /* OpenAPI tag: the SPEC area; NULL: its area's one tag */
     const svc_qparam_t *query;  /* extra documented query parameters, {NULL} ended */
     svc_prole_e prole;          /* least project role on routes with :projectSlug */
     /* The contract: what GET /api/openapi.json says of the route
@@ -181,6 +182,13 @@ struct svc_area_t {
      * agent's work stream carries them, never a user's stream. */
     const svc_event_kind_t *agent_events;
 };
+
+/*
+ * A route's OpenAPI tag: its own, or, when it names none, its area's where
+ * the area describes exactly one (most do); NULL otherwise. An area of
+ * several tags names one in every row, so no row is filed by accident.
+ */
+const char *svc_route_tag(const svc_area_t *area, const svc_route_t *r);
 
 /*
  * The route table: the routes of `areas` (a NULL-ended list) one after the

@@ -40,12 +40,9 @@ static const svc_col_t problem_keys[] = {
     SVC_COL_END
 };
 
-const svc_schema_t svc_schema_problem = {
-    .name = "Problem",
+const svc_schema_t svc_schema_problem = { .name = "Problem", .keys = problem_keys,
     .description = "An error, as an RFC 9457 problem document "
-        "(application/problem+json).",
-    .keys = problem_keys
-};
+        "(application/problem+json)." };
 
 static const svc_col_t page_keys[] = {
     { .key = "data", .type = SVC_COL_ARRAY,
@@ -57,12 +54,9 @@ static const svc_col_t page_keys[] = {
     SVC_COL_END
 };
 
-const svc_schema_t svc_schema_page = {
-    .name = "Page",
+const svc_schema_t svc_schema_page = { .name = "Page", .keys = page_keys,
     .description = "One page of a list: the envelope of every list answer "
-        "(docs/api/conventions.md#lists).",
-    .keys = page_keys
-};
+        "(docs/api/conventions.md#lists)." };
 
 static const svc_col_t health_keys[] = {
     { .key = "status", .type = SVC_COL_TEXT, .values = SVC_VALUES("ok") },
@@ -91,15 +85,9 @@ static const svc_col_t ready_keys[] = {
     SVC_COL_END
 };
 
-const svc_schema_t svc_schema_ready = {
-    .name = "Readiness",
+const svc_schema_t svc_schema_ready = { .name = "Readiness", .keys = ready_keys,
     .description = "This node can serve: the database answers at the schema this build "
-        "needs, and its run supervisor, if it runs one, is alive.",
-    .keys = ready_keys
-};
+        "needs, and its run supervisor, if it runs one, is alive." };
 
-const svc_schema_t svc_schema_health = {
-    .name = "Health",
-    .description = "Ready: the database answers, at the schema this build needs.",
-    .keys = health_keys
-};
+const svc_schema_t svc_schema_health = { .name = "Health", .keys = health_keys,
+    .description = "Ready: the database answers, at the schema this build needs." };

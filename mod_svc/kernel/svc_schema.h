@@ -87,6 +87,11 @@ typedef struct svc_col_t {
 /* The columns most objects have, written once so that every answer spells
  * them alike: when made and last changed (RFC 3339, UTC), who made it. */
 #define SVC_COL_CREATED_AT { .key = "created_at", .type = SVC_COL_TIME }
+/* An object's own id, with the prefix its ids have ("prj": prj_ + 22 base62). */
+#define SVC_COL_ID(prefix) { .key = "id", .type = SVC_COL_TEXT, .id = (prefix) }
+/* An org's or a project's slug; a user's or an invitee's address. */
+#define SVC_COL_SLUG { .key = "slug", .type = SVC_COL_TEXT, .format = "slug" }
+#define SVC_COL_EMAIL { .key = "email", .type = SVC_COL_TEXT, .format = "email" }
 #define SVC_COL_UPDATED_AT { .key = "updated_at", .type = SVC_COL_TIME }
 #define SVC_COL_CREATED_BY \
     { .key = "created_by", .type = SVC_COL_TEXT, .flags = SVC_COL_NULL, .id = "usr" }
@@ -157,9 +162,6 @@ typedef struct {
  * envelope (every paged route's answer is a Page whose data holds the
  * route's schema), and the health check's answer.
  */
-extern const svc_schema_t svc_schema_problem;
-extern const svc_schema_t svc_schema_page;
-extern const svc_schema_t svc_schema_health;
-extern const svc_schema_t svc_schema_ready;
+extern const svc_schema_t svc_schema_problem, svc_schema_page, svc_schema_health, svc_schema_ready;
 
 #endif /* SVC_SCHEMA_H */

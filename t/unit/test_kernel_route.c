@@ -529,6 +529,8 @@ SVC_TEST(route_table_concatenates_the_areas)
         for (r = (*a)->routes; r->method; r++, t++) {
             SVC_CHECK(t->method && strcmp(t->method, r->method) == 0
                       && strcmp(t->path, r->path) == 0 && t->handler == r->handler);
+            /* A row that names no tag has its area's in the table. */
+            SVC_CHECK(t->tag && strcmp(t->tag, r->tag ? r->tag : (*a)->tags[0].name) == 0);
         }
     }
     for (r = table; r->method; r++) {
@@ -569,7 +571,8 @@ SVC_TEST(openapi_groups_tags_by_area)
             }
             for (i = 0; i < json_array_size(json_object_get(group, "tags")); i++) {
                 found |= strcmp(json_string_value(json_array_get(
-                                    json_object_get(group, "tags"), i)), r->tag) == 0;
+                                    json_object_get(group, "tags"), i)),
+                                svc_route_tag(*a, r)) == 0;
             }
             SVC_CHECK(found);
         }
@@ -735,6 +738,49 @@ static const char *oc_check(apr_pool_t *p, const svc_route_t *routes)
     const svc_area_t *const areas[] = { &area, NULL };
 
     return svc_openapi_check(p, areas);
+}
+
+/*
+ * A row without a tag is filed under its area's tag when the area
+ * describes one only; in an area of several it is refused, never filed
+ * under the first by accident. The table carries the tag it was given.
+ */
+SVC_TEST(route_tag_defaults_to_the_areas_only_tag)
+{
+    static const svc_tag_t two_tags[] = {
+        { "Items", "Things." }, { "Other", "Other things." }, { NULL, NULL }
+    };
+    static const svc_route_t rows[] = {
+        OC_ROW(.summary = "Items", .response = &oc_item),
+        { .method = "POST", .path = "/api/items", .handler = h_dummy, .auth = SVC_AUTH_NONE,
+          .op_id = "makeItem", .tag = "Other", .summary = "Make one", .success = 201,
+          .response = &oc_item },
+        SVC_ROUTE_END
+    };
+    const svc_area_t one = { .name = "items", .description = "Items.", .routes = rows,
+                             .tags = oc_tags };
+    const svc_area_t two = { .name = "items", .description = "Items.", .routes = rows,
+                             .tags = two_tags };
+    const svc_area_t *const areas_one[] = { &one, NULL }, *const areas_two[] = { &two, NULL };
+    const svc_route_t *table = svc_route_table(p, areas_one);
+    json_t *doc;
+    const char *why;
+
+    SVC_CHECK_STR(svc_route_tag(&one, &rows[0]), "Items");
+    SVC_CHECK_STR(svc_route_tag(&one, &rows[1]), "Other");
+    SVC_CHECK(svc_route_tag(&two, &rows[0]) == NULL);
+    SVC_CHECK_STR(svc_route_tag(&two, &rows[1]), "Other");
+    SVC_CHECK_STR(table[0].tag, "Items");
+    SVC_CHECK_STR(table[1].tag, "Other");
+    SVC_CHECK(svc_route_table(p, areas_two)[0].tag == NULL);
+    /* The document files the untagged row under the area's tag... */
+    doc = svc_openapi_build(p, areas_one, NULL);
+    SVC_CHECK_STR(json_string_value(json_array_get(json_object_get(json_object_get(
+                      json_object_get(json_object_get(doc, "paths"), "/api/items"), "get"),
+                      "tags"), 0)), "Items");
+    json_decref(doc);
+    /* ...and, where the area has two, refuses it. */
+    SVC_CHECK((why = svc_openapi_check(p, areas_two)) != NULL && strstr(why, "names its tag"));
 }
 
 SVC_TEST(openapi_check_refuses_what_it_cannot_document)

@@ -6,15 +6,9 @@
 
 #include "svc_admin.h"
 
-apr_status_t svc_h_admin_orgs(svc_ctx_t *ctx);
-apr_status_t svc_h_admin_users(svc_ctx_t *ctx);
-apr_status_t svc_h_admin_runs(svc_ctx_t *ctx);
-apr_status_t svc_h_admin_usage(svc_ctx_t *ctx);
-apr_status_t svc_h_admin_audit(svc_ctx_t *ctx);
-apr_status_t svc_h_admin_audit_verify(svc_ctx_t *ctx);
-apr_status_t svc_h_admin_user_suspend(svc_ctx_t *ctx);
-apr_status_t svc_h_admin_user_unsuspend(svc_ctx_t *ctx);
-apr_status_t svc_h_admin_org_suspend(svc_ctx_t *ctx);
-apr_status_t svc_h_admin_org_unsuspend(svc_ctx_t *ctx);
+/* Route handlers. */
+svc_handler_t svc_h_admin_orgs, svc_h_admin_users, svc_h_admin_runs, svc_h_admin_usage,
+              svc_h_admin_audit, svc_h_admin_audit_verify, svc_h_admin_user_suspend,
+              svc_h_admin_user_unsuspend, svc_h_admin_org_suspend, svc_h_admin_org_unsuspend;
 
 #endif /* SVC_ADMIN_API_H */

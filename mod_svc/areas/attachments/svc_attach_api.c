@@ -44,7 +44,7 @@ static const target_kind_t kinds[] = {
     " a.request_id, a.document_id, a.improvement_id, a.created_by, a.created_at"
 
 static const svc_col_t attachment_item[] = {
-    { .key = "id", .type = SVC_COL_TEXT, .id = "att" },
+    SVC_COL_ID("att"),
     { .key = "filename", .type = SVC_COL_TEXT, .example = "mockup.png" },
     { .key = "content_type", .type = SVC_COL_TEXT, .example = "image/png",
       .description = "The type it is served with: the upload's, when on the allow-list, else "
@@ -60,12 +60,9 @@ static const svc_col_t attachment_item[] = {
 };
 
 /* svc_attachments_of builds the same keys in SQL (st_of). */
-const svc_schema_t svc_schema_attachment = {
-    .name = "Attachment",
+const svc_schema_t svc_schema_attachment = { .name = "Attachment", .keys = attachment_item,
     .description = "A file bound to exactly one request, document or improvement "
-        "(docs/api/attachments.md); its bytes are at .../content.",
-    .keys = attachment_item
-};
+        "(docs/api/attachments.md); its bytes are at .../content." };
 
 /* Whether the org has the thing an attachment is to be bound to. */
 static const svc_stmt_t st_target_exists = {
@@ -424,7 +421,6 @@ static apr_status_t next_chunk(svc_ctx_t *ctx, void *baton, apr_pool_t *scratch,
                                const char **pdata, apr_size_t *plen)
 {
     download_t *d = baton;
-    svc_dbres_t *res;
     svc_db_t *db;
     apr_status_t rv;
 
@@ -432,17 +428,12 @@ static apr_status_t next_chunk(svc_ctx_t *ctx, void *baton, apr_pool_t *scratch,
     if (d->next >= d->chunks) {
         return APR_SUCCESS;
     }
+    /* SVC_ENOTFOUND: deleted while it was being sent. */
     if ((rv = svc_ctx_db(ctx, &db)) != APR_SUCCESS
-        || (rv = svc_db_execv(db, &st_chunk, scratch, &res, d->id, apr_itoa(scratch, d->next)))
-           != APR_SUCCESS) {
+        || (rv = svc_db_value(db, &st_chunk, scratch, pdata, plen, d->id,
+                              apr_itoa(scratch, d->next))) != APR_SUCCESS) {
         return rv;
     }
-    if (svc_dbres_rows(res) != 1) {
-        /* Deleted while it was being sent. */
-        return SVC_ENOTFOUND;
-    }
-    *pdata = svc_dbres_str(res, 0, 0);
-    *plen = svc_dbres_len(res, 0, 0);
     d->next++;
     return APR_SUCCESS;
 }

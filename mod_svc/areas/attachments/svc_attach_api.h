@@ -7,13 +7,11 @@
 
 #include "svc_attachments.h"
 
-apr_status_t svc_h_attachments_upload(svc_ctx_t *ctx);
-apr_status_t svc_h_attachments_list(svc_ctx_t *ctx);
-apr_status_t svc_h_attachments_get(svc_ctx_t *ctx);
-apr_status_t svc_h_attachments_content(svc_ctx_t *ctx);
-apr_status_t svc_h_attachments_delete(svc_ctx_t *ctx);
+/* Route handlers. */
+svc_handler_t svc_h_attachments_upload, svc_h_attachments_list, svc_h_attachments_get,
+              svc_h_attachments_content, svc_h_attachments_delete;
 
-extern const svc_qparam_t svc_query_attachments_upload[];
-extern const svc_qparam_t svc_query_attachments_list[];
+/* The routes' query parameters. */
+extern const svc_qparam_t svc_query_attachments_upload[], svc_query_attachments_list[];
 
 #endif /* SVC_ATTACH_API_H */

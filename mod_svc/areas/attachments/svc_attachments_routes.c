@@ -23,26 +23,26 @@ static const svc_route_t routes[] = {
       .handler = svc_h_attachments_upload, .scope = SVC_SCOPE_WRITE, .role = SVC_ROLE_MEMBER,
       .flags = SVC_RF_STREAM_BODY, .success = 201, .op_id = "uploadAttachment",
       .response = &svc_schema_attachment,
-      .tag = "Attachments", .query = svc_query_attachments_upload,
+      .query = svc_query_attachments_upload,
       .summary = "Upload a file (the raw body, with its own Content-Type) bound to a request, a "
         "document or an improvement" },
     { .method = "GET", .path = "/api/orgs/:orgSlug/attachments", .handler = svc_h_attachments_list,
       .scope = SVC_SCOPE_READ, .role = SVC_ROLE_VIEWER, .flags = SVC_RF_PAGED,
-      .op_id = "listAttachments", .response = &svc_schema_attachment, .tag = "Attachments",
+      .op_id = "listAttachments", .response = &svc_schema_attachment,
       .query = svc_query_attachments_list,
       .summary = "The org's attachments, or those of one request, document or improvement" },
     { .method = "GET", .path = "/api/orgs/:orgSlug/attachments/:id",
       .handler = svc_h_attachments_get, .scope = SVC_SCOPE_READ, .role = SVC_ROLE_VIEWER,
-      .op_id = "getAttachment", .response = &svc_schema_attachment, .tag = "Attachments",
+      .op_id = "getAttachment", .response = &svc_schema_attachment,
       .summary = "An attachment's metadata: name, type, size, SHA-256, what it is bound to" },
     { .method = "GET", .path = "/api/orgs/:orgSlug/attachments/:id/content",
       .handler = svc_h_attachments_content, .scope = SVC_SCOPE_READ, .role = SVC_ROLE_VIEWER,
       .flags = SVC_RF_BINARY, .op_id = "getAttachmentContent", .headers = content_headers,
-      .media = "*/*", .tag = "Attachments",
+      .media = "*/*",
       .summary = "The file, streamed, as a download" },
     { .method = "DELETE", .path = "/api/orgs/:orgSlug/attachments/:id",
       .handler = svc_h_attachments_delete, .scope = SVC_SCOPE_WRITE, .role = SVC_ROLE_MEMBER,
-      .success = 204, .op_id = "deleteAttachment", .tag = "Attachments",
+      .success = 204, .op_id = "deleteAttachment",
       .summary = "Delete an attachment (its uploader, or an admin)" },
     SVC_ROUTE_END,
 };
@@ -54,9 +54,6 @@ static const svc_tag_t tags[] = {
     { NULL, NULL }
 };
 
-const svc_area_t svc_attachments_area = {
-    .name = "attachments",
+const svc_area_t svc_attachments_area = { .name = "attachments", .routes = routes, .tags = tags,
     .description = "Files bound to requests, documents and improvements, stored in PostgreSQL "
-        "in chunks and streamed both ways.",
-    .routes = routes, .tags = tags
-};
+        "in chunks and streamed both ways." };

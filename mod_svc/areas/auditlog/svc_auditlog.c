@@ -260,11 +260,8 @@ static const svc_col_t audit_keys[] = {
     SVC_COL_END
 };
 
-static const svc_schema_t audit_entry_schema = {
-    .name = "AuditEntry",
-    .description = "An entry of an organization's audit log (docs/api/tenancy.md#audit).",
-    .keys = audit_keys
-};
+static const svc_schema_t audit_entry_schema = { .name = "AuditEntry", .keys = audit_keys,
+    .description = "An entry of an organization's audit log (docs/api/tenancy.md#audit)." };
 
 static const svc_col_t audit_verify_keys[] = {
     { .key = "ok", .type = SVC_COL_BOOL, .description = "Every link and digest holds." },
@@ -274,19 +271,17 @@ static const svc_col_t audit_verify_keys[] = {
     SVC_COL_END
 };
 
-static const svc_schema_t audit_verify_schema = {
-    .name = "AuditVerification",
-    .description = "The result of checking an organization's audit chain.",
-    .keys = audit_verify_keys
-};
+static const svc_schema_t audit_verify_schema = { .name = "AuditVerification",
+    .keys = audit_verify_keys,
+    .description = "The result of checking an organization's audit chain." };
 
 static const svc_route_t routes[] = {
     { .method = "GET", .path = "/api/orgs/:orgSlug/audit", .handler = audit_list,
       .scope = SVC_SCOPE_ADMIN, .role = SVC_ROLE_ADMIN, .flags = SVC_RF_PAGED, .op_id = "listAudit",
-      .tag = "Audit", .query = audit_query, .response = &audit_entry_schema,
+      .query = audit_query, .response = &audit_entry_schema,
       .summary = "The organization's audit log, newest first" },
     { .method = "GET", .path = "/api/orgs/:orgSlug/audit/verify", .handler = audit_verify,
-      .scope = SVC_SCOPE_ADMIN, .role = SVC_ROLE_ADMIN, .op_id = "verifyAudit", .tag = "Audit",
+      .scope = SVC_SCOPE_ADMIN, .role = SVC_ROLE_ADMIN, .op_id = "verifyAudit",
       .response = &audit_verify_schema,
       .summary = "Check the hash chain of the organization's audit log" },
     SVC_ROUTE_END,

@@ -16,25 +16,17 @@
 /* How far a signature's timestamp may be from the server's clock. */
 #define SVC_BILLING_TOLERANCE_S 300
 
-extern const svc_field_t svc_body_billing_checkout[];
-extern const svc_field_t svc_body_billing_portal[];
-extern const svc_field_t svc_body_billing_payment_method[];
-extern const svc_field_t svc_body_billing_budget[];
+/* The routes' request bodies and query parameters. */
+extern const svc_field_t svc_body_billing_checkout[], svc_body_billing_portal[],
+                         svc_body_billing_payment_method[], svc_body_billing_budget[];
 extern const svc_qparam_t svc_q_billing_usage[];
 
-apr_status_t svc_h_billing_plans(svc_ctx_t *ctx);
-apr_status_t svc_h_billing_get(svc_ctx_t *ctx);
-apr_status_t svc_h_billing_usage(svc_ctx_t *ctx);
-apr_status_t svc_h_billing_checkout(svc_ctx_t *ctx);
-apr_status_t svc_h_billing_portal(svc_ctx_t *ctx);
-apr_status_t svc_h_billing_payment_method_get(svc_ctx_t *ctx);
-apr_status_t svc_h_billing_payment_method_put(svc_ctx_t *ctx);
-apr_status_t svc_h_billing_budget_get(svc_ctx_t *ctx);
-apr_status_t svc_h_billing_budget_put(svc_ctx_t *ctx);
-apr_status_t svc_h_billing_webhook(svc_ctx_t *ctx);
-apr_status_t svc_h_billing_events_list(svc_ctx_t *ctx);
-apr_status_t svc_h_billing_event_get(svc_ctx_t *ctx);
-apr_status_t svc_h_billing_event_redeliver(svc_ctx_t *ctx);
+/* Route handlers. */
+svc_handler_t svc_h_billing_plans, svc_h_billing_get, svc_h_billing_usage, svc_h_billing_checkout,
+              svc_h_billing_portal, svc_h_billing_payment_method_get,
+              svc_h_billing_payment_method_put, svc_h_billing_budget_get, svc_h_billing_budget_put,
+              svc_h_billing_webhook, svc_h_billing_events_list, svc_h_billing_event_get,
+              svc_h_billing_event_redeliver;
 
 /* A recorded event as the operators' list shows it (the BillingEvent schema). */
 extern const svc_col_t svc_billing_event_keys[];

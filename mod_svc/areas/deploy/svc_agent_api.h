@@ -6,14 +6,12 @@
 
 #include "svc_deploy.h"
 
-extern const svc_field_t svc_body_agent_heartbeat[];
-extern const svc_field_t svc_body_agent_report[];
+/* The routes' request bodies and query parameters. */
+extern const svc_field_t svc_body_agent_heartbeat[], svc_body_agent_report[];
 extern const svc_qparam_t svc_query_agent_work[];
 
-apr_status_t svc_h_agent_view(svc_ctx_t *ctx);
-apr_status_t svc_h_agent_work_stream(svc_ctx_t *ctx);
-apr_status_t svc_h_agent_heartbeat(svc_ctx_t *ctx);
-apr_status_t svc_h_agent_report(svc_ctx_t *ctx);
-apr_status_t svc_h_agent_bundle(svc_ctx_t *ctx);
+/* Route handlers. */
+svc_handler_t svc_h_agent_view, svc_h_agent_work_stream, svc_h_agent_heartbeat, svc_h_agent_report,
+              svc_h_agent_bundle;
 
 #endif /* SVC_AGENT_API_H */

@@ -11,11 +11,7 @@
 
 /* A deployment as read, locked, for a change (strings in the reader's pool). */
 typedef struct {
-    const char *id;
-    const char *org_id;
-    const char *project_id;
-    const char *target_id;
-    const char *run_id;
+    const char *id, *org_id, *project_id, *target_id, *run_id;
     const char *status;
     const char *plan;           /* JSON text, or NULL */
     int plan_version;

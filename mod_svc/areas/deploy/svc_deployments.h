@@ -7,20 +7,15 @@
 
 #include "svc_deploy.h"
 
-extern const svc_field_t svc_body_deployment_create[];
-extern const svc_field_t svc_body_deployment_approve[];
-extern const svc_field_t svc_body_deployment_scale[];
+/* The routes' request bodies and query parameters. */
+extern const svc_field_t svc_body_deployment_create[], svc_body_deployment_approve[],
+                         svc_body_deployment_scale[];
 extern const svc_qparam_t svc_query_deployments_list[];
 
-apr_status_t svc_h_deployments_list(svc_ctx_t *ctx);
-apr_status_t svc_h_deployments_create(svc_ctx_t *ctx);
-apr_status_t svc_h_deployments_get(svc_ctx_t *ctx);
-apr_status_t svc_h_deployments_approve(svc_ctx_t *ctx);
-apr_status_t svc_h_deployments_replan(svc_ctx_t *ctx);
-apr_status_t svc_h_deployments_stop(svc_ctx_t *ctx);
-apr_status_t svc_h_deployments_start(svc_ctx_t *ctx);
-apr_status_t svc_h_deployments_scale(svc_ctx_t *ctx);
-apr_status_t svc_h_deployments_teardown(svc_ctx_t *ctx);
-apr_status_t svc_h_deployments_separate(svc_ctx_t *ctx);
+/* Route handlers. */
+svc_handler_t svc_h_deployments_list, svc_h_deployments_create, svc_h_deployments_get,
+              svc_h_deployments_approve, svc_h_deployments_replan, svc_h_deployments_stop,
+              svc_h_deployments_start, svc_h_deployments_scale, svc_h_deployments_teardown,
+              svc_h_deployments_separate;
 
 #endif /* SVC_DEPLOYMENTS_H */

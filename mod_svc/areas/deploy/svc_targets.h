@@ -7,11 +7,10 @@
 
 #include "svc_deploy.h"
 
+/* The routes' request bodies. */
 extern const svc_field_t svc_body_target_create[];
 
-apr_status_t svc_h_targets_list(svc_ctx_t *ctx);
-apr_status_t svc_h_targets_create(svc_ctx_t *ctx);
-apr_status_t svc_h_targets_delete(svc_ctx_t *ctx);
-apr_status_t svc_h_targets_rotate(svc_ctx_t *ctx);
+/* Route handlers. */
+svc_handler_t svc_h_targets_list, svc_h_targets_create, svc_h_targets_delete, svc_h_targets_rotate;
 
 #endif /* SVC_TARGETS_H */

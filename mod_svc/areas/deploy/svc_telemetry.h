@@ -17,19 +17,14 @@
 /* Samples and probes are kept this long (days). */
 #define TELEMETRY_KEEP_DAYS 30
 
+/* The routes' request bodies and query parameters. */
 extern const svc_field_t svc_body_log_request[];
-extern const svc_qparam_t svc_query_logs[];
-extern const svc_qparam_t svc_query_metrics[];
-extern const svc_qparam_t svc_query_uptime[];
-extern const svc_field_t svc_body_agent_logs[];
-extern const svc_field_t svc_body_agent_telemetry[];
+extern const svc_qparam_t svc_query_logs[], svc_query_metrics[], svc_query_uptime[];
+extern const svc_field_t svc_body_agent_logs[], svc_body_agent_telemetry[];
 
-apr_status_t svc_h_deployments_request_logs(svc_ctx_t *ctx);
-apr_status_t svc_h_deployments_logs(svc_ctx_t *ctx);
-apr_status_t svc_h_deployments_metrics(svc_ctx_t *ctx);
-apr_status_t svc_h_deployments_uptime(svc_ctx_t *ctx);
-apr_status_t svc_h_agent_logs_upload(svc_ctx_t *ctx);
-apr_status_t svc_h_agent_telemetry(svc_ctx_t *ctx);
+/* Route handlers. */
+svc_handler_t svc_h_deployments_request_logs, svc_h_deployments_logs, svc_h_deployments_metrics,
+              svc_h_deployments_uptime, svc_h_agent_logs_upload, svc_h_agent_telemetry;
 
 /* Drops samples, probes and log uploads older than TELEMETRY_KEEP_DAYS;
  * *pdropped: how many rows went. */

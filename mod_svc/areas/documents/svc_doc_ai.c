@@ -49,7 +49,7 @@ static const svc_stmt_t st_ai_context = {
     " pc.created_at"
 
 static const svc_col_t patch_item[] = {
-    { .key = "id", .type = SVC_COL_TEXT, .id = "pch" },
+    SVC_COL_ID("pch"),
     { .key = "document_id", .type = SVC_COL_TEXT, .id = "doc" },
     { .key = "base_version_id", .type = SVC_COL_TEXT, .id = "ver",
       .description = "The version the diff applies to." },
@@ -67,11 +67,8 @@ static const svc_col_t patch_item[] = {
     SVC_COL_END
 };
 
-const svc_schema_t svc_schema_patch = {
-    .name = "Patch",
-    .description = "A change the model proposed for a document, as a unified diff.",
-    .keys = patch_item
-};
+const svc_schema_t svc_schema_patch = { .name = "Patch", .keys = patch_item,
+    .description = "A change the model proposed for a document, as a unified diff." };
 
 static const svc_stmt_t st_pch_get = {
     "svc_documents_patch_get",

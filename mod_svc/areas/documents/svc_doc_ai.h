@@ -7,14 +7,12 @@
 
 #include "svc_documents.h"
 
-apr_status_t svc_h_documents_regenerate(svc_ctx_t *ctx);
-apr_status_t svc_h_patches_create(svc_ctx_t *ctx);
-apr_status_t svc_h_patches_list(svc_ctx_t *ctx);
-apr_status_t svc_h_patches_accept(svc_ctx_t *ctx);
-apr_status_t svc_h_patches_reject(svc_ctx_t *ctx);
+/* Route handlers. */
+svc_handler_t svc_h_documents_regenerate, svc_h_patches_create, svc_h_patches_list,
+              svc_h_patches_accept, svc_h_patches_reject;
 
-extern const svc_field_t svc_body_regenerate[];
-extern const svc_field_t svc_body_patch_create[];
+/* The routes' request bodies. */
+extern const svc_field_t svc_body_regenerate[], svc_body_patch_create[];
 
 /* A patch the model proposed. */
 extern const svc_schema_t svc_schema_patch;

@@ -15,7 +15,7 @@ static const svc_col_t version_author[] = {
 };
 
 const svc_col_t svc_version_item[] = {
-    { .key = "id", .type = SVC_COL_TEXT, .id = "ver" },
+    SVC_COL_ID("ver"),
     { .key = "document_id", .type = SVC_COL_TEXT, .id = "doc" },
     { .key = "number", .type = SVC_COL_INT, .description = "1, 2, ... within the document." },
     { .key = "status", .type = SVC_COL_TEXT,
@@ -35,11 +35,8 @@ const svc_col_t svc_version_item[] = {
     SVC_COL_END
 };
 
-const svc_schema_t svc_schema_doc_version = {
-    .name = "Version",
-    .description = "A version of a document, without its body (GET .../content has it).",
-    .keys = svc_version_item
-};
+const svc_schema_t svc_schema_doc_version = { .name = "Version", .keys = svc_version_item,
+    .description = "A version of a document, without its body (GET .../content has it)." };
 
 static const svc_stmt_t st_doc_lock = {
     "svc_documents_lock",

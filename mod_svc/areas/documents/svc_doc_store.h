@@ -21,10 +21,7 @@ extern const svc_schema_t svc_schema_doc_version;
 
 /* A document row, locked for the rest of the transaction. */
 typedef struct {
-    const char *id;
-    const char *product_id;
-    const char *kind;
-    const char *title;
+    const char *id, *product_id, *kind, *title;
     const char *current_version_id;
     const char *approved_version_id;    /* NULL when none */
 } svc_doc_state_t;

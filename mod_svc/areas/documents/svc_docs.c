@@ -24,7 +24,7 @@
 #define DOC_DETAIL_VERSIONS "100"
 
 static const svc_col_t document_item[] = {
-    { .key = "id", .type = SVC_COL_TEXT, .id = "doc" },
+    SVC_COL_ID("doc"),
     { .key = "product_id", .type = SVC_COL_TEXT, .id = "prd" },
     { .key = "kind", .type = SVC_COL_TEXT, .values = SVC_VALUES("toc", "section"),
       .description = "toc: the product's table of contents; section: a section." },
@@ -37,11 +37,8 @@ static const svc_col_t document_item[] = {
     SVC_COL_END
 };
 
-const svc_schema_t svc_schema_document = {
-    .name = "Document",
-    .description = "A planning document, with its current version (docs/api/documents.md).",
-    .keys = document_item
-};
+const svc_schema_t svc_schema_document = { .name = "Document", .keys = document_item,
+    .description = "A planning document, with its current version (docs/api/documents.md)." };
 
 static const svc_col_t document_detail_keys[] = {
     { .key = "versions", .type = SVC_COL_ARRAY, .ref = &svc_schema_doc_version,
@@ -50,15 +47,12 @@ static const svc_col_t document_detail_keys[] = {
     SVC_COL_END
 };
 
-const svc_schema_t svc_schema_document_detail = {
-    .name = "DocumentDetail",
-    .description = "A document with its newest versions.",
-    .keys = document_detail_keys,
-    .base = &svc_schema_document
-};
+const svc_schema_t svc_schema_document_detail = { .name = "DocumentDetail",
+    .keys = document_detail_keys, .base = &svc_schema_document,
+    .description = "A document with its newest versions." };
 
 static const svc_col_t comment_item[] = {
-    { .key = "id", .type = SVC_COL_TEXT, .id = "cmt" },
+    SVC_COL_ID("cmt"),
     { .key = "document_id", .type = SVC_COL_TEXT, .id = "doc" },
     { .key = "version_id", .type = SVC_COL_TEXT, .id = "ver",
       .description = "The version the reviewer read." },
@@ -71,11 +65,8 @@ static const svc_col_t comment_item[] = {
     SVC_COL_END
 };
 
-const svc_schema_t svc_schema_comment = {
-    .name = "Comment",
-    .description = "A reviewer's comment, left through a share link.",
-    .keys = comment_item
-};
+const svc_schema_t svc_schema_comment = { .name = "Comment", .keys = comment_item,
+    .description = "A reviewer's comment, left through a share link." };
 
 static const svc_stmt_t st_doc_list = {
     "svc_documents_list",

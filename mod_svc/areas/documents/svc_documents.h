@@ -48,12 +48,8 @@ apr_status_t svc_documents_portal_body(svc_db_t *db, apr_pool_t *p, const char *
 /* A reviewer's comment on the version they read, through share `share_id`;
  * *pjson is the comment. */
 typedef struct {
-    const char *org_id;
-    const char *product_id;
-    const char *doc_id;
-    const char *share_id;
-    const char *author_name;
-    const char *body;
+    const char *org_id, *product_id, *doc_id, *share_id;
+    const char *author_name, *body;
 } svc_portal_comment_t;
 
 apr_status_t svc_documents_portal_comment(svc_db_t *db, apr_pool_t *p,

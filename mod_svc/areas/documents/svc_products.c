@@ -11,14 +11,14 @@
     " pr.created_at, pr.updated_at"
 
 static const svc_col_t product_project[] = {
-    { .key = "id", .type = SVC_COL_TEXT, .id = "prj" },
-    { .key = "slug", .type = SVC_COL_TEXT, .format = "slug" },
+    SVC_COL_ID("prj"),
+    SVC_COL_SLUG,
     { .key = "name", .type = SVC_COL_TEXT, .example = "Website" },
     SVC_COL_END
 };
 
 static const svc_col_t product_item[] = {
-    { .key = "id", .type = SVC_COL_TEXT, .id = "prd" },
+    SVC_COL_ID("prd"),
     { .key = "project", .type = SVC_COL_OBJECT, .sub = product_project },
     { .key = "name", .type = SVC_COL_TEXT, .example = "Shop" },
     { .key = "documents", .type = SVC_COL_INT, .description = "How many documents it has." },
@@ -27,11 +27,8 @@ static const svc_col_t product_item[] = {
     SVC_COL_END
 };
 
-const svc_schema_t svc_schema_product = {
-    .name = "Product",
-    .description = "A product: a planning set of documents in a project.",
-    .keys = product_item
-};
+const svc_schema_t svc_schema_product = { .name = "Product", .keys = product_item,
+    .description = "A product: a planning set of documents in a project." };
 
 static const svc_stmt_t st_prd_list = {
     "svc_products_list",
@@ -68,18 +65,7 @@ const svc_field_t svc_body_product_create[] = {
 apr_status_t svc_product_name(svc_db_t *db, apr_pool_t *p, const char *org_id,
                               const char *product_id, const char **pname)
 {
-    svc_dbres_t *res;
-    apr_status_t rv;
-
-    rv = svc_db_execv(db, &st_prd_name, p, &res, product_id, org_id);
-    if (rv != APR_SUCCESS) {
-        return rv;
-    }
-    if (svc_dbres_rows(res) != 1) {
-        return SVC_ENOTFOUND;
-    }
-    *pname = apr_pstrdup(p, svc_dbres_str(res, 0, 0));
-    return APR_SUCCESS;
+    return svc_db_value(db, &st_prd_name, p, pname, NULL, product_id, org_id);
 }
 
 apr_status_t svc_product_check(svc_ctx_t *ctx, svc_db_t *db, const char *product_id)

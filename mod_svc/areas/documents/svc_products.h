@@ -6,10 +6,10 @@
 
 #include "svc_documents.h"
 
-apr_status_t svc_h_products_list(svc_ctx_t *ctx);
-apr_status_t svc_h_products_create(svc_ctx_t *ctx);
-apr_status_t svc_h_products_get(svc_ctx_t *ctx);
+/* Route handlers. */
+svc_handler_t svc_h_products_list, svc_h_products_create, svc_h_products_get;
 
+/* The routes' request bodies. */
 extern const svc_field_t svc_body_product_create[];
 
 /* A product. */

@@ -65,7 +65,7 @@ static const svc_stmt_t st_session_list = {
 /* One session as GET /api/me/sessions shows it, in st_session_list's order:
  * the writer's shape and the OpenAPI schema both (svc_schema.h). */
 static const svc_col_t session_item[] = {
-    { .key = "id", .type = SVC_COL_TEXT, .id = "ses" },
+    SVC_COL_ID("ses"),
     { .key = "current", .type = SVC_COL_BOOL,
       .description = "The session this request came with." },
     SVC_COL_CREATED_AT,
@@ -77,11 +77,8 @@ static const svc_col_t session_item[] = {
     SVC_COL_END
 };
 
-const svc_schema_t svc_schema_session = {
-    .name = "Session",
-    .description = "A signed-in browser session of yours (docs/api/signin.md).",
-    .keys = session_item
-};
+const svc_schema_t svc_schema_session = { .name = "Session", .keys = session_item,
+    .description = "A signed-in browser session of yours (docs/api/signin.md)." };
 
 const svc_schema_t svc_schema_sessions_revoked = {
     .name = "SessionsRevoked",

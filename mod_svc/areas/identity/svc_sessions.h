@@ -26,12 +26,9 @@ apr_status_t svc_session_revoke(svc_db_t *db, apr_pool_t *p, const svc_actor_t *
 
 /* Route handlers: GET /api/me/sessions, DELETE /api/me/sessions/:id,
  * POST /api/me/sessions/revoke-others. */
-apr_status_t svc_h_sessions_list(svc_ctx_t *ctx);
-apr_status_t svc_h_sessions_revoke(svc_ctx_t *ctx);
-apr_status_t svc_h_sessions_revoke_others(svc_ctx_t *ctx);
+svc_handler_t svc_h_sessions_list, svc_h_sessions_revoke, svc_h_sessions_revoke_others;
 
 /* The answers' schemas: a session; how many revoke-others ended. */
-extern const svc_schema_t svc_schema_session;
-extern const svc_schema_t svc_schema_sessions_revoked;
+extern const svc_schema_t svc_schema_session, svc_schema_sessions_revoked;
 
 #endif /* SVC_SESSIONS_H */

@@ -37,11 +37,9 @@ const char *svc_signin_verifier(apr_pool_t *p, const svc_config_t *conf, const c
 const char *svc_signin_challenge(apr_pool_t *p, const char *verifier);
 
 /* Route handlers. */
-apr_status_t svc_h_signin_login(svc_ctx_t *ctx);
-apr_status_t svc_h_signin_callback(svc_ctx_t *ctx);
-apr_status_t svc_h_signin_logout(svc_ctx_t *ctx);
+svc_handler_t svc_h_signin_login, svc_h_signin_callback, svc_h_signin_logout;
 
-extern const svc_qparam_t svc_q_signin_login[];
-extern const svc_qparam_t svc_q_signin_callback[];
+/* The routes' query parameters. */
+extern const svc_qparam_t svc_q_signin_login[], svc_q_signin_callback[];
 
 #endif /* SVC_SIGNIN_H */

@@ -21,15 +21,15 @@
     " t.created_at, t.expires_at, t.last_used_at, t.last_used_ip, t.revoked_at"
 
 static const svc_col_t org_ref[] = {
-    { .key = "id", .type = SVC_COL_TEXT, .id = "org" },
-    { .key = "slug", .type = SVC_COL_TEXT, .format = "slug" },
+    SVC_COL_ID("org"),
+    SVC_COL_SLUG,
     SVC_COL_END
 };
 
 /* A token as the list, the creation and svcctl show it: the writer's shape
  * and the OpenAPI schema both (svc_schema.h). */
 static const svc_col_t token_item[] = {
-    { .key = "id", .type = SVC_COL_TEXT, .id = "tok" },
+    SVC_COL_ID("tok"),
     { .key = "name", .type = SVC_COL_TEXT, .example = "deploy bot" },
     { .key = "scope", .type = SVC_COL_TEXT, .values = svc_scope_values },
     { .key = "org", .type = SVC_COL_OBJECT, .flags = SVC_COL_NULL, .sub = org_ref,
@@ -47,11 +47,8 @@ static const svc_col_t token_item[] = {
     SVC_COL_END
 };
 
-const svc_schema_t svc_schema_token = {
-    .name = "Token",
-    .description = "A personal access token, without its secret (docs/api/tokens.md).",
-    .keys = token_item
-};
+const svc_schema_t svc_schema_token = { .name = "Token", .keys = token_item,
+    .description = "A personal access token, without its secret (docs/api/tokens.md)." };
 
 static const svc_col_t token_created_keys[] = {
     { .key = "token", .type = SVC_COL_TEXT, .format = "secret",
@@ -60,12 +57,9 @@ static const svc_col_t token_created_keys[] = {
     SVC_COL_END
 };
 
-const svc_schema_t svc_schema_token_created = {
-    .name = "TokenCreated",
-    .description = "A token just made: the token and, this once, its secret.",
-    .keys = token_created_keys,
-    .base = &svc_schema_token
-};
+const svc_schema_t svc_schema_token_created = { .name = "TokenCreated",
+    .keys = token_created_keys, .base = &svc_schema_token,
+    .description = "A token just made: the token and, this once, its secret." };
 
 /*
  * Both token statements start with the same eight columns (TOKEN_VERDICT),

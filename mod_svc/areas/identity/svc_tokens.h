@@ -45,13 +45,11 @@ apr_status_t svc_pat_authenticate(svc_ctx_t *ctx, const char *secret, svc_princi
 apr_status_t svc_pat_confirm(svc_ctx_t *ctx);
 
 /* Route handlers. */
-apr_status_t svc_h_tokens_list(svc_ctx_t *ctx);
-apr_status_t svc_h_tokens_create(svc_ctx_t *ctx);
-apr_status_t svc_h_tokens_revoke(svc_ctx_t *ctx);
+svc_handler_t svc_h_tokens_list, svc_h_tokens_create, svc_h_tokens_revoke;
 
+/* The routes' request bodies. */
 extern const svc_field_t svc_body_token_create[];
 /* A token, and one just made with its secret (the answers' schemas). */
-extern const svc_schema_t svc_schema_token;
-extern const svc_schema_t svc_schema_token_created;
+extern const svc_schema_t svc_schema_token, svc_schema_token_created;
 
 #endif /* SVC_TOKENS_H */

@@ -84,8 +84,8 @@ apr_status_t svc_user_by_email(svc_db_t *db, apr_pool_t *p, const char *email,
 
 /* GET /api/me: built by st_me and svc_h_me, declared here. */
 static const svc_col_t me_org_keys[] = {
-    { .key = "id", .type = SVC_COL_TEXT, .id = "org" },
-    { .key = "slug", .type = SVC_COL_TEXT, .format = "slug" },
+    SVC_COL_ID("org"),
+    SVC_COL_SLUG,
     { .key = "name", .type = SVC_COL_TEXT, .example = "Acme" },
     { .key = "role", .type = SVC_COL_TEXT, .values = svc_role_values,
       .description = "Your role in it." },
@@ -93,13 +93,13 @@ static const svc_col_t me_org_keys[] = {
 };
 
 static const svc_col_t me_token_org_keys[] = {
-    { .key = "id", .type = SVC_COL_TEXT, .id = "org" },
-    { .key = "slug", .type = SVC_COL_TEXT, .format = "slug" },
+    SVC_COL_ID("org"),
+    SVC_COL_SLUG,
     SVC_COL_END
 };
 
 static const svc_col_t me_token_keys[] = {
-    { .key = "id", .type = SVC_COL_TEXT, .id = "tok" },
+    SVC_COL_ID("tok"),
     { .key = "scope", .type = SVC_COL_TEXT, .values = svc_scope_values },
     { .key = "org", .type = SVC_COL_OBJECT, .flags = SVC_COL_NULL, .sub = me_token_org_keys,
       .description = "The organization the token is bound to; null: all of yours." },
@@ -108,7 +108,7 @@ static const svc_col_t me_token_keys[] = {
 };
 
 static const svc_col_t me_session_keys[] = {
-    { .key = "id", .type = SVC_COL_TEXT, .id = "ses" },
+    SVC_COL_ID("ses"),
     SVC_COL_END
 };
 
@@ -122,8 +122,8 @@ static const svc_col_t me_auth_keys[] = {
 };
 
 static const svc_col_t me_keys[] = {
-    { .key = "id", .type = SVC_COL_TEXT, .id = "usr" },
-    { .key = "email", .type = SVC_COL_TEXT, .format = "email" },
+    SVC_COL_ID("usr"),
+    SVC_COL_EMAIL,
     { .key = "name", .type = SVC_COL_TEXT, .example = "Ada Lovelace" },
     { .key = "founder", .type = SVC_COL_BOOL,
       .description = "The platform's operator (founder rights)." },
@@ -135,11 +135,8 @@ static const svc_col_t me_keys[] = {
     SVC_COL_END
 };
 
-const svc_schema_t svc_schema_me = {
-    .name = "Me",
-    .description = "You: your account, your organizations, and the credential in use.",
-    .keys = me_keys
-};
+const svc_schema_t svc_schema_me = { .name = "Me", .keys = me_keys,
+    .description = "You: your account, your organizations, and the credential in use." };
 
 apr_status_t svc_h_me(svc_ctx_t *ctx)
 {

@@ -66,7 +66,6 @@ apr_status_t svc_build_active_runs(svc_ctx_t *ctx, svc_db_t *db, const char *req
 apr_status_t svc_h_requests_run_all(svc_ctx_t *ctx);
 
 /* A build task; what run-all answers. */
-extern const svc_schema_t svc_schema_build_task;
-extern const svc_schema_t svc_schema_run_all;
+extern const svc_schema_t svc_schema_build_task, svc_schema_run_all;
 
 #endif /* SVC_BUILD_H */

@@ -36,16 +36,12 @@
 
 /* The values a request's fields take; a build task's statuses; an
  * improvement's kinds and sources (NULL ended). */
-extern const char *const svc_request_stages[];
-extern const char *const svc_request_statuses[];
-extern const char *const svc_request_kinds[];
-extern const char *const svc_task_statuses[];
-extern const char *const svc_improvement_kinds[];
-extern const char *const svc_improvement_sources[];
+extern const char *const svc_request_stages[], *const svc_request_statuses[],
+                  *const svc_request_kinds[], *const svc_task_statuses[],
+                  *const svc_improvement_kinds[], *const svc_improvement_sources[];
 
 /* A request (in lists, without its body), and the events of the area. */
-extern const svc_schema_t svc_schema_request_summary;
-extern const svc_schema_t svc_schema_request;
+extern const svc_schema_t svc_schema_request_summary, svc_schema_request;
 extern const svc_event_kind_t svc_pipeline_events[];
 
 /* $1 id, $2 org: the request as the API shows it, JSON text. */
@@ -56,14 +52,9 @@ int svc_stage_index(const char *stage);
 
 /* A request, as read (or locked) from the database; strings in ctx->pool. */
 typedef struct {
-    const char *id;
-    const char *project_id;
-    const char *project_slug;
-    const char *kind;
-    const char *title;
-    const char *body;
-    const char *stage;
-    const char *status;
+    const char *id, *project_id, *project_slug;
+    const char *kind, *title, *body;
+    const char *stage, *status;
     const char *product_id;     /* NULL before planning */
     int archived;               /* its project is archived */
 } svc_request_t;

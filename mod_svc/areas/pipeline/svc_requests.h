@@ -7,13 +7,11 @@
 
 #include "svc_pipeline.h"
 
-apr_status_t svc_h_requests_list(svc_ctx_t *ctx);
-apr_status_t svc_h_requests_create(svc_ctx_t *ctx);
-apr_status_t svc_h_requests_get(svc_ctx_t *ctx);
-apr_status_t svc_h_requests_update(svc_ctx_t *ctx);
+/* Route handlers. */
+svc_handler_t svc_h_requests_list, svc_h_requests_create, svc_h_requests_get, svc_h_requests_update;
 
-extern const svc_field_t svc_body_request_create[];
-extern const svc_field_t svc_body_request_update[];
+/* The routes' request bodies and query parameters. */
+extern const svc_field_t svc_body_request_create[], svc_body_request_update[];
 extern const svc_qparam_t svc_query_requests_list[];
 
 #endif /* SVC_REQUESTS_H */

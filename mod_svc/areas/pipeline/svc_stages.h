@@ -8,11 +8,8 @@
 
 #include "svc_pipeline.h"
 
-apr_status_t svc_h_requests_advance(svc_ctx_t *ctx);
-apr_status_t svc_h_requests_advance_to_build(svc_ctx_t *ctx);
-apr_status_t svc_h_requests_pause(svc_ctx_t *ctx);
-apr_status_t svc_h_requests_resume(svc_ctx_t *ctx);
-apr_status_t svc_h_requests_cancel(svc_ctx_t *ctx);
-apr_status_t svc_h_requests_approve(svc_ctx_t *ctx);
+/* Route handlers. */
+svc_handler_t svc_h_requests_advance, svc_h_requests_advance_to_build, svc_h_requests_pause,
+              svc_h_requests_resume, svc_h_requests_cancel, svc_h_requests_approve;
 
 #endif /* SVC_STAGES_H */

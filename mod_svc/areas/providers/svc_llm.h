@@ -8,9 +8,7 @@
 #include "svc_providers.h"
 
 struct svc_provider_t {
-    const char *id;
-    const char *org_id;
-    const char *name;
+    const char *id, *org_id, *name;
     const char *kind;           /* "openai" or "anthropic" */
     const char *base_url;       /* no trailing slash; the API paths start with /v1 */
     const char *model;

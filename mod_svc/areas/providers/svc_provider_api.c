@@ -19,7 +19,7 @@ static const char *const kind_values[] = { SVC_LLM_KIND_OPENAI, SVC_LLM_KIND_ANT
 static const char *const tools_values[] = { "auto", "on", "off", NULL };
 
 static const svc_col_t provider_item[] = {
-    { .key = "id", .type = SVC_COL_TEXT, .id = "llm" },
+    SVC_COL_ID("llm"),
     { .key = "name", .type = SVC_COL_TEXT, .example = "OpenAI" },
     { .key = "kind", .type = SVC_COL_TEXT, .values = kind_values,
       .description = "The wire API: openai (OpenAI-compatible) or anthropic." },
@@ -40,12 +40,9 @@ static const svc_col_t provider_item[] = {
     SVC_COL_END
 };
 
-const svc_schema_t svc_schema_provider = {
-    .name = "Provider",
+const svc_schema_t svc_schema_provider = { .name = "Provider", .keys = provider_item,
     .description = "A model provider of the organization, never with its key "
-        "(docs/api/providers.md).",
-    .keys = provider_item
-};
+        "(docs/api/providers.md)." };
 
 static const svc_col_t provider_test_keys[] = {
     { .key = "ok", .type = SVC_COL_BOOL, .description = "The provider answered a completion." },
@@ -63,11 +60,8 @@ static const svc_col_t provider_test_keys[] = {
     SVC_COL_END
 };
 
-const svc_schema_t svc_schema_provider_test = {
-    .name = "ProviderTest",
-    .description = "What calling the provider showed.",
-    .keys = provider_test_keys
-};
+const svc_schema_t svc_schema_provider_test = { .name = "ProviderTest", .keys = provider_test_keys,
+    .description = "What calling the provider showed." };
 
 static const svc_stmt_t st_prov_list = {
     "svc_providers_list",

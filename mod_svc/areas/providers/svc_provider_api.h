@@ -6,19 +6,15 @@
 
 #include "svc_providers.h"
 
-apr_status_t svc_h_providers_list(svc_ctx_t *ctx);
-apr_status_t svc_h_providers_create(svc_ctx_t *ctx);
-apr_status_t svc_h_providers_get(svc_ctx_t *ctx);
-apr_status_t svc_h_providers_update(svc_ctx_t *ctx);
-apr_status_t svc_h_providers_delete(svc_ctx_t *ctx);
-apr_status_t svc_h_providers_default(svc_ctx_t *ctx);
-apr_status_t svc_h_providers_test(svc_ctx_t *ctx);
+/* Route handlers. */
+svc_handler_t svc_h_providers_list, svc_h_providers_create, svc_h_providers_get,
+              svc_h_providers_update, svc_h_providers_delete, svc_h_providers_default,
+              svc_h_providers_test;
 
-extern const svc_field_t svc_body_provider_create[];
-extern const svc_field_t svc_body_provider_update[];
+/* The routes' request bodies. */
+extern const svc_field_t svc_body_provider_create[], svc_body_provider_update[];
 
 /* A provider; what testing one showed. */
-extern const svc_schema_t svc_schema_provider;
-extern const svc_schema_t svc_schema_provider_test;
+extern const svc_schema_t svc_schema_provider, svc_schema_provider_test;
 
 #endif /* SVC_PROVIDER_API_H */

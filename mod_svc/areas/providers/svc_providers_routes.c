@@ -11,7 +11,7 @@ static const svc_route_t routes[] = {
      * features that call a model. */
     { .method = "GET", .path = "/api/orgs/:orgSlug/providers", .handler = svc_h_providers_list,
       .scope = SVC_SCOPE_READ, .role = SVC_ROLE_MEMBER, .flags = SVC_RF_PAGED,
-      .op_id = "listProviders", .response = &svc_schema_provider, .tag = "LLM providers",
+      .op_id = "listProviders", .response = &svc_schema_provider,
       .summary = "The organization's model providers (never their keys)" },
     { .method = "POST", .path = "/api/orgs/:orgSlug/providers", .handler = svc_h_providers_create,
       .scope = SVC_SCOPE_ADMIN, .role = SVC_ROLE_ADMIN, .body = svc_body_provider_create,
@@ -19,32 +19,29 @@ static const svc_route_t routes[] = {
           "{\"name\": \"OpenAI\", \"kind\": \"openai\", \"model\": \"gpt-4o-mini\", "
           "\"api_key\": \"sk-proj-...\"}",
       .body_limit = SVC_KB(16), .success = 201, .op_id = "createProvider",
-      .response = &svc_schema_provider, .tag = "LLM providers",
+      .response = &svc_schema_provider,
       .summary = "Register a model provider with its key; the first one becomes the default" },
     { .method = "GET", .path = "/api/orgs/:orgSlug/providers/:id", .handler = svc_h_providers_get,
       .scope = SVC_SCOPE_READ, .role = SVC_ROLE_MEMBER, .op_id = "getProvider",
       .response = &svc_schema_provider,
-      .tag = "LLM providers",
       .summary = "A model provider (its key hint, never the key)" },
     { .method = "PATCH", .path = "/api/orgs/:orgSlug/providers/:id",
       .handler = svc_h_providers_update, .scope = SVC_SCOPE_ADMIN, .role = SVC_ROLE_ADMIN,
       .body = svc_body_provider_update, .body_limit = SVC_KB(16), .op_id = "updateProvider",
       .body_example = "{\"model\": \"gpt-4o\"}",
       .response = &svc_schema_provider,
-      .tag = "LLM providers",
       .summary = "Rename a provider, point it elsewhere, change its model or replace its key" },
     { .method = "DELETE", .path = "/api/orgs/:orgSlug/providers/:id",
       .handler = svc_h_providers_delete, .scope = SVC_SCOPE_ADMIN, .role = SVC_ROLE_ADMIN,
-      .success = 204, .op_id = "deleteProvider", .tag = "LLM providers",
+      .success = 204, .op_id = "deleteProvider",
       .summary = "Delete a provider (deleting the default leaves none)" },
     { .method = "POST", .path = "/api/orgs/:orgSlug/providers/:id/test",
       .handler = svc_h_providers_test, .scope = SVC_SCOPE_ADMIN, .role = SVC_ROLE_ADMIN,
       .rate_class = "models", .op_id = "testProvider", .response = &svc_schema_provider_test,
-      .tag = "LLM providers",
       .summary = "Call the provider: list its models, then a one-token completion" },
     { .method = "POST", .path = "/api/orgs/:orgSlug/providers/:id/default",
       .handler = svc_h_providers_default, .scope = SVC_SCOPE_ADMIN, .role = SVC_ROLE_ADMIN,
-      .op_id = "setDefaultProvider", .response = &svc_schema_provider, .tag = "LLM providers",
+      .op_id = "setDefaultProvider", .response = &svc_schema_provider,
       .summary = "Make this the organization's default provider" },
     SVC_ROUTE_END,
 };
@@ -56,9 +53,6 @@ static const svc_tag_t tags[] = {
     { NULL, NULL }
 };
 
-const svc_area_t svc_providers_area = {
-    .name = "providers",
+const svc_area_t svc_providers_area = { .name = "providers", .routes = routes, .tags = tags,
     .description = "Bring-your-own model providers: OpenAI-compatible servers and Anthropic, "
-        "their sealed keys, tests and the organization's default.",
-    .routes = routes, .tags = tags
-};
+        "their sealed keys, tests and the organization's default." };

@@ -8,17 +8,12 @@
 
 #include "svc_runs.h"
 
-apr_status_t svc_h_runs_list(svc_ctx_t *ctx);
-apr_status_t svc_h_runs_create(svc_ctx_t *ctx);
-apr_status_t svc_h_runs_get(svc_ctx_t *ctx);
-apr_status_t svc_h_runs_cancel(svc_ctx_t *ctx);
-apr_status_t svc_h_runs_events(svc_ctx_t *ctx);
-apr_status_t svc_h_runs_logs(svc_ctx_t *ctx);
-apr_status_t svc_h_runs_artifact(svc_ctx_t *ctx);
+/* Route handlers. */
+svc_handler_t svc_h_runs_list, svc_h_runs_create, svc_h_runs_get, svc_h_runs_cancel,
+              svc_h_runs_events, svc_h_runs_logs, svc_h_runs_artifact;
 
+/* The routes' request bodies and query parameters. */
 extern const svc_field_t svc_body_run_create[];
-extern const svc_qparam_t svc_query_runs_list[];
-extern const svc_qparam_t svc_query_runs_events[];
-extern const svc_qparam_t svc_query_runs_logs[];
+extern const svc_qparam_t svc_query_runs_list[], svc_query_runs_events[], svc_query_runs_logs[];
 
 #endif /* SVC_RUN_API_H */

@@ -32,8 +32,7 @@
 
 /* The statuses, the run document's schema, and the events the area writes. */
 extern const char *const svc_run_statuses[];
-extern const svc_schema_t svc_schema_run;
-extern const svc_schema_t svc_schema_run_detail;
+extern const svc_schema_t svc_schema_run, svc_schema_run_detail;
 extern const svc_event_kind_t svc_run_events[];
 
 /*

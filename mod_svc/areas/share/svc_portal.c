@@ -35,13 +35,13 @@ const svc_field_t svc_body_portal_comment[] = {
 /* What the documents area builds for the portal (svc_documents.h), as the
  * portal answers it. */
 static const svc_col_t portal_product_keys[] = {
-    { .key = "id", .type = SVC_COL_TEXT, .id = "prd" },
+    SVC_COL_ID("prd"),
     { .key = "name", .type = SVC_COL_TEXT, .example = "Shop" },
     SVC_COL_END
 };
 
 static const svc_col_t portal_document_keys[] = {
-    { .key = "id", .type = SVC_COL_TEXT, .id = "doc" },
+    SVC_COL_ID("doc"),
     { .key = "kind", .type = SVC_COL_TEXT, .values = SVC_VALUES("toc", "section") },
     { .key = "title", .type = SVC_COL_TEXT, .example = "Architecture" },
     { .key = "version_id", .type = SVC_COL_TEXT, .id = "ver",
@@ -60,14 +60,11 @@ static const svc_col_t portal_keys[] = {
     SVC_COL_END
 };
 
-const svc_schema_t svc_schema_portal = {
-    .name = "Portal",
-    .description = "A shared product, as its share link shows it.",
-    .keys = portal_keys
-};
+const svc_schema_t svc_schema_portal = { .name = "Portal", .keys = portal_keys,
+    .description = "A shared product, as its share link shows it." };
 
 static const svc_col_t portal_comment_keys[] = {
-    { .key = "id", .type = SVC_COL_TEXT, .id = "cmt" },
+    SVC_COL_ID("cmt"),
     { .key = "document_id", .type = SVC_COL_TEXT, .id = "doc" },
     { .key = "version_id", .type = SVC_COL_TEXT, .id = "ver" },
     { .key = "author_name", .type = SVC_COL_TEXT, .example = "Grace" },
@@ -76,11 +73,8 @@ static const svc_col_t portal_comment_keys[] = {
     SVC_COL_END
 };
 
-const svc_schema_t svc_schema_portal_comment = {
-    .name = "PortalComment",
-    .description = "A comment left through a share link.",
-    .keys = portal_comment_keys
-};
+const svc_schema_t svc_schema_portal_comment = { .name = "PortalComment",
+    .keys = portal_comment_keys, .description = "A comment left through a share link." };
 
 typedef struct {
     const char *id;

@@ -7,15 +7,14 @@
 
 #include "svc_share.h"
 
-apr_status_t svc_h_portal_index(svc_ctx_t *ctx);
-apr_status_t svc_h_portal_document(svc_ctx_t *ctx);
-apr_status_t svc_h_portal_comment(svc_ctx_t *ctx);
-apr_status_t svc_h_portal_comments(svc_ctx_t *ctx);
+/* Route handlers. */
+svc_handler_t svc_h_portal_index, svc_h_portal_document, svc_h_portal_comment,
+              svc_h_portal_comments;
 
+/* The routes' request bodies. */
 extern const svc_field_t svc_body_portal_comment[];
 
 /* The shared product; a comment left through the link. */
-extern const svc_schema_t svc_schema_portal;
-extern const svc_schema_t svc_schema_portal_comment;
+extern const svc_schema_t svc_schema_portal, svc_schema_portal_comment;
 
 #endif /* SVC_PORTAL_H */

@@ -16,7 +16,7 @@
     " s.created_by, s.created_at, s.expires_at, s.revoked_at"
 
 static const svc_col_t share_item[] = {
-    { .key = "id", .type = SVC_COL_TEXT, .id = "shr" },
+    SVC_COL_ID("shr"),
     { .key = "product_id", .type = SVC_COL_TEXT, .id = "prd" },
     { .key = "token_hint", .type = SVC_COL_TEXT, .example = "svc_shr_8aQz",
       .description = "The token's first characters, to tell links apart." },
@@ -29,11 +29,8 @@ static const svc_col_t share_item[] = {
     SVC_COL_END
 };
 
-const svc_schema_t svc_schema_share = {
-    .name = "Share",
-    .description = "A share link to a product, without its token (docs/api/shares.md).",
-    .keys = share_item
-};
+const svc_schema_t svc_schema_share = { .name = "Share", .keys = share_item,
+    .description = "A share link to a product, without its token (docs/api/shares.md)." };
 
 static const svc_col_t share_created_keys[] = {
     { .key = "token", .type = SVC_COL_TEXT, .format = "secret",
@@ -45,12 +42,9 @@ static const svc_col_t share_created_keys[] = {
     SVC_COL_END
 };
 
-const svc_schema_t svc_schema_share_created = {
-    .name = "ShareCreated",
-    .description = "A share link just made: the link and, this once, its token and URL.",
-    .keys = share_created_keys,
-    .base = &svc_schema_share
-};
+const svc_schema_t svc_schema_share_created = { .name = "ShareCreated",
+    .keys = share_created_keys, .base = &svc_schema_share,
+    .description = "A share link just made: the link and, this once, its token and URL." };
 
 static const svc_stmt_t st_shr_list = {
     "svc_share_list",

@@ -12,14 +12,13 @@
 /* The stored form of a token: keyed BLAKE2b-256 under the server's share key. */
 void svc_share_hash(const svc_config_t *conf, const char *token, unsigned char out[32]);
 
-apr_status_t svc_h_shares_list(svc_ctx_t *ctx);
-apr_status_t svc_h_shares_create(svc_ctx_t *ctx);
-apr_status_t svc_h_shares_revoke(svc_ctx_t *ctx);
+/* Route handlers. */
+svc_handler_t svc_h_shares_list, svc_h_shares_create, svc_h_shares_revoke;
 
+/* The routes' request bodies. */
 extern const svc_field_t svc_body_share_create[];
 
 /* A share link; one just made, with its token and URL. */
-extern const svc_schema_t svc_schema_share;
-extern const svc_schema_t svc_schema_share_created;
+extern const svc_schema_t svc_schema_share, svc_schema_share_created;
 
 #endif /* SVC_SHARES_H */

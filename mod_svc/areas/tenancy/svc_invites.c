@@ -149,20 +149,20 @@ static const char *const org_invite_roles[] = { "admin", "member", "viewer", NUL
 /* An invite as INVITE_JSON builds it. */
 static const svc_col_t invite_place_keys[] = {
     { .key = "id", .type = SVC_COL_TEXT },
-    { .key = "slug", .type = SVC_COL_TEXT, .format = "slug" },
+    SVC_COL_SLUG,
     { .key = "name", .type = SVC_COL_TEXT, .example = "Acme" },
     SVC_COL_END
 };
 
 static const svc_col_t invite_by_keys[] = {
-    { .key = "id", .type = SVC_COL_TEXT, .id = "usr" },
-    { .key = "email", .type = SVC_COL_TEXT, .format = "email" },
+    SVC_COL_ID("usr"),
+    SVC_COL_EMAIL,
     { .key = "name", .type = SVC_COL_TEXT, .example = "Ada Lovelace" },
     SVC_COL_END
 };
 
 static const svc_col_t invite_keys[] = {
-    { .key = "id", .type = SVC_COL_TEXT, .id = "inv" },
+    SVC_COL_ID("inv"),
     { .key = "kind", .type = SVC_COL_TEXT, .values = SVC_VALUES("org", "project") },
     { .key = "org", .type = SVC_COL_OBJECT, .sub = invite_place_keys },
     { .key = "project", .type = SVC_COL_OBJECT, .flags = SVC_COL_NULL, .sub = invite_place_keys,
@@ -182,15 +182,12 @@ static const svc_col_t invite_keys[] = {
     SVC_COL_END
 };
 
-const svc_schema_t svc_schema_invite = {
-    .name = "Invite",
-    .description = "An invitation to an organization or to a project's team.",
-    .keys = invite_keys
-};
+const svc_schema_t svc_schema_invite = { .name = "Invite", .keys = invite_keys,
+    .description = "An invitation to an organization or to a project's team." };
 
 static const svc_col_t joined_project_keys[] = {
-    { .key = "id", .type = SVC_COL_TEXT, .id = "prj" },
-    { .key = "slug", .type = SVC_COL_TEXT, .format = "slug" },
+    SVC_COL_ID("prj"),
+    SVC_COL_SLUG,
     { .key = "name", .type = SVC_COL_TEXT, .example = "Website" },
     { .key = "role", .type = SVC_COL_TEXT, .values = svc_prole_values,
       .description = "Your role on its team." },
@@ -206,11 +203,8 @@ static const svc_col_t invite_accepted_keys[] = {
     SVC_COL_END
 };
 
-const svc_schema_t svc_schema_invite_accepted = {
-    .name = "InviteAccepted",
-    .description = "What accepting an invite joined.",
-    .keys = invite_accepted_keys
-};
+const svc_schema_t svc_schema_invite_accepted = { .name = "InviteAccepted",
+    .keys = invite_accepted_keys, .description = "What accepting an invite joined." };
 
 const svc_field_t svc_body_org_invite[] = {
     { .name = "email", .type = SVC_FT_EMAIL, .required = 1,

@@ -33,19 +33,14 @@ apr_status_t svc_invites_pending(svc_db_t *db, apr_pool_t *p, const char *org_id
                                  const char **pjson, const char **ptotal);
 
 /* Route handlers. */
-apr_status_t svc_h_org_invite_create(svc_ctx_t *ctx);
-apr_status_t svc_h_org_invites_list(svc_ctx_t *ctx);
-apr_status_t svc_h_org_invite_revoke(svc_ctx_t *ctx);
-apr_status_t svc_h_team_invites_list(svc_ctx_t *ctx);
-apr_status_t svc_h_team_invite_revoke(svc_ctx_t *ctx);
-apr_status_t svc_h_my_invites_list(svc_ctx_t *ctx);
-apr_status_t svc_h_my_invite_accept(svc_ctx_t *ctx);
-apr_status_t svc_h_my_invite_decline(svc_ctx_t *ctx);
+svc_handler_t svc_h_org_invite_create, svc_h_org_invites_list, svc_h_org_invite_revoke,
+              svc_h_team_invites_list, svc_h_team_invite_revoke, svc_h_my_invites_list,
+              svc_h_my_invite_accept, svc_h_my_invite_decline;
 
+/* The routes' request bodies. */
 extern const svc_field_t svc_body_org_invite[];
 
 /* An invite; what accepting one joined. */
-extern const svc_schema_t svc_schema_invite;
-extern const svc_schema_t svc_schema_invite_accepted;
+extern const svc_schema_t svc_schema_invite, svc_schema_invite_accepted;
 
 #endif /* SVC_INVITES_H */

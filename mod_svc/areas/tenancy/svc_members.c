@@ -15,7 +15,7 @@
 
 static const svc_col_t member_item[] = {
     { .key = "user_id", .type = SVC_COL_TEXT, .id = "usr" },
-    { .key = "email", .type = SVC_COL_TEXT, .format = "email" },
+    SVC_COL_EMAIL,
     { .key = "name", .type = SVC_COL_TEXT, .example = "Ada Lovelace" },
     { .key = "role", .type = SVC_COL_TEXT, .values = svc_role_values },
     { .key = "joined_at", .type = SVC_COL_TIME },
@@ -23,11 +23,8 @@ static const svc_col_t member_item[] = {
     SVC_COL_END
 };
 
-const svc_schema_t svc_schema_member = {
-    .name = "Member",
-    .description = "A member of an organization, with their role.",
-    .keys = member_item
-};
+const svc_schema_t svc_schema_member = { .name = "Member", .keys = member_item,
+    .description = "A member of an organization, with their role." };
 
 /* What the first page of members carries beside them, for admins. */
 const svc_col_t svc_members_page_keys[] = {

@@ -14,13 +14,10 @@
 #include "svc_tenancy.h"
 
 /* Route handlers. */
-apr_status_t svc_h_members_list(svc_ctx_t *ctx);
-apr_status_t svc_h_members_update(svc_ctx_t *ctx);
-apr_status_t svc_h_members_remove(svc_ctx_t *ctx);
-apr_status_t svc_h_orgs_transfer(svc_ctx_t *ctx);
+svc_handler_t svc_h_members_list, svc_h_members_update, svc_h_members_remove, svc_h_orgs_transfer;
 
-extern const svc_field_t svc_body_member_update[];
-extern const svc_field_t svc_body_transfer[];
+/* The routes' request bodies. */
+extern const svc_field_t svc_body_member_update[], svc_body_transfer[];
 
 /* A member; the keys the first page of members has beside them. */
 extern const svc_schema_t svc_schema_member;

@@ -12,15 +12,15 @@
  * caller's (null for a caller who is not a member).
  */
 static const svc_col_t org_owner[] = {
-    { .key = "id", .type = SVC_COL_TEXT, .id = "usr" },
-    { .key = "email", .type = SVC_COL_TEXT, .format = "email" },
+    SVC_COL_ID("usr"),
+    SVC_COL_EMAIL,
     { .key = "name", .type = SVC_COL_TEXT, .example = "Ada Lovelace" },
     SVC_COL_END
 };
 
 static const svc_col_t org_item[] = {
-    { .key = "id", .type = SVC_COL_TEXT, .id = "org" },
-    { .key = "slug", .type = SVC_COL_TEXT, .format = "slug" },
+    SVC_COL_ID("org"),
+    SVC_COL_SLUG,
     { .key = "name", .type = SVC_COL_TEXT, .example = "Acme" },
     { .key = "role", .type = SVC_COL_TEXT, .flags = SVC_COL_NULL, .values = svc_role_values,
       .description = "Your role in it (null for someone who is not a member)." },
@@ -32,16 +32,13 @@ static const svc_col_t org_item[] = {
     SVC_COL_END
 };
 
-const svc_schema_t svc_schema_org = {
-    .name = "Org",
-    .description = "An organization (docs/api/tenancy.md).",
-    .keys = org_item
-};
+const svc_schema_t svc_schema_org = { .name = "Org", .keys = org_item,
+    .description = "An organization (docs/api/tenancy.md)." };
 
 /* An org in the caller's list of orgs (st_org_list, after the ordering key). */
 static const svc_col_t org_list_item[] = {
-    { .key = "id", .type = SVC_COL_TEXT, .id = "org" },
-    { .key = "slug", .type = SVC_COL_TEXT, .format = "slug" },
+    SVC_COL_ID("org"),
+    SVC_COL_SLUG,
     { .key = "name", .type = SVC_COL_TEXT, .example = "Acme" },
     { .key = "role", .type = SVC_COL_TEXT, .values = svc_role_values,
       .description = "Your role in it." },
@@ -50,11 +47,8 @@ static const svc_col_t org_list_item[] = {
     SVC_COL_END
 };
 
-const svc_schema_t svc_schema_org_summary = {
-    .name = "OrgSummary",
-    .description = "One of your organizations, as your list shows it.",
-    .keys = org_list_item
-};
+const svc_schema_t svc_schema_org_summary = { .name = "OrgSummary", .keys = org_list_item,
+    .description = "One of your organizations, as your list shows it." };
 
 static const svc_stmt_t st_org_insert = {
     "svc_orgs_insert",

@@ -14,16 +14,12 @@ apr_status_t svc_org_json(svc_db_t *db, apr_pool_t *p, const char *org_id,
                           const char *user_id, const char **pjson);
 
 /* Route handlers. */
-apr_status_t svc_h_orgs_list(svc_ctx_t *ctx);
-apr_status_t svc_h_orgs_create(svc_ctx_t *ctx);
-apr_status_t svc_h_orgs_get(svc_ctx_t *ctx);
-apr_status_t svc_h_orgs_update(svc_ctx_t *ctx);
+svc_handler_t svc_h_orgs_list, svc_h_orgs_create, svc_h_orgs_get, svc_h_orgs_update;
 
-extern const svc_field_t svc_body_org_create[];
-extern const svc_field_t svc_body_org_update[];
+/* The routes' request bodies. */
+extern const svc_field_t svc_body_org_create[], svc_body_org_update[];
 
 /* An organization (its detail), and one of the caller's as their list shows it. */
-extern const svc_schema_t svc_schema_org;
-extern const svc_schema_t svc_schema_org_summary;
+extern const svc_schema_t svc_schema_org, svc_schema_org_summary;
 
 #endif /* SVC_ORGS_H */

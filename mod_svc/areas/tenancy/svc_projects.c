@@ -15,8 +15,8 @@
     SVC_EFFECTIVE_PROLE(R, U) ", p.created_at, p.updated_at"
 
 static const svc_col_t project_item[] = {
-    { .key = "id", .type = SVC_COL_TEXT, .id = "prj" },
-    { .key = "slug", .type = SVC_COL_TEXT, .format = "slug" },
+    SVC_COL_ID("prj"),
+    SVC_COL_SLUG,
     { .key = "name", .type = SVC_COL_TEXT, .example = "Website" },
     { .key = "description", .type = SVC_COL_TEXT, .example = "The public site." },
     { .key = "archived", .type = SVC_COL_BOOL },
@@ -28,11 +28,8 @@ static const svc_col_t project_item[] = {
     SVC_COL_END
 };
 
-const svc_schema_t svc_schema_project = {
-    .name = "Project",
-    .description = "A project of an organization.",
-    .keys = project_item
-};
+const svc_schema_t svc_schema_project = { .name = "Project", .keys = project_item,
+    .description = "A project of an organization." };
 
 static const svc_stmt_t st_prj_list = {
     "svc_projects_list",

@@ -8,13 +8,10 @@
 #include "svc_tenancy.h"
 
 /* Route handlers. */
-apr_status_t svc_h_projects_list(svc_ctx_t *ctx);
-apr_status_t svc_h_projects_create(svc_ctx_t *ctx);
-apr_status_t svc_h_projects_get(svc_ctx_t *ctx);
-apr_status_t svc_h_projects_update(svc_ctx_t *ctx);
+svc_handler_t svc_h_projects_list, svc_h_projects_create, svc_h_projects_get, svc_h_projects_update;
 
-extern const svc_field_t svc_body_project_create[];
-extern const svc_field_t svc_body_project_update[];
+/* The routes' request bodies and query parameters. */
+extern const svc_field_t svc_body_project_create[], svc_body_project_update[];
 extern const svc_qparam_t svc_query_projects_list[];
 
 /* A project. */

@@ -15,7 +15,7 @@
 
 static const svc_col_t team_item[] = {
     { .key = "user_id", .type = SVC_COL_TEXT, .id = "usr" },
-    { .key = "email", .type = SVC_COL_TEXT, .format = "email" },
+    SVC_COL_EMAIL,
     { .key = "name", .type = SVC_COL_TEXT, .example = "Ada Lovelace" },
     { .key = "role", .type = SVC_COL_TEXT, .values = svc_prole_values,
       .description = "Their role on the team." },
@@ -26,11 +26,8 @@ static const svc_col_t team_item[] = {
     SVC_COL_END
 };
 
-const svc_schema_t svc_schema_team_member = {
-    .name = "TeamMember",
-    .description = "A member of a project's team.",
-    .keys = team_item
-};
+const svc_schema_t svc_schema_team_member = { .name = "TeamMember", .keys = team_item,
+    .description = "A member of a project's team." };
 
 const svc_schema_t svc_schema_team_addition = {
     .name = "TeamAddition",

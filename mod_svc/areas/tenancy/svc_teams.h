@@ -8,16 +8,12 @@
 #include "svc_tenancy.h"
 
 /* Route handlers. */
-apr_status_t svc_h_team_list(svc_ctx_t *ctx);
-apr_status_t svc_h_team_add(svc_ctx_t *ctx);
-apr_status_t svc_h_team_update(svc_ctx_t *ctx);
-apr_status_t svc_h_team_remove(svc_ctx_t *ctx);
+svc_handler_t svc_h_team_list, svc_h_team_add, svc_h_team_update, svc_h_team_remove;
 
-extern const svc_field_t svc_body_team_add[];
-extern const svc_field_t svc_body_team_update[];
+/* The routes' request bodies. */
+extern const svc_field_t svc_body_team_add[], svc_body_team_update[];
 
 /* A team member; what adding to a team made (a member or an invite). */
-extern const svc_schema_t svc_schema_team_member;
-extern const svc_schema_t svc_schema_team_addition;
+extern const svc_schema_t svc_schema_team_member, svc_schema_team_addition;
 
 #endif /* SVC_TEAMS_H */

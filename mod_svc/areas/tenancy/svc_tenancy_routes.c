@@ -158,9 +158,6 @@ static const svc_tag_t tags[] = {
     { NULL, NULL }
 };
 
-const svc_area_t svc_tenancy_area = {
-    .name = "tenancy",
+const svc_area_t svc_tenancy_area = { .name = "tenancy", .routes = routes, .tags = tags,
     .description = "Organizations, members and invites, ownership transfer, projects and "
-        "their teams.",
-    .routes = routes, .tags = tags
-};
+        "their teams." };

@@ -20,18 +20,16 @@ apr_status_t svc_vcs_installation_changed(svc_db_t *db, apr_pool_t *p,
                                           const char *status, const char *account_login,
                                           json_t *data);
 
-apr_status_t svc_h_vcs_install_start(svc_ctx_t *ctx);
-apr_status_t svc_h_vcs_install_page(svc_ctx_t *ctx);
-apr_status_t svc_h_vcs_install_callback(svc_ctx_t *ctx);
-apr_status_t svc_h_vcs_installations_list(svc_ctx_t *ctx);
-apr_status_t svc_h_vcs_installation_unlink(svc_ctx_t *ctx);
+/* Route handlers. */
+svc_handler_t svc_h_vcs_install_start, svc_h_vcs_install_page, svc_h_vcs_install_callback,
+              svc_h_vcs_installations_list, svc_h_vcs_installation_unlink;
 
+/* The routes' query parameters. */
 extern const svc_qparam_t svc_q_vcs_callback[];
 
 /* An installation record; one unlinked; the install URL; the area's events. */
-extern const svc_schema_t svc_schema_installation;
-extern const svc_schema_t svc_schema_installation_unlinked;
-extern const svc_schema_t svc_schema_install_url;
+extern const svc_schema_t svc_schema_installation, svc_schema_installation_unlinked,
+                          svc_schema_install_url;
 extern const svc_event_kind_t svc_vcs_events[];
 
 #endif /* SVC_VCS_INSTALLS_H */

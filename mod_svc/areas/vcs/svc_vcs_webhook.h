@@ -22,16 +22,14 @@ int svc_vcs_signature_ok(apr_pool_t *p, const char *secret, apr_size_t secret_le
  * fuzz target's (t/fuzz/fuzz_webhook.c). */
 json_t *svc_vcs_repo_list(apr_pool_t *p, const json_t *arr);
 
-apr_status_t svc_h_vcs_webhook(svc_ctx_t *ctx);
-apr_status_t svc_h_vcs_deliveries_list(svc_ctx_t *ctx);
-apr_status_t svc_h_vcs_delivery_get(svc_ctx_t *ctx);
+/* Route handlers. */
+svc_handler_t svc_h_vcs_webhook, svc_h_vcs_deliveries_list, svc_h_vcs_delivery_get;
 /* POST /api/admin/vcs/deliveries/:deliveryId/redeliver: a delivery whose
  * processing failed, processed again (one more attempt). */
 apr_status_t svc_h_vcs_delivery_redeliver(svc_ctx_t *ctx);
 
 /* A recorded delivery (with its payload); what the webhook answers. */
-extern const svc_schema_t svc_schema_delivery;
-extern const svc_schema_t svc_schema_delivery_detail;
-extern const svc_schema_t svc_schema_delivery_receipt;
+extern const svc_schema_t svc_schema_delivery, svc_schema_delivery_detail,
+                          svc_schema_delivery_receipt;
 
 #endif /* SVC_VCS_WEBHOOK_H */
