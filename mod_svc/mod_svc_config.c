@@ -54,16 +54,18 @@ typedef struct {
     unsigned flags;
 } setting_t;
 
-#define FIELD(f) offsetof(svc_server_conf, f), sizeof(((svc_server_conf *)0)->f)
-#define SETTING(kind, f, min, max, scale, flags) \
-    ((void *)&(const setting_t){ kind, FIELD(f), min, max, scale, flags })
+#define SETTING(k, f, ...)                                                          \
+    ((void *)&(const setting_t){ .kind = (k), .offset = offsetof(svc_server_conf, f),  \
+                                 .width = sizeof(((svc_server_conf *)0)->f), __VA_ARGS__ })
 
 /* Rows: a number of some kind, a string of some kind, or a directive of its
- * own handler (info NULL). */
-#define NUMBER(name, kind, f, min, max, scale, flags, help) \
-    AP_INIT_TAKE1(name, set_number, SETTING(kind, f, min, max, scale, flags), RSRC_CONF, help)
-#define STRING(name, kind, f, flags, help) \
-    AP_INIT_TAKE1(name, set_string, SETTING(kind, f, 0, 0, 0, flags), RSRC_CONF, help)
+ * own handler (info NULL). After the help come the setting's rules, each
+ * by its name: .min and .max (numbers), .scale (when the field keeps the
+ * value times it; 1 when left out) and .flags (none when left out). */
+#define NUMBER(name, kind, f, help, ...) \
+    AP_INIT_TAKE1(name, set_number, SETTING(kind, f, __VA_ARGS__), RSRC_CONF, help)
+#define STRING(name, kind, f, help, ...) \
+    AP_INIT_TAKE1(name, set_string, SETTING(kind, f, __VA_ARGS__), RSRC_CONF, help)
 
 /* set_number writes apr_size_t fields as 64-bit numbers. */
 _Static_assert(sizeof(apr_size_t) == sizeof(apr_int64_t), "apr_size_t is not 64 bits wide");
@@ -472,13 +474,14 @@ static const char *see_dbd_params(cmd_parms *cmd, void *dummy, const char *arg)
 const command_rec svc_cmds[] = {
     AP_INIT_TAKE1("DBDParams", see_dbd_params, NULL, RSRC_CONF,
                   "mod_dbd's connection parameters (read by mod_svc too; see mod_dbd)"),
-    STRING("SvcSecret", VAL_SECRET, secret_ref, 0,
+    STRING("SvcSecret", VAL_SECRET, secret_ref,
            "Reference to the server secret (file:/path mode 0600, env:NAME or "
            "exec:/program); keys for token hashing, session cookies and secrets at "
            "rest are derived from it"),
-    NUMBER("SvcBodyLimit", VAL_BYTES, core.body_limit, 1, 64 * MIB, 1, 0,
+    NUMBER("SvcBodyLimit", VAL_BYTES, core.body_limit,
            "Largest JSON request body accepted, in bytes (default 1048576); routes "
-           "may accept less"),
+           "may accept less",
+           .min = 1, .max = 64 * MIB),
     AP_INIT_TAKE3("SvcRateLimit", set_rate, NULL, RSRC_CONF,
                   "CLASS COUNT SECONDS: at most COUNT events of CLASS per SECONDS, shared "
                   "by every process and node (defaults: tokens 20 60, signin 60 60, "
@@ -486,27 +489,34 @@ const command_rec svc_cmds[] = {
     AP_INIT_ITERATE("SvcInternalAllow", add_internal_allow, NULL, RSRC_CONF,
                     "Addresses or CIDR networks allowed to call /internal/ (default: "
                     "127.0.0.1 and ::1)"),
-    NUMBER("SvcTokenTouchInterval", VAL_SECONDS, core.token_touch_interval, 1, 365 * 86400,
-           1, 0, "Seconds between writes of a token's or session's last use (default 60)"),
-    NUMBER("SvcSessionLifetime", VAL_SECONDS, core.session_lifetime, 1, 365 * 86400, 1, 0,
-           "Lifetime of a signed-in session in seconds (default 604800)"),
-    NUMBER("SvcInviteLifetime", VAL_SECONDS, core.invite_lifetime, 1, 365 * 86400, 1, 0,
+    NUMBER("SvcTokenTouchInterval", VAL_SECONDS, core.token_touch_interval,
+           "Seconds between writes of a token's or session's last use (default 60)",
+           .min = 1, .max = 365 * 86400),
+    NUMBER("SvcSessionLifetime", VAL_SECONDS, core.session_lifetime,
+           "Lifetime of a signed-in session in seconds (default 604800)",
+           .min = 1, .max = 365 * 86400),
+    NUMBER("SvcInviteLifetime", VAL_SECONDS, core.invite_lifetime,
            "Seconds an invitation to an organization or a project stays valid "
-           "(default 1209600, 14 days)"),
-    NUMBER("SvcModelTimeout", VAL_SECONDS, core.model_timeout_ms, 1, 3600, 1000, 0,
+           "(default 1209600, 14 days)",
+           .min = 1, .max = 365 * 86400),
+    NUMBER("SvcModelTimeout", VAL_SECONDS, core.model_timeout_ms,
            "Longest a call to an organization's model provider may take, in seconds "
-           "(default 120); the request then answers 502 provider_error"),
-    NUMBER("SvcDocumentLimit", VAL_BYTES, core.document_limit, 1, 8 * MIB, 1, 0,
+           "(default 120); the request then answers 502 provider_error",
+           .min = 1, .max = 3600, .scale = 1000),
+    NUMBER("SvcDocumentLimit", VAL_BYTES, core.document_limit,
            "Largest planning document body in bytes (default 1048576); routes that "
-           "take a document accept a JSON body big enough to carry one"),
+           "take a document accept a JSON body big enough to carry one",
+           .min = 1, .max = 8 * MIB),
     /* The main server's only: one count per user, whichever host a stream is on. */
-    NUMBER("SvcStreamLimit", VAL_COUNT, core.stream_limit, 0, 1000000, 1, SET_GLOBAL,
+    NUMBER("SvcStreamLimit", VAL_COUNT, core.stream_limit,
            "Event streams one user may hold open at once, counted across every node "
            "(default 100; 0: no limit); beyond it a new stream answers 429 "
-           "too_many_streams"),
-    NUMBER("SvcAttachmentLimit", VAL_SIZE, core.upload_limit, 1, 4 * GIB, 1, 0,
+           "too_many_streams",
+           .min = 0, .max = 1000000, .flags = SET_GLOBAL),
+    NUMBER("SvcAttachmentLimit", VAL_SIZE, core.upload_limit,
            "Largest attachment accepted, in bytes or with K, M or G (default 25M); "
-           "uploads are streamed to PostgreSQL, never held in memory"),
+           "uploads are streamed to PostgreSQL, never held in memory",
+           .min = 1, .max = 4 * GIB),
     AP_INIT_TAKE3("SvcModelPrice", set_model_price, NULL, RSRC_CONF,
                   "MODEL INPUT_PER_MTOK OUTPUT_PER_MTOK: the model's price in US dollars per "
                   "million input and output tokens, for build cost estimates (before the "
@@ -515,8 +525,9 @@ const command_rec svc_cmds[] = {
                  "On: organizations' model provider URLs may reach loopback, private and "
                  "link-local addresses (a local Ollama); cloud metadata addresses stay "
                  "refused (default Off)"),
-    NUMBER("SvcStatementTimeout", VAL_MS, core.statement_timeout_ms, 1, 3600 * 1000, 1, 0,
-           "Longest a database statement may run, in milliseconds (default 10000)"),
+    NUMBER("SvcStatementTimeout", VAL_MS, core.statement_timeout_ms,
+           "Longest a database statement may run, in milliseconds (default 10000)",
+           .min = 1, .max = 3600 * 1000),
     AP_INIT_ITERATE("SvcTrustedOrigin", add_trusted_origin, NULL, RSRC_CONF,
                     "Origins (scheme://host[:port]) besides the server's own from which "
                     "cookie-authenticated requests may change state"),
@@ -529,15 +540,15 @@ const command_rec svc_cmds[] = {
     /* Sign-in: references are resolved at start (svc_signin_configure), so an
      * env: variable that is unset there turns sign-in off instead of failing
      * start-up. */
-    STRING("SvcOAuthClientId", VAL_SETTING, signin_refs.client_id, 0,
+    STRING("SvcOAuthClientId", VAL_SETTING, signin_refs.client_id,
            "Client id of the code-hosting provider's OAuth app for sign-in: the value, "
            "or env:NAME, file:/path or exec:/program; unset env: turns sign-in off"),
-    STRING("SvcOAuthClientSecret", VAL_SECRET, signin_refs.client_secret, 0,
+    STRING("SvcOAuthClientSecret", VAL_SECRET, signin_refs.client_secret,
            "Client secret of that OAuth app, by reference only (env:NAME, file:/path "
            "mode 0600, or exec:/program); unset env: turns sign-in off"),
-    STRING("SvcVcsWebURL", VAL_URL, signin_refs.web_url, 0,
+    STRING("SvcVcsWebURL", VAL_URL, signin_refs.web_url,
            "The provider's web origin, or a reference to it (default https://github.com)"),
-    STRING("SvcVcsApiURL", VAL_URL, signin_refs.api_url, 0,
+    STRING("SvcVcsApiURL", VAL_URL, signin_refs.api_url,
            "The provider's REST API base URL, or a reference to it (default "
            "https://api.github.com; GitHub Enterprise Server: https://HOST/api/v3)"),
     AP_INIT_TAKE1("SvcUIURL", set_ui_url, NULL, RSRC_CONF,
@@ -547,45 +558,47 @@ const command_rec svc_cmds[] = {
                   "A PEM bundle of certificate authorities trusted for the code-hosting "
                   "provider besides the system's (GitHub Enterprise Server behind a private "
                   "CA)"),
-    NUMBER("SvcVcsTimeout", VAL_SECONDS, core.vcs_timeout_ms, 1, 300, 1000, 0,
+    NUMBER("SvcVcsTimeout", VAL_SECONDS, core.vcs_timeout_ms,
            "Seconds all provider calls of one sign-in (or one App request) may take "
-           "together (default 10)"),
+           "together (default 10)",
+           .min = 1, .max = 300, .scale = 1000),
 
     /* The code-hosting App: resolved at start (svc_vcs_configure), so an
      * unset env: variable leaves the App off instead of failing start-up. */
-    STRING("SvcVcsAppId", VAL_SETTING, vcs_refs.app_id, 0,
+    STRING("SvcVcsAppId", VAL_SETTING, vcs_refs.app_id,
            "The code-hosting App's id: the value, or env:NAME, file:/path or "
            "exec:/program (default env:VCS_APP_ID)"),
-    STRING("SvcVcsAppSlug", VAL_SETTING, vcs_refs.slug, 0,
+    STRING("SvcVcsAppSlug", VAL_SETTING, vcs_refs.slug,
            "The App's slug: the value or a reference (default env:VCS_APP_SLUG)"),
-    STRING("SvcVcsAppClientId", VAL_SETTING, vcs_refs.client_id, 0,
+    STRING("SvcVcsAppClientId", VAL_SETTING, vcs_refs.client_id,
            "The App's client id: the value or a reference (default env:VCS_APP_CLIENT_ID)"),
-    STRING("SvcVcsAppClientSecret", VAL_SECRET, vcs_refs.client_secret, 0,
+    STRING("SvcVcsAppClientSecret", VAL_SECRET, vcs_refs.client_secret,
            "The App's client secret, by reference only (default env:VCS_APP_CLIENT_SECRET)"),
-    STRING("SvcVcsAppWebhookSecret", VAL_SECRET, vcs_refs.webhook_secret, 0,
+    STRING("SvcVcsAppWebhookSecret", VAL_SECRET, vcs_refs.webhook_secret,
            "The App's webhook secret, by reference only (default "
            "env:VCS_APP_WEBHOOK_SECRET)"),
-    STRING("SvcVcsAppPrivateKey", VAL_SECRET, vcs_refs.private_key, 0,
+    STRING("SvcVcsAppPrivateKey", VAL_SECRET, vcs_refs.private_key,
            "The App's private key (PEM), by reference only (default "
            "env:VCS_APP_PRIVATE_KEY_PEM)"),
-    STRING("SvcVcsAppCredentials", VAL_SERVER_PATH, vcs_refs.credentials, 0,
+    STRING("SvcVcsAppCredentials", VAL_SERVER_PATH, vcs_refs.credentials,
            "The file (mode 0600) where the setup wizard writes the App's keys, and "
            "whose entries stand in for unset VCS_APP_* variables"),
 
     /* Billing: resolved at start (svc_billing_configure), so an unset env:
      * variable leaves the payment routes off instead of failing start-up. */
-    STRING("SvcBillingSecretKey", VAL_SECRET, billing_refs.secret_key, 0,
+    STRING("SvcBillingSecretKey", VAL_SECRET, billing_refs.secret_key,
            "The payment provider's secret API key, by reference only (default "
            "env:BILLING_SECRET_KEY); unset, the payment routes answer 503 "
            "billing_not_configured"),
-    STRING("SvcBillingWebhookSecret", VAL_SECRET, billing_refs.webhook_secret, 0,
+    STRING("SvcBillingWebhookSecret", VAL_SECRET, billing_refs.webhook_secret,
            "The signing secret of the provider's webhook endpoint, by reference only "
            "(default env:BILLING_WEBHOOK_SECRET)"),
-    STRING("SvcBillingApiURL", VAL_URL, billing_refs.api_url, 0,
+    STRING("SvcBillingApiURL", VAL_URL, billing_refs.api_url,
            "The payment provider's API base URL, or a reference to it (default "
            "env:BILLING_API_URL, else https://api.stripe.com)"),
-    NUMBER("SvcBillingTimeout", VAL_SECONDS, core.billing_timeout_ms, 1, 300, 1000, 0,
-           "Seconds one call to the payment provider may take (default 20)"),
+    NUMBER("SvcBillingTimeout", VAL_SECONDS, core.billing_timeout_ms,
+           "Seconds one call to the payment provider may take (default 20)",
+           .min = 1, .max = 300, .scale = 1000),
     AP_INIT_TAKE_ARGV("SvcBillingPlan", add_billing_plan, NULL, RSRC_CONF,
                       "ID NAME PRICE_ID AMOUNT CURRENCY [run_minutes=N] [model_tokens=N] "
                       "[deployment_hours=N] [hard=on|off] [interval=month|year]: a plan "
@@ -606,43 +619,54 @@ const command_rec svc_cmds[] = {
                       "The program (and arguments) that runs the factory in its sandbox "
                       "instead of bubblewrap, with {workspace}, {factory} and {run} "
                       "placeholders (docs/operations.md)"),
-    NUMBER("SvcRunConcurrency", VAL_COUNT, sup.concurrency, 1, 256, 1, SET_GLOBAL,
-           "Runs this httpd carries out at once (default 2)"),
-    NUMBER("SvcRunTimeout", VAL_SECONDS, core.run_timeout, 1, 7 * 86400, 1, 0,
+    NUMBER("SvcRunConcurrency", VAL_COUNT, sup.concurrency,
+           "Runs this httpd carries out at once (default 2)",
+           .min = 1, .max = 256, .flags = SET_GLOBAL),
+    NUMBER("SvcRunTimeout", VAL_SECONDS, core.run_timeout,
            "Seconds a run started through this server may take before it fails with "
-           "timeout (default 1800)"),
+           "timeout (default 1800)",
+           .min = 1, .max = 7 * 86400),
     /* The agent's limits are per virtual host too: a run takes them from
      * the host it was started through. */
-    NUMBER("SvcRunMaxSteps", VAL_COUNT, core.run_max_steps, 1, 10000, 1, 0,
+    NUMBER("SvcRunMaxSteps", VAL_COUNT, core.run_max_steps,
            "Tool calls an agent run started through this server may make before it "
-           "fails with step_limit, its work so far committed (default 50)"),
-    NUMBER("SvcRunMaxTokens", VAL_AMOUNT, core.run_max_tokens, 1000, 1000000000, 1, 0,
+           "fails with step_limit, its work so far committed (default 50)",
+           .min = 1, .max = 10000),
+    NUMBER("SvcRunMaxTokens", VAL_AMOUNT, core.run_max_tokens,
            "Model tokens (input and output) a run started through this server may use "
            "before it fails with token_limit, its work so far committed (default "
-           "2000000; K, M and G allowed)"),
-    NUMBER("SvcRunCommandTimeout", VAL_SECONDS, core.run_command_timeout, 1, 86400, 1, 0,
+           "2000000; K, M and G allowed)",
+           .min = 1000, .max = 1000000000),
+    NUMBER("SvcRunCommandTimeout", VAL_SECONDS, core.run_command_timeout,
            "Seconds one command an agent run executes in its sandbox may take before it "
-           "is killed (default 120)"),
+           "is killed (default 120)",
+           .min = 1, .max = 86400),
     /* 0: no limit on the address space (what a sanitizer build of the
      * factory needs: its shadow memory is reserved up front). */
-    NUMBER("SvcRunMemory", VAL_SIZE, sup.memory, 64 * MIB, 1024 * GIB, 1,
-           SET_GLOBAL | SET_ZERO_OFF,
+    NUMBER("SvcRunMemory", VAL_SIZE, sup.memory,
            "Address space of each process of a run's sandbox, bytes, K, M or G "
-           "(default 2G; 0: no limit)"),
-    NUMBER("SvcRunProcesses", VAL_COUNT, sup.processes, 8, 65536, 1, SET_GLOBAL,
+           "(default 2G; 0: no limit)",
+           .min = 64 * MIB, .max = 1024 * GIB, .flags = SET_GLOBAL | SET_ZERO_OFF),
+    NUMBER("SvcRunProcesses", VAL_COUNT, sup.processes,
            "Processes a run's sandbox may start beyond what httpd's user already has "
-           "(default 256)"),
-    NUMBER("SvcRunFileSize", VAL_SIZE, sup.file_size, 1 * MIB, 1024 * GIB, 1, SET_GLOBAL,
-           "Largest file a run may write, bytes, K, M or G (default 64M)"),
-    NUMBER("SvcRunLogLimit", VAL_SIZE, sup.log_limit, 4 * KIB, 1 * GIB, 1, SET_GLOBAL,
-           "Bytes of log kept per run; the rest is dropped (default 16M)"),
-    NUMBER("SvcRunLease", VAL_SECONDS, sup.lease_seconds, 5, 3600, 1, SET_GLOBAL,
+           "(default 256)",
+           .min = 8, .max = 65536, .flags = SET_GLOBAL),
+    NUMBER("SvcRunFileSize", VAL_SIZE, sup.file_size,
+           "Largest file a run may write, bytes, K, M or G (default 64M)",
+           .min = 1 * MIB, .max = 1024 * GIB, .flags = SET_GLOBAL),
+    NUMBER("SvcRunLogLimit", VAL_SIZE, sup.log_limit,
+           "Bytes of log kept per run; the rest is dropped (default 16M)",
+           .min = 4 * KIB, .max = 1 * GIB, .flags = SET_GLOBAL),
+    NUMBER("SvcRunLease", VAL_SECONDS, sup.lease_seconds,
            "Seconds a node's claim on a run lasts without renewal before another node "
-           "fails the run as lost (default 30)"),
-    STRING("SvcRunWorkDir", VAL_PATH, sup.work_dir, SET_GLOBAL,
+           "fails the run as lost (default 30)",
+           .min = 5, .max = 3600, .flags = SET_GLOBAL),
+    STRING("SvcRunWorkDir", VAL_PATH, sup.work_dir,
            "Where runs' workspaces are made, one directory per run, removed after it "
-           "(default /var/lib/mod_svc/runs)"),
-    STRING("SvcRunFactory", VAL_PATH, sup.factory, SET_GLOBAL,
-           "The factory program (default " SVC_FACTORY_DEFAULT ")"),
+           "(default /var/lib/mod_svc/runs)",
+           .flags = SET_GLOBAL),
+    STRING("SvcRunFactory", VAL_PATH, sup.factory,
+           "The factory program (default " SVC_FACTORY_DEFAULT ")",
+           .flags = SET_GLOBAL),
     { NULL }
 };

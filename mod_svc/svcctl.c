@@ -978,8 +978,59 @@ static int cmd_routes(cli_t *cli)
     return 0;
 }
 
+static int cmd_user_suspend(cli_t *cli)
+{
+    return cmd_suspend(cli, SVC_SUSPEND_USER, 1);
+}
+
+static int cmd_user_unsuspend(cli_t *cli)
+{
+    return cmd_suspend(cli, SVC_SUSPEND_USER, 0);
+}
+
+static int cmd_org_suspend(cli_t *cli)
+{
+    return cmd_suspend(cli, SVC_SUSPEND_ORG, 1);
+}
+
+static int cmd_org_unsuspend(cli_t *cli)
+{
+    return cmd_suspend(cli, SVC_SUSPEND_ORG, 0);
+}
+
+/* The commands: a noun, and a verb after it unless verb is NULL; what
+ * follows them is the command's (cli->argv). */
+typedef struct {
+    const char *noun, *verb;
+    int (*run)(cli_t *cli);
+} command_t;
+
+static const command_t commands[] = {
+    { .noun = "migrate", .run = cmd_migrate },
+    { .noun = "schema-version", .run = cmd_schema_version },
+    { .noun = "user", .verb = "add", .run = cmd_user_add },
+    { .noun = "user", .verb = "allow-email-link", .run = cmd_user_allow_email_link },
+    { .noun = "user", .verb = "suspend", .run = cmd_user_suspend },
+    { .noun = "user", .verb = "unsuspend", .run = cmd_user_unsuspend },
+    { .noun = "org", .verb = "create", .run = cmd_org_create },
+    { .noun = "org", .verb = "list", .run = cmd_org_list },
+    { .noun = "org", .verb = "add-member", .run = cmd_org_add_member },
+    { .noun = "org", .verb = "suspend", .run = cmd_org_suspend },
+    { .noun = "org", .verb = "unsuspend", .run = cmd_org_unsuspend },
+    { .noun = "audit", .verb = "verify", .run = cmd_audit_verify },
+    { .noun = "token", .verb = "create", .run = cmd_token_create },
+    { .noun = "token", .verb = "list", .run = cmd_token_list },
+    { .noun = "token", .verb = "revoke", .run = cmd_token_revoke },
+    { .noun = "session", .verb = "create", .run = cmd_session_create },
+    { .noun = "vcs-app", .verb = "check", .run = cmd_vcs_app_check },
+    { .noun = "routes", .run = cmd_routes },
+    { .noun = "openapi", .run = cmd_openapi },
+    { .noun = NULL }
+};
+
 int main(int argc, const char *const *argv)
 {
+    const command_t *c;
     cli_t cli;
     char *env;
     int i = 1, rc;
@@ -1023,78 +1074,18 @@ int main(int argc, const char *const *argv)
     if (i >= argc) {
         return usage(NULL);
     }
-#define IS(n, word) (argc > i + (n) && strcmp(argv[i + (n)], (word)) == 0)
-#define ARGS(n) (cli.argc = argc - i - (n), cli.argv = (const char **)argv + i + (n))
-    if (IS(0, "migrate")) {
-        ARGS(1);
-        rc = cmd_migrate(&cli);
+    for (c = commands; c->noun; c++) {
+        int words = c->verb ? 2 : 1;
+
+        if (strcmp(argv[i], c->noun) == 0
+            && (!c->verb || (i + 1 < argc && strcmp(argv[i + 1], c->verb) == 0))) {
+            cli.argc = argc - i - words;
+            cli.argv = (const char **)argv + i + words;
+            break;
+        }
     }
-    else if (IS(0, "schema-version")) {
-        ARGS(1);
-        rc = cmd_schema_version(&cli);
-    }
-    else if (IS(0, "user") && IS(1, "add")) {
-        ARGS(2);
-        rc = cmd_user_add(&cli);
-    }
-    else if (IS(0, "user") && IS(1, "allow-email-link")) {
-        ARGS(2);
-        rc = cmd_user_allow_email_link(&cli);
-    }
-    else if (IS(0, "org") && IS(1, "create")) {
-        ARGS(2);
-        rc = cmd_org_create(&cli);
-    }
-    else if (IS(0, "org") && IS(1, "list")) {
-        ARGS(2);
-        rc = cmd_org_list(&cli);
-    }
-    else if (IS(0, "org") && IS(1, "add-member")) {
-        ARGS(2);
-        rc = cmd_org_add_member(&cli);
-    }
-    else if ((IS(0, "user") || IS(0, "org")) && (IS(1, "suspend") || IS(1, "unsuspend"))) {
-        int org = IS(0, "org"), on = IS(1, "suspend");
-        ARGS(2);
-        rc = cmd_suspend(&cli, org ? SVC_SUSPEND_ORG : SVC_SUSPEND_USER, on);
-    }
-    else if (IS(0, "audit") && IS(1, "verify")) {
-        ARGS(2);
-        rc = cmd_audit_verify(&cli);
-    }
-    else if (IS(0, "token") && IS(1, "create")) {
-        ARGS(2);
-        rc = cmd_token_create(&cli);
-    }
-    else if (IS(0, "token") && IS(1, "list")) {
-        ARGS(2);
-        rc = cmd_token_list(&cli);
-    }
-    else if (IS(0, "token") && IS(1, "revoke")) {
-        ARGS(2);
-        rc = cmd_token_revoke(&cli);
-    }
-    else if (IS(0, "session") && IS(1, "create")) {
-        ARGS(2);
-        rc = cmd_session_create(&cli);
-    }
-    else if (IS(0, "vcs-app") && IS(1, "check")) {
-        ARGS(2);
-        rc = cmd_vcs_app_check(&cli);
-    }
-    else if (IS(0, "routes")) {
-        ARGS(1);
-        rc = cmd_routes(&cli);
-    }
-    else if (IS(0, "openapi")) {
-        ARGS(1);
-        rc = cmd_openapi(&cli);
-    }
-    else {
-        rc = usage(apr_psprintf(cli.pool, "unknown command: %s", argv[i]));
-    }
-#undef IS
-#undef ARGS
+    rc = c->noun ? c->run(&cli)
+                 : usage(apr_psprintf(cli.pool, "unknown command: %s", argv[i]));
     apr_pool_destroy(cli.pool);
     apr_terminate();
     return rc;

@@ -356,29 +356,29 @@ static int sync_view(long long *pafter)
     return rc;
 }
 
+/* Hands an event's data to fn, parsed; data that is not JSON is ignored. */
+static void take_json(const sse_event_t *ev, void (*fn)(const json_t *))
+{
+    json_error_t jerr;
+    json_t *data = json_loads(ev->data, 0, &jerr);
+
+    if (!data) {
+        alog(AL_WARNING, "event %lld: its data is not JSON; ignored", ev->id);
+        return;
+    }
+    fn(data);
+    json_decref(data);
+}
+
 static void on_event(const sse_event_t *ev, void *baton)
 {
     long long *plast = baton;
-    json_error_t jerr;
-    json_t *data;
 
     if (strcmp(ev->kind, "agent.work") == 0) {
-        if (!(data = json_loads(ev->data, 0, &jerr))) {
-            alog(AL_WARNING, "event %lld: its data is not JSON; ignored", ev->id);
-        }
-        else {
-            work_event(data);
-            json_decref(data);
-        }
+        take_json(ev, work_event);
     }
     else if (strcmp(ev->kind, "deployment.logs_requested") == 0) {
-        if (!(data = json_loads(ev->data, 0, &jerr))) {
-            alog(AL_WARNING, "event %lld: its data is not JSON; ignored", ev->id);
-        }
-        else {
-            tel_logs_requested(data);
-            json_decref(data);
-        }
+        take_json(ev, tel_logs_requested);
     }
     else if (strcmp(ev->kind, "target.key_rotated") == 0) {
         alog(AL_INFO, "the target's key was rotated; this agent's key is checked again");

@@ -26,6 +26,7 @@
  */
 #define _GNU_SOURCE
 #include "svc_agent.h"
+#include "../base/svc_bwrap.h"
 
 #include <curl/curl.h>
 #include <dirent.h>
@@ -260,58 +261,24 @@ static void argv_free(argv_t *a)
     a->n = 0;
 }
 
-/* The system's directories (a link on merged-/usr systems, else a
- * directory) and the few files of /etc a networked program reads. */
-static const char *const system_dirs[] = { "/bin", "/sbin", "/lib", "/lib32", "/lib64",
-                                           "/libx32", NULL };
+/* The few files of /etc a networked program reads. */
 static const char *const etc_files[] = {
     "/etc/resolv.conf", "/etc/hosts", "/etc/nsswitch.conf", "/etc/host.conf",
     "/etc/gai.conf", "/etc/ssl", "/etc/ca-certificates", "/etc/passwd", "/etc/group",
     "/etc/localtime", "/etc/mime.types", "/etc/alternatives", NULL
 };
 
+/* svc_bwrap's push: push copies what it keeps. */
+static void push_arg(void *argv, const char *s)
+{
+    push(argv, s);
+}
+
 static void bwrap_argv(argv_t *a, const dep_t *d, const replica_t *r, const char *app)
 {
-    const char *const *s;
-    char target[4096], port[16];
-    struct stat st;
+    char port[16];
 
-    push(a, "bwrap");
-    push(a, "--unshare-all");
-    push(a, "--share-net");
-    push(a, "--die-with-parent");
-    push(a, "--new-session");
-    push(a, "--ro-bind");
-    push(a, "/usr");
-    push(a, "/usr");
-    for (s = system_dirs; *s; s++) {
-        ssize_t n;
-        if (lstat(*s, &st) < 0) {
-            continue;
-        }
-        if (S_ISLNK(st.st_mode) && (n = readlink(*s, target, sizeof(target) - 1)) > 0) {
-            target[n] = '\0';
-            push(a, "--symlink");
-            push(a, target);
-            push(a, *s);
-        }
-        else if (S_ISDIR(st.st_mode)) {
-            push(a, "--ro-bind");
-            push(a, *s);
-            push(a, *s);
-        }
-    }
-    for (s = etc_files; *s; s++) {
-        push(a, "--ro-bind-try");
-        push(a, *s);
-        push(a, *s);
-    }
-    push(a, "--proc");
-    push(a, "/proc");
-    push(a, "--dev");
-    push(a, "/dev");
-    push(a, "--tmpfs");
-    push(a, "/tmp");
+    svc_bwrap_system(push_arg, a, "bwrap", 1, etc_files);
     /* The checkout at its own path, so the workload sees the same paths
      * the operator does. */
     push(a, "--bind");
@@ -323,16 +290,7 @@ static void bwrap_argv(argv_t *a, const dep_t *d, const replica_t *r, const char
     push(a, "/");
     push(a, "--chdir");
     push(a, app);
-    push(a, "--clearenv");
-    push(a, "--setenv");
-    push(a, "PATH");
-    push(a, "/usr/local/bin:/usr/bin:/bin");
-    push(a, "--setenv");
-    push(a, "HOME");
-    push(a, app);
-    push(a, "--setenv");
-    push(a, "LANG");
-    push(a, "C.UTF-8");
+    svc_bwrap_env(push_arg, a, app);
     snprintf(port, sizeof(port), "%d", r->port);
     push(a, "--setenv");
     push(a, "PORT");
@@ -791,9 +749,12 @@ static void teardown(dep_t *d)
     dep_forget(d);
 }
 
-static int write_text(const char *path, const char *text, mode_t mode)
+/* Writes text to path with mode, and frees both (each made by xprintf). */
+static void write_text(char *path, char *text, mode_t mode)
 {
-    return write_file(path, text, strlen(text), mode);
+    write_file(path, text, strlen(text), mode);
+    free(path);
+    free(text);
 }
 
 /*
@@ -863,12 +824,9 @@ static void separate(dep_t *d, const json_t *desired, const char *work_id)
                                               d->reps[i].port));
     }
     strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", gmtime(&stamp));
-    text = xprintf("#!/bin/sh\n# The web process of deployment %s (its plan's command),\n"
-                   "# run in app/ with PORT set.\n%s\n", d->id, d->command);
-    path = xprintf("%s/command.sh", target);
-    write_text(path, text, 0755);
-    free(path);
-    free(text);
+    write_text(xprintf("%s/command.sh", target),
+               xprintf("#!/bin/sh\n# The web process of deployment %s (its plan's command),\n"
+                       "# run in app/ with PORT set.\n%s\n", d->id, d->command), 0755);
     text = xprintf(
         "#!/bin/sh\n"
         "# Deployment %s, handed over by svc-agent on %s: the agent no\n"
@@ -884,10 +842,7 @@ static void separate(dep_t *d, const json_t *desired, const char *work_id)
         "2>&1 < /dev/null) &\n"
         "    echo $! >> pids\n"
         "done\n", d->id, when, d->id, ports);
-    path = xprintf("%s/start.sh", target);
-    write_text(path, text, 0755);
-    free(path);
-    free(text);
+    write_text(xprintf("%s/start.sh", target), text, 0755);
     text = xprintf(
         "# Deployment %s, handed over by svc-agent: one instance per port.\n"
         "#   systemctl link %s/svc-app-%s@.service\n"
@@ -903,10 +858,7 @@ static void separate(dep_t *d, const json_t *desired, const char *work_id)
         "[Install]\n"
         "WantedBy=multi-user.target\n", d->id, target, d->id, d->id, ports, d->id, target,
         target);
-    path = xprintf("%s/svc-app-%s@.service", target, d->id);
-    write_text(path, text, 0644);
-    free(path);
-    free(text);
+    write_text(xprintf("%s/svc-app-%s@.service", target, d->id), text, 0644);
     /* Started in a session of its own, with nothing of the agent's: no
      * death signal, no sandbox; the agent does not wait for it. */
     pid = fork();

@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "svc_factory.h"
+#include "svc_factory_prompt.h"
 
 #define MODEL_MAX_TOKENS   16000
 #define NO_TOOL_TURNS_MAX  3
@@ -601,15 +602,7 @@ int svc_factory_agent(svc_factory_t *f, const svc_factory_buf_t *listing,
     svc_factory_run_init();
     svc_factory_buf_printf(&system, SYSTEM_PROMPT, t->limits.command_timeout, t->branch,
                            t->limits.max_steps, t->limits.max_file_bytes);
-    svc_factory_buf_puts(&user, "# Task\n\n");
-    svc_factory_buf_puts(&user, t->instructions);
-    if (t->context && *t->context) {
-        svc_factory_buf_puts(&user, "\n\n# Context\n\n");
-        svc_factory_buf_puts(&user, t->context);
-    }
-    svc_factory_buf_printf(&user, "\n\n# Repository\n\nBranch %s. Files already tracked:\n",
-                           t->branch);
-    svc_factory_buf_add(&user, listing->data ? listing->data : "", listing->len);
+    svc_factory_task_prompt(&user, t, listing);
     a.tools = svc_factory_tool_defs();
     a.convo = json_array();
     a.env = run_env();

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "svc_factory.h"
+#include "svc_factory_prompt.h"
 
 #define TASK_LINE_MAX   (16u * 1024 * 1024)
 #define MODEL_MAX_TOKENS 16000
@@ -198,15 +199,7 @@ static int ask_model(factory_t *f, const svc_factory_buf_t *listing, const char 
 
     svc_factory_buf_printf(&system, SYSTEM_PROMPT, l->max_files, l->max_file_bytes,
                            l->max_total_bytes);
-    svc_factory_buf_puts(&user, "# Task\n\n");
-    svc_factory_buf_puts(&user, t->instructions);
-    if (t->context && *t->context) {
-        svc_factory_buf_puts(&user, "\n\n# Context\n\n");
-        svc_factory_buf_puts(&user, t->context);
-    }
-    svc_factory_buf_printf(&user, "\n\n# Repository\n\nBranch %s. Files already tracked:\n",
-                           t->branch);
-    svc_factory_buf_add(&user, listing->data ? listing->data : "", listing->len);
+    svc_factory_task_prompt(&user, t, listing);
     if (system.failed || user.failed) {
         svc_factory_fail(perr, SVC_FACTORY_E_INTERNAL, "out of memory");
         goto cleanup;

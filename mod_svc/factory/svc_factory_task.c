@@ -178,6 +178,28 @@ static int repo_ok(const char *s, size_t len)
     return 1;
 }
 
+static int not_empty(const char *s, size_t len)
+{
+    return len > 0;
+}
+
+/* A string member of the task read as get_string does, then refused with
+ * `why` unless ok() says its value is well formed. */
+static int get_checked(const char **ps, json_t *doc, const char *name, size_t max,
+                       int optional, int (*ok)(const char *, size_t), const char *why,
+                       svc_factory_err_t *perr)
+{
+    size_t n;
+
+    if (get_string(ps, &n, doc, "", name, max, optional, perr) < 0) {
+        return -1;
+    }
+    if (*ps && !ok(*ps, n)) {
+        return svc_factory_fail(perr, SVC_FACTORY_E_TASK, "%s", why);
+    }
+    return 0;
+}
+
 int svc_factory_task_parse(svc_factory_task_t *ptask, const char *line, size_t len,
                            svc_factory_err_t *perr)
 {
@@ -212,44 +234,18 @@ int svc_factory_task_parse(svc_factory_task_t *ptask, const char *line, size_t l
         svc_factory_fail(perr, SVC_FACTORY_E_TASK, "the first line must be of type \"task\"");
         goto cleanup;
     }
-    if (get_string(&ptask->run_id, &n, doc, "", "run_id", RUN_ID_MAX, 0, perr) < 0) {
-        goto cleanup;
-    }
-    if (!run_id_ok(ptask->run_id, n)) {
-        svc_factory_fail(perr, SVC_FACTORY_E_TASK, "run_id must be run_ followed by letters, "
-                         "digits, '-' or '_'");
-        goto cleanup;
-    }
-    if (get_string(&ptask->instructions, &n, doc, "", "instructions", TEXT_MAX, 0, perr) < 0) {
-        goto cleanup;
-    }
-    if (n == 0) {
-        svc_factory_fail(perr, SVC_FACTORY_E_TASK, "instructions are empty");
-        goto cleanup;
-    }
-    if (get_string(&ptask->repo, &n, doc, "", "repo", REPO_MAX, 0, perr) < 0) {
-        goto cleanup;
-    }
-    if (!repo_ok(ptask->repo, n)) {
-        svc_factory_fail(perr, SVC_FACTORY_E_TASK, "repo must be an absolute path without '.', "
-                         "'..' or empty components");
-        goto cleanup;
-    }
-    if (get_string(&ptask->branch, &n, doc, "", "branch", BRANCH_MAX, 0, perr) < 0) {
-        goto cleanup;
-    }
-    if (!branch_ok(ptask->branch, n)) {
-        svc_factory_fail(perr, SVC_FACTORY_E_TASK, "branch is not a valid branch name");
-        goto cleanup;
-    }
-    if (get_string(&ptask->bundle, &n, doc, "", "bundle", REPO_MAX, 1, perr) < 0) {
-        goto cleanup;
-    }
-    /* Absent: no bundle (the first protocol version; the supervisor made
-     * it in a sandbox of its own). */
-    if (ptask->bundle && !repo_ok(ptask->bundle, n)) {
-        svc_factory_fail(perr, SVC_FACTORY_E_TASK, "bundle must be an absolute path without "
-                         "'.', '..' or empty components");
+    /* An absent bundle: none (the first protocol version; the supervisor
+     * made it in a sandbox of its own). */
+    if (get_checked(&ptask->run_id, doc, "run_id", RUN_ID_MAX, 0, run_id_ok,
+                    "run_id must be run_ followed by letters, digits, '-' or '_'", perr) < 0
+        || get_checked(&ptask->instructions, doc, "instructions", TEXT_MAX, 0, not_empty,
+                       "instructions are empty", perr) < 0
+        || get_checked(&ptask->repo, doc, "repo", REPO_MAX, 0, repo_ok, "repo must be an "
+                       "absolute path without '.', '..' or empty components", perr) < 0
+        || get_checked(&ptask->branch, doc, "branch", BRANCH_MAX, 0, branch_ok,
+                       "branch is not a valid branch name", perr) < 0
+        || get_checked(&ptask->bundle, doc, "bundle", REPO_MAX, 1, repo_ok, "bundle must be an "
+                       "absolute path without '.', '..' or empty components", perr) < 0) {
         goto cleanup;
     }
     if (get_string(&ptask->context, NULL, doc, "", "context", TEXT_MAX, 1, perr) < 0

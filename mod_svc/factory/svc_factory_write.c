@@ -96,61 +96,77 @@ cleanup:
     return rv;
 }
 
-int svc_factory_preflight(int rootfd, const svc_factory_reply_t *reply,
-                          svc_factory_err_t *perr)
+/* The refusals of svc_factory_preflight for one file; a file or directory
+ * that does not exist yet is fine. */
+static int check_one(int rootfd, const svc_factory_file_t *f, char *copy,
+                     svc_factory_err_t *perr)
+{
+    const char *name;
+    struct stat st;
+    int dirfd;
+
+    if (svc_factory_walk(&dirfd, &name, rootfd, f->path, copy, 0, perr) < 0) {
+        return -1;
+    }
+    if (dirfd < 0) {
+        return 0;    /* a directory is missing: nothing below it exists */
+    }
+    if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+        int err = errno;
+
+        if (dirfd != rootfd) {
+            close(dirfd);
+        }
+        if (err == ENOENT) {
+            return 0;
+        }
+        return svc_factory_fail(perr, SVC_FACTORY_E_INTERNAL, "path '%s': %s", f->path,
+                                strerror(err));
+    }
+    if (dirfd != rootfd) {
+        close(dirfd);
+    }
+    if (S_ISLNK(st.st_mode)) {
+        return svc_factory_fail(perr, SVC_FACTORY_E_PATH, "path '%s' is a symbolic link",
+                                f->path);
+    }
+    if (!S_ISREG(st.st_mode)) {
+        return svc_factory_fail(perr, SVC_FACTORY_E_PATH,
+                                "path '%s' exists and is not a plain file", f->path);
+    }
+    if (st.st_nlink > 1) {
+        return svc_factory_fail(perr, SVC_FACTORY_E_PATH, "path '%s' has other hard links",
+                                f->path);
+    }
+    return 0;
+}
+
+typedef int file_fn(int rootfd, const svc_factory_file_t *f, char *copy,
+                    svc_factory_err_t *perr);
+
+/* fn on each file of the reply in turn, with one buffer for the walks,
+ * until one fails. */
+static int each_file(int rootfd, const svc_factory_reply_t *reply, file_fn *fn,
+                     svc_factory_err_t *perr)
 {
     char *copy = malloc(SVC_FACTORY_PATH_MAX + 1);
     size_t i;
-    int rv = -1;
+    int rv = 0;
 
     if (!copy) {
         return svc_factory_fail(perr, SVC_FACTORY_E_INTERNAL, "out of memory");
     }
-    for (i = 0; i < reply->nfiles; i++) {
-        const char *path = reply->files[i].path;
-        const char *name;
-        struct stat st;
-        int dirfd;
-
-        if (svc_factory_walk(&dirfd, &name, rootfd, path, copy, 0, perr) < 0) {
-            goto cleanup;
-        }
-        if (dirfd < 0) {
-            continue;    /* a directory is missing: nothing below it exists */
-        }
-        if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
-            int err = errno;
-
-            if (dirfd != rootfd) {
-                close(dirfd);
-            }
-            if (err == ENOENT) {
-                continue;
-            }
-            svc_factory_fail(perr, SVC_FACTORY_E_INTERNAL, "path '%s': %s", path, strerror(err));
-            goto cleanup;
-        }
-        if (dirfd != rootfd) {
-            close(dirfd);
-        }
-        if (S_ISLNK(st.st_mode)) {
-            svc_factory_fail(perr, SVC_FACTORY_E_PATH, "path '%s' is a symbolic link", path);
-            goto cleanup;
-        }
-        if (!S_ISREG(st.st_mode)) {
-            svc_factory_fail(perr, SVC_FACTORY_E_PATH, "path '%s' exists and is not a plain file",
-                             path);
-            goto cleanup;
-        }
-        if (st.st_nlink > 1) {
-            svc_factory_fail(perr, SVC_FACTORY_E_PATH, "path '%s' has other hard links", path);
-            goto cleanup;
-        }
+    for (i = 0; i < reply->nfiles && rv == 0; i++) {
+        rv = fn(rootfd, &reply->files[i], copy, perr);
     }
-    rv = 0;
-cleanup:
     free(copy);
     return rv;
+}
+
+int svc_factory_preflight(int rootfd, const svc_factory_reply_t *reply,
+                          svc_factory_err_t *perr)
+{
+    return each_file(rootfd, reply, check_one, perr);
 }
 
 static int write_all(int fd, const char *data, size_t len)
@@ -221,50 +237,34 @@ cleanup:
     return rv;
 }
 
+/* A reply's files are logged as written; a tool's one file is not. */
+static int write_logged(int rootfd, const svc_factory_file_t *f, char *copy,
+                        svc_factory_err_t *perr)
+{
+    if (write_one(rootfd, f, copy, perr) < 0) {
+        return -1;
+    }
+    svc_factory_log("wrote %s (%zu bytes)", f->path, f->content_len);
+    return 0;
+}
+
 int svc_factory_write_files(int rootfd, const svc_factory_reply_t *reply,
                             svc_factory_err_t *perr)
 {
-    char *copy = malloc(SVC_FACTORY_PATH_MAX + 1);
-    size_t i;
-    int rv = -1;
-
-    if (!copy) {
-        return svc_factory_fail(perr, SVC_FACTORY_E_INTERNAL, "out of memory");
-    }
-    for (i = 0; i < reply->nfiles; i++) {
-        if (write_one(rootfd, &reply->files[i], copy, perr) < 0) {
-            goto cleanup;
-        }
-        svc_factory_log("wrote %s (%zu bytes)", reply->files[i].path,
-                        reply->files[i].content_len);
-    }
-    rv = 0;
-cleanup:
-    free(copy);
-    return rv;
+    return each_file(rootfd, reply, write_logged, perr);
 }
 
 int svc_factory_write_path(int rootfd, const char *path, const char *content, size_t len,
                            svc_factory_err_t *perr)
 {
-    svc_factory_file_t f;
-    char *copy;
-    int rv;
+    svc_factory_file_t f = { .path = path, .path_len = strlen(path), .content = content,
+                             .content_len = len };
+    svc_factory_reply_t one = { .files = &f, .nfiles = 1 };
 
-    if (svc_factory_path_check(path, strlen(path), perr) < 0) {
+    if (svc_factory_path_check(path, f.path_len, perr) < 0) {
         return -1;
     }
-    copy = malloc(SVC_FACTORY_PATH_MAX + 1);
-    if (!copy) {
-        return svc_factory_fail(perr, SVC_FACTORY_E_INTERNAL, "out of memory");
-    }
-    f.path = path;
-    f.path_len = strlen(path);
-    f.content = content;
-    f.content_len = len;
-    rv = write_one(rootfd, &f, copy, perr);
-    free(copy);
-    return rv;
+    return each_file(rootfd, &one, write_one, perr);
 }
 
 int svc_factory_read_path(int rootfd, const char *path, size_t max, char **pdata,

@@ -30,7 +30,8 @@ my $type_js = qr{^text/javascript;\s*charset=utf-8$}i;
 
 # --- the page, for each of the UI's paths --------------------------------------
 for my $p ('/', '/tokens', '/orgs/acme', '/orgs/acme/projects/web',
-           '/orgs/acme/projects/web/runs/run_abc', '/orgs/acme/vcs') {
+           '/orgs/acme/projects/web/runs/run_abc', '/orgs/acme/vcs',
+           '/orgs/acme/deployments/dep_abc') {
     my $res = $ua->get("$base$p");
     is($res->code, 200, "GET $p: 200");
     is($res->content, $index, '... the UI\'s index.html');

@@ -16,6 +16,7 @@ import { membersPage, teamPage } from './members.js';
 import { vcsPage } from './vcs.js';
 import { auditPage } from './audit.js';
 import { deploymentsPage, billingPage } from './deploy.js';
+import { deploymentPage } from './deployment.js';
 
 const routes = [
     [/^\/$/, homePage],
@@ -34,6 +35,7 @@ const routes = [
     [/^\/orgs\/([^/]+)\/vcs$/, vcsPage],
     [/^\/orgs\/([^/]+)\/audit$/, auditPage],
     [/^\/orgs\/([^/]+)\/deployments$/, deploymentsPage],
+    [/^\/orgs\/([^/]+)\/deployments\/([^/]+)$/, deploymentPage],
     [/^\/orgs\/([^/]+)\/billing$/, billingPage],
 ];
 

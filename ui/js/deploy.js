@@ -1,31 +1,65 @@
 // Deploy targets and deployments (docs/api/deployments.md), and billing
 // (docs/api/billing.md): what the org has, and the main action of each
-// (a new target, whose enrollment key is shown once; approving, stopping,
-// starting and tearing down a deployment; the budget).
+// (a new target, whose enrollment key is shown once; its key rotated,
+// shown once too; its removal; a new deployment; the actions of each
+// deployment's status; the budget). A deployment's own page, with its
+// telemetry: deployment.js.
 import { api, path } from './api.js';
-import { h, clear, when, badge } from './dom.js';
-import { act, showStatus } from './page.js';
+import { h, append, clear, when, badge } from './dom.js';
+import { act, showStatus, secretBox } from './page.js';
 
 // The actions a deployment's status allows: [label, action, class].
 const DEPLOY_ACTIONS = {
     planned: [['Approve the plan', 'approve'], ['Replan', 'replan', 'secondary']],
     plan_failed: [['Replan', 'replan', 'secondary']],
     deploying: [['Stop', 'stop', 'secondary']],
-    running: [['Stop', 'stop', 'secondary'], ['Replan', 'replan', 'secondary']],
-    failed: [['Start', 'start'], ['Stop', 'stop', 'secondary'], ['Replan', 'replan', 'secondary']],
+    running: [['Stop', 'stop', 'secondary'], ['Replan', 'replan', 'secondary'],
+              ['Separate', 'separate', 'danger']],
+    failed: [['Start', 'start'], ['Stop', 'stop', 'secondary'], ['Replan', 'replan', 'secondary'],
+             ['Separate', 'separate', 'danger']],
     stopped: [['Start', 'start']],
 };
 const TEARDOWN_NOT = new Set(['tearing_down', 'torn_down', 'separating', 'separated']);
 
+// deploymentActions(org, d, admin, after): the buttons of the actions d's
+// status allows (approving is for admins), each one API call; after(label)
+// runs once it is done.
+export function deploymentActions(org, d, admin, after) {
+    const base = path`/api/orgs/${org}/deployments/${d.id}`;
+    const acts = (DEPLOY_ACTIONS[d.status] || [])
+        .filter(([, a]) => a !== 'approve' || admin)
+        .concat(TEARDOWN_NOT.has(d.status) ? [] : [['Tear down', 'teardown', 'danger']]);
+    if (!acts.length) {
+        return null;
+    }
+    return h('div', { class: 'actions' }, acts.map(([label, a, cls]) =>
+        h('button', { type: 'button', class: cls, 'data-action': a,
+                      'aria-label': `${label} (${d.project}, ${d.id})`,
+                      onclick: () => act(async () => {
+                          await api('POST', `${base}/${a}`,
+                                    a === 'approve' ? { plan_version: d.plan.version } : undefined);
+                          showStatus(`${label}: done.`);
+                          await after(label);
+                      }) }, label)));
+}
+
+// A key shown once (a new target's, or a rotated one), with its Copy button.
+function showKey(box, t, what) {
+    clear(box).append(h('p', {}, `${what} of ${t.name}; give it to its agent now, it is not `
+                                 + 'shown again:'),
+                      secretBox(t.key, { code: 'target-key-value', copy: 'copy-target-key' }));
+}
+
 export async function deploymentsPage(main, me, org) {
     const o = await api('GET', path`/api/orgs/${org}`);
     const admin = o.role === 'owner' || o.role === 'admin';
+    const writer = o.role !== 'viewer';
     document.title = `Deployments · ${o.name} · mod_svc`;
     const targets = h('ul', { class: 'list', id: 'targets' });
     const deps = h('ul', { class: 'list', id: 'deployments' });
     const key = h('div', { id: 'target-key' });
     main.append(h('p', {}, h('a', { href: path`/orgs/${org}` }, '← Organization')),
-                h('h1', {}, 'Deployments'), h('h2', {}, 'Deploy targets'), targets);
+                h('h1', {}, 'Deployments'), h('h2', {}, 'Deploy targets'), targets, key);
     if (admin) {
         const name = h('input', { name: 'name', required: true, maxlength: 100, autocomplete: 'off' });
         main.append(h('form', { class: 'inline', id: 'new-target', onsubmit: (ev) => {
@@ -33,16 +67,17 @@ export async function deploymentsPage(main, me, org) {
             act(async () => {
                 const t = await api('POST', path`/api/orgs/${org}/deploy-targets`, { name: name.value });
                 name.value = '';
-                // The key exists in this page only: it is never shown again.
-                clear(key).append(h('p', {}, `The enrollment key of ${t.name}; give it to its agent `
-                                    + 'now, it is not shown again:'),
-                                  h('div', { class: 'secret' }, h('code', { id: 'target-key-value' }, t.key)));
+                showKey(key, t, 'The enrollment key');
                 await refresh();
             });
-        } }, h('label', {}, 'New target', name), h('button', { type: 'submit' }, 'Add target')),
-        key);
+        } }, h('label', {}, 'New target', name), h('button', { type: 'submit' }, 'Add target')));
     }
     main.append(h('h2', {}, 'Deployments'), deps);
+    const form = writer ? h('form', { class: 'stack', id: 'new-deployment' }) : null;
+    const setTargets = form ? newDeployment(form, org) : null;
+    if (form) {
+        main.append(h('h2', {}, 'New deployment'), form);
+    }
 
     async function refresh() {
         const [tl, dl] = await Promise.all([
@@ -55,24 +90,37 @@ export async function deploymentsPage(main, me, org) {
             targets.append(h('li', { class: 'muted' }, 'No targets yet.'));
         }
         for (const t of tl.data) {
+            const tbase = path`/api/orgs/${org}/deploy-targets/${t.id}`;
             targets.append(h('li', { 'data-target-id': t.id },
                 h('strong', {}, t.name), ' ', badge(t.status), ' ',
                 h('span', { class: 'muted' },
                   `${t.agent ? `${t.agent.hostname} · agent ${t.agent.version} · seen `
                     + when(t.agent.last_seen_at) : 'no agent yet'} · key ${t.key_hint}… · `
-                  + `${t.deployments} deployment(s)`)));
+                  + `${t.deployments} deployment(s)`),
+                admin ? h('div', { class: 'actions' },
+                    h('button', { type: 'button', class: 'secondary', 'data-action': 'rotate-key',
+                                  'aria-label': `Rotate key (${t.name})`,
+                                  onclick: () => act(async () => {
+                                      const x = await api('POST', tbase + '/rotate-key');
+                                      showKey(key, x, 'The new key');
+                                      await refresh();
+                                  }) }, 'Rotate key'),
+                    h('button', { type: 'button', class: 'danger', 'data-action': 'remove',
+                                  'aria-label': `Remove (${t.name})`,
+                                  onclick: () => act(async () => {
+                                      await api('DELETE', tbase);
+                                      showStatus(`${t.name}: removed.`);
+                                      await refresh();
+                                  }) }, 'Remove')) : null));
         }
         clear(deps);
         if (!dl.data.length) {
             deps.append(h('li', { class: 'muted' }, 'No deployments yet.'));
         }
         for (const d of dl.data) {
-            const base = path`/api/orgs/${org}/deployments/${d.id}`;
-            const acts = (DEPLOY_ACTIONS[d.status] || [])
-                .filter(([, a]) => a !== 'approve' || admin)
-                .concat(TEARDOWN_NOT.has(d.status) ? [] : [['Tear down', 'teardown', 'danger']]);
             deps.append(h('li', { 'data-deployment-id': d.id },
-                h('strong', {}, d.project), ' ', badge(d.status), ' ',
+                h('a', { href: path`/orgs/${org}/deployments/${d.id}` }, h('strong', {}, d.project)),
+                ' ', badge(d.status), ' ',
                 h('span', { class: 'muted' }, `on ${names.get(d.target_id) || d.target_id} `
                   + `(${d.target_status}) · ${d.replicas} replica(s) · run ${d.run_id} · `
                   + when(d.updated_at)),
@@ -80,19 +128,73 @@ export async function deploymentsPage(main, me, org) {
                            h('code', {}, d.plan.command), ' ',
                            h('span', { class: 'muted' }, d.plan.notes || '')) : null,
                 d.error ? h('p', {}, h('code', {}, d.error.code), ' ', d.error.message) : null,
-                acts.length ? h('div', { class: 'actions' }, acts.map(([label, a, cls]) =>
-                    h('button', { type: 'button', class: cls,
-                                  'aria-label': `${label} (${d.project}, ${d.id})`,
-                                  onclick: () => act(async () => {
-                                      await api('POST', `${base}/${a}`,
-                                                a === 'approve' ? { plan_version: d.plan.version }
-                                                    : undefined);
-                                      showStatus(`${label}: done.`);
-                                      await refresh();
-                                  }) }, label))) : null));
+                deploymentActions(org, d, admin, refresh)));
+        }
+        if (setTargets) {
+            setTargets(tl.data);
         }
     }
     await refresh();
+    // A deployment's status changes (the agent's work done, a plan
+    // proposed) show as they happen: the org's stream from now on, one
+    // re-read for a burst of events.
+    const es = new EventSource(path`/api/orgs/${org}/events`);
+    let soon = null;
+    es.addEventListener('deployment.status', () => {
+        soon = soon || setTimeout(() => {
+            soon = null;
+            act(refresh);
+        }, 300);
+    });
+    addEventListener('pagehide', () => es.close());
+}
+
+// The form for a new deployment: a project, one of its succeeded runs (its
+// artifact is what is deployed), a target. (Creating a deployment takes no
+// Idempotency-Key: a repeated click would make a second deployment, which
+// the button, disabled while the call is out, avoids.) → a function that
+// sets the targets offered.
+function newDeployment(form, org) {
+    const project = h('select', { name: 'project', required: true });
+    const run = h('select', { name: 'run_id', required: true });
+    const target = h('select', { name: 'target_id', required: true });
+    const submit = h('button', { type: 'submit' }, 'Create deployment');
+    const runs = () => act(async () => {
+        clear(run);
+        if (!project.value) {
+            return;
+        }
+        const l = await api('GET', path`/api/orgs/${org}/projects/${project.value}/runs`
+                                   + '?status=succeeded&limit=50');
+        append(run, l.data.length ? l.data.map((r) => h('option', { value: r.id },
+                                                  `${r.id} · ${when(r.finished_at)}`))
+                                  : [h('option', { value: '' }, 'No succeeded run')]);
+    });
+    project.addEventListener('change', runs);
+    form.addEventListener('submit', (ev) => {
+        ev.preventDefault();
+        submit.disabled = true;
+        act(async () => {
+            const d = await api('POST', path`/api/orgs/${org}/deployments`,
+                                { project: project.value, target_id: target.value,
+                                  run_id: run.value });
+            location.assign(path`/orgs/${org}/deployments/${d.id}`);
+        }).finally(() => { submit.disabled = false; });
+    });
+    form.append(h('label', {}, 'Project', project), h('label', {}, 'Run (succeeded)', run),
+                h('label', {}, 'Target', target), h('div', {}, submit));
+    act(async () => {
+        const l = await api('GET', path`/api/orgs/${org}/projects` + '?archived=false&limit=200');
+        append(project, l.data.map((p) => h('option', { value: p.slug }, p.name)));
+        await runs();
+    });
+    return (targets) => {
+        const chosen = target.value;    // a refresh keeps what was chosen
+        append(clear(target), targets.map((t) => h('option', { value: t.id }, t.name)));
+        if (targets.some((t) => t.id === chosen)) {
+            target.value = chosen;
+        }
+    };
 }
 
 function allowance(name, u) {

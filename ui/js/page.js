@@ -41,3 +41,21 @@ export async function act(fn) {
     }
 }
 
+
+// secretBox(value, ids): a secret shown once (a token, an enrollment key),
+// with a Copy button (the clipboard; where the browser refuses it, the
+// secret is selected for Ctrl-C). ids: {code, copy}, the elements' ids.
+export function secretBox(value, ids) {
+    const code = h('code', { id: ids.code }, value);
+    const copy = h('button', { type: 'button', class: 'secondary', id: ids.copy,
+                               onclick: async () => {
+                                   try {
+                                       await navigator.clipboard.writeText(value);
+                                       showStatus('Copied.');
+                                   } catch (e) {
+                                       getSelection().selectAllChildren(code);
+                                       showStatus('Select and copy it by hand.');
+                                   }
+                               } }, 'Copy');
+    return h('div', { class: 'secret' }, code, copy);
+}

@@ -37,7 +37,11 @@ export async function requestsPage(main, me, org) {
         main.append(h('h2', {}, `${g[0].toUpperCase()}${g.slice(1)} (${mine.length})`), list);
     }
 
-    main.append(h('h2', {}, 'Open improvements'), await improvements(org, projects.data));
+    const imps = h('div', {}, await improvements(org, projects.data));
+    main.append(h('h2', {}, 'Open improvements'), imps,
+                h('h2', {}, 'File an improvement'),
+                fileImprovement(org, projects.data, async () =>
+                    clear(imps).append(await improvements(org, projects.data))));
 
     const project = h('select', { name: 'project', required: true },
                       projects.data.map((p) => h('option', { value: p.slug }, p.name)));
@@ -76,31 +80,65 @@ async function improvements(org, projects) {
         list.append(h('li', { class: 'muted' }, 'None.'));
     }
     for (const i of open) {
-        const base = path`/api/orgs/${org}/improvements/${i.id}`;
-        const reason = h('input', { name: 'reason', required: true, maxlength: 10000,
-                                    autocomplete: 'off' });
         list.append(h('li', { 'data-improvement-id': i.id },
             badge(i.kind), ' ', h('strong', {}, i.title), ' ',
             h('span', { class: 'muted' }, `${i.project} · ${i.source} · ${when(i.created_at)}`),
             i.body ? h('pre', { class: 'log' }, i.body) : null,
-            h('div', { class: 'actions' },
-              h('button', { type: 'button', 'aria-label': `Approve ${i.title}`,
-                            onclick: () => act(async () => {
-                                const x = await api('POST', base + '/approve');
-                                location.assign(path`/orgs/${org}/requests/${x.request_id}`);
-                            }) }, 'Approve'),
-              h('form', { class: 'inline', onsubmit: (ev) => {
-                  ev.preventDefault();
-                  act(async () => {
-                      await api('POST', base + '/reject', { reason: reason.value });
-                      showStatus(`${i.title}: rejected.`);
-                      ev.target.closest('li').remove();
-                  });
-              } }, h('label', {}, 'Reason', reason),
-                h('button', { type: 'submit', class: 'danger', 'aria-label': `Reject ${i.title}` },
-                  'Reject')))));
+            decideImprovement(org, i, {
+                approved: (x) => location.assign(path`/orgs/${org}/requests/${x.request_id}`),
+                rejected: (ev) => {
+                    showStatus(`${i.title}: rejected.`);
+                    ev.target.closest('li').remove();
+                },
+            })));
     }
     return list;
+}
+
+// decideImprovement(org, i, {approved(improvement), rejected(event)}): an
+// open improvement's Approve (into a request) and Reject (with a reason).
+export function decideImprovement(org, i, then) {
+    const base = path`/api/orgs/${org}/improvements/${i.id}`;
+    const reason = h('input', { name: 'reason', required: true, maxlength: 10000,
+                                autocomplete: 'off' });
+    return h('div', { class: 'actions' },
+        h('button', { type: 'button', 'aria-label': `Approve ${i.title}`,
+                      onclick: () => act(async () => {
+                          await then.approved(await api('POST', base + '/approve'));
+                      }) }, 'Approve'),
+        h('form', { class: 'inline', onsubmit: (ev) => {
+            ev.preventDefault();
+            act(async () => {
+                await api('POST', base + '/reject', { reason: reason.value });
+                await then.rejected(ev);
+            });
+        } }, h('label', {}, 'Reason', reason),
+          h('button', { type: 'submit', class: 'danger', 'aria-label': `Reject ${i.title}` },
+            'Reject')));
+}
+
+// A bug report or a feature ask for a project (any member but viewers):
+// listed with the open improvements once filed (then filed()).
+function fileImprovement(org, projects, filed) {
+    const project = h('select', { name: 'project', required: true },
+                      projects.map((p) => h('option', { value: p.slug }, p.name)));
+    const kind = h('select', { name: 'kind' },
+                   ['bug', 'feature'].map((k) => h('option', { value: k }, k)));
+    const title = h('input', { name: 'title', required: true, maxlength: 200, autocomplete: 'off' });
+    const body = h('textarea', { name: 'body', maxlength: 65536 });
+    return h('form', { class: 'stack', id: 'new-improvement', onsubmit: (ev) => {
+        ev.preventDefault();
+        act(async () => {
+            const i = await api('POST', path`/api/orgs/${org}/projects/${project.value}/improvements`,
+                                { kind: kind.value, title: title.value, body: body.value });
+            title.value = '';
+            body.value = '';
+            showStatus(`${i.title}: filed.`);
+            await filed();
+        });
+    } }, h('label', {}, 'Project', project), h('label', {}, 'Kind', kind),
+      h('label', {}, 'Title', title), h('label', {}, 'What and why', body),
+      h('div', {}, h('button', { type: 'submit' }, 'File improvement')));
 }
 
 // The actions a request's stage offers: [id, label, API action, class].

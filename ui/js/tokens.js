@@ -2,7 +2,7 @@
 // with a copy button), revoking.
 import { api, path } from './api.js';
 import { h, clear, when, badge } from './dom.js';
-import { act, showStatus } from './page.js';
+import { act, showStatus, secretBox } from './page.js';
 
 export async function tokensPage(main, me) {
     document.title = 'Access tokens · mod_svc';
@@ -70,22 +70,10 @@ export async function tokensPage(main, me) {
 
     // The secret exists in this page only: it is never shown again.
     function showSecret(t) {
-        const code = h('code', { id: 'token-secret' }, t.token);
-        const copy = h('button', { type: 'button', class: 'secondary', id: 'copy-token',
-                                   onclick: async () => {
-                                       try {
-                                           await navigator.clipboard.writeText(t.token);
-                                           showStatus('Copied.');
-                                       } catch (e) {
-                                           // No clipboard access: select it for Ctrl-C.
-                                           getSelection().selectAllChildren(code);
-                                           showStatus('Select and copy the token by hand.');
-                                       }
-                                   } }, 'Copy');
         clear(created).append(
             h('h2', {}, `Token ${t.name} created`),
             h('p', {}, 'Copy it now: this is the only time it is shown.'),
-            h('div', { class: 'secret' }, code, copy));
+            secretBox(t.token, { code: 'token-secret', copy: 'copy-token' }));
     }
 
     await refresh();

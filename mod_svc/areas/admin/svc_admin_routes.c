@@ -35,11 +35,8 @@ static const svc_col_t org_keys[] = {
     SVC_COL_END
 };
 
-static const svc_schema_t schema_org = {
-    .name = "AdminOrg",
-    .description = "An organization as the platform's operator sees it.",
-    .keys = org_keys
-};
+static const svc_schema_t schema_org = { .name = "AdminOrg", .keys = org_keys,
+    .description = "An organization as the platform's operator sees it." };
 
 static const svc_col_t user_keys[] = {
     { .key = "id", .type = SVC_COL_TEXT, .id = "usr" },
@@ -57,11 +54,8 @@ static const svc_col_t user_keys[] = {
     SVC_COL_END
 };
 
-static const svc_schema_t schema_user = {
-    .name = "AdminUser",
-    .description = "A user as the platform's operator sees it.",
-    .keys = user_keys
-};
+static const svc_schema_t schema_user = { .name = "AdminUser", .keys = user_keys,
+    .description = "A user as the platform's operator sees it." };
 
 static const svc_col_t run_keys[] = {
     { .key = "id", .type = SVC_COL_TEXT, .id = "run" },
@@ -80,11 +74,8 @@ static const svc_col_t run_keys[] = {
     SVC_COL_END
 };
 
-static const svc_schema_t schema_run = {
-    .name = "AdminRun",
-    .description = "A queued or running run, across organizations.",
-    .keys = run_keys
-};
+static const svc_schema_t schema_run = { .name = "AdminRun", .keys = run_keys,
+    .description = "A queued or running run, across organizations." };
 
 static const svc_col_t usage_keys[] = {
     { .key = "org", .type = SVC_COL_TEXT, .format = "slug", .example = "acme" },
@@ -98,12 +89,9 @@ static const svc_col_t usage_keys[] = {
     SVC_COL_END
 };
 
-static const svc_schema_t schema_usage = {
-    .name = "AdminUsage",
-    .description = "One organization's usage in a month (UTC): its model calls and tokens, "
-        "run minutes and deployment hours.",
-    .keys = usage_keys
-};
+static const svc_schema_t schema_usage = { .name = "AdminUsage", .keys = usage_keys,
+    .description = "One organization's usage in a month (UTC): its model calls and tokens, run "
+                   "minutes and deployment hours." };
 
 static const svc_col_t audit_keys[] = {
     { .key = "id", .type = SVC_COL_INT },
@@ -120,14 +108,10 @@ static const svc_col_t audit_keys[] = {
     SVC_COL_END
 };
 
-static const svc_schema_t schema_audit = {
-    .name = "PlatformAuditEntry",
-    .description = "An entry of the platform audit log: what an operator did.",
-    .keys = audit_keys
-};
+static const svc_schema_t schema_audit = { .name = "PlatformAuditEntry", .keys = audit_keys,
+    .description = "An entry of the platform audit log: what an operator did." };
 
-static const svc_schema_t schema_verify = {
-    .name = "PlatformAuditVerification",
+static const svc_schema_t schema_verify = { .name = "PlatformAuditVerification",
     .description = "Whether the platform audit log's hash chain holds.",
     .keys = (const svc_col_t[]) {
         { .key = "valid", .type = SVC_COL_BOOL },
@@ -138,8 +122,7 @@ static const svc_schema_t schema_verify = {
     }
 };
 
-static const svc_schema_t suspension_event = {
-    .name = "AccessSuspensionEvent",
+static const svc_schema_t suspension_event = { .name = "AccessSuspensionEvent",
     .description = "An operator suspended, or lifted the suspension of, the organization or "
         "one of its members: open streams check their access at once.",
     .keys = (const svc_col_t[]) {
@@ -242,8 +225,7 @@ static const svc_tag_t tags[] = {
     { NULL, NULL }
 };
 
-const svc_area_t svc_admin_area = {
-    .name = "admin", .description = "The platform operator's surface: lists across "
-        "organizations, suspensions, the platform audit log.", .routes = routes, .tags = tags,
-    .events = events
-};
+const svc_area_t svc_admin_area = { .name = "admin", .routes = routes, .tags = tags,
+    .events = events,
+    .description = "The platform operator's surface: lists across organizations, suspensions, "
+                   "the platform audit log." };

@@ -38,9 +38,8 @@ static const svc_col_t plan_keys[] = {
       .description = "true: work over the plan's allowance is refused, not billed." },
     SVC_COL_END
 };
-static const svc_schema_t schema_plan = {
-    .name = "BillingPlan", .description = "A plan (SvcBillingPlan).", .keys = plan_keys
-};
+static const svc_schema_t schema_plan = { .name = "BillingPlan", .keys = plan_keys,
+    .description = "A plan (SvcBillingPlan)." };
 static const svc_col_t used_number_keys[] = {
     { .key = "used", .type = SVC_COL_NUMBER },
     { .key = "included", .type = SVC_COL_INT, .flags = SVC_COL_NULL },
@@ -83,10 +82,8 @@ static const svc_col_t billing_keys[] = {
     { .key = "next_invoice_error", .type = SVC_COL_TEXT, .flags = SVC_COL_NULL },
     SVC_COL_END
 };
-static const svc_schema_t schema_billing = {
-    .name = "Billing", .description = "The organization's plan, subscription and this "
-        "period's usage.", .keys = billing_keys
-};
+static const svc_schema_t schema_billing = { .name = "Billing", .keys = billing_keys,
+    .description = "The organization's plan, subscription and this period's usage." };
 static const svc_col_t usage_figure_keys[] = {
     { .key = "run_minutes", .type = SVC_COL_NUMBER },
     { .key = "model_calls", .type = SVC_COL_INT },
@@ -97,9 +94,9 @@ static const svc_col_t usage_figure_keys[] = {
     { .key = "deployment_hours", .type = SVC_COL_NUMBER, .description = "Replica-hours." },
     SVC_COL_END
 };
-static const svc_schema_t schema_usage_figures = {
-    .name = "UsageFigures", .description = "What was used.", .keys = usage_figure_keys
-};
+static const svc_schema_t schema_usage_figures = { .name = "UsageFigures",
+    .keys = usage_figure_keys,
+    .description = "What was used." };
 static const svc_col_t usage_project_keys[] = {
     { .key = "id", .type = SVC_COL_TEXT, .id = "prj" },
     { .key = "slug", .type = SVC_COL_TEXT, .flags = SVC_COL_NULL, .format = "slug",
@@ -139,28 +136,23 @@ static const svc_col_t usage_keys[] = {
     { .key = "unpriced_models", .type = SVC_COL_ARRAY, .item = SVC_COL_TEXT },
     SVC_COL_END
 };
-static const svc_schema_t schema_usage = {
-    .name = "Usage", .description = "Usage over a period, grouped.", .keys = usage_keys
-};
+static const svc_schema_t schema_usage = { .name = "Usage", .keys = usage_keys,
+    .description = "Usage over a period, grouped." };
 static const svc_col_t checkout_keys[] = {
     { .key = "url", .type = SVC_COL_TEXT, .format = "uri",
       .example = "https://checkout.stripe.com/c/pay/cs_test_a1" },
     { .key = "id", .type = SVC_COL_TEXT, .example = "cs_test_a1" },
     SVC_COL_END
 };
-static const svc_schema_t schema_checkout = {
-    .name = "BillingCheckout", .description = "A checkout session at the payment provider.",
-    .keys = checkout_keys
-};
+static const svc_schema_t schema_checkout = { .name = "BillingCheckout", .keys = checkout_keys,
+    .description = "A checkout session at the payment provider." };
 static const svc_col_t portal_keys[] = {
     { .key = "url", .type = SVC_COL_TEXT, .format = "uri",
       .example = "https://billing.stripe.com/p/session/test_a1" },
     SVC_COL_END
 };
-static const svc_schema_t schema_portal = {
-    .name = "BillingPortalSession", .description = "A session of the customer portal.",
-    .keys = portal_keys
-};
+static const svc_schema_t schema_portal = { .name = "BillingPortalSession", .keys = portal_keys,
+    .description = "A session of the customer portal." };
 static const svc_col_t card_keys[] = {
     { .key = "brand", .type = SVC_COL_TEXT, .example = "visa" },
     { .key = "last4", .type = SVC_COL_TEXT, .example = "4242" },
@@ -168,9 +160,8 @@ static const svc_col_t card_keys[] = {
     { .key = "exp_year", .type = SVC_COL_INT },
     SVC_COL_END
 };
-static const svc_schema_t schema_card = {
-    .name = "PaymentMethod", .description = "The default payment method.", .keys = card_keys
-};
+static const svc_schema_t schema_card = { .name = "PaymentMethod", .keys = card_keys,
+    .description = "The default payment method." };
 static const svc_col_t budget_keys[] = {
     { .key = "monthly_usd", .type = SVC_COL_INT, .flags = SVC_COL_NULL },
     { .key = "alerts", .type = SVC_COL_ARRAY, .item = SVC_COL_INT },
@@ -183,23 +174,17 @@ static const svc_col_t budget_keys[] = {
     { .key = "unpriced_models", .type = SVC_COL_BOOL },
     SVC_COL_END
 };
-static const svc_schema_t schema_budget = {
-    .name = "BillingBudget", .description = "The monthly budget for model spend.",
-    .keys = budget_keys
-};
+static const svc_schema_t schema_budget = { .name = "BillingBudget", .keys = budget_keys,
+    .description = "The monthly budget for model spend." };
 static const svc_col_t receipt_keys[] = {
     { .key = "status", .type = SVC_COL_TEXT, .values = SVC_VALUES("accepted", "duplicate") },
     { .key = "event_id", .type = SVC_COL_TEXT, .example = "evt_1" },
     SVC_COL_END
 };
-static const svc_schema_t schema_receipt = {
-    .name = "BillingWebhookReceipt", .description = "What became of a delivered event.",
-    .keys = receipt_keys
-};
-static const svc_schema_t schema_event = {
-    .name = "BillingEvent", .description = "A recorded webhook event of the payment provider.",
-    .keys = svc_billing_event_keys
-};
+static const svc_schema_t schema_receipt = { .name = "BillingWebhookReceipt", .keys = receipt_keys,
+    .description = "What became of a delivered event." };
+static const svc_schema_t schema_event = { .name = "BillingEvent", .keys = svc_billing_event_keys,
+    .description = "A recorded webhook event of the payment provider." };
 static const svc_col_t event_detail_keys[] = {
     { .key = "payload", .type = SVC_COL_JSON, .description = "The event as the provider sent it." },
     SVC_COL_END
@@ -220,10 +205,10 @@ static const svc_col_t updated_event_keys[] = {
     { .key = "event_id", .type = SVC_COL_TEXT, .example = "evt_1" },
     SVC_COL_END
 };
-static const svc_schema_t updated_event = {
-    .name = "BillingUpdatedEvent", .description = "billing.updated: the provider's event "
-        "changed the organization's subscription.", .keys = updated_event_keys
-};
+static const svc_schema_t updated_event = { .name = "BillingUpdatedEvent",
+    .keys = updated_event_keys,
+    .description = "billing.updated: the provider's event changed the organization's "
+                   "subscription." };
 static const svc_col_t budget_event_keys[] = {
     { .key = "level", .type = SVC_COL_INT, .description = "The alert level crossed, in %." },
     { .key = "month", .type = SVC_COL_TEXT, .example = "2026-11" },
@@ -234,10 +219,9 @@ static const svc_col_t budget_event_keys[] = {
     { .key = "exceeded", .type = SVC_COL_BOOL },
     SVC_COL_END
 };
-static const svc_schema_t budget_event = {
-    .name = "BillingBudgetEvent", .description = "billing.budget: this month's model spend "
-        "crossed an alert level of the budget.", .keys = budget_event_keys
-};
+static const svc_schema_t budget_event = { .name = "BillingBudgetEvent", .keys = budget_event_keys,
+    .description = "billing.budget: this month's model spend crossed an alert level of the "
+                   "budget." };
 static const svc_event_kind_t events[] = {
     { "billing.updated", &updated_event, "A provider's event changed the subscription (plan, "
       "status, period)." },
@@ -338,8 +322,7 @@ static const svc_route_t routes[] = {
     SVC_ROUTE_END,
 };
 
-const svc_area_t svc_billing_area = {
-    .name = "billing", .description = "Plans, usage, the payment provider's checkout, portal "
-        "and payment method, its webhook, and budgets.", .routes = routes, .tags = tags,
-    .events = events
-};
+const svc_area_t svc_billing_area = { .name = "billing", .routes = routes, .tags = tags,
+    .events = events,
+    .description = "Plans, usage, the payment provider's checkout, portal and payment method, "
+                   "its webhook, and budgets." };

@@ -61,10 +61,8 @@ static const svc_col_t target_keys[] = {
     SVC_COL_CREATED_AT,
     SVC_COL_END
 };
-static const svc_schema_t schema_target = {
-    .name = "DeployTarget", .description = "A machine whose agent runs deployments.",
-    .keys = target_keys
-};
+static const svc_schema_t schema_target = { .name = "DeployTarget", .keys = target_keys,
+    .description = "A machine whose agent runs deployments." };
 static const svc_col_t target_key_keys[] = {
     { .key = "key", .type = SVC_COL_TEXT, .format = "secret",
       .example = "svc_dek_4x9Vq2mZ7rT1bN8cK3wY6hJ0pL5sD2fG7aE9uR4tQ1iO0",
@@ -92,10 +90,8 @@ static const svc_col_t plan_keys[] = {
       .description = "Approve names it: a plan changed since it was read is not approved." },
     SVC_COL_END
 };
-static const svc_schema_t schema_plan = {
-    .name = "DeploymentPlan", .description = "How a deployment runs on its target.",
-    .keys = plan_keys
-};
+static const svc_schema_t schema_plan = { .name = "DeploymentPlan", .keys = plan_keys,
+    .description = "How a deployment runs on its target." };
 static const svc_col_t replica_keys[] = {
     { .key = "index", .type = SVC_COL_INT, .flags = SVC_COL_OPTIONAL },
     { .key = "port", .type = SVC_COL_INT, .flags = SVC_COL_OPTIONAL },
@@ -111,10 +107,8 @@ static const svc_col_t workload_keys[] = {
       .description = "Where a separated workload lives now, on the target." },
     SVC_COL_END
 };
-static const svc_schema_t schema_workload = {
-    .name = "DeploymentWorkload", .description = "What the agent last said runs (the keys it "
-        "knows of, as it reported them).", .keys = workload_keys
-};
+static const svc_schema_t schema_workload = { .name = "DeploymentWorkload", .keys = workload_keys,
+    .description = "What the agent last said runs (the keys it knows of, as it reported them)." };
 static const svc_col_t error_keys[] = {
     { .key = "code", .type = SVC_COL_TEXT, .example = "plan_failed" },
     { .key = "message", .type = SVC_COL_TEXT },
@@ -158,10 +152,8 @@ static const svc_col_t deployment_keys[] = {
         "\"Telemetry\")." },
     SVC_COL_END
 };
-static const svc_schema_t schema_deployment = {
-    .name = "Deployment", .description = "A run's artifact deployed on a target.",
-    .keys = deployment_keys
-};
+static const svc_schema_t schema_deployment = { .name = "Deployment", .keys = deployment_keys,
+    .description = "A run's artifact deployed on a target." };
 
 /* The agents' side. */
 static const svc_col_t desired_keys[] = {
@@ -176,10 +168,8 @@ static const svc_col_t desired_keys[] = {
     { .key = "replicas", .type = SVC_COL_INT },
     SVC_COL_END
 };
-static const svc_schema_t schema_desired = {
-    .name = "DeploymentDesired", .description = "What the agent is to make of a deployment.",
-    .keys = desired_keys
-};
+static const svc_schema_t schema_desired = { .name = "DeploymentDesired", .keys = desired_keys,
+    .description = "What the agent is to make of a deployment." };
 static const svc_col_t view_work_keys[] = {
     { .key = "work_id", .type = SVC_COL_TEXT, .id = "wrk" },
     { .key = "action", .type = SVC_COL_TEXT, .values = work_actions },
@@ -203,17 +193,15 @@ static const svc_col_t view_keys[] = {
     { .key = "deployments", .type = SVC_COL_ARRAY, .sub = view_dep_keys },
     SVC_COL_END
 };
-static const svc_schema_t schema_agent_view = {
-    .name = "AgentView", .description = "What a target should run now.", .keys = view_keys
-};
+static const svc_schema_t schema_agent_view = { .name = "AgentView", .keys = view_keys,
+    .description = "What a target should run now." };
 static const svc_col_t heartbeat_keys[] = {
     { .key = "target_id", .type = SVC_COL_TEXT, .id = "dtg" },
     { .key = "status", .type = SVC_COL_TEXT, .values = SVC_VALUES("online") },
     SVC_COL_END
 };
-static const svc_schema_t schema_heartbeat = {
-    .name = "AgentHeartbeat", .description = "A heartbeat taken.", .keys = heartbeat_keys
-};
+static const svc_schema_t schema_heartbeat = { .name = "AgentHeartbeat", .keys = heartbeat_keys,
+    .description = "A heartbeat taken." };
 static const svc_col_t report_keys[] = {
     { .key = "work_id", .type = SVC_COL_TEXT, .id = "wrk" },
     { .key = "outcome", .type = SVC_COL_TEXT, .values = SVC_VALUES("done", "failed",
@@ -224,10 +212,8 @@ static const svc_col_t report_keys[] = {
       .values = dep_statuses },
     SVC_COL_END
 };
-static const svc_schema_t schema_report = {
-    .name = "AgentReport", .description = "What became of a report of work.",
-    .keys = report_keys
-};
+static const svc_schema_t schema_report = { .name = "AgentReport", .keys = report_keys,
+    .description = "What became of a report of work." };
 
 /* Telemetry (svc_telemetry.c). */
 static const svc_col_t log_request_keys[] = {
@@ -240,10 +226,9 @@ static const svc_col_t log_request_keys[] = {
         "(a deployment.logs event says so)." },
     SVC_COL_END
 };
-static const svc_schema_t schema_log_request = {
-    .name = "DeploymentLogRequest", .description = "Fresh logs asked of the agent.",
-    .keys = log_request_keys
-};
+static const svc_schema_t schema_log_request = { .name = "DeploymentLogRequest",
+    .keys = log_request_keys,
+    .description = "Fresh logs asked of the agent." };
 static const svc_header_t logs_headers[] = {
     { .name = "X-Log-Request", .type = SVC_COL_TEXT, .required = 1,
       .description = "The log request (lgr_...) this upload answered.",
@@ -274,10 +259,9 @@ static const svc_col_t metrics_keys[] = {
       .description = "One per replica sampled, then the sum (replica null)." },
     SVC_COL_END
 };
-static const svc_schema_t schema_metrics = {
-    .name = "DeploymentMetrics", .description = "A deployment's resources over time, as its "
-        "agent sampled them every 15 seconds.", .keys = metrics_keys
-};
+static const svc_schema_t schema_metrics = { .name = "DeploymentMetrics", .keys = metrics_keys,
+    .description = "A deployment's resources over time, as its agent sampled them every 15 "
+                   "seconds." };
 static const svc_col_t bucket_keys[] = {
     { .key = "start", .type = SVC_COL_TIME },
     { .key = "up", .type = SVC_COL_INT, .description = "Probes that passed." },
@@ -318,20 +302,17 @@ static const svc_col_t log_upload_keys[] = {
     { .key = "truncated", .type = SVC_COL_BOOL },
     SVC_COL_END
 };
-static const svc_schema_t schema_log_upload = {
-    .name = "AgentLogUpload", .description = "What became of an upload of logs.",
-    .keys = log_upload_keys
-};
+static const svc_schema_t schema_log_upload = { .name = "AgentLogUpload", .keys = log_upload_keys,
+    .description = "What became of an upload of logs." };
 static const svc_col_t telemetry_taken_keys[] = {
     { .key = "metrics", .type = SVC_COL_INT, .description = "Samples taken." },
     { .key = "probes", .type = SVC_COL_INT, .description = "Probes taken." },
     SVC_COL_END
 };
-static const svc_schema_t schema_telemetry_taken = {
-    .name = "AgentTelemetry", .description = "What a report of samples and probes gave: "
-        "those of deployments not on this target, or malformed, are left out.",
-    .keys = telemetry_taken_keys
-};
+static const svc_schema_t schema_telemetry_taken = { .name = "AgentTelemetry",
+    .keys = telemetry_taken_keys,
+    .description = "What a report of samples and probes gave: those of deployments not on this "
+                   "target, or malformed, are left out." };
 
 /* The events: deployment.status on the org's streams; the rest addressed
  * to one target, carried by its agent's work stream only. */
@@ -343,10 +324,9 @@ static const svc_col_t status_event_keys[] = {
     { .key = "error", .type = SVC_COL_OBJECT, .flags = SVC_COL_NULL, .sub = error_keys },
     SVC_COL_END
 };
-static const svc_schema_t status_event = {
-    .name = "DeploymentStatusEvent", .description = "deployment.status: a deployment was "
-        "made or changed status.", .keys = status_event_keys
-};
+static const svc_schema_t status_event = { .name = "DeploymentStatusEvent",
+    .keys = status_event_keys,
+    .description = "deployment.status: a deployment was made or changed status." };
 static const svc_col_t work_event_keys[] = {
     { .key = "work_id", .type = SVC_COL_TEXT, .id = "wrk" },
     { .key = "action", .type = SVC_COL_TEXT, .values = work_actions },
@@ -354,27 +334,24 @@ static const svc_col_t work_event_keys[] = {
     { .key = "desired", .type = SVC_COL_OBJECT, .ref = &schema_desired },
     SVC_COL_END
 };
-static const svc_schema_t work_event = {
-    .name = "AgentWorkEvent", .description = "agent.work: a piece of work for the target.",
-    .keys = work_event_keys
-};
+static const svc_schema_t work_event = { .name = "AgentWorkEvent", .keys = work_event_keys,
+    .description = "agent.work: a piece of work for the target." };
 static const svc_col_t rotated_event_keys[] = {
     { .key = "target_id", .type = SVC_COL_TEXT, .id = "dtg" },
     { .key = "key_hint", .type = SVC_COL_TEXT },
     SVC_COL_END
 };
-static const svc_schema_t rotated_event = {
-    .name = "TargetKeyRotatedEvent", .description = "target.key_rotated: the target has a new "
-        "key; a stream opened with the old one ends.", .keys = rotated_event_keys
-};
+static const svc_schema_t rotated_event = { .name = "TargetKeyRotatedEvent",
+    .keys = rotated_event_keys,
+    .description = "target.key_rotated: the target has a new key; a stream opened with the old "
+                   "one ends." };
 static const svc_col_t removed_event_keys[] = {
     { .key = "target_id", .type = SVC_COL_TEXT, .id = "dtg" },
     SVC_COL_END
 };
-static const svc_schema_t removed_event = {
-    .name = "TargetRemovedEvent", .description = "target.removed: the target was removed; its "
-        "stream ends.", .keys = removed_event_keys
-};
+static const svc_schema_t removed_event = { .name = "TargetRemovedEvent",
+    .keys = removed_event_keys,
+    .description = "target.removed: the target was removed; its stream ends." };
 static const svc_col_t logs_event_keys[] = {
     { .key = "deployment_id", .type = SVC_COL_TEXT, .id = "dep" },
     { .key = "log_request_id", .type = SVC_COL_TEXT, .id = "lgr" },
@@ -382,10 +359,8 @@ static const svc_col_t logs_event_keys[] = {
     { .key = "truncated", .type = SVC_COL_BOOL },
     SVC_COL_END
 };
-static const svc_schema_t logs_event = {
-    .name = "DeploymentLogsEvent", .description = "deployment.logs: logs asked for arrived "
-        "(GET .../logs?request=).", .keys = logs_event_keys
-};
+static const svc_schema_t logs_event = { .name = "DeploymentLogsEvent", .keys = logs_event_keys,
+    .description = "deployment.logs: logs asked for arrived (GET .../logs?request=)." };
 static const svc_col_t incident_event_keys[] = {
     { .key = "deployment_id", .type = SVC_COL_TEXT, .id = "dep" },
     { .key = "improvement_id", .type = SVC_COL_TEXT, .id = "imp" },
@@ -399,21 +374,20 @@ static const svc_col_t incident_event_keys[] = {
       .description = "Reports that found it failing since it was filed." },
     SVC_COL_END
 };
-static const svc_schema_t incident_event = {
-    .name = "DeploymentIncidentEvent", .description = "deployment.incident: an incident of a "
-        "running deployment was filed (as an improvement), failed again after it recovered, "
-        "or recovered.", .keys = incident_event_keys
-};
+static const svc_schema_t incident_event = { .name = "DeploymentIncidentEvent",
+    .keys = incident_event_keys,
+    .description = "deployment.incident: an incident of a running deployment was filed (as an "
+                   "improvement), failed again after it recovered, or recovered." };
 static const svc_col_t logs_requested_keys[] = {
     { .key = "log_request_id", .type = SVC_COL_TEXT, .id = "lgr" },
     { .key = "deployment_id", .type = SVC_COL_TEXT, .id = "dep" },
     { .key = "lines", .type = SVC_COL_INT },
     SVC_COL_END
 };
-static const svc_schema_t logs_requested_event = {
-    .name = "DeploymentLogsRequestedEvent", .description = "deployment.logs_requested: upload "
-        "the last `lines` lines of each replica's output.", .keys = logs_requested_keys
-};
+static const svc_schema_t logs_requested_event = { .name = "DeploymentLogsRequestedEvent",
+    .keys = logs_requested_keys,
+    .description = "deployment.logs_requested: upload the last `lines` lines of each replica's "
+                   "output." };
 static const svc_event_kind_t events[] = {
     { "deployment.status", &status_event, "A deployment is made and at every status change." },
     { "deployment.logs", &logs_event, "Logs asked for with request-logs were uploaded." },
@@ -559,8 +533,6 @@ static const svc_route_t routes[] = {
     SVC_ROUTE_END,
 };
 
-const svc_area_t svc_deploy_area = {
-    .name = "deploy", .description = "Deploy targets, deployments, their plans, and the deploy "
-        "agents' routes.", .routes = routes, .tags = tags, .events = events,
-    .agent_events = agent_events
-};
+const svc_area_t svc_deploy_area = { .name = "deploy", .routes = routes, .tags = tags,
+    .events = events, .agent_events = agent_events,
+    .description = "Deploy targets, deployments, their plans, and the deploy agents' routes." };

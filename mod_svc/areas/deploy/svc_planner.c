@@ -146,11 +146,14 @@ static void fail(outcome_t *o, const char *code, const char *message)
 static void ask_model(planner_t *pl, svc_db_t *db, apr_pool_t *p, const job_t *job,
                       const apr_array_header_t *files, apr_hash_t *contents, outcome_t *o)
 {
-    svc_llm_msg_t msg;
-    svc_llm_request_t req;
+    svc_llm_msg_t msg = { .role = "user" };
+    svc_llm_request_t req = { .system = svc_deploy_plan_system, .messages = &msg,
+                              .nmessages = 1, .json = 1, .max_tokens = 1024 };
+    svc_usage_t usage = { .org_id = job->org_id, .user_id = job->created_by,
+                          .purpose = "deployment.plan", .subject_type = "deployment",
+                          .subject_id = job->id };
     svc_llm_reply_t *reply = NULL;
     svc_provider_t *prov;
-    svc_usage_t usage;
     const char *why;
     json_t *plan;
     apr_status_t rv = svc_provider_default(db, p, pl->sc->conf, job->org_id, &prov);
@@ -171,21 +174,8 @@ static void ask_model(planner_t *pl, svc_db_t *db, apr_pool_t *p, const job_t *j
         fail(o, "internal", "The provider could not be read.");
         return;
     }
-    msg.role = "user";
     msg.content = svc_deploy_plan_prompt(p, files, contents);
-    memset(&req, 0, sizeof(req));
-    req.system = svc_deploy_plan_system;
-    req.messages = &msg;
-    req.nmessages = 1;
-    req.json = 1;
-    req.max_tokens = 1024;
     svc_provider_complete(p, pl->sc->conf, prov, &req, &reply);
-    memset(&usage, 0, sizeof(usage));
-    usage.org_id = job->org_id;
-    usage.user_id = job->created_by;
-    usage.purpose = "deployment.plan";
-    usage.subject_type = "deployment";
-    usage.subject_id = job->id;
     if (svc_provider_record_usage(db, p, prov, &usage, reply) != APR_SUCCESS) {
         say(pl, SVC_SUP_WARNING, "SVC0600: deployment %s: the model call's usage could not "
             "be recorded", job->id);
@@ -258,7 +248,7 @@ static apr_status_t outcome_tx(svc_db_t *db, apr_pool_t *p, void *baton)
     const outcome_tx_t *t = baton;
     svc_dep_change_t chg = { -1, NULL, NULL, NULL, NULL };
     svc_deployment_t *dep;
-    svc_actor_t actor;
+    svc_actor_t actor = { .kind = "system" };
     apr_status_t rv;
 
     if ((rv = svc_dep_lock(db, p, t->job->org_id, t->job->id, &dep)) != APR_SUCCESS) {
@@ -268,8 +258,6 @@ static apr_status_t outcome_tx(svc_db_t *db, apr_pool_t *p, void *baton)
         || strcmp(dep->planner, t->pl->node) != 0) {
         return OUTCOME_DROPPED;
     }
-    memset(&actor, 0, sizeof(actor));
-    actor.kind = "system";
     chg.plan = t->o->plan;
     chg.error_code = t->o->code;
     chg.error_message = t->o->message;

@@ -707,6 +707,13 @@ static int int_in(const json_t *v, json_int_t lo, json_int_t hi)
     return json_is_integer(v) && json_integer_value(v) >= lo && json_integer_value(v) <= hi;
 }
 
+/* What a sample and a probe both carry: the replica, and how long ago. */
+static int sample_ok(const json_t *m)
+{
+    return int_in(json_object_get(m, "replica"), 0, PLAN_REPLICAS_MAX - 1)
+           && int_in(json_object_get(m, "ago_ms"), 0, REPORT_AGO_MAX * 1000LL);
+}
+
 /* The samples as we take them: only known members, of the right types and
  * bounds; anything else in the list is dropped. */
 static json_t *clean_metrics(const json_t *list)
@@ -719,9 +726,7 @@ static json_t *clean_metrics(const json_t *list)
         if (i >= REPORT_ITEMS_MAX) {
             break;
         }
-        if (!int_in(json_object_get(m, "replica"), 0, PLAN_REPLICAS_MAX - 1)
-            || !int_in(json_object_get(m, "ago_ms"), 0, REPORT_AGO_MAX * 1000LL)
-            || !json_is_number(cpu) || json_number_value(cpu) < 0
+        if (!sample_ok(m) || !json_is_number(cpu) || json_number_value(cpu) < 0
             || json_number_value(cpu) > 1e12
             || !int_in(json_object_get(m, "rss_bytes"), 0, (json_int_t)1 << 50)
             || !int_in(json_object_get(m, "fds"), 0, APR_INT32_MAX)
@@ -749,9 +754,7 @@ static json_t *clean_probes(const json_t *list, int *pfailed)
         if (i >= REPORT_ITEMS_MAX) {
             break;
         }
-        if (!int_in(json_object_get(m, "replica"), 0, PLAN_REPLICAS_MAX - 1)
-            || !int_in(json_object_get(m, "ago_ms"), 0, REPORT_AGO_MAX * 1000LL)
-            || !json_is_boolean(json_object_get(m, "ok"))
+        if (!sample_ok(m) || !json_is_boolean(json_object_get(m, "ok"))
             || !(json_is_null(lat) || !lat || int_in(lat, 0, 600000))) {
             continue;
         }
@@ -845,7 +848,7 @@ static apr_status_t incidents(svc_ctx_t *ctx, svc_db_t *db, const char *dep_id,
         }
         {
             svc_incident_t inc;
-            svc_actor_t actor;
+            svc_actor_t actor = { .kind = "system" };
             const char *logs;
 
             if ((rv = svc_db_execv(db, &st_incident_context, ctx->pool, &res, dep_id))
@@ -882,8 +885,6 @@ static apr_status_t incidents(svc_ctx_t *ctx, svc_db_t *db, const char *dep_id,
             }
             inc.source_ref = dep_id;
             /* The audit entry first: filing takes the org's event lock. */
-            memset(&actor, 0, sizeof(actor));
-            actor.kind = "system";
             if ((rv = svc_audit_write(db, ctx->pool, &actor, org_id, "deployment.incident",
                                       "deployment", dep_id,
                                       svc_json_pool(ctx->pool,

@@ -60,8 +60,5 @@ static const svc_tag_t tags[] = {
     { NULL, NULL }
 };
 
-const svc_area_t svc_events_area = {
-    .name = "events",
-    .description = "Live event streams (server-sent events) over the durable event log.",
-    .routes = routes, .tags = tags
-};
+const svc_area_t svc_events_area = { .name = "events", .routes = routes, .tags = tags,
+    .description = "Live event streams (server-sent events) over the durable event log." };

@@ -92,12 +92,9 @@ static const svc_col_t task_keys[] = {
     SVC_COL_END
 };
 
-const svc_schema_t svc_schema_build_task = {
-    .name = "BuildTask",
-    .description = "A build task: one section document of the request's product, carried out "
-        "by a run.",
-    .keys = task_keys
-};
+const svc_schema_t svc_schema_build_task = { .name = "BuildTask", .keys = task_keys,
+    .description = "A build task: one section document of the request's product, carried out by "
+                   "a run." };
 
 static const svc_col_t started_keys[] = {
     { .key = "task_id", .type = SVC_COL_TEXT, .id = "tsk" },
@@ -113,11 +110,8 @@ static const svc_col_t run_all_keys[] = {
     SVC_COL_END
 };
 
-const svc_schema_t svc_schema_run_all = {
-    .name = "BuildTasksStarted",
-    .description = "What run-all started, and every task of the request now.",
-    .keys = run_all_keys
-};
+const svc_schema_t svc_schema_run_all = { .name = "BuildTasksStarted", .keys = run_all_keys,
+    .description = "What run-all started, and every task of the request now." };
 
 static const svc_stmt_t st_active_runs = {
     "svc_pipeline_active_runs",

@@ -83,11 +83,8 @@ static const svc_col_t estimate_keys[] = {
     SVC_COL_END
 };
 
-const svc_schema_t svc_schema_estimate = {
-    .name = "Estimate",
-    .description = "What building a request should cost, task by task (docs/api/pipeline.md).",
-    .keys = estimate_keys
-};
+const svc_schema_t svc_schema_estimate = { .name = "Estimate", .keys = estimate_keys,
+    .description = "What building a request should cost, task by task (docs/api/pipeline.md)." };
 
 /* One task's line of the estimate (added to `tasks`); its cost to *ptotal. */
 static void add_task(json_t *tasks, const svc_price_t *price, const char *task_id,

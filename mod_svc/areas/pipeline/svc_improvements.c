@@ -115,11 +115,8 @@ static const svc_col_t improvement_keys[] = {
     SVC_COL_END
 };
 
-const svc_schema_t svc_schema_improvement = {
-    .name = "Improvement",
-    .description = "A bug report or a feature ask of a project (docs/api/pipeline.md).",
-    .keys = improvement_keys
-};
+const svc_schema_t svc_schema_improvement = { .name = "Improvement", .keys = improvement_keys,
+    .description = "A bug report or a feature ask of a project (docs/api/pipeline.md)." };
 
 const svc_field_t svc_body_improvement_file[] = {
     { .name = "kind", .type = SVC_FT_ENUM, .required = 1, .values = svc_improvement_kinds,
@@ -285,7 +282,7 @@ apr_status_t svc_improvement_file_incident(svc_db_t *db, apr_pool_t *p,
 {
     const char *id = svc_id_new(p, "imp_");
     const char *kind = inc->kind ? inc->kind : "bug";
-    svc_actor_t actor;
+    svc_actor_t actor = { .kind = "system" };
     svc_dbres_t *res;
     apr_status_t rv;
 
@@ -307,8 +304,6 @@ apr_status_t svc_improvement_file_incident(svc_db_t *db, apr_pool_t *p,
         }
         return rv;
     }
-    memset(&actor, 0, sizeof(actor));
-    actor.kind = "system";
     rv = svc_audit_write(db, p, &actor, inc->org_id, "improvement.filed", "improvement", id,
                          svc_json_pool(p, json_pack("{s:s,s:s,s:s,s:s}", "kind", kind,
                                                     "title", inc->title, "source", "incident",

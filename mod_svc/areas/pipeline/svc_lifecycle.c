@@ -81,11 +81,8 @@ static const svc_col_t spent_keys[] = {
     SVC_COL_END
 };
 
-static const svc_schema_t spent_schema = {
-    .name = "ModelUsage",
-    .description = "What a set of model calls used, and cost.",
-    .keys = spent_keys
-};
+static const svc_schema_t spent_schema = { .name = "ModelUsage", .keys = spent_keys,
+    .description = "What a set of model calls used, and cost." };
 
 static const svc_col_t task_estimate_keys[] = {
     { .key = "input_tokens", .type = SVC_COL_INT },
@@ -94,8 +91,7 @@ static const svc_col_t task_estimate_keys[] = {
     SVC_COL_END
 };
 
-static const svc_schema_t task_usage_schema = {
-    .name = "BuildTaskWithUsage",
+static const svc_schema_t task_usage_schema = { .name = "BuildTaskWithUsage",
     .description = "A build task with what its runs used, and its estimate.",
     .keys = (const svc_col_t[]) {
         { .key = "usage", .type = SVC_COL_OBJECT, .ref = &spent_schema },
@@ -131,11 +127,8 @@ static const svc_col_t lifecycle_keys[] = {
     SVC_COL_END
 };
 
-const svc_schema_t svc_schema_lifecycle = {
-    .name = "RequestLifecycle",
-    .description = "Everything about a request, in one answer.",
-    .keys = lifecycle_keys
-};
+const svc_schema_t svc_schema_lifecycle = { .name = "RequestLifecycle", .keys = lifecycle_keys,
+    .description = "Everything about a request, in one answer." };
 
 /* JSON text read back into a value (taken by the pool). */
 static json_t *parsed(apr_pool_t *p, const char *text)

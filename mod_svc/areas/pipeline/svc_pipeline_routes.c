@@ -121,10 +121,8 @@ static const svc_tag_t tags[] = {
     { NULL, NULL }
 };
 
-const svc_area_t svc_pipeline_area = {
-    .name = "pipeline",
+const svc_area_t svc_pipeline_area = { .name = "pipeline", .routes = routes, .tags = tags,
+    .events = svc_pipeline_events,
     .description = "Requests stage by stage (intake, planning, review, build, integration, "
-        "done), their build tasks and runs, the cost estimate, integration approval; "
-        "improvements.",
-    .routes = routes, .tags = tags, .events = svc_pipeline_events
-};
+                   "done), their build tasks and runs, the cost estimate, integration approval; "
+                   "improvements." };

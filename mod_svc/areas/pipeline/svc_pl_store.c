@@ -83,14 +83,11 @@ static const svc_col_t request_summary_keys[] = {
     SVC_COL_END
 };
 
-const svc_schema_t svc_schema_request_summary = {
-    .name = "RequestSummary",
-    .description = "A pipeline request as lists show it (without its body).",
-    .keys = request_summary_keys
-};
+const svc_schema_t svc_schema_request_summary = { .name = "RequestSummary",
+    .keys = request_summary_keys,
+    .description = "A pipeline request as lists show it (without its body)." };
 
-const svc_schema_t svc_schema_request = {
-    .name = "Request",
+const svc_schema_t svc_schema_request = { .name = "Request",
     .description = "A pipeline request: something to build or change, stage by stage "
         "(docs/api/pipeline.md).",
     .keys = (const svc_col_t[]) {
@@ -103,8 +100,7 @@ const svc_schema_t svc_schema_request = {
 
 /* The events of the pipeline (svc_pl_event, svc_improvement_incident, and
  * the database's trigger on runs for request.task: sql/011). */
-static const svc_schema_t stage_event = {
-    .name = "RequestStageEvent",
+static const svc_schema_t stage_event = { .name = "RequestStageEvent",
     .description = "request.stage: a request was made, or its stage or status changed.",
     .keys = (const svc_col_t[]) {
         { .key = "request_id", .type = SVC_COL_TEXT, .id = "rqs" },
@@ -114,8 +110,7 @@ static const svc_schema_t stage_event = {
     }
 };
 
-static const svc_schema_t task_event = {
-    .name = "RequestTaskEvent",
+static const svc_schema_t task_event = { .name = "RequestTaskEvent",
     .description = "request.task: a build task was made, started, or followed its run.",
     .keys = (const svc_col_t[]) {
         { .key = "request_id", .type = SVC_COL_TEXT, .id = "rqs" },
@@ -126,8 +121,7 @@ static const svc_schema_t task_event = {
     }
 };
 
-static const svc_schema_t decision_event = {
-    .name = "RequestDecisionEvent",
+static const svc_schema_t decision_event = { .name = "RequestDecisionEvent",
     .description = "request.decision: a decision about a request.",
     .keys = (const svc_col_t[]) {
         { .key = "request_id", .type = SVC_COL_TEXT, .id = "rqs" },
@@ -137,8 +131,7 @@ static const svc_schema_t decision_event = {
     }
 };
 
-static const svc_schema_t filed_event = {
-    .name = "ImprovementFiledEvent",
+static const svc_schema_t filed_event = { .name = "ImprovementFiledEvent",
     .description = "improvement.filed: a member, or the service for an incident, filed one.",
     .keys = (const svc_col_t[]) {
         { .key = "improvement_id", .type = SVC_COL_TEXT, .id = "imp" },
@@ -148,8 +141,7 @@ static const svc_schema_t filed_event = {
     }
 };
 
-static const svc_schema_t decided_event = {
-    .name = "ImprovementDecisionEvent",
+static const svc_schema_t decided_event = { .name = "ImprovementDecisionEvent",
     .description = "improvement.decision: an improvement was approved (with the request it "
         "became) or rejected.",
     .keys = (const svc_col_t[]) {

@@ -89,10 +89,13 @@ static apr_status_t draft_toc(svc_ctx_t *ctx, svc_db_t *db, const svc_request_t 
                               draft_t *d)
 {
     svc_provider_t *prov;
-    svc_llm_msg_t msg;
-    svc_llm_request_t lr;
+    svc_llm_msg_t msg = { .role = "user" };
+    svc_llm_request_t lr = { .system = plan_prompt, .messages = &msg, .nmessages = 1,
+                             .json = 1, .max_tokens = PLAN_MAX_TOKENS };
+    svc_usage_t usage = { .org_id = ctx->org->id, .user_id = ctx->who->user_id,
+                          .purpose = "request.plan", .subject_type = "request",
+                          .subject_id = req->id };
     svc_llm_reply_t *reply;
-    svc_usage_t usage;
     const char *why = NULL;
     apr_status_t rv;
 
@@ -110,14 +113,7 @@ static apr_status_t draft_toc(svc_ctx_t *ctx, svc_db_t *db, const svc_request_t 
     if (rv != APR_SUCCESS || (rv = svc_ctx_db_release(ctx)) != APR_SUCCESS) {
         return rv;
     }
-    memset(&lr, 0, sizeof(lr));
-    msg.role = "user";
     msg.content = apr_pstrcat(ctx->pool, "Request: ", req->title, "\n\n", req->body, NULL);
-    lr.system = plan_prompt;
-    lr.messages = &msg;
-    lr.nmessages = 1;
-    lr.json = 1;
-    lr.max_tokens = PLAN_MAX_TOKENS;
     d->body = NULL;
     d->model = svc_provider_model(prov);
     if (svc_provider_complete(ctx->pool, ctx->conf, prov, &lr, &reply) == APR_SUCCESS
@@ -125,12 +121,6 @@ static apr_status_t draft_toc(svc_ctx_t *ctx, svc_db_t *db, const svc_request_t 
         reply->error_code = "provider_error";
         reply->error = apr_pstrcat(ctx->pool, "the model's answer cannot be used: ", why, NULL);
     }
-    memset(&usage, 0, sizeof(usage));
-    usage.org_id = ctx->org->id;
-    usage.user_id = ctx->who->user_id;
-    usage.purpose = "request.plan";
-    usage.subject_type = "request";
-    usage.subject_id = req->id;
     if ((rv = svc_ctx_db(ctx, &db)) != APR_SUCCESS
         || (rv = svc_provider_record_usage(db, ctx->pool, prov, &usage, reply)) != APR_SUCCESS) {
         return rv;

@@ -182,11 +182,8 @@ static const svc_col_t run_keys[] = {
     SVC_COL_END
 };
 
-const svc_schema_t svc_schema_run = {
-    .name = "Run",
-    .description = "A factory run (docs/api/runs.md).",
-    .keys = run_keys
-};
+const svc_schema_t svc_schema_run = { .name = "Run", .keys = run_keys,
+    .description = "A factory run (docs/api/runs.md)." };
 
 /* The detail adds the run's model calls (svc_h_runs_get). */
 static const svc_col_t run_call_keys[] = {
@@ -200,8 +197,7 @@ static const svc_col_t run_call_keys[] = {
     SVC_COL_END
 };
 
-const svc_schema_t svc_schema_run_detail = {
-    .name = "RunDetail",
+const svc_schema_t svc_schema_run_detail = { .name = "RunDetail",
     .description = "A run with what its model calls used, call by call.",
     .keys = (const svc_col_t[]) {
         { .key = "usage", .type = SVC_COL_OBJECT, .sub = (const svc_col_t[]) {
@@ -245,21 +241,15 @@ static const svc_col_t run_step_event_keys[] = {
     SVC_COL_END
 };
 
-static const svc_schema_t run_step_event = {
-    .name = "RunStepEvent",
-    .description = "run.step: an agent run's tool call (docs/api/runs.md).",
-    .keys = run_step_event_keys
-};
+static const svc_schema_t run_step_event = { .name = "RunStepEvent", .keys = run_step_event_keys,
+    .description = "run.step: an agent run's tool call (docs/api/runs.md)." };
 
-static const svc_schema_t run_status_event = {
-    .name = "RunStatusEvent", .description = "run.status: a run was made, or its status changed.",
-    .keys = run_status_event_keys
-};
+static const svc_schema_t run_status_event = { .name = "RunStatusEvent",
+    .keys = run_status_event_keys,
+    .description = "run.status: a run was made, or its status changed." };
 
-static const svc_schema_t run_log_event = {
-    .name = "RunLogEvent", .description = "run.log: the runner wrote a line to the run's log.",
-    .keys = run_log_event_keys
-};
+static const svc_schema_t run_log_event = { .name = "RunLogEvent", .keys = run_log_event_keys,
+    .description = "run.log: the runner wrote a line to the run's log." };
 
 const svc_event_kind_t svc_run_events[] = {
     { "run.status", &run_status_event, "A run is made (queued) and at every status change." },

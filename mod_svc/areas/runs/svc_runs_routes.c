@@ -71,7 +71,6 @@ static const svc_tag_t tags[] = {
     { NULL, NULL }
 };
 
-const svc_area_t svc_runs_area = {
-    .name = "runs", .description = "Factory runs: start, follow, cancel; their logs and artifacts.",
-    .routes = routes, .tags = tags, .events = svc_run_events
-};
+const svc_area_t svc_runs_area = { .name = "runs", .routes = routes, .tags = tags,
+    .events = svc_run_events,
+    .description = "Factory runs: start, follow, cancel; their logs and artifacts." };

@@ -3,6 +3,7 @@
  * No shell anywhere: every argv is built as an array.
  */
 #include "svc_sandbox.h"
+#include "svc_bwrap.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -21,14 +22,18 @@
 
 #define BWRAP "/usr/bin/bwrap"
 
-/* The top-level names a system keeps its programs and libraries under; each
- * is a symlink into /usr on merged-/usr systems, or a directory. */
-static const char *const system_dirs[] = { "/bin", "/sbin", "/lib", "/lib32", "/lib64",
-                                           "/libx32", NULL };
-
 static void push(apr_array_header_t *a, const char *s)
 {
     APR_ARRAY_PUSH(a, const char *) = s;
+}
+
+/* svc_bwrap's push: its arguments may be temporaries, so each is copied
+ * into the argv's pool. */
+static void push_copy(void *argv, const char *s)
+{
+    apr_array_header_t *a = argv;
+
+    push(a, apr_pstrdup(a->pool, s));
 }
 
 /* What name resolution and TLS read from /etc, for the init step (the
@@ -46,53 +51,10 @@ static const char *const net_etc[] = { "/etc/resolv.conf", "/etc/hosts", "/etc/n
  * from /etc, `ca_file` at SVC_SANDBOX_CA, and the environment of the
  * process as given (so a secret in it never appears in argv).
  */
-static void bwrap_argv(apr_array_header_t *a, apr_pool_t *p, const char *workspace,
-                       const char *factory, const char *ca_file)
+static void bwrap_argv(apr_array_header_t *a, const char *workspace, const char *factory,
+                       const char *ca_file)
 {
-    const char *const *d;
-    char target[256];
-    struct stat st;
-
-    push(a, BWRAP);
-    push(a, "--unshare-all");
-    if (!factory) {
-        push(a, "--share-net");
-    }
-    push(a, "--die-with-parent");
-    push(a, "--new-session");
-    push(a, "--ro-bind");
-    push(a, "/usr");
-    push(a, "/usr");
-    for (d = system_dirs; *d; d++) {
-        ssize_t n;
-
-        if (lstat(*d, &st) < 0) {
-            continue;
-        }
-        if (S_ISLNK(st.st_mode)
-            && (n = readlink(*d, target, sizeof(target) - 1)) > 0) {
-            target[n] = '\0';
-            push(a, "--symlink");
-            push(a, apr_pstrdup(p, target));
-            push(a, *d);
-        }
-        else if (S_ISDIR(st.st_mode)) {
-            push(a, "--ro-bind");
-            push(a, *d);
-            push(a, *d);
-        }
-    }
-    for (d = net_etc; !factory && *d; d++) {
-        push(a, "--ro-bind-try");
-        push(a, *d);
-        push(a, *d);
-    }
-    push(a, "--proc");
-    push(a, "/proc");
-    push(a, "--dev");
-    push(a, "/dev");
-    push(a, "--tmpfs");
-    push(a, "/tmp");
+    svc_bwrap_system(push_copy, a, BWRAP, !factory, factory ? NULL : net_etc);
     push(a, "--bind");
     push(a, workspace);
     push(a, SVC_SANDBOX_WORKSPACE);
@@ -110,16 +72,7 @@ static void bwrap_argv(apr_array_header_t *a, apr_pool_t *p, const char *workspa
     push(a, "--ro-bind");
     push(a, factory);
     push(a, SVC_SANDBOX_FACTORY);
-    push(a, "--clearenv");
-    push(a, "--setenv");
-    push(a, "PATH");
-    push(a, "/usr/local/bin:/usr/bin:/bin");
-    push(a, "--setenv");
-    push(a, "HOME");
-    push(a, "/tmp");
-    push(a, "--setenv");
-    push(a, "LANG");
-    push(a, "C.UTF-8");
+    svc_bwrap_env(push_copy, a, "/tmp");
     push(a, "--setenv");
     push(a, "TZ");
     push(a, "UTC");
@@ -132,7 +85,7 @@ const char **svc_sandbox_init_argv(apr_pool_t *p, const char *workspace, const c
     apr_array_header_t *a = apr_array_make(p, 64, sizeof(const char *));
     const char *const *c;
 
-    bwrap_argv(a, p, workspace, NULL, ca_file);
+    bwrap_argv(a, workspace, NULL, ca_file);
     for (c = command; *c; c++) {
         push(a, *c);
     }
@@ -180,7 +133,7 @@ apr_status_t svc_sandbox_argv(apr_pool_t *p, const svc_supervisor_conf_t *sc,
     int placed = 0;
 
     if (!sc->runner) {
-        bwrap_argv(a, p, workspace, sc->factory, NULL);
+        bwrap_argv(a, workspace, sc->factory, NULL);
         for (c = command; *c; c++) {
             push(a, *c);
         }

@@ -58,15 +58,11 @@ static const svc_col_t installation_keys[] = {
     SVC_COL_END
 };
 
-const svc_schema_t svc_schema_installation = {
-    .name = "VcsInstallation",
+const svc_schema_t svc_schema_installation = { .name = "VcsInstallation", .keys = installation_keys,
     .description = "A record of the code-hosting App installed on an account, linked to the "
-        "organization (docs/api/vcs.md).",
-    .keys = installation_keys
-};
+                   "organization (docs/api/vcs.md)." };
 
-const svc_schema_t svc_schema_installation_unlinked = {
-    .name = "VcsInstallationUnlinked",
+const svc_schema_t svc_schema_installation_unlinked = { .name = "VcsInstallationUnlinked",
     .description = "An installation unlinked from the organization.",
     .keys = (const svc_col_t[]) {
         { .key = "installation", .type = SVC_COL_OBJECT, .ref = &svc_schema_installation },
@@ -77,8 +73,7 @@ const svc_schema_t svc_schema_installation_unlinked = {
     }
 };
 
-const svc_schema_t svc_schema_install_url = {
-    .name = "VcsInstallUrl",
+const svc_schema_t svc_schema_install_url = { .name = "VcsInstallUrl",
     .description = "Where to send the browser to install the App.",
     .keys = (const svc_col_t[]) {
         { .key = "url", .type = SVC_COL_TEXT, .format = "uri" },
@@ -87,8 +82,7 @@ const svc_schema_t svc_schema_install_url = {
 };
 
 /* The event svc_vcs_installation_changed writes. */
-static const svc_schema_t installation_event = {
-    .name = "VcsInstallationEvent",
+static const svc_schema_t installation_event = { .name = "VcsInstallationEvent",
     .description = "vcs.installation: an installation record changed status.",
     .keys = (const svc_col_t[]) {
         { .key = "installation_id", .type = SVC_COL_INT },

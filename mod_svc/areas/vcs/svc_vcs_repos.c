@@ -33,11 +33,8 @@ static const svc_col_t repository_keys[] = {
     SVC_COL_END
 };
 
-const svc_schema_t svc_schema_repository = {
-    .name = "VcsRepository",
-    .description = "A repository at the code-hosting provider that an installation reaches.",
-    .keys = repository_keys
-};
+const svc_schema_t svc_schema_repository = { .name = "VcsRepository", .keys = repository_keys,
+    .description = "A repository at the code-hosting provider that an installation reaches." };
 
 const svc_col_t svc_vcs_repos_page_keys[] = {
     { .key = "truncated", .type = SVC_COL_BOOL,
@@ -59,14 +56,10 @@ static const svc_col_t link_keys[] = {
     SVC_COL_END
 };
 
-static const svc_schema_t link_schema = {
-    .name = "VcsLink",
-    .description = "A project's linked repository.",
-    .keys = link_keys
-};
+static const svc_schema_t link_schema = { .name = "VcsLink", .keys = link_keys,
+    .description = "A project's linked repository." };
 
-const svc_schema_t svc_schema_project_repository = {
-    .name = "ProjectRepository",
+const svc_schema_t svc_schema_project_repository = { .name = "ProjectRepository",
     .description = "The project's linked repository, if it has one.",
     .keys = (const svc_col_t[]) {
         { .key = "repository", .type = SVC_COL_OBJECT, .flags = SVC_COL_NULL,
@@ -84,8 +77,7 @@ static const svc_col_t created_repo_keys[] = {
     SVC_COL_END
 };
 
-const svc_schema_t svc_schema_repository_created = {
-    .name = "VcsRepositoryCreated",
+const svc_schema_t svc_schema_repository_created = { .name = "VcsRepositoryCreated",
     .description = "A repository made at the provider, and the project's link to it.",
     .keys = (const svc_col_t[]) {
         { .key = "repository", .type = SVC_COL_OBJECT, .sub = created_repo_keys },

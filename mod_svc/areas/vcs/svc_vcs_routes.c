@@ -120,9 +120,7 @@ static const svc_tag_t tags[] = {
     { NULL, NULL }
 };
 
-const svc_area_t svc_vcs_area = {
-    .name = "vcs",
+const svc_area_t svc_vcs_area = { .name = "vcs", .routes = routes, .tags = tags,
+    .events = svc_vcs_events,
     .description = "The code-hosting App: setup, installations, the webhook, repositories and "
-        "project links.",
-    .routes = routes, .tags = tags, .events = svc_vcs_events
-};
+                   "project links." };

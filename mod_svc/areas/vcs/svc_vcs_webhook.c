@@ -119,14 +119,10 @@ static const svc_col_t delivery_item[] = {
     SVC_COL_END
 };
 
-const svc_schema_t svc_schema_delivery = {
-    .name = "VcsDelivery",
-    .description = "A webhook delivery the service recorded (docs/api/vcs.md).",
-    .keys = delivery_item
-};
+const svc_schema_t svc_schema_delivery = { .name = "VcsDelivery", .keys = delivery_item,
+    .description = "A webhook delivery the service recorded (docs/api/vcs.md)." };
 
-const svc_schema_t svc_schema_delivery_detail = {
-    .name = "VcsDeliveryDetail",
+const svc_schema_t svc_schema_delivery_detail = { .name = "VcsDeliveryDetail",
     .description = "A recorded delivery with its payload, as the provider sent it.",
     .keys = (const svc_col_t[]) {
         { .key = "payload", .type = SVC_COL_OBJECT, .description = "The event's body." },
@@ -135,8 +131,7 @@ const svc_schema_t svc_schema_delivery_detail = {
     .base = &svc_schema_delivery
 };
 
-const svc_schema_t svc_schema_delivery_receipt = {
-    .name = "VcsDeliveryReceipt",
+const svc_schema_t svc_schema_delivery_receipt = { .name = "VcsDeliveryReceipt",
     .description = "What the webhook did with a delivery.",
     .keys = (const svc_col_t[]) {
         { .key = "status", .type = SVC_COL_TEXT, .values = SVC_VALUES("accepted", "duplicate"),
@@ -404,24 +399,29 @@ apr_status_t svc_h_vcs_deliveries_list(svc_ctx_t *ctx)
     return svc_reply_rows(ctx, &st_wh_list, delivery_item, SVC_PAGE_BEFORE, SVC_PAGE_FETCH);
 }
 
+static apr_status_t no_delivery(svc_ctx_t *ctx)
+{
+    return svc_fail(ctx, 404, "not_found", "No delivery with this id was recorded.");
+}
+
 apr_status_t svc_h_vcs_delivery_get(svc_ctx_t *ctx)
 {
-    const char *id = apr_table_get(ctx->params, "deliveryId");
-    svc_dbres_t *res;
+    const char *json;
     svc_db_t *db;
     apr_status_t rv;
 
     if (!svc_vcs_app(ctx->conf)) {
         return svc_vcs_off(ctx);
     }
-    if ((rv = svc_ctx_db(ctx, &db)) != APR_SUCCESS
-        || (rv = svc_db_execv(db, &st_wh_get, ctx->pool, &res, id)) != APR_SUCCESS) {
+    if ((rv = svc_ctx_db(ctx, &db)) != APR_SUCCESS) {
         return rv;
     }
-    if (svc_dbres_rows(res) != 1) {
-        return svc_fail(ctx, 404, "not_found", "No delivery with this id was recorded.");
+    rv = svc_db_value(db, &st_wh_get, ctx->pool, &json, NULL,
+                      apr_table_get(ctx->params, "deliveryId"));
+    if (rv == SVC_ENOTFOUND) {
+        return no_delivery(ctx);
     }
-    return svc_reply_text(ctx, 200, svc_dbres_str(res, 0, 0));
+    return rv != APR_SUCCESS ? rv : svc_reply_text(ctx, 200, json);
 }
 
 /* An operator's redelivery of a failed delivery (baton: its id). */
@@ -439,7 +439,7 @@ static apr_status_t redeliver_tx(svc_ctx_t *ctx, svc_db_t *db, void *baton)
         return rv;
     }
     if (svc_dbres_rows(res) != 1) {
-        return svc_fail(ctx, 404, "not_found", "No delivery with this id was recorded.");
+        return no_delivery(ctx);
     }
     if (strcmp(svc_dbres_str(res, 0, 4), "failed") != 0) {
         return svc_fail(ctx, 409, "invalid_status", "This delivery was processed; only one "
@@ -477,7 +477,7 @@ apr_status_t svc_h_vcs_delivery_redeliver(svc_ctx_t *ctx)
         return svc_vcs_off(ctx);
     }
     if (!svc_word_valid(id, 100)) {
-        return svc_fail(ctx, 404, "not_found", "No delivery with this id was recorded.");
+        return no_delivery(ctx);
     }
     rv = svc_write(ctx, redeliver_tx, (void *)id);
     /* It failed again: one more failed attempt, with why. */
