@@ -283,11 +283,13 @@ static void set_notes(request_rec *r, const svc_ctx_t *ctx)
     if (ctx->route) {
         apr_table_setn(r->notes, "svc-route", ctx->route->path);
     }
+    /* Copied: the context's pool may go before the request (an event
+     * stream's, see svc_handler). */
     if (ctx->who && ctx->who->user_id) {
-        apr_table_setn(r->notes, "svc-user", ctx->who->user_id);
+        apr_table_set(r->notes, "svc-user", ctx->who->user_id);
     }
     if (ctx->org && ctx->org->slug) {
-        apr_table_setn(r->notes, "svc-org", ctx->org->slug);
+        apr_table_set(r->notes, "svc-org", ctx->org->slug);
     }
 }
 
@@ -315,6 +317,7 @@ int svc_handler(request_rec *r)
 {
     svc_server_conf *sc;
     stream_body_t *sb = NULL;
+    apr_pool_t *cp;
     svc_ctx_t *ctx;
     apr_status_t rv;
     int refused, ret;
@@ -329,7 +332,19 @@ int svc_handler(request_rec *r)
         return DECLINED;
     }
     sc = ap_get_module_config(r->server->module_config, &svc_module);
-    ctx = svc_glue_ctx(r, r->pool);
+    /*
+     * The context lives in a pool of its own under the request's: an event
+     * stream's request lives as long as the stream, and what authorizing it
+     * took (the caller, the org, the route's parameters, the database's
+     * answers: some 4 KiB, which pushed the request's pool into a second
+     * 8 KiB block) goes when the stream is suspended (svc_sse_begin keeps
+     * what it needs). Nothing of the request may point into it: what goes
+     * into the request's tables is copied there.
+     */
+    apr_pool_create(&cp, r->pool);
+    apr_pool_tag(cp, "svc_ctx");
+    ctx = svc_glue_ctx(r, cp);
+    ctx->request_id = apr_pstrdup(r->pool, ctx->request_id);
 
     apr_table_setn(r->err_headers_out, "X-Request-Id", ctx->request_id);
     /* The access log can show it too: LogFormat "... %{SVC_REQUEST_ID}e". */
@@ -398,5 +413,10 @@ int svc_handler(request_rec *r)
     }
     svc_metrics_request(svc_metrics_current(), ctx->route, r->status,
                         apr_time_now() - r->request_time);
+    if (ret == SUSPENDED) {
+        /* Before the handler returns: the stream's callbacks, which make
+         * pools under the request's, wait for it (r->invoke_mtx). */
+        apr_pool_destroy(cp);
+    }
     return ret;
 }

@@ -87,8 +87,17 @@ APLOG_USE_MODULE(svc);
  * releases its connection: the worker that suspended it may still be
  * returning through the MPM (see the note above). */
 #define SSE_SETTLE      apr_time_from_sec(1)
-/* What the client's EventSource waits before reconnecting, in ms. */
+/* What the client's EventSource waits before reconnecting, in ms, and
+ * the stream's first bytes that say so. */
 #define SSE_RETRY_MS    2000
+#define SSE_RETRY_LINE  "retry: " APR_STRINGIFY(SSE_RETRY_MS) "\n\n"
+#define SSE_BEAT_LINE   ": heartbeat\n\n"
+/* One event: its id, kind and data (one line of JSON). */
+#define SSE_FRAME       "id: %" APR_INT64_T_FMT "\nevent: %s\ndata: %s\n\n"
+/* Set-aside bytes up to this size are copied into the bucket allocator's
+ * own block (APR keeps small pieces there); larger ones into a buffer of
+ * their size (see net_out). */
+#define SSE_SMALL_COPY  128
 /* Bytes a stream lets wait for its client before it frames no more events;
  * it goes on when the socket has taken them. */
 #define SSE_BACKLOG     (64 * 1024)
@@ -100,15 +109,15 @@ APLOG_USE_MODULE(svc);
  * order, without a worker (see table_enter). */
 #define SSE_TABLE_READERS 4
 /* What the connection's allocator of a stream keeps of the memory freed on
- * it: one block (8 KiB), which each event's frame takes again; the blocks
- * of the replay's pool and of any other buffer go back to malloc once freed,
- * shared by every stream instead of kept by each for as long as it lives
- * (httpd's MaxMemFree, 2 MiB or unlimited by default, suits connections
- * that come and go). Keeping less than a block saved 4 KiB more a stream,
- * but made each frame a malloc and a free of 8 KiB, and with hundreds of
- * streams woken at once other requests then waited for workers
- * (t/events/stall.t failed three times in three on a loaded machine). */
-#define SSE_MAX_FREE    (8 * 1024)
+ * it: nothing (APR frees a block whose size is above this; 0 would mean
+ * "everything"). A stream's frames, heartbeats and set-aside bytes never
+ * take a block of the connection's allocator (see frame and net_out), so
+ * what is freed on it (the request context's pool, the response head's
+ * buffer, later an access check's or a catch-up's pool) is rare and goes
+ * back to malloc, shared by every stream, instead of 8 KiB kept by each
+ * for as long as it lives (httpd's MaxMemFree, 2 MiB or unlimited by
+ * default, suits connections that come and go). */
+#define SSE_MAX_FREE    1
 /* What a client refused for holding too many streams waits, in seconds. */
 #define SSE_LIMIT_RETRY "15"
 
@@ -158,7 +167,7 @@ struct sse_stream {
     sse_net *net;
     int fd;                     /* the socket's, for the watcher */
     apr_uint32_t slot, gen;     /* the watcher's: where it is registered */
-    const char *run_id;
+    const char *run_id;         /* these strings in tail */
     int until_run_ends;
     const char *target_id;      /* a deploy agent's work stream: its target */
     const char *recheck_prefix; /* events of these kinds have access checked at once */
@@ -167,11 +176,16 @@ struct sse_stream {
     apr_time_t suspended_at;
     apr_time_t next_recheck;
     const svc_route_t *route;
-    apr_table_t *params;
+    const char *params;         /* the route's parameters: nparams keys and values, in tail */
+    int nparams;
+    apr_size_t tail_used;       /* bytes of params filled (tail_fill) */
     apr_bucket_brigade *bb;
     sse_stream *tprev, *tnext; /* waiting for the table (table_lock) */
     int table_waiting;
     int recheck_first;          /* check access at the first callback (svc_sse_begin) */
+    /* What the stream keeps of its request's context, which goes when the
+     * stream is suspended (svc_handler): NUL-terminated strings. */
+    char tail[];
 };
 
 /*
@@ -302,6 +316,38 @@ static apr_status_t net_write(sse_net *net)
     return rv;
 }
 
+/*
+ * Keeps a bucket for later, as apr_bucket_setaside does, but a transient
+ * bucket's bytes (the chunk filter's sizes; with TLS, mod_ssl's records of
+ * every frame) beyond a few go into a malloc'd buffer of their size, freed
+ * with the bucket: APR would copy them into a block of at least 8 KiB of
+ * the connection's allocator, taken and freed again for every frame, which
+ * the allocator would then either keep (8 KiB a stream, for as long as it
+ * lives) or malloc and free each time (see SSE_MAX_FREE). Our own frames
+ * are heap buckets already, kept as they are.
+ */
+static apr_status_t net_setaside(apr_bucket *b, apr_pool_t *p)
+{
+    apr_status_t rv;
+
+    if (APR_BUCKET_IS_TRANSIENT(b) && b->length > SSE_SMALL_COPY) {
+        const char *data;
+        apr_size_t len;
+        char *copy;
+
+        if ((rv = apr_bucket_read(b, &data, &len, APR_BLOCK_READ)) != APR_SUCCESS) {
+            return rv;
+        }
+        if ((copy = malloc(len)) != NULL) {
+            memcpy(copy, data, len);
+            apr_bucket_heap_make(b, copy, len, free);
+            return APR_SUCCESS;
+        }
+    }
+    rv = apr_bucket_setaside(b, p);
+    return rv == APR_ENOTIMPL ? APR_SUCCESS : rv;
+}
+
 static apr_status_t net_out(ap_filter_t *f, apr_bucket_brigade *bb)
 {
     sse_net *net = f->ctx;
@@ -333,8 +379,7 @@ static apr_status_t net_out(ap_filter_t *f, apr_bucket_brigade *bb)
                 return rv;
             }
         }
-        rv = apr_bucket_setaside(b, f->c->pool);
-        if (rv != APR_SUCCESS && rv != APR_ENOTIMPL) {
+        if ((rv = net_setaside(b, f->c->pool)) != APR_SUCCESS) {
             apr_brigade_cleanup(bb);
             return rv;
         }
@@ -405,14 +450,30 @@ static int is_final_status(const char *kind, const char *text)
     return final;
 }
 
-/* Appends one event in the SSE format (data is one line of JSON); about
- * how many bytes that took. */
+/*
+ * Appends one event in the SSE format (data is one line of JSON); about how
+ * many bytes that took. The frame is a malloc'd buffer of its own size in a
+ * heap bucket that frees it once written: a few hundred bytes, where the
+ * brigade's own buffer would be a block of at least 8 KiB of the
+ * connection's allocator (see SSE_MAX_FREE). Without memory for that, it
+ * goes the brigade's way.
+ */
 static apr_size_t frame(apr_bucket_brigade *bb, apr_int64_t id, const char *kind,
                         const char *data)
 {
-    apr_brigade_printf(bb, NULL, NULL, "id: %" APR_INT64_T_FMT "\nevent: %s\ndata: %s\n\n",
-                       id, kind, data);
-    return 40 + strlen(kind) + strlen(data);
+    apr_size_t klen = strlen(kind), dlen = strlen(data);
+    /* "id: ", 20 digits at most, "\nevent: ", "\ndata: ", "\n\n" and the NUL. */
+    apr_size_t cap = 4 + 20 + 8 + klen + 7 + dlen + 2 + 1;
+    char *buf = malloc(cap);
+
+    if (buf) {
+        apr_size_t n = (apr_size_t)apr_snprintf(buf, cap, SSE_FRAME, id, kind, data);
+        APR_BRIGADE_INSERT_TAIL(bb, apr_bucket_heap_create(buf, n, free, bb->bucket_alloc));
+    }
+    else {
+        apr_brigade_printf(bb, NULL, NULL, SSE_FRAME, id, kind, data);
+    }
+    return 40 + klen + dlen;
 }
 
 /* Sends what the brigade holds, now (without waiting for the client: the
@@ -486,7 +547,11 @@ static apr_status_t send_events(request_rec *r, apr_bucket_brigade *bb,
  * Reads the stream's events after *plast from the table and sends them,
  * batch by batch, through a pooled connection lent to a context in p, until
  * it has caught up, spent the pass's budget, or the socket stopped taking
- * what it wrote (the rest comes when it does).
+ * what it wrote (the rest comes when it does). The batches are read into
+ * p, which goes right after (the request context's pool at the start of a
+ * stream, a wake-up's own later): what they take is bounded by the pass's
+ * budget, and a pool of their own would be one more 8 KiB block taken and
+ * freed per stream.
  */
 static apr_status_t replay(request_rec *r, svc_ctx_t *ctx, apr_pool_t *p,
                            apr_bucket_brigade *bb, const sse_net *net, const char *org_id,
@@ -495,22 +560,17 @@ static apr_status_t replay(request_rec *r, svc_ctx_t *ctx, apr_pool_t *p,
                            apr_int64_t *plast, sse_pass *pass)
 {
     apr_array_header_t *events;
-    apr_pool_t *bp;
     svc_db_t *db;
     apr_status_t rv;
 
     if ((rv = svc_ctx_db(ctx, &db)) != APR_SUCCESS) {
         return rv;
     }
-    /* Batches in a pool cleared batch by batch (a long replay must not grow
-     * the request's pool, which lives as long as the stream). */
-    apr_pool_create(&bp, p);
     for (;;) {
         apr_size_t asked = pass->budget ? pass->budget : 1, got = 0;
         int i;
 
-        apr_pool_clear(bp);
-        rv = svc_events_after(db, bp, org_id, run_id, target_id, *plast, SSE_BATCH, asked,
+        rv = svc_events_after(db, p, org_id, run_id, target_id, *plast, SSE_BATCH, asked,
                               &events);
         if (rv != APR_SUCCESS || !events->nelts) {
             break;
@@ -533,7 +593,6 @@ static apr_status_t replay(request_rec *r, svc_ctx_t *ctx, apr_pool_t *p,
             break;
         }
     }
-    apr_pool_destroy(bp);
     return rv;
 }
 
@@ -1060,6 +1119,20 @@ static int deliver(sse_stream *st)
     }
 }
 
+/* The route's parameters the stream was opened with, for its access check. */
+static void params_restore(const sse_stream *st, apr_table_t *params)
+{
+    const char *key = st->params;
+    int i;
+
+    for (i = 0; i < st->nparams; i++) {
+        const char *val = key + strlen(key) + 1;
+
+        apr_table_setn(params, key, val);
+        key = val + strlen(val) + 1;
+    }
+}
+
 /*
  * Whether the caller may still read what it streams: the route's whole
  * authentication and authorization again, with the credentials the stream
@@ -1079,7 +1152,7 @@ static int still_allowed(sse_stream *st)
         svc_ctx_t *ctx = svc_glue_ctx(st->r, tp);
 
         ctx->route = st->route;
-        apr_table_overlap(ctx->params, st->params, APR_OVERLAP_TABLES_SET);
+        params_restore(st, ctx->params);
         rv = svc_auth_check(ctx);
         if (rv == APR_SUCCESS || rv == SVC_EPROBLEM) {
             apr_status_t crv = svc_auth_confirm(ctx);
@@ -1148,7 +1221,8 @@ static void beat_cb(void *baton)
         }
     }
     else {
-        apr_brigade_puts(st->bb, NULL, NULL, ": heartbeat\n\n");
+        APR_BRIGADE_INSERT_TAIL(st->bb, apr_bucket_immortal_create(SSE_BEAT_LINE,
+                                sizeof(SSE_BEAT_LINE) - 1, st->bb->bucket_alloc));
         done = flush(st->r, st->bb) != APR_SUCCESS;
     }
     st->written_at_beat = st->net->written;
@@ -1238,6 +1312,65 @@ static void stream_counted(request_rec *r, svc_mstream_e kind)
                               apr_pool_cleanup_null);
 }
 
+static int param_size(void *baton, const char *key, const char *val)
+{
+    *(apr_size_t *)baton += strlen(key) + strlen(val) + 2;
+    return 1;
+}
+
+/* What the record's tail takes for the stream's strings and parameters. */
+static apr_size_t tail_size(const svc_stream_t *spec, const apr_table_t *params)
+{
+    apr_size_t n = 0;
+
+    n += spec->run_id ? strlen(spec->run_id) + 1 : 0;
+    n += spec->target_id ? strlen(spec->target_id) + 1 : 0;
+    n += spec->recheck_prefix ? strlen(spec->recheck_prefix) + 1 : 0;
+    apr_table_do(param_size, &n, params, NULL);
+    return n;
+}
+
+/* Copies s to *at, which moves past it; NULL stays NULL. */
+static const char *tail_put(char **at, const char *s)
+{
+    char *copy = *at;
+    apr_size_t n;
+
+    if (!s) {
+        return NULL;
+    }
+    n = strlen(s) + 1;
+    memcpy(copy, s, n);
+    *at += n;
+    return copy;
+}
+
+static int param_put(void *baton, const char *key, const char *val)
+{
+    sse_stream *st = baton;
+    char *at = (char *)st->params + st->tail_used;
+
+    tail_put(&at, key);
+    tail_put(&at, val);
+    st->tail_used = (apr_size_t)(at - st->params);
+    st->nparams++;
+    return 1;
+}
+
+/* Keeps in the record's tail (tail_size) what the stream needs of the
+ * request's context, which goes when the stream is suspended. */
+static void tail_fill(sse_stream *st, const svc_stream_t *spec, const apr_table_t *params)
+{
+    char *at = st->tail;
+
+    st->run_id = tail_put(&at, spec->run_id);
+    st->target_id = tail_put(&at, spec->target_id);
+    st->recheck_prefix = tail_put(&at, spec->recheck_prefix);
+    st->params = at;
+    st->tail_used = 0;
+    apr_table_do(param_put, st, params, NULL);
+}
+
 int svc_sse_begin(request_rec *r, svc_ctx_t *ctx)
 {
     svc_server_conf *sc = ap_get_module_config(r->server->module_config, &svc_module);
@@ -1281,16 +1414,17 @@ int svc_sse_begin(request_rec *r, svc_ctx_t *ctx)
                               "This connection cannot carry an event stream."));
     }
     apr_allocator_max_free_set(apr_pool_allocator_get(r->connection->pool), SSE_MAX_FREE);
-    apr_brigade_printf(bb, NULL, NULL, "retry: %d\n\n", SSE_RETRY_MS);
+    APR_BRIGADE_INSERT_TAIL(bb, apr_bucket_immortal_create(SSE_RETRY_LINE,
+                            sizeof(SSE_RETRY_LINE) - 1, bb->bucket_alloc));
     rv = flush(r, bb);
     if (rv == APR_SUCCESS) {
-        rv = replay(r, ctx, r->pool, bb, net, spec->org_id, spec->run_id, spec->target_id,
+        rv = replay(r, ctx, ctx->pool, bb, net, spec->org_id, spec->run_id, spec->target_id,
                     spec->recheck_prefix, spec->until_run_ends, &last, &pass);
     }
     /* Idle streams hold no pooled connection. */
     svc_glue_ctx_release(ctx);
     if (rv != APR_SUCCESS || pass.final || r->connection->aborted
-        || !(st = calloc(1, sizeof(*st)))) {
+        || !(st = calloc(1, sizeof(*st) + tail_size(spec, ctx->params)))) {
         /* Done (the run is over), the client left, or no memory: an
          * ordinary ending, written by the core as any response. */
         net_detach(net, r->server->timeout);
@@ -1306,13 +1440,10 @@ int svc_sse_begin(request_rec *r, svc_ctx_t *ctx)
     st->c = r->connection;
     st->hub = hub;
     st->net = net;
-    st->run_id = spec->run_id;
+    tail_fill(st, spec, ctx->params);
     st->until_run_ends = spec->until_run_ends;
-    st->target_id = spec->target_id;
-    st->recheck_prefix = spec->recheck_prefix;
     st->last_id = last;
     st->route = ctx->route;
-    st->params = ctx->params;
     st->bb = bb;
     st->suspended_at = apr_time_now();
     st->next_recheck = apr_time_now() + SSE_RECHECK;

@@ -30,20 +30,10 @@ my $path = "/api/orgs/$org/events";
 
 # The test server holds about 4 x (25 + 16 x 25) = 1,700 connections
 # (t/conf/extra.conf.in): 2,000 streams, from 20 users at the cap, fill it.
-my (@tokens, @principals);
-for my $i (1 .. 20) {
-    my $u = new_user("flood$i");
-    svcctl('org', 'add-member', $org, $u, '--role', 'viewer');
-    push @tokens, new_token($u, scope => 'read');
-    push @principals, sql_quote('user:' . user_id_of($u));
-}
+my ($tokens, $principals) = stream_viewers($org, 20, 'flood');
+my @tokens = @$tokens;
 
-# The stream places these users hold (other tests' places are not ours to
-# count: a deploy agent's, say, given back on its own schedule).
-sub places_held {
-    return psql_value('SELECT count(*) FROM event_streams WHERE principal IN ('
-                      . join(', ', @principals) . ')');
-}
+sub places_held { return stream_places_held($principals) }
 
 sub emit {
     return psql_value(sprintf(

@@ -21,20 +21,10 @@ my $port = Apache::Test::vars('port');
 my $attacker = new_user('stall');
 my $org = new_org($attacker, prefix => 'stall');
 my $org_id = org_id_of($org);
-my (@tokens, @principals);
-for my $i (1 .. 3) {
-    my $u = new_user("stall$i");
-    svcctl('org', 'add-member', $org, $u, '--role', 'viewer');
-    push @tokens, new_token($u, scope => 'read');
-    push @principals, sql_quote('user:' . user_id_of($u));
-}
+my ($tokens, $principals) = stream_viewers($org, 3, 'stall');
+my @tokens = @$tokens;
 
-# The stream places these users hold (other tests' places are not ours to
-# count: a deploy agent's, say, given back on its own schedule).
-sub places_held {
-    return psql_value('SELECT count(*) FROM event_streams WHERE principal IN ('
-                      . join(', ', @principals) . ')');
-}
+sub places_held { return stream_places_held($principals) }
 
 # The victim: another org's owner.
 my $victim = new_user('victim');

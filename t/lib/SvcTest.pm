@@ -523,6 +523,7 @@ sub jwt_forge {
 push @EXPORT, qw(
     sql_quote user_id_of org_id_of route_table db_digest race
     audit_tamper tampered_orgs csrf_ok lock_hold lock_release
+    stream_viewers stream_places_held
 );
 
 # Apache::Test reads its configuration on first use, and doing so assigns to
@@ -545,6 +546,30 @@ sub user_id_of {
     my $email = shift;
     return psql_value('SELECT id FROM users WHERE lower(email) = lower('
                       . sql_quote($email) . ')');
+}
+
+# stream_viewers($org, $n, $prefix): $n new viewers of $org with a read
+# token each, to hold many event streams (a user holds at most
+# SvcStreamLimit, 100 here). Returns the tokens and the principals their
+# stream places are held under (for stream_places_held).
+sub stream_viewers {
+    my ($org, $n, $prefix) = @_;
+    my (@tokens, @principals);
+    for my $i (1 .. $n) {
+        my $u = new_user("$prefix$i");
+        svcctl('org', 'add-member', $org, $u, '--role', 'viewer');
+        push @tokens, new_token($u, scope => 'read');
+        push @principals, 'user:' . user_id_of($u);
+    }
+    return (\@tokens, \@principals);
+}
+
+# The stream places these principals hold (other tests' places are not a
+# test's to count: a deploy agent's, say, given back on its own schedule).
+sub stream_places_held {
+    my ($principals) = @_;
+    return psql_value('SELECT count(*) FROM event_streams WHERE principal IN ('
+                      . join(', ', map { sql_quote($_) } @$principals) . ')');
 }
 
 sub org_id_of {
