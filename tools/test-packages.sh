@@ -212,7 +212,10 @@ lock=$TOP/packaging/rpm/vendor/package-lock.json
 for lib in marked dompurify; do
     v=$(perl -MJSON::PP -0e 'print JSON::PP->new->decode(<STDIN>)->{packages}{"node_modules/'$lib'"}{version}' <"$lock")
     case $lib in marked) f=marked.js; re="marked v$v " ;; *) f=purify.js; re="DOMPurify $v " ;; esac
-    rpmfile "/usr/share/mod_svc/ui/vendor/$f" | head -c 200 | grep -qF "$re" \
+    # Whole into a variable first: head closing the pipe early would make
+    # cpio die of SIGPIPE, which pipefail reports as a failure.
+    got=$(rpmfile "/usr/share/mod_svc/ui/vendor/$f")
+    grep -qF "$re" <<<"${got:0:200}" \
         || fail "the RPM's $f is not $lib $v (packaging/rpm/vendor/package-lock.json)"
 done
 grep -qF 'under the MIT license' <<<"$(rpmfile "$licdir/LICENSE.marked.md")" \
