@@ -17,7 +17,7 @@ static const svc_field_t body_reason[] = {
 };
 
 static const svc_col_t org_keys[] = {
-    { .key = "id", .type = SVC_COL_TEXT, .id = "org" },
+    SVC_COL_ID("org"),
     { .key = "slug", .type = SVC_COL_TEXT, .format = "slug", .example = "acme" },
     { .key = "name", .type = SVC_COL_TEXT, .example = "Acme" },
     { .key = "members", .type = SVC_COL_INT },
@@ -39,7 +39,7 @@ static const svc_schema_t schema_org = { .name = "AdminOrg", .keys = org_keys,
     .description = "An organization as the platform's operator sees it." };
 
 static const svc_col_t user_keys[] = {
-    { .key = "id", .type = SVC_COL_TEXT, .id = "usr" },
+    SVC_COL_ID("usr"),
     { .key = "email", .type = SVC_COL_TEXT, .format = "email" },
     { .key = "name", .type = SVC_COL_TEXT, .example = "Grace" },
     { .key = "founder", .type = SVC_COL_BOOL },
@@ -58,7 +58,7 @@ static const svc_schema_t schema_user = { .name = "AdminUser", .keys = user_keys
     .description = "A user as the platform's operator sees it." };
 
 static const svc_col_t run_keys[] = {
-    { .key = "id", .type = SVC_COL_TEXT, .id = "run" },
+    SVC_COL_ID("run"),
     { .key = "status", .type = SVC_COL_TEXT, .values = SVC_VALUES("queued", "running") },
     { .key = "org", .type = SVC_COL_TEXT, .format = "slug", .example = "acme" },
     { .key = "project", .type = SVC_COL_TEXT, .format = "slug", .example = "shop" },

@@ -98,7 +98,7 @@ static const svc_schema_t schema_usage_figures = { .name = "UsageFigures",
     .keys = usage_figure_keys,
     .description = "What was used." };
 static const svc_col_t usage_project_keys[] = {
-    { .key = "id", .type = SVC_COL_TEXT, .id = "prj" },
+    SVC_COL_ID("prj"),
     { .key = "slug", .type = SVC_COL_TEXT, .flags = SVC_COL_NULL, .format = "slug",
       .description = "null for a project deleted since." },
     { .key = "name", .type = SVC_COL_TEXT, .flags = SVC_COL_NULL },

@@ -46,7 +46,7 @@ static const svc_col_t agent_keys[] = {
     SVC_COL_END
 };
 static const svc_col_t target_keys[] = {
-    { .key = "id", .type = SVC_COL_TEXT, .id = "dtg" },
+    SVC_COL_ID("dtg"),
     { .key = "name", .type = SVC_COL_TEXT, .example = "app-server-1" },
     { .key = "status", .type = SVC_COL_TEXT, .values = target_statuses,
       .description = "online: its agent was heard from in the last 60 seconds." },
@@ -126,7 +126,7 @@ static const svc_col_t dep_telemetry_keys[] = {
     SVC_COL_END
 };
 static const svc_col_t deployment_keys[] = {
-    { .key = "id", .type = SVC_COL_TEXT, .id = "dep" },
+    SVC_COL_ID("dep"),
     { .key = "project", .type = SVC_COL_TEXT, .format = "slug",
       .description = "The project's slug." },
     { .key = "target_id", .type = SVC_COL_TEXT, .id = "dtg" },

@@ -73,7 +73,7 @@ static const svc_col_t task_run_keys[] = {
 };
 
 static const svc_col_t task_keys[] = {
-    { .key = "id", .type = SVC_COL_TEXT, .id = "tsk" },
+    SVC_COL_ID("tsk"),
     { .key = "position", .type = SVC_COL_INT, .description = "1, 2, ... within the request." },
     { .key = "title", .type = SVC_COL_TEXT, .example = "Checkout" },
     { .key = "document_id", .type = SVC_COL_TEXT, .id = "doc",

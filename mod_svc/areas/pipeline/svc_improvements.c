@@ -92,7 +92,7 @@ static const char *const status_values[] = { "open", "approved", "rejected", NUL
 
 /* An improvement as IMPROVEMENT_JSON builds it. */
 static const svc_col_t improvement_keys[] = {
-    { .key = "id", .type = SVC_COL_TEXT, .id = "imp" },
+    SVC_COL_ID("imp"),
     { .key = "project", .type = SVC_COL_TEXT, .format = "slug",
       .description = "The project's slug." },
     { .key = "kind", .type = SVC_COL_TEXT, .values = svc_improvement_kinds },

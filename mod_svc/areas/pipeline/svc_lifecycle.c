@@ -35,7 +35,7 @@ static const svc_stmt_t st_task_runs = {
 
 /* The lifecycle as svc_h_requests_lifecycle builds it. */
 static const svc_col_t stage_by_keys[] = {
-    { .key = "id", .type = SVC_COL_TEXT, .id = "usr" },
+    SVC_COL_ID("usr"),
     { .key = "name", .type = SVC_COL_TEXT, .example = "Ada Lovelace" },
     SVC_COL_END
 };
@@ -53,13 +53,13 @@ static const svc_col_t stage_keys[] = {
 };
 
 static const svc_col_t product_keys[] = {
-    { .key = "id", .type = SVC_COL_TEXT, .id = "prd" },
+    SVC_COL_ID("prd"),
     { .key = "name", .type = SVC_COL_TEXT, .example = "Bakery shop" },
     SVC_COL_END
 };
 
 static const svc_col_t document_keys[] = {
-    { .key = "id", .type = SVC_COL_TEXT, .id = "doc" },
+    SVC_COL_ID("doc"),
     { .key = "kind", .type = SVC_COL_TEXT, .values = SVC_VALUES("toc", "section") },
     { .key = "title", .type = SVC_COL_TEXT, .example = "Checkout" },
     { .key = "current_version_id", .type = SVC_COL_TEXT, .id = "ver" },

@@ -63,7 +63,7 @@ const char *const svc_improvement_sources[] = { "user", "incident", NULL };
 
 /* A request as SVC_REQUEST_JSON builds it: in lists without its body. */
 static const svc_col_t request_summary_keys[] = {
-    { .key = "id", .type = SVC_COL_TEXT, .id = "rqs" },
+    SVC_COL_ID("rqs"),
     { .key = "project", .type = SVC_COL_TEXT, .format = "slug",
       .description = "The project's slug." },
     { .key = "kind", .type = SVC_COL_TEXT, .values = svc_request_kinds },

@@ -160,7 +160,7 @@ static const svc_col_t run_error_keys[] = {
 };
 
 static const svc_col_t run_keys[] = {
-    { .key = "id", .type = SVC_COL_TEXT, .id = "run" },
+    SVC_COL_ID("run"),
     { .key = "project", .type = SVC_COL_TEXT, .format = "slug",
       .description = "The project's slug." },
     { .key = "status", .type = SVC_COL_TEXT, .values = svc_run_statuses },
