@@ -30,11 +30,15 @@ like($shipped, qr{^GlobalLog \$\{APACHE_LOG_DIR\}/svc_access\.log svc env=SVC_RE
 like(slurp("$top/packaging/deb/libapache2-mod-svc.apache2"), qr{^mod conf/svc\.conf$}m,
      'the Debian package installs it as it is');
 
-# The RPM's spec rewrites the log's path (APACHE_LOG_DIR is Debian's): the
-# same sed, taken from the spec.
-my ($sed) = slurp("$top/packaging/rpm/mod_svc.spec") =~ /^sed '([^']+)' conf\/svc\.conf/m;
-ok($sed, 'the spec rewrites conf/svc.conf with sed');
-my (undef, $rpm_conf) = SvcTest::run([ 'sed', $sed // 's/^//', "$top/conf/svc.conf" ]);
+# The RPM's spec rewrites the log's path (APACHE_LOG_DIR is Debian's) and
+# the vendored libraries' (its %install): the same sed, its -e expressions
+# taken from the spec (one command, continued over lines).
+my ($sedcmd) = slurp("$top/packaging/rpm/mod_svc.spec")
+    =~ /^(sed (?:[^\n]*\\\n)*[^\n]*conf\/svc\.conf)/m;
+my @sed = map { ('-e', $_) } ($sedcmd // '') =~ /-e '([^']+)'/g;
+ok(@sed && grep({ /APACHE_LOG_DIR/ } @sed), 'the spec rewrites conf/svc.conf with sed')
+    or diag($sedcmd // 'no sed ... conf/svc.conf in the spec');
+my (undef, $rpm_conf) = SvcTest::run([ 'sed', @sed ? @sed : ('s/^//'), "$top/conf/svc.conf" ]);
 like($rpm_conf, qr{^GlobalLog logs/svc_access_log svc env=SVC_REQUEST_ID$}m,
      '... into logs/svc_access_log under the RPM');
 unlike($rpm_conf, qr/APACHE_LOG_DIR\}/, '... naming no Debian variable');
