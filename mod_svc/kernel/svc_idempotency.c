@@ -81,3 +81,50 @@ apr_status_t svc_idem_replay(svc_ctx_t *ctx, svc_db_t *db, const svc_stmt_t *key
     apr_table_setn(ctx->headers_out, "Idempotent-Replayed", "true");
     return svc_reply_text(ctx, 200, svc_dbres_str(res, 0, 0));
 }
+
+apr_status_t svc_idem_begin(svc_ctx_t *ctx, svc_idem_t *idem, const char *scope)
+{
+    apr_status_t rv;
+
+    memset(idem, 0, sizeof(*idem));
+    if ((rv = svc_idem_key(ctx, &idem->key)) == APR_SUCCESS && idem->key) {
+        idem->fp = svc_idem_fingerprint(ctx, scope);
+    }
+    return rv;
+}
+
+apr_status_t svc_idem_claim(svc_ctx_t *ctx, svc_db_t *db, svc_idem_t *idem,
+                            const svc_stmt_t *claim, const char *id)
+{
+    svc_dbres_t *res;
+    apr_status_t rv;
+
+    if (!idem->key) {
+        return APR_SUCCESS;
+    }
+    rv = svc_db_execv(db, claim, ctx->pool, &res, ctx->org->id, idem->key, idem->fp, id);
+    if (rv != APR_SUCCESS) {
+        return rv;
+    }
+    if (svc_dbres_rows(res) == 0) {
+        /* Taken: nothing of this request stays; the first is answered. */
+        idem->taken = 1;
+        return SVC_ECONFLICT;
+    }
+    return APR_SUCCESS;
+}
+
+apr_status_t svc_idem_finish(svc_ctx_t *ctx, const svc_idem_t *idem, apr_status_t rv,
+                             const svc_stmt_t *key_get, const svc_stmt_t *obj_get)
+{
+    svc_db_t *db;
+
+    if (rv != SVC_ECONFLICT || !idem->taken) {
+        return rv;
+    }
+    /* The same request gets what the first made (200), another a 409. */
+    if ((rv = svc_ctx_db(ctx, &db)) != APR_SUCCESS) {
+        return rv;
+    }
+    return svc_idem_replay(ctx, db, key_get, obj_get, idem->key, idem->fp);
+}

@@ -27,6 +27,33 @@ apr_status_t svc_idem_key(svc_ctx_t *ctx, const char **pkey);
  */
 const char *svc_idem_fingerprint(svc_ctx_t *ctx, const char *scope);
 
+/* A creation's Idempotency-Key: the key (NULL without one), its
+ * fingerprint, and whether an earlier request turned out to hold it. */
+typedef struct {
+    const char *key, *fp;
+    int taken;
+} svc_idem_t;
+
+/* Reads the request's key (svc_idem_key: a 400 problem for a malformed one)
+ * and, with one, its fingerprint for `scope` (svc_idem_fingerprint). */
+apr_status_t svc_idem_begin(svc_ctx_t *ctx, svc_idem_t *idem, const char *scope);
+
+/*
+ * In the creation's transaction, once the object `id` is made: claims the
+ * key with `claim` ($1 org, $2 key, $3 fingerprint, $4 id; a row back when
+ * the key is this request's, none when an earlier request younger than 24
+ * hours holds it). Taken: SVC_ECONFLICT with idem->taken set, so that the
+ * transaction rolls back and nothing of this request stays. Without a key:
+ * APR_SUCCESS.
+ */
+apr_status_t svc_idem_claim(svc_ctx_t *ctx, svc_db_t *db, svc_idem_t *idem,
+                            const svc_stmt_t *claim, const char *id);
+
+/* After the creation's svc_write returned rv: for a key an earlier request
+ * took, that request's answer (svc_idem_replay, below); else rv. */
+apr_status_t svc_idem_finish(svc_ctx_t *ctx, const svc_idem_t *idem, apr_status_t rv,
+                             const svc_stmt_t *key_get, const svc_stmt_t *obj_get);
+
 /*
  * The key was taken by an earlier request: `key_get` ($1 org, $2 key,
  * $3 fingerprint → the object's id, whether the fingerprints match) finds

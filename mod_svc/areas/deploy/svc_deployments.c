@@ -167,16 +167,9 @@ static apr_status_t refuse_status(svc_ctx_t *ctx, const svc_deployment_t *dep,
     return SVC_EPROBLEM;
 }
 
-/* A deployment to make; replay is set when its Idempotency-Key turns out to
- * be taken. */
-typedef struct {
-    const char *key, *fp;           /* the Idempotency-Key and its fingerprint, or NULL */
-    int replay;
-} create_t;
-
 static apr_status_t create(svc_ctx_t *ctx, svc_db_t *db, void *baton)
 {
-    create_t *cr = baton;
+    svc_idem_t *idem = baton;
     const char *id = svc_id_new(ctx->pool, "dep_");
     const char *slug = svc_json_str(ctx->body, "project");
     const char *target = svc_json_str(ctx->body, "target_id");
@@ -228,17 +221,8 @@ static apr_status_t create(svc_ctx_t *ctx, svc_db_t *db, void *baton)
                            target, run, ctx->who->user_id)) != APR_SUCCESS) {
         return rv;
     }
-    if (cr->key) {
-        rv = svc_db_execv(db, &st_key_claim, ctx->pool, &res, ctx->org->id, cr->key, cr->fp,
-                          id);
-        if (rv != APR_SUCCESS) {
-            return rv;
-        }
-        if (svc_dbres_rows(res) == 0) {
-            /* Taken: nothing of this deployment stays; the first is answered. */
-            cr->replay = 1;
-            return SVC_ECONFLICT;
-        }
+    if ((rv = svc_idem_claim(ctx, db, idem, &st_key_claim, id)) != APR_SUCCESS) {
+        return rv;
     }
     if ((rv = svc_audit_member(ctx, db, "deployment.created", "deployment", id,
                                   json_pack("{s:s,s:s,s:s}", "project", slug, "target_id",
@@ -256,23 +240,13 @@ static apr_status_t create(svc_ctx_t *ctx, svc_db_t *db, void *baton)
 
 apr_status_t svc_h_deployments_create(svc_ctx_t *ctx)
 {
-    create_t cr;
-    svc_db_t *db;
+    svc_idem_t idem;
     apr_status_t rv;
 
-    memset(&cr, 0, sizeof(cr));
-    if ((rv = svc_idem_key(ctx, &cr.key)) != APR_SUCCESS) {
+    if ((rv = svc_idem_begin(ctx, &idem, ctx->org->id)) != APR_SUCCESS) {
         return rv;
     }
-    if (cr.key) {
-        cr.fp = svc_idem_fingerprint(ctx, ctx->org->id);
-    }
-    rv = svc_write(ctx, create, &cr);
-    if (rv == SVC_ECONFLICT && cr.replay && (rv = svc_ctx_db(ctx, &db)) == APR_SUCCESS) {
-        /* The same request gets its deployment again (200), another a 409. */
-        return svc_idem_replay(ctx, db, &st_key_get, &st_dep_get, cr.key, cr.fp);
-    }
-    return rv;
+    return svc_idem_finish(ctx, &idem, svc_write(ctx, create, &idem), &st_key_get, &st_dep_get);
 }
 
 /* An action on one deployment, in one transaction. */

@@ -92,12 +92,10 @@ apr_status_t svc_h_requests_get(svc_ctx_t *ctx)
     return svc_reply_one(ctx, "requestId", svc_request_reply);
 }
 
-/* A request to create, checked; replay is set when its Idempotency-Key
- * turns out to be taken. */
+/* A request to create, checked, with its Idempotency-Key. */
 typedef struct {
     const char *id;
-    const char *key, *fp;           /* the Idempotency-Key and its fingerprint, or NULL */
-    int replay;
+    svc_idem_t idem;
 } creation_t;
 
 static apr_status_t create_request(svc_ctx_t *ctx, svc_db_t *db, void *baton)
@@ -106,7 +104,6 @@ static apr_status_t create_request(svc_ctx_t *ctx, svc_db_t *db, void *baton)
     const char *kind = svc_json_str(ctx->body, "kind");
     const char *title = svc_json_str(ctx->body, "title");
     svc_request_t req;
-    svc_dbres_t *res;
     apr_status_t rv;
 
     if ((rv = svc_access_recheck(ctx, db, SVC_ROLE_MEMBER, SVC_PROLE_DEVELOPER)) != APR_SUCCESS
@@ -114,17 +111,8 @@ static apr_status_t create_request(svc_ctx_t *ctx, svc_db_t *db, void *baton)
                                     svc_json_str(ctx->body, "body"))) != APR_SUCCESS) {
         return rv;
     }
-    if (c->key) {
-        rv = svc_db_execv(db, &st_key_claim, ctx->pool, &res, ctx->org->id, c->key, c->fp,
-                          c->id);
-        if (rv != APR_SUCCESS) {
-            return rv;
-        }
-        if (svc_dbres_rows(res) == 0) {
-            /* Taken: nothing of this request stays; the first is answered. */
-            c->replay = 1;
-            return SVC_ECONFLICT;
-        }
+    if ((rv = svc_idem_claim(ctx, db, &c->idem, &st_key_claim, c->id)) != APR_SUCCESS) {
+        return rv;
     }
     memset(&req, 0, sizeof(req));
     req.id = c->id;
@@ -149,7 +137,7 @@ apr_status_t svc_h_requests_create(svc_ctx_t *ctx)
     apr_status_t rv;
 
     memset(&c, 0, sizeof(c));
-    if ((rv = svc_idem_key(ctx, &c.key)) != APR_SUCCESS
+    if ((rv = svc_idem_begin(ctx, &c.idem, "requests")) != APR_SUCCESS
         || (rv = svc_ctx_db(ctx, &db)) != APR_SUCCESS) {
         return rv;
     }
@@ -170,15 +158,8 @@ apr_status_t svc_h_requests_create(svc_ctx_t *ctx)
     }
     ctx->project = proj;
     c.id = svc_id_new(ctx->pool, "rqs_");
-    if (c.key) {
-        c.fp = svc_idem_fingerprint(ctx, "requests");
-    }
-    rv = svc_write(ctx, create_request, &c);
-    if (rv == SVC_ECONFLICT && c.replay
-        && (rv = svc_ctx_db(ctx, &db)) == APR_SUCCESS) {
-        return svc_idem_replay(ctx, db, &st_key_get, &svc_pl_request_get, c.key, c.fp);
-    }
-    return rv;
+    return svc_idem_finish(ctx, &c.idem, svc_write(ctx, create_request, &c), &st_key_get,
+                           &svc_pl_request_get);
 }
 
 /* The audit entry's data of an update: what changed, bodies by their size. */

@@ -257,19 +257,11 @@ static apr_status_t run_repository(svc_ctx_t *ctx, svc_db_t *db, const char **pr
     return APR_SUCCESS;
 }
 
-/* A run to start; replay is set when its Idempotency-Key turns out to be
- * taken. */
-typedef struct {
-    const char *key, *fp;           /* the Idempotency-Key and its fingerprint, or NULL */
-    int replay;
-} start_t;
-
 static apr_status_t start_run(svc_ctx_t *ctx, svc_db_t *db, void *baton)
 {
-    start_t *st = baton;
+    svc_idem_t *idem = baton;
     const char *id = NULL, *repo = NULL, *installation = NULL;
     svc_run_spec_t spec;
-    svc_dbres_t *res;
     apr_status_t rv;
 
     if ((rv = run_repository(ctx, db, &repo, &installation)) != APR_SUCCESS) {
@@ -291,17 +283,8 @@ static apr_status_t start_run(svc_ctx_t *ctx, svc_db_t *db, void *baton)
     if ((rv = svc_run_queue(db, ctx->pool, &spec, &id)) != APR_SUCCESS) {
         return rv;
     }
-    if (st->key) {
-        rv = svc_db_execv(db, &st_key_claim, ctx->pool, &res, ctx->org->id, st->key, st->fp,
-                          id);
-        if (rv != APR_SUCCESS) {
-            return rv;
-        }
-        if (svc_dbres_rows(res) == 0) {
-            /* Taken: nothing of this run stays; the first is answered. */
-            st->replay = 1;
-            return SVC_ECONFLICT;
-        }
+    if ((rv = svc_idem_claim(ctx, db, idem, &st_key_claim, id)) != APR_SUCCESS) {
+        return rv;
     }
     if ((rv = audit(ctx, db, "run.created", id,
                     json_pack("{s:s}", "project", ctx->project->slug))) != APR_SUCCESS
@@ -314,12 +297,10 @@ static apr_status_t start_run(svc_ctx_t *ctx, svc_db_t *db, void *baton)
 
 apr_status_t svc_h_runs_create(svc_ctx_t *ctx)
 {
-    svc_db_t *db;
-    start_t st;
+    svc_idem_t idem;
     apr_status_t rv;
 
-    memset(&st, 0, sizeof(st));
-    if ((rv = svc_idem_key(ctx, &st.key)) != APR_SUCCESS) {
+    if ((rv = svc_idem_begin(ctx, &idem, ctx->project->id)) != APR_SUCCESS) {
         return rv;
     }
     if (ctx->project->archived) {
@@ -330,15 +311,8 @@ apr_status_t svc_h_runs_create(svc_ctx_t *ctx)
     if ((rv = svc_billing_admit(ctx)) != APR_SUCCESS) {
         return rv;
     }
-    if (st.key) {
-        st.fp = svc_idem_fingerprint(ctx, ctx->project->id);
-    }
-    rv = svc_write(ctx, start_run, &st);
-    if (rv == SVC_ECONFLICT && st.replay && (rv = svc_ctx_db(ctx, &db)) == APR_SUCCESS) {
-        /* The same request gets its run again (200), another a 409. */
-        return svc_idem_replay(ctx, db, &st_key_get, &st_runs_get_in_org, st.key, st.fp);
-    }
-    return rv;
+    return svc_idem_finish(ctx, &idem, svc_write(ctx, start_run, &idem), &st_key_get,
+                           &st_runs_get_in_org);
 }
 
 static apr_status_t cancel_run(svc_ctx_t *ctx, svc_db_t *db, void *baton)
