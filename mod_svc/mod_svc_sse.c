@@ -1371,6 +1371,27 @@ static void tail_fill(sse_stream *st, const svc_stream_t *spec, const apr_table_
     apr_table_do(param_put, st, params, NULL);
 }
 
+/* The request's end gives the connection's allocator back the server's
+ * MaxMemFree: the keep-alive requests after a stream that ended, and the
+ * connections that later reuse this one's pool (the event MPM recycles it
+ * with its allocator), are served as any other, not with every block
+ * handed back to malloc. */
+static apr_status_t max_free_restore(void *allocator)
+{
+    apr_allocator_max_free_set(allocator, ap_max_mem_free);
+    return APR_SUCCESS;
+}
+
+/* From here until the request ends, the connection's allocator keeps
+ * nothing freed on it (SSE_MAX_FREE). */
+static void keep_nothing_freed(request_rec *r)
+{
+    apr_allocator_t *allocator = apr_pool_allocator_get(r->connection->pool);
+
+    apr_allocator_max_free_set(allocator, SSE_MAX_FREE);
+    apr_pool_cleanup_register(r->pool, allocator, max_free_restore, apr_pool_cleanup_null);
+}
+
 int svc_sse_begin(request_rec *r, svc_ctx_t *ctx)
 {
     svc_server_conf *sc = ap_get_module_config(r->server->module_config, &svc_module);
@@ -1413,7 +1434,7 @@ int svc_sse_begin(request_rec *r, svc_ctx_t *ctx)
         return stream_refused(r, ctx, svc_fail(ctx, 503, "streams_unavailable",
                               "This connection cannot carry an event stream."));
     }
-    apr_allocator_max_free_set(apr_pool_allocator_get(r->connection->pool), SSE_MAX_FREE);
+    keep_nothing_freed(r);
     APR_BRIGADE_INSERT_TAIL(bb, apr_bucket_immortal_create(SSE_RETRY_LINE,
                             sizeof(SSE_RETRY_LINE) - 1, bb->bucket_alloc));
     rv = flush(r, bb);
