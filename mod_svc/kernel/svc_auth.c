@@ -118,8 +118,7 @@ static apr_status_t check_csrf(svc_ctx_t *ctx)
                     "trusted origin (Origin header) or carry X-Requested-With.");
 }
 
-/* The credential of an "Authorization: Bearer ..." header; NULL for another scheme. */
-static const char *bearer_credential(const char *authz)
+const char *svc_auth_bearer(const char *authz)
 {
     if (strncasecmp(authz, "Bearer ", 7) != 0) {
         return NULL;
@@ -150,7 +149,7 @@ static apr_status_t authenticate(svc_ctx_t *ctx)
         return APR_ENOTIMPL;
     }
     if (authz) {
-        const char *tok = bearer_credential(authz);
+        const char *tok = svc_auth_bearer(authz);
         if (!tok) {
             return svc_auth_fail(ctx, "Authorization must use the Bearer scheme with a "
                                       "personal access token.");
@@ -175,7 +174,7 @@ static apr_status_t authenticate_agent(svc_ctx_t *ctx)
 {
     const svc_verifiers_t *v = ctx->conf->verifiers;
     const char *authz = apr_table_get(ctx->headers_in, "Authorization");
-    const char *key = authz ? bearer_credential(authz) : NULL;
+    const char *key = authz ? svc_auth_bearer(authz) : NULL;
 
     if (!key) {
         return no_credential(ctx, "Agent routes need the deploy target's key (Authorization: "

@@ -61,6 +61,10 @@ apr_status_t svc_auth_fail(svc_ctx_t *ctx, const char *detail);
 /* The value of one cookie from the Cookie header(s), or NULL. */
 const char *svc_cookie_get(apr_pool_t *p, const char *header, const char *name);
 
+/* The credential of an "Authorization: Bearer ..." header (after the scheme
+ * and its spaces); NULL for another scheme. */
+const char *svc_auth_bearer(const char *authz);
+
 /* True when the origin ("scheme://host[:port]") may send cookie-authenticated
  * state-changing requests: our own origin or a configured trusted one. */
 int svc_origin_trusted(const svc_ctx_t *ctx, const char *origin);

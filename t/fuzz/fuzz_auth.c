@@ -51,19 +51,6 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     return 0;
 }
 
-/* The bearer token as authenticate() takes it: after "Bearer " and spaces. */
-static const char *bearer_of(const char *authz)
-{
-    if (strncasecmp(authz, "Bearer ", 7) != 0) {
-        return NULL;
-    }
-    authz += 7;
-    while (*authz == ' ') {
-        authz++;
-    }
-    return authz;
-}
-
 /* Occurrences of needle in hay, overlapping ones too. */
 static int count(const char *hay, const char *needle)
 {
@@ -153,14 +140,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (!cookie) {
         cookie = "";
     }
-    tok = bearer_of(authz);
+    tok = svc_auth_bearer(authz);
     if ((flags & 4) && tok && strlen(tok) == SVC_SECRET_TOKEN_LEN) {
         char *fixed = apr_pstrdup(p, authz);
         char *body = fixed + (tok - authz);
 
         svc_checksum62(body, SVC_SECRET_TOKEN_LEN - 6, body + SVC_SECRET_TOKEN_LEN - 6);
         authz = fixed;
-        tok = bearer_of(authz);
+        tok = svc_auth_bearer(authz);
     }
     if (flags & 1) {
         apr_table_setn(ctx->headers_in, "Authorization", authz);
