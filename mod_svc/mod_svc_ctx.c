@@ -30,9 +30,10 @@ int svc_glue_dbd_init(void)
 }
 
 /* The pooled connection lent to one context (a request, or one wake-up of
- * an event stream), from the pool the context lives in. */
+ * an event stream, whose request may be gone), from the pool the context
+ * lives in: the server's, not the request's. */
 typedef struct {
-    request_rec *r;
+    server_rec *s;
     apr_pool_t *pool;
     ap_dbd_t *dbd;
     svc_ctx_t *ctx;
@@ -43,7 +44,7 @@ static void db_return(svc_lease_t *lease)
     if (lease->dbd) {
         /* Never hand a connection back inside a transaction (trap 7). */
         svc_db_release(lease->ctx->db);
-        dbd_close(lease->r->server, lease->dbd);
+        dbd_close(lease->s, lease->dbd);
         lease->dbd = NULL;
         lease->ctx->db = NULL;
         svc_metrics_db_released(svc_metrics_current());
@@ -68,7 +69,8 @@ static apr_status_t db_return_cleanup(void *data)
  * a request first needs the database, so what is decided without one (a
  * malformed token, a bad body) is answered the same whatever the database.
  */
-static apr_status_t schema_gate(svc_db_t *db, request_rec *r, svc_server_conf *sc)
+static apr_status_t schema_gate(svc_db_t *db, server_rec *s, apr_pool_t *p,
+                                svc_server_conf *sc)
 {
     apr_uint32_t now = (apr_uint32_t)apr_time_sec(apr_time_now());
     int version = 0;
@@ -80,7 +82,7 @@ static apr_status_t schema_gate(svc_db_t *db, request_rec *r, svc_server_conf *s
     if (now - apr_atomic_read32(&sc->schema_checked_at) < 5) {
         return SVC_ESCHEMA;
     }
-    if ((rv = svc_migrate_current(db, r->pool, &version)) != APR_SUCCESS) {
+    if ((rv = svc_migrate_current(db, p, &version)) != APR_SUCCESS) {
         return rv;
     }
     if (version >= svc_schema_version) {
@@ -88,7 +90,7 @@ static apr_status_t schema_gate(svc_db_t *db, request_rec *r, svc_server_conf *s
         return APR_SUCCESS;
     }
     if (apr_atomic_xchg32(&sc->schema_checked_at, now) != now) {
-        ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, r, "SVC0011: the database schema is at "
+        ap_log_error(APLOG_MARK, APLOG_ERR, 0, s, "SVC0011: the database schema is at "
                       "version %d; this build needs %d. Run `svcctl migrate`; until then "
                       "the API answers 503.", version, svc_schema_version);
     }
@@ -97,13 +99,15 @@ static apr_status_t schema_gate(svc_db_t *db, request_rec *r, svc_server_conf *s
 
 static const char *db_reason(svc_ctx_t *ctx)
 {
-    return svc_dbwatch_reason(((svc_lease_t *)ctx->glue)->r);
+    svc_lease_t *lease = ctx->glue;
+
+    return svc_dbwatch_reason(lease->s, lease->pool);
 }
 
 static apr_status_t db_acquire(svc_ctx_t *ctx)
 {
     svc_lease_t *lease = ctx->glue;
-    request_rec *r = lease->r;
+    server_rec *s = lease->s;
     PGconn *conn;
     apr_status_t rv;
     apr_time_t asked = apr_time_now();
@@ -111,16 +115,16 @@ static apr_status_t db_acquire(svc_ctx_t *ctx)
     /* With DBDPersist, mod_dbd lends from its reslist: when DBDMax are all
      * lent, this waits for one to come back; the wait is what the pool's
      * histogram shows (svc_db_acquire_wait_seconds). */
-    lease->dbd = dbd_open(lease->pool, r->server);
+    lease->dbd = dbd_open(lease->pool, s);
     svc_metrics_db_acquired(svc_metrics_current(), lease->dbd != NULL, apr_time_now() - asked);
-    svc_dbwatch_result(r, lease->dbd != NULL);
+    svc_dbwatch_result(s, lease->pool, lease->dbd != NULL);
     if (!lease->dbd) {
         return SVC_EDBDOWN;
     }
     if (strcmp(apr_dbd_name(lease->dbd->driver), "pgsql") != 0) {
-        ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, r, "SVC0010: DBDriver must be pgsql, not %s",
-                      apr_dbd_name(lease->dbd->driver));
-        dbd_close(r->server, lease->dbd);
+        ap_log_error(APLOG_MARK, APLOG_ERR, 0, s, "SVC0010: DBDriver must be pgsql, not %s",
+                     apr_dbd_name(lease->dbd->driver));
+        dbd_close(s, lease->dbd);
         lease->dbd = NULL;
         svc_metrics_db_released(svc_metrics_current());
         return APR_ENOTIMPL;
@@ -129,14 +133,14 @@ static apr_status_t db_acquire(svc_ctx_t *ctx)
     rv = svc_db_wrap(&ctx->db, conn, lease->dbd->pool, ctx->conf->statement_timeout_ms,
                      lease->pool);
     if (rv != APR_SUCCESS) {
-        dbd_close(r->server, lease->dbd);
+        dbd_close(s, lease->dbd);
         lease->dbd = NULL;
         svc_metrics_db_released(svc_metrics_current());
         return rv;
     }
     if (ctx->route && !(ctx->route->flags & SVC_RF_NO_DB)) {
-        svc_server_conf *sc = ap_get_module_config(r->server->module_config, &svc_module);
-        if ((rv = schema_gate(ctx->db, r, sc)) != APR_SUCCESS) {
+        svc_server_conf *sc = ap_get_module_config(s->module_config, &svc_module);
+        if ((rv = schema_gate(ctx->db, s, lease->pool, sc)) != APR_SUCCESS) {
             /* No connection stays lent: the next attempt meets the gate again. */
             db_return(lease);
         }
@@ -165,27 +169,14 @@ static const char *self_origin(request_rec *r)
                 : apr_psprintf(r->pool, "%s://%s:%u", scheme, host, (unsigned)port);
 }
 
-svc_ctx_t *svc_glue_ctx(request_rec *r, apr_pool_t *p)
+svc_ctx_t *svc_glue_ctx_bare(server_rec *s, apr_pool_t *p)
 {
-    svc_server_conf *sc = ap_get_module_config(r->server->module_config, &svc_module);
+    svc_server_conf *sc = ap_get_module_config(s->module_config, &svc_module);
     svc_ctx_t *ctx = svc_ctx_create(p, &sc->core);
-    svc_lease_t *lease;
+    svc_lease_t *lease = apr_pcalloc(p, sizeof(*lease));
 
-    ctx->method = r->method;
-    ctx->path = r->uri;
-    ctx->headers_in = r->headers_in;
-    ctx->client_ip = r->useragent_ip ? r->useragent_ip : "";
-    ctx->client_sa = r->useragent_addr;
-    ctx->user_agent = apr_table_get(r->headers_in, "User-Agent");
     ctx->request_id = svc_id_new(p, "req_");
-    /* Our own origin, for the CSRF check: the public URL's when it is
-     * configured, not one the request's Host header made up. */
-    ctx->self_origin = sc->core.public_origin ? sc->core.public_origin : self_origin(r);
-    ctx->is_tls = strcmp(ap_http_scheme(r), "https") == 0
-                  || (sc->core.public_origin && strncmp(sc->core.public_origin, "https:", 6) == 0);
-
-    lease = apr_pcalloc(p, sizeof(*lease));
-    lease->r = r;
+    lease->s = s;
     lease->pool = p;
     lease->ctx = ctx;
     ctx->glue = lease;
@@ -193,6 +184,25 @@ svc_ctx_t *svc_glue_ctx(request_rec *r, apr_pool_t *p)
     ctx->db_release = db_release;
     ctx->db_reason = db_reason;
     apr_pool_cleanup_register(p, lease, db_return_cleanup, apr_pool_cleanup_null);
+    return ctx;
+}
+
+svc_ctx_t *svc_glue_ctx(request_rec *r, apr_pool_t *p)
+{
+    svc_server_conf *sc = ap_get_module_config(r->server->module_config, &svc_module);
+    svc_ctx_t *ctx = svc_glue_ctx_bare(r->server, p);
+
+    ctx->method = r->method;
+    ctx->path = r->uri;
+    ctx->headers_in = r->headers_in;
+    ctx->client_ip = r->useragent_ip ? r->useragent_ip : "";
+    ctx->client_sa = r->useragent_addr;
+    ctx->user_agent = apr_table_get(r->headers_in, "User-Agent");
+    /* Our own origin, for the CSRF check: the public URL's when it is
+     * configured, not one the request's Host header made up. */
+    ctx->self_origin = sc->core.public_origin ? sc->core.public_origin : self_origin(r);
+    ctx->is_tls = strcmp(ap_http_scheme(r), "https") == 0
+                  || (sc->core.public_origin && strncmp(sc->core.public_origin, "https:", 6) == 0);
     return ctx;
 }
 

@@ -76,9 +76,9 @@ void svc_dbwatch_child_init(apr_pool_t *pchild)
     apr_pool_destroy(p);
 }
 
-static watch_t *watch_of(request_rec *r)
+static watch_t *watch_of(server_rec *s)
 {
-    svc_server_conf *sc = ap_get_module_config(r->server->module_config, &svc_module);
+    svc_server_conf *sc = ap_get_module_config(s->module_config, &svc_module);
 
     return watches && sc->db_conninfo
            ? apr_hash_get(watches, sc->db_conninfo, APR_HASH_KEY_STRING) : NULL;
@@ -89,49 +89,49 @@ static watch_t *watch_of(request_rec *r)
  * now), once per outage; a database that answers after all (the pool was
  * busy, one connection had died) is no outage.
  */
-static void went_away(request_rec *r, watch_t *w, const char *why)
+static void went_away(server_rec *s, apr_pool_t *p, watch_t *w, const char *why)
 {
     if (apr_atomic_cas32(&w->state, WATCH_DOWN, WATCH_UP) != WATCH_UP) {
         return;
     }
-    if (!why && svc_db_probe(w->conninfo, r->pool, &why) == APR_SUCCESS) {
+    if (!why && svc_db_probe(w->conninfo, p, &why) == APR_SUCCESS) {
         apr_atomic_set32(&w->state, WATCH_UP);
         return;
     }
-    ap_log_rerror(APLOG_MARK, APLOG_WARNING, 0, r, "SVC0091: the database went away: %s. "
-                  "Requests that need it answer 503 until it is back (SVC0012 counts them).",
-                  why);
+    ap_log_error(APLOG_MARK, APLOG_WARNING, 0, s, "SVC0091: the database went away: %s. "
+                 "Requests that need it answer 503 until it is back (SVC0012 counts them).",
+                 why);
 }
 
-void svc_dbwatch_result(request_rec *r, int ok)
+void svc_dbwatch_result(server_rec *s, apr_pool_t *p, int ok)
 {
-    watch_t *w = watch_of(r);
+    watch_t *w = watch_of(s);
 
     if (!w) {
         return;
     }
     if (!ok) {
-        went_away(r, w, NULL);
+        went_away(s, p, w, NULL);
     }
     else if (apr_atomic_read32(&w->state) != WATCH_UP) {
         apr_atomic_set32(&w->state, WATCH_UP);
     }
 }
 
-const char *svc_dbwatch_reason(request_rec *r)
+const char *svc_dbwatch_reason(server_rec *s, apr_pool_t *p)
 {
-    svc_server_conf *sc = ap_get_module_config(r->server->module_config, &svc_module);
-    watch_t *w = watch_of(r);
+    svc_server_conf *sc = ap_get_module_config(s->module_config, &svc_module);
+    watch_t *w = watch_of(s);
     const char *why = NULL;
 
     if (!sc->db_conninfo) {
         return "no DBDParams is configured for this server";
     }
-    if (svc_db_probe(sc->db_conninfo, r->pool, &why) == APR_SUCCESS) {
+    if (svc_db_probe(sc->db_conninfo, p, &why) == APR_SUCCESS) {
         return NULL;
     }
     if (w) {
-        went_away(r, w, why);
+        went_away(s, p, w, why);
     }
     return why;
 }

@@ -82,9 +82,12 @@ int svc_handler(request_rec *r);
 /*
  * A core context for r, living in p (r->pool, or a sub-pool for work done
  * later on r's behalf), lent pooled database connections on demand; they go
- * back with svc_glue_ctx_release or when p is cleared.
+ * back with svc_glue_ctx_release or when p is cleared. svc_glue_ctx_bare
+ * is one of server s with nothing of a request: an event stream's, once its
+ * request is gone, which sets itself what its work reads (mod_svc_sse.c).
  */
 svc_ctx_t *svc_glue_ctx(request_rec *r, apr_pool_t *p);
+svc_ctx_t *svc_glue_ctx_bare(server_rec *s, apr_pool_t *p);
 void svc_glue_ctx_release(svc_ctx_t *ctx);
 
 /*
@@ -134,14 +137,14 @@ int svc_glue_refusal(request_rec *r, const char *request_id);
  * start) notes each distinct DBDParams; svc_dbwatch_child_init tries each
  * as a child starts and logs why one fails (SVC0090); svc_dbwatch_result
  * is told whether a request could use the database, and logs why not the
- * first time after it could (SVC0091); svc_dbwatch_reason is why r's
- * server cannot reach its database now (logged as SVC0091 too if that is
+ * first time after it could (SVC0091); svc_dbwatch_reason is why server
+ * s cannot reach its database now (logged as SVC0091 too if that is
  * news), or NULL when it can.
  */
 void svc_dbwatch_setup(apr_pool_t *pconf, server_rec *s);
 void svc_dbwatch_child_init(apr_pool_t *pchild);
-void svc_dbwatch_result(request_rec *r, int ok);
-const char *svc_dbwatch_reason(request_rec *r);
+void svc_dbwatch_result(server_rec *s, apr_pool_t *p, int ok);
+const char *svc_dbwatch_reason(server_rec *s, apr_pool_t *p);
 
 /* Called at start-up to resolve mod_dbd's optional functions. */
 int svc_glue_dbd_init(void);

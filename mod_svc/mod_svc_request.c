@@ -258,7 +258,7 @@ static void log_failure(svc_ctx_t *ctx, request_rec *r, apr_status_t rv,
     if (rv == SVC_EDBDOWN || rv == SVC_ESCHEMA) {
         /* A pooled connection that died mid-request is an outage too. */
         if (rv == SVC_EDBDOWN) {
-            svc_dbwatch_result(r, 0);
+            svc_dbwatch_result(r->server, r->pool, 0);
         }
         report_db_unavailable(ctx, r, pr);
         return;

@@ -47,12 +47,19 @@
  * watcher (sockets of suspended connections), the network filter that
  * writes without waiting, the request handler, and the child's life.
  *
+ * A stream does not keep its request: a second after it was suspended
+ * (SSE_SETTLE) the request is logged and its pool destroyed
+ * (release_request), which halves what an idle stream costs (two of four
+ * 8 KiB blocks: what httpd put in the request's pool, and the response
+ * head). The stream then lives on its connection alone: it frames its own
+ * chunks, checks access with the credential it kept, and holds its place.
+ *
  * What httpd 2.4 cannot do: give a suspended connection back to the MPM.
- * So a stream that ends writes its last bytes, finishes the request (it is
- * logged), and then releases the connection itself, by destroying its
- * pool: that closes the socket and settles the MPM's connection counts, as
- * the MPM's own close would. Clients reconnect with Last-Event-ID (the
- * stream sends `retry:`); every stream ends when its child stops.
+ * So a stream that ends writes its last bytes (the body's last chunk) and
+ * then releases the connection itself, by destroying its pool: that closes
+ * the socket and settles the MPM's connection counts, as the MPM's own
+ * close would. Clients reconnect with Last-Event-ID (the stream sends
+ * `retry:`); every stream ends when its child stops.
  */
 #include "mod_svc_glue.h"
 
@@ -84,8 +91,10 @@ APLOG_USE_MODULE(svc);
 /* Rows per read of the event log. */
 #define SSE_BATCH       500
 /* A stream ending right after it was suspended waits this long before it
- * releases its connection: the worker that suspended it may still be
- * returning through the MPM (see the note above). */
+ * releases its connection, and every stream this long before it lets its
+ * request go: the worker that suspended it may still be returning through
+ * the MPM, which hands the request to its suspend hooks (see the note
+ * above). */
 #define SSE_SETTLE      apr_time_from_sec(1)
 /* What the client's EventSource waits before reconnecting, in ms, and
  * the stream's first bytes that say so. */
@@ -112,8 +121,8 @@ APLOG_USE_MODULE(svc);
  * it: nothing (APR frees a block whose size is above this; 0 would mean
  * "everything"). A stream's frames, heartbeats and set-aside bytes never
  * take a block of the connection's allocator (see frame and net_out), so
- * what is freed on it (the request context's pool, the response head's
- * buffer, later an access check's or a catch-up's pool) is rare and goes
+ * what is freed on it (the request context's pool, the request's own
+ * pool, later an access check's or a catch-up's pool) is rare and goes
  * back to malloc, shared by every stream, instead of 8 KiB kept by each
  * for as long as it lives (httpd's MaxMemFree, 2 MiB or unlimited by
  * default, suits connections that come and go). */
@@ -147,6 +156,13 @@ typedef struct {
     int failed;                 /* the socket failed: the client is gone */
 } sse_net;
 
+/* A place among the streams its caller holds (take_place), given back
+ * when the request's pool goes, or by the stream once it has the place. */
+typedef struct {
+    svc_hub_t *hub;
+    apr_int64_t id;
+} sse_place;
+
 /*
  * A stream's record outlives its request and connection (a heartbeat may
  * still be scheduled when it ends), so it is malloc'd and freed by the last
@@ -158,16 +174,23 @@ struct sse_stream {
     volatile apr_uint32_t refs; /* the hub's subscription + pending callbacks */
     volatile apr_uint32_t wake_pending;
     volatile apr_uint32_t gone; /* the watcher saw the client close its end */
-    int ended;                  /* under lock: r and c are gone */
+    int ended;                  /* under lock: c is gone */
     int ending;                 /* under lock: end at the next callback */
-    request_rec *r;
+    request_rec *r;             /* until the request is let go (release_request) */
     conn_rec *c;
+    server_rec *s;              /* the request's (virtual) server */
     svc_hub_t *hub;
+    sse_place *place;           /* in r's pool while the request has the place */
+    apr_int64_t place_id;       /* the stream's once the request is gone; 0: none */
+    svc_mstream_e kind;         /* which gauge counts it (stream_counted) */
     svc_hub_sub_t sub;          /* to its org's new events (the hub's) */
     sse_net *net;
     int fd;                     /* the socket's, for the watcher */
     apr_uint32_t slot, gen;     /* the watcher's: where it is registered */
     const char *run_id;         /* these strings in tail */
+    const char *authz;          /* the request's Authorization header, for the recheck */
+    const char *session;        /* its session cookie's value, for the recheck */
+    const char *client_ip;
     int until_run_ends;
     const char *target_id;      /* a deploy agent's work stream: its target */
     const char *recheck_prefix; /* events of these kinds have access checked at once */
@@ -179,12 +202,14 @@ struct sse_stream {
     const char *params;         /* the route's parameters: nparams keys and values, in tail */
     int nparams;
     apr_size_t tail_used;       /* bytes of params filled (tail_fill) */
+    apr_size_t tail_len;        /* bytes of tail (wiped before the record is freed) */
     apr_bucket_brigade *bb;
     sse_stream *tprev, *tnext; /* waiting for the table (table_lock) */
     int table_waiting;
     int recheck_first;          /* check access at the first callback (svc_sse_begin) */
     /* What the stream keeps of its request's context, which goes when the
-     * stream is suspended (svc_handler): NUL-terminated strings. */
+     * stream is suspended (svc_handler), and of the request, which goes a
+     * moment later (release_request): NUL-terminated strings. */
     char tail[];
 };
 
@@ -476,17 +501,35 @@ static apr_size_t frame(apr_bucket_brigade *bb, apr_int64_t id, const char *kind
     return 40 + klen + dlen;
 }
 
-/* Sends what the brigade holds, now (without waiting for the client: the
+/*
+ * Sends what the brigade holds, now (without waiting for the client: the
  * writer keeps what the socket does not take). Anything but APR_SUCCESS:
- * the client is gone. */
-static apr_status_t flush(request_rec *r, apr_bucket_brigade *bb)
+ * the client is gone. Through the request's filters while the stream has
+ * its request (httpd's chunk filter frames the body); once the request is
+ * gone (release_request), straight to the connection's, as one chunk
+ * framed here.
+ */
+static apr_status_t flush(sse_stream *st, apr_bucket_brigade *bb)
 {
+    conn_rec *c = st->c;
+    ap_filter_t *out = st->r ? st->r->output_filters : c->output_filters;
     apr_status_t rv;
+    apr_off_t len = 0;
 
-    APR_BRIGADE_INSERT_TAIL(bb, apr_bucket_flush_create(r->connection->bucket_alloc));
-    rv = ap_pass_brigade(r->output_filters, bb);
+    if (!st->r && apr_brigade_length(bb, 1, &len) == APR_SUCCESS && len > 0) {
+        char size[24];
+        apr_size_t n = (apr_size_t)apr_snprintf(size, sizeof(size), "%" APR_UINT64_T_HEX_FMT
+                                                CRLF, (apr_uint64_t)len);
+
+        /* A copy from the bucket allocator's small pieces (NULL: no free
+         * function); the end of the chunk is a constant. */
+        APR_BRIGADE_INSERT_HEAD(bb, apr_bucket_heap_create(size, n, NULL, c->bucket_alloc));
+        APR_BRIGADE_INSERT_TAIL(bb, apr_bucket_immortal_create(CRLF, 2, c->bucket_alloc));
+    }
+    APR_BRIGADE_INSERT_TAIL(bb, apr_bucket_flush_create(c->bucket_alloc));
+    rv = ap_pass_brigade(out, bb);
     apr_brigade_cleanup(bb);
-    if (rv == APR_SUCCESS && r->connection->aborted) {
+    if (rv == APR_SUCCESS && c->aborted) {
         rv = APR_ECONNABORTED;
     }
     return rv;
@@ -510,9 +553,7 @@ static int asks_recheck(const char *prefix, const char *kind)
 
 /* Writes the events (an array of svc_event_t) the stream has not sent,
  * within the pass's budget, and flushes them. */
-static apr_status_t send_events(request_rec *r, apr_bucket_brigade *bb,
-                                const apr_array_header_t *events, apr_int64_t *plast,
-                                int until_run_ends, const char *recheck_prefix,
+static apr_status_t send_events(sse_stream *st, const apr_array_header_t *events,
                                 sse_pass *pass)
 {
     int i, wrote = 0;
@@ -521,26 +562,26 @@ static apr_status_t send_events(request_rec *r, apr_bucket_brigade *bb,
         const svc_event_t *e = &APR_ARRAY_IDX(events, i, svc_event_t);
         apr_size_t n;
 
-        if (e->id <= *plast) {
+        if (e->id <= st->last_id) {
             continue;
         }
         if (!pass->budget) {
             pass->more = 1;
             break;
         }
-        n = frame(bb, e->id, e->kind, e->data);
+        n = frame(st->bb, e->id, e->kind, e->data);
         pass->budget = n < pass->budget ? pass->budget - n : 0;
-        *plast = e->id;
+        st->last_id = e->id;
         wrote = 1;
-        if (asks_recheck(recheck_prefix, e->kind)) {
+        if (asks_recheck(st->recheck_prefix, e->kind)) {
             pass->recheck = 1;
         }
-        if (until_run_ends && is_final_status(e->kind, e->data)) {
+        if (st->until_run_ends && is_final_status(e->kind, e->data)) {
             pass->final = 1;
             break;
         }
     }
-    return wrote ? flush(r, bb) : APR_SUCCESS;
+    return wrote ? flush(st, st->bb) : APR_SUCCESS;
 }
 
 /*
@@ -553,11 +594,8 @@ static apr_status_t send_events(request_rec *r, apr_bucket_brigade *bb,
  * budget, and a pool of their own would be one more 8 KiB block taken and
  * freed per stream.
  */
-static apr_status_t replay(request_rec *r, svc_ctx_t *ctx, apr_pool_t *p,
-                           apr_bucket_brigade *bb, const sse_net *net, const char *org_id,
-                           const char *run_id, const char *target_id,
-                           const char *recheck_prefix, int until_run_ends,
-                           apr_int64_t *plast, sse_pass *pass)
+static apr_status_t replay(sse_stream *st, svc_ctx_t *ctx, apr_pool_t *p, const char *org_id,
+                           sse_pass *pass)
 {
     apr_array_header_t *events;
     svc_db_t *db;
@@ -570,15 +608,15 @@ static apr_status_t replay(request_rec *r, svc_ctx_t *ctx, apr_pool_t *p,
         apr_size_t asked = pass->budget ? pass->budget : 1, got = 0;
         int i;
 
-        rv = svc_events_after(db, p, org_id, run_id, target_id, *plast, SSE_BATCH, asked,
-                              &events);
+        rv = svc_events_after(db, p, org_id, st->run_id, st->target_id, st->last_id, SSE_BATCH,
+                              asked, &events);
         if (rv != APR_SUCCESS || !events->nelts) {
             break;
         }
         for (i = 0; i < events->nelts; i++) {
             got += strlen(APR_ARRAY_IDX(events, i, svc_event_t).data);
         }
-        rv = send_events(r, bb, events, plast, until_run_ends, recheck_prefix, pass);
+        rv = send_events(st, events, pass);
         if (rv != APR_SUCCESS || pass->final || pass->more) {
             break;
         }
@@ -587,7 +625,7 @@ static apr_status_t replay(request_rec *r, svc_ctx_t *ctx, apr_pool_t *p,
         if (events->nelts < SSE_BATCH && got < asked) {
             break;
         }
-        if (!pass->budget || net->pending) {
+        if (!pass->budget || st->net->pending) {
             /* Spent, or the client has not taken the last batch yet. */
             pass->more = 1;
             break;
@@ -898,19 +936,97 @@ static void table_leave(void)
     pthread_mutex_unlock(&table_lock);
 }
 
+/* Frees a record no callback can reach any more; the credentials it kept
+ * for its access checks go first. */
+static void stream_free(sse_stream *st)
+{
+    svc_wipe(st->tail, st->tail_len);
+    pthread_mutex_destroy(&st->lock);
+    free(st);
+}
+
 static void unref(sse_stream *st)
 {
     if (!apr_atomic_dec32(&st->refs)) {
-        pthread_mutex_destroy(&st->lock);
-        free(st);
+        stream_free(st);
     }
 }
 
+/* The open streams' gauge (svc_metrics.h): one more from the head on,
+ * one less when the request's pool goes (however the stream ends), or
+ * when the stream ends after its request went. */
+static apr_status_t stream_uncount(void *data)
+{
+    svc_metrics_stream(svc_metrics_current(), (svc_mstream_e)(apr_uintptr_t)data, -1);
+    return APR_SUCCESS;
+}
+
+static apr_status_t place_give(void *data)
+{
+    sse_place *pl = data;
+
+    svc_hub_place_give(pl->hub, pl->id);
+    return APR_SUCCESS;
+}
+
+/* The request's end gives the connection's allocator back the server's
+ * MaxMemFree: the keep-alive requests after a stream that ended, and the
+ * connections that later reuse this one's pool (the event MPM recycles it
+ * with its allocator), are served as any other, not with every block
+ * handed back to malloc. */
+static apr_status_t max_free_restore(void *allocator)
+{
+    apr_allocator_max_free_set(allocator, ap_max_mem_free);
+    return APR_SUCCESS;
+}
+
 /*
- * Ends the stream: finishes the response, lets httpd log and free the
- * request, then closes the connection by destroying its pool (2.4 has no
- * way to hand it back to the MPM). Called with st->lock and r->invoke_mtx
- * held; returns with only st->lock held.
+ * Lets the request go while the stream goes on, on its connection: httpd
+ * logs it (its access log line says how the stream started: status, the
+ * head's and the replay's bytes, a second or so of time) and destroys its
+ * pool, two of the four 8 KiB blocks an idle stream held (what httpd and
+ * the head put there). From now on the stream writes its chunks to the
+ * connection's filters itself (flush), checks access with what it kept of
+ * the request (still_allowed), and holds its place and gauge until it ends
+ * (end_stream); the connection's allocator keeps nothing freed until it
+ * goes with the connection's pool (it is that pool's own).
+ *
+ * Called with st->lock and r->invoke_mtx held, at a callback SSE_SETTLE
+ * after the stream was suspended: the worker that suspended it has long
+ * let go of r (httpd itself says the request's pool may be gone once the
+ * handler returned; the MPM then touches only the connection). Returns with
+ * only st->lock held.
+ */
+static void release_request(sse_stream *st)
+{
+    request_rec *r = st->r;
+    conn_rec *c = st->c;
+
+    if (st->place) {
+        apr_pool_cleanup_kill(r->pool, st->place, place_give);
+        st->place_id = st->place->id;
+        st->place = NULL;
+    }
+    apr_pool_cleanup_kill(r->pool, (void *)(apr_uintptr_t)st->kind, stream_uncount);
+    apr_pool_cleanup_kill(r->pool, apr_pool_allocator_get(c->pool), max_free_restore);
+    /* The request's brigade is empty (every write is flushed at once). */
+    st->bb = apr_brigade_create(c->pool, c->bucket_alloc);
+    st->r = NULL;
+    apr_thread_mutex_unlock(r->invoke_mtx);
+    /* The end-of-request bucket is what logs a request and destroys its
+     * pool; it goes through no filter, as nothing below holds anything of
+     * the request (the writer copied or owns every byte it keeps) and the
+     * request's own filters must not see an end: its chunk filter would
+     * write the body's last chunk. */
+    apr_bucket_destroy(ap_bucket_eor_create(c->bucket_alloc, r));
+}
+
+/*
+ * Ends the stream: finishes the response (the body's last chunk), then
+ * closes the connection by destroying its pool (2.4 has no way to hand it
+ * back to the MPM). Called with st->lock held, and r->invoke_mtx while the
+ * stream has its request (then httpd logs and frees the request here);
+ * returns with only st->lock held.
  */
 static void end_stream(sse_stream *st)
 {
@@ -918,7 +1034,7 @@ static void end_stream(sse_stream *st)
     conn_rec *c = st->c;
     apr_bucket_brigade *bb;
 
-    ap_log_rerror(APLOG_MARK, APLOG_TRACE1, 0, r, "event stream %pp ends (last id %"
+    ap_log_cerror(APLOG_MARK, APLOG_TRACE1, 0, c, "event stream %pp ends (last id %"
                   APR_INT64_T_FMT ")", st, st->last_id);
     st->ended = 1;
     svc_hub_unsubscribe(st->hub, &st->sub);
@@ -928,14 +1044,26 @@ static void end_stream(sse_stream *st)
         table_unqueue(st);
     }
     pthread_mutex_unlock(&table_lock);
-    /* The last bytes go if the socket takes them now; nothing waits. */
-    net_detach(st->net, 0);
-    ap_finalize_request_protocol(r);
-    apr_thread_mutex_unlock(r->invoke_mtx);
-    ap_process_request_after_handler(r);
-    /* r is gone (and with its pool the stream's place). Whatever the output
-     * filters still hold goes out now, or not at all. */
-    bb = apr_brigade_create(c->pool, c->bucket_alloc);
+    if (r) {
+        /* The last bytes go if the socket takes them now; nothing waits. */
+        net_detach(st->net, 0);
+        ap_finalize_request_protocol(r);
+        apr_thread_mutex_unlock(r->invoke_mtx);
+        ap_process_request_after_handler(r);
+        /* r is gone (and with its pool the stream's place). */
+        bb = apr_brigade_create(c->pool, c->bucket_alloc);
+    }
+    else {
+        bb = st->bb;
+        APR_BRIGADE_INSERT_TAIL(bb, apr_bucket_immortal_create("0" CRLF CRLF, 5,
+                                                               c->bucket_alloc));
+        net_detach(st->net, 0);
+        if (st->place_id) {
+            svc_hub_place_give(st->hub, st->place_id);
+        }
+        stream_uncount((void *)(apr_uintptr_t)st->kind);
+    }
+    /* Whatever the output filters still hold goes out now, or not at all. */
     APR_BRIGADE_INSERT_TAIL(bb, apr_bucket_flush_create(c->bucket_alloc));
     ap_pass_brigade(c->output_filters, bb);
     if (c->cs) {
@@ -945,12 +1073,17 @@ static void end_stream(sse_stream *st)
     apr_pool_destroy(c->pool);
     st->r = NULL;
     st->c = NULL;
+    st->bb = NULL;
     /* The hub's reference. */
     apr_atomic_dec32(&st->refs);
 }
 
-/* Takes both locks for a callback; 0 when the stream has ended (then only
- * the reference is given back). */
+/*
+ * Takes the stream's lock for a callback, and the request's too while the
+ * stream has its request (which lets the request go once it is
+ * SSE_SETTLE old); 0 when the stream has ended (then only the reference is
+ * given back).
+ */
 static int enter(sse_stream *st)
 {
     pthread_mutex_lock(&st->lock);
@@ -959,7 +1092,12 @@ static int enter(sse_stream *st)
         unref(st);
         return 0;
     }
-    apr_thread_mutex_lock(st->r->invoke_mtx);
+    if (st->r) {
+        apr_thread_mutex_lock(st->r->invoke_mtx);
+        if (apr_time_now() - st->suspended_at >= SSE_SETTLE) {
+            release_request(st);
+        }
+    }
     return 1;
 }
 
@@ -968,10 +1106,23 @@ static void leave(sse_stream *st)
 {
     if (!st->ended) {
         watch_arm(st);
-        apr_thread_mutex_unlock(st->r->invoke_mtx);
+        if (st->r) {
+            apr_thread_mutex_unlock(st->r->invoke_mtx);
+        }
     }
     pthread_mutex_unlock(&st->lock);
     unref(st);
+}
+
+/* The callback SSE_SETTLE after the suspension: an idle stream lets its
+ * request go (enter) without waiting for its first heartbeat. */
+static void settle_cb(void *baton)
+{
+    sse_stream *st = baton;
+
+    if (enter(st)) {
+        leave(st);
+    }
 }
 
 /*
@@ -1048,11 +1199,9 @@ static apr_status_t next_events(sse_stream *st, sse_pass *pass)
         apr_pool_t *tp;
         svc_ctx_t *ctx;
 
-        apr_pool_create(&tp, st->r->pool);
-        ctx = svc_glue_ctx(st->r, tp);
-        rv = replay(st->r, ctx, tp, st->bb, st->net, svc_hub_sub_org(&st->sub), st->run_id,
-                    st->target_id, st->recheck_prefix, st->until_run_ends, &st->last_id,
-                    pass);
+        apr_pool_create(&tp, st->c->pool);
+        ctx = svc_glue_ctx_bare(st->s, tp);
+        rv = replay(st, ctx, tp, svc_hub_sub_org(&st->sub), pass);
         svc_glue_ctx_release(ctx);
         apr_pool_destroy(tp);
         table_leave();
@@ -1064,7 +1213,7 @@ static apr_status_t next_events(sse_stream *st, sse_pass *pass)
         svc_hub_rewind(&st->sub);
     }
     else if (rp.wrote) {
-        rv = flush(st->r, st->bb);
+        rv = flush(st, st->bb);
     }
     return rv;
 }
@@ -1136,8 +1285,8 @@ static void params_restore(const sse_stream *st, apr_table_t *params)
 /*
  * Whether the caller may still read what it streams: the route's whole
  * authentication and authorization again, with the credentials the stream
- * was opened with. Only a clear refusal ends a stream; the database being
- * away does not.
+ * was opened with (kept in its record: the request may be gone). Only a
+ * clear refusal ends a stream; the database being away does not.
  */
 static int still_allowed(sse_stream *st)
 {
@@ -1145,12 +1294,26 @@ static int still_allowed(sse_stream *st)
     apr_status_t rv;
     int tries, allowed = 1;
 
-    apr_pool_create(&tp, st->r->pool);
+    apr_pool_create(&tp, st->c->pool);
     /* A cached principal found stale (SVC_ERESTART) is looked up afresh, as
      * the dispatcher does for a request. */
     for (tries = 0; tries < 2; tries++) {
-        svc_ctx_t *ctx = svc_glue_ctx(st->r, tp);
+        svc_ctx_t *ctx = svc_glue_ctx_bare(st->s, tp);
 
+        /* What authentication reads of a request: its credential (a
+         * stream is a GET, which no CSRF check concerns) and the address
+         * a token's or a session's last use records. */
+        ctx->method = "GET";
+        ctx->path = st->route->path;
+        ctx->client_ip = st->client_ip;
+        ctx->headers_in = apr_table_make(tp, 2);
+        if (st->authz) {
+            apr_table_setn(ctx->headers_in, "Authorization", st->authz);
+        }
+        if (st->session) {
+            apr_table_setn(ctx->headers_in, "Cookie", apr_pstrcat(tp, SVC_SESSION_COOKIE "=",
+                                                                  st->session, NULL));
+        }
         ctx->route = st->route;
         params_restore(st, ctx->params);
         rv = svc_auth_check(ctx);
@@ -1199,7 +1362,7 @@ static void beat_cb(void *baton)
     if (!enter(st)) {
         return;
     }
-    ap_log_rerror(APLOG_MARK, APLOG_TRACE2, 0, st->r, "event stream %pp: heartbeat", st);
+    ap_log_cerror(APLOG_MARK, APLOG_TRACE2, 0, st->c, "event stream %pp: heartbeat", st);
     if (st->ending) {
         /* A scheduled end (see finish). */
         end_stream(st);
@@ -1214,7 +1377,7 @@ static void beat_cb(void *baton)
          * since the last heartbeat is not reading; it is dropped (and may
          * come back with Last-Event-ID). */
         if (st->net->written == st->written_at_beat) {
-            ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, st->r, "SVC0190: event stream "
+            ap_log_cerror(APLOG_MARK, APLOG_DEBUG, 0, st->c, "SVC0190: event stream "
                           "dropped: the client took nothing of %" APR_SIZE_T_FMT " bytes "
                           "for a heartbeat interval", st->net->pending);
             done = 1;
@@ -1223,7 +1386,7 @@ static void beat_cb(void *baton)
     else {
         APR_BRIGADE_INSERT_TAIL(st->bb, apr_bucket_immortal_create(SSE_BEAT_LINE,
                                 sizeof(SSE_BEAT_LINE) - 1, st->bb->bucket_alloc));
-        done = flush(st->r, st->bb) != APR_SUCCESS;
+        done = flush(st, st->bb) != APR_SUCCESS;
     }
     st->written_at_beat = st->net->written;
     if (!done && apr_time_now() >= st->next_recheck) {
@@ -1265,10 +1428,11 @@ static int stream_refused(request_rec *r, svc_ctx_t *ctx, apr_status_t rv)
 
 /*
  * Takes a place among the streams the caller holds (SvcStreamLimit), given
- * back when the request's pool goes. APR_SUCCESS, or a problem: 429 when
- * the caller holds as many as allowed.
+ * back when the request's pool goes, or by the stream once it has it
+ * (release_request). APR_SUCCESS, or a problem: 429 when the caller holds
+ * as many as allowed.
  */
-static apr_status_t take_place(request_rec *r, svc_ctx_t *ctx, svc_hub_t *hub, int limit)
+static apr_status_t take_place(request_rec *r, svc_ctx_t *ctx, sse_stream *st, int limit)
 {
     const svc_principal_t *who = ctx->who;
     const char *principal;
@@ -1284,7 +1448,8 @@ static apr_status_t take_place(request_rec *r, svc_ctx_t *ctx, svc_hub_t *hub, i
     principal = who->user_id ? apr_pstrcat(r->pool, "user:", who->user_id, NULL)
                              : apr_pstrcat(r->pool, "target:", who->target_id, NULL);
     if ((rv = svc_ctx_db(ctx, &db)) != APR_SUCCESS
-        || (rv = svc_hub_place_take(hub, db, r->pool, principal, limit, &id)) != APR_SUCCESS) {
+        || (rv = svc_hub_place_claim(st->hub, db, r->pool, principal, limit, &id))
+           != APR_SUCCESS) {
         return rv;
     }
     if (!id) {
@@ -1294,23 +1459,25 @@ static apr_status_t take_place(request_rec *r, svc_ctx_t *ctx, svc_hub_t *hub, i
                         "try again when one has ended.", limit,
                         who->user_id ? "user" : "deploy target");
     }
+    st->place = apr_palloc(r->pool, sizeof(*st->place));
+    st->place->hub = st->hub;
+    st->place->id = id;
+    apr_pool_cleanup_register(r->pool, st->place, place_give, apr_pool_cleanup_null);
     return APR_SUCCESS;
 }
 
-/* The open streams' gauge (svc_metrics.h): one more from the head on,
- * one less when the request's pool goes, however the stream ends. */
-static apr_status_t stream_uncount(void *data)
+static void stream_counted(request_rec *r, sse_stream *st, svc_mstream_e kind)
 {
-    svc_metrics_stream(svc_metrics_current(), (svc_mstream_e)(apr_uintptr_t)data, -1);
-    return APR_SUCCESS;
-}
-
-static void stream_counted(request_rec *r, svc_mstream_e kind)
-{
+    st->kind = kind;
     svc_metrics_stream(svc_metrics_current(), kind, 1);
     apr_pool_cleanup_register(r->pool, (void *)(apr_uintptr_t)kind, stream_uncount,
                               apr_pool_cleanup_null);
 }
+
+/* The stream's strings: those of its route's parameters and the others. */
+typedef struct {
+    const char *run_id, *target_id, *recheck_prefix, *authz, *session, *client_ip;
+} sse_strings;
 
 static int param_size(void *baton, const char *key, const char *val)
 {
@@ -1319,13 +1486,15 @@ static int param_size(void *baton, const char *key, const char *val)
 }
 
 /* What the record's tail takes for the stream's strings and parameters. */
-static apr_size_t tail_size(const svc_stream_t *spec, const apr_table_t *params)
+static apr_size_t tail_size(const sse_strings *str, const apr_table_t *params)
 {
+    const char *const *s = &str->run_id;
     apr_size_t n = 0;
+    int i;
 
-    n += spec->run_id ? strlen(spec->run_id) + 1 : 0;
-    n += spec->target_id ? strlen(spec->target_id) + 1 : 0;
-    n += spec->recheck_prefix ? strlen(spec->recheck_prefix) + 1 : 0;
+    for (i = 0; i < (int)(sizeof(*str) / sizeof(*s)); i++) {
+        n += s[i] ? strlen(s[i]) + 1 : 0;
+    }
     apr_table_do(param_size, &n, params, NULL);
     return n;
 }
@@ -1358,28 +1527,57 @@ static int param_put(void *baton, const char *key, const char *val)
 }
 
 /* Keeps in the record's tail (tail_size) what the stream needs of the
- * request's context, which goes when the stream is suspended. */
-static void tail_fill(sse_stream *st, const svc_stream_t *spec, const apr_table_t *params)
+ * request's context, which goes when the stream is suspended, and of the
+ * request, which goes a moment later. */
+static void tail_fill(sse_stream *st, const sse_strings *str, const apr_table_t *params)
 {
     char *at = st->tail;
 
-    st->run_id = tail_put(&at, spec->run_id);
-    st->target_id = tail_put(&at, spec->target_id);
-    st->recheck_prefix = tail_put(&at, spec->recheck_prefix);
+    st->run_id = tail_put(&at, str->run_id);
+    st->target_id = tail_put(&at, str->target_id);
+    st->recheck_prefix = tail_put(&at, str->recheck_prefix);
+    st->authz = tail_put(&at, str->authz);
+    st->session = tail_put(&at, str->session);
+    st->client_ip = tail_put(&at, str->client_ip);
     st->params = at;
     st->tail_used = 0;
     apr_table_do(param_put, st, params, NULL);
 }
 
-/* The request's end gives the connection's allocator back the server's
- * MaxMemFree: the keep-alive requests after a stream that ended, and the
- * connections that later reuse this one's pool (the event MPM recycles it
- * with its allocator), are served as any other, not with every block
- * handed back to malloc. */
-static apr_status_t max_free_restore(void *allocator)
+/* A stream's record for the request ctx authorized, or NULL without
+ * memory. */
+static sse_stream *stream_new(request_rec *r, svc_ctx_t *ctx, svc_hub_t *hub)
 {
-    apr_allocator_max_free_set(allocator, ap_max_mem_free);
-    return APR_SUCCESS;
+    const svc_stream_t *spec = ctx->stream;
+    const char *authz = apr_table_get(r->headers_in, "Authorization");
+    sse_strings str = { spec->run_id, spec->target_id, spec->recheck_prefix, authz, NULL,
+                        ctx->client_ip };
+    apr_size_t len;
+    sse_stream *st;
+
+    /* Authentication reads the session cookie only without a bearer. */
+    if (!authz) {
+        str.session = svc_cookie_get(r->pool, apr_table_get(r->headers_in, "Cookie"),
+                                     SVC_SESSION_COOKIE);
+    }
+    len = tail_size(&str, ctx->params);
+    if (!(st = calloc(1, sizeof(*st) + len))) {
+        return NULL;
+    }
+    if (pthread_mutex_init(&st->lock, NULL) != 0) {
+        free(st);
+        return NULL;
+    }
+    st->tail_len = len;
+    tail_fill(st, &str, ctx->params);
+    st->r = r;
+    st->c = r->connection;
+    st->s = r->server;
+    st->hub = hub;
+    st->route = ctx->route;
+    st->until_run_ends = spec->until_run_ends;
+    st->last_id = spec->after;
+    return st;
 }
 
 /* From here until the request ends, the connection's allocator keeps
@@ -1392,17 +1590,26 @@ static void keep_nothing_freed(request_rec *r)
     apr_pool_cleanup_register(r->pool, allocator, max_free_restore, apr_pool_cleanup_null);
 }
 
+/* The stream's start did not end in a suspension: the core writes the rest
+ * of the response as any other (OK), or the problem of a refusal. */
+static int not_suspended(sse_stream *st, int ret)
+{
+    if (st->net) {
+        net_detach(st->net, st->r->server->timeout);
+    }
+    stream_free(st);
+    return ret;
+}
+
 int svc_sse_begin(request_rec *r, svc_ctx_t *ctx)
 {
     svc_server_conf *sc = ap_get_module_config(r->server->module_config, &svc_module);
     const svc_stream_t *spec = ctx->stream;
-    apr_bucket_brigade *bb = apr_brigade_create(r->pool, r->connection->bucket_alloc);
+    apr_bucket_brigade *bb;
     sse_pass pass = { SSE_BACKLOG, 0, 0, 0, 0 };
-    apr_int64_t last = spec->after;
     sse_stream *st;
     sse_watch *w;
     svc_hub_t *hub;
-    sse_net *net;
     apr_status_t rv;
 
     if (!mpm_is_async || !sc->db_conninfo || !child_pool) {
@@ -1415,81 +1622,71 @@ int svc_sse_begin(request_rec *r, svc_ctx_t *ctx)
                               "Event streams are served over HTTP/1.1 connections; this "
                               "request came over HTTP/2."));
     }
-    if (!(hub = hub_for(r->server, sc->db_conninfo)) || !(w = watch_get())) {
+    if (!(hub = hub_for(r->server, sc->db_conninfo)) || !(w = watch_get())
+        || !(st = stream_new(r, ctx, hub))) {
         return stream_refused(r, ctx, svc_fail(ctx, 503, "streams_unavailable",
                               "This server cannot hold event streams open right now."));
     }
-    if ((rv = take_place(r, ctx, hub, sc->core.stream_limit)) != APR_SUCCESS) {
-        return stream_refused(r, ctx, rv);
+    if ((rv = take_place(r, ctx, st, sc->core.stream_limit)) != APR_SUCCESS) {
+        return not_suspended(st, stream_refused(r, ctx, rv));
     }
-    stream_counted(r, spec->target_id ? SVC_MSTREAM_AGENT : SVC_MSTREAM_ORG);
+    stream_counted(r, st, spec->target_id ? SVC_MSTREAM_AGENT : SVC_MSTREAM_ORG);
     svc_glue_write_head(ctx, r, 200, "text/event-stream; charset=utf-8");
     /* Proxies in front (nginx, some load balancers) must not buffer it. */
     apr_table_setn(r->err_headers_out, "X-Accel-Buffering", "no");
     if (r->header_only) {
         svc_glue_ctx_release(ctx);
-        return OK;
+        return not_suspended(st, OK);
     }
-    if (!(net = net_attach(r))) {
-        return stream_refused(r, ctx, svc_fail(ctx, 503, "streams_unavailable",
-                              "This connection cannot carry an event stream."));
+    if (!(st->net = net_attach(r))) {
+        return not_suspended(st, stream_refused(r, ctx, svc_fail(ctx, 503,
+                             "streams_unavailable", "This connection cannot carry an event "
+                             "stream.")));
+    }
+    if (apr_os_sock_get(&st->fd, st->net->sock) != APR_SUCCESS) {
+        svc_glue_ctx_release(ctx);
+        return not_suspended(st, OK);
     }
     keep_nothing_freed(r);
+    /* The request's brigade until the request goes (release_request). */
+    st->bb = bb = apr_brigade_create(r->pool, r->connection->bucket_alloc);
     APR_BRIGADE_INSERT_TAIL(bb, apr_bucket_immortal_create(SSE_RETRY_LINE,
                             sizeof(SSE_RETRY_LINE) - 1, bb->bucket_alloc));
-    rv = flush(r, bb);
+    rv = flush(st, bb);
     if (rv == APR_SUCCESS) {
-        rv = replay(r, ctx, ctx->pool, bb, net, spec->org_id, spec->run_id, spec->target_id,
-                    spec->recheck_prefix, spec->until_run_ends, &last, &pass);
+        rv = replay(st, ctx, ctx->pool, spec->org_id, &pass);
     }
     /* Idle streams hold no pooled connection. */
     svc_glue_ctx_release(ctx);
-    if (rv != APR_SUCCESS || pass.final || r->connection->aborted
-        || !(st = calloc(1, sizeof(*st) + tail_size(spec, ctx->params)))) {
-        /* Done (the run is over), the client left, or no memory: an
-         * ordinary ending, written by the core as any response. */
-        net_detach(net, r->server->timeout);
-        return OK;
+    if (rv != APR_SUCCESS || pass.final || r->connection->aborted) {
+        /* Done (the run is over), or the client left: an ordinary ending,
+         * written by the core as any response. */
+        return not_suspended(st, OK);
     }
-    if (pthread_mutex_init(&st->lock, NULL) != 0
-        || apr_os_sock_get(&st->fd, net->sock) != APR_SUCCESS) {
-        free(st);
-        net_detach(net, r->server->timeout);
-        return OK;
-    }
-    st->r = r;
-    st->c = r->connection;
-    st->hub = hub;
-    st->net = net;
-    tail_fill(st, spec, ctx->params);
-    st->until_run_ends = spec->until_run_ends;
-    st->last_id = last;
-    st->route = ctx->route;
-    st->bb = bb;
     st->suspended_at = apr_time_now();
     st->next_recheck = apr_time_now() + SSE_RECHECK;
-    st->written_at_beat = net->written;
+    st->written_at_beat = st->net->written;
     /* A suspension that committed between the authorization and the replay
      * (which sent it) is acted on at the first wake-up, just below. */
     st->recheck_first = pass.recheck;
-    /* The hub's reference, and the heartbeat's and a first wake-up's: what
-     * committed between the replay and now (or what the replay left for
-     * later) is sent at once. */
-    apr_atomic_set32(&st->refs, 3);
+    /* The hub's reference, and the heartbeat's, a first wake-up's (what
+     * committed between the replay and now, or what the replay left for
+     * later, is sent at once) and the settling's (settle_cb). */
+    apr_atomic_set32(&st->refs, 4);
     apr_atomic_set32(&st->wake_pending, 1);
 
     svc_hub_subscribe(hub, &st->sub, spec->org_id);
     if (watch_add(w, st) != APR_SUCCESS) {
         svc_hub_unsubscribe(hub, &st->sub);
-        pthread_mutex_destroy(&st->lock);
-        free(st);
-        net_detach(net, r->server->timeout);
-        return OK;
+        return not_suspended(st, OK);
     }
 
     /* Callbacks wait for r->invoke_mtx, which httpd holds until this
      * handler has returned. */
     if (ap_mpm_register_timed_callback(SSE_HEARTBEAT, beat_cb, st) != APR_SUCCESS) {
+        apr_atomic_dec32(&st->refs);
+    }
+    if (ap_mpm_register_timed_callback(SSE_SETTLE, settle_cb, st) != APR_SUCCESS) {
         apr_atomic_dec32(&st->refs);
     }
     if (call_soon(wake_cb, st) != APR_SUCCESS) {

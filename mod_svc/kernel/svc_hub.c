@@ -585,37 +585,16 @@ void svc_hub_rewind(svc_hub_sub_t *sub)
     sub->ring_pos = 0;
 }
 
-/* A stream place taken, given back when its owner's pool goes. */
-typedef struct {
-    svc_hub_t *hub;
-    apr_int64_t id;
-} place_t;
-
-static apr_status_t place_release(void *data)
+void svc_hub_place_give(svc_hub_t *hub, apr_int64_t id)
 {
-    place_t *pl = data;
-
-    apr_thread_mutex_lock(pl->hub->lock);
-    APR_ARRAY_PUSH(pl->hub->released, apr_int64_t) = pl->id;
-    apr_thread_mutex_unlock(pl->hub->lock);
-    return APR_SUCCESS;
+    apr_thread_mutex_lock(hub->lock);
+    APR_ARRAY_PUSH(hub->released, apr_int64_t) = id;
+    apr_thread_mutex_unlock(hub->lock);
 }
 
-apr_status_t svc_hub_place_take(svc_hub_t *hub, svc_db_t *db, apr_pool_t *p,
-                                const char *principal, int limit, apr_int64_t *pid)
+apr_status_t svc_hub_place_claim(svc_hub_t *hub, svc_db_t *db, apr_pool_t *p,
+                                 const char *principal, int limit, apr_int64_t *pid)
 {
-    place_t *pl = apr_pcalloc(p, sizeof(*pl));
-    apr_status_t rv;
-
-    pl->hub = hub;
     *pid = 0;
-    if ((rv = svc_streams_claim(db, p, principal, hub->conf.holder, limit, &pl->id))
-        != APR_SUCCESS) {
-        return rv;
-    }
-    if (pl->id) {
-        apr_pool_cleanup_register(p, pl, place_release, apr_pool_cleanup_null);
-    }
-    *pid = pl->id;
-    return APR_SUCCESS;
+    return svc_streams_claim(db, p, principal, hub->conf.holder, limit, pid);
 }

@@ -140,12 +140,15 @@ apr_status_t svc_hub_read_noting(svc_hub_t *hub, svc_hub_sub_t *sub, const char 
 void svc_hub_rewind(svc_hub_sub_t *sub);
 
 /*
- * Takes a place among the streams `principal` holds (svc_streams_claim, on
+ * Claims a place among the streams `principal` holds (svc_streams_claim, on
  * db, held by this hub's process): *pid is its id, or 0 when the principal
- * holds `limit` already. A place taken is given back when p goes (the hub
- * deletes it at its next turn).
+ * holds `limit` already. The holder gives it back with svc_hub_place_give
+ * (the hub deletes it at its next turn), whatever outlives what: a stream's
+ * place is its request's at first and its connection's later. Places not
+ * given back go when the hub stops.
  */
-apr_status_t svc_hub_place_take(svc_hub_t *hub, svc_db_t *db, apr_pool_t *p,
-                                const char *principal, int limit, apr_int64_t *pid);
+apr_status_t svc_hub_place_claim(svc_hub_t *hub, svc_db_t *db, apr_pool_t *p,
+                                 const char *principal, int limit, apr_int64_t *pid);
+void svc_hub_place_give(svc_hub_t *hub, apr_int64_t id);
 
 #endif /* SVC_HUB_H */

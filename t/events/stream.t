@@ -145,20 +145,46 @@ my $before = emit('test.before', { n => 0 });
 }
 
 # --- heartbeats and revocation ----------------------------------------------------
+# A stream lets its request go a second after it starts and checks access
+# every 30 s with the credential it kept: a revoked token or session ends
+# it, a live token or session (a cookie, no Authorization) keeps it.
 {
     my $doomed = new_token($owner, scope => 'read', name => 'doomed');
     my $s = sse_open($path, token => $doomed);
     is($s->{status}, 200, 'a stream on a token about to be revoked');
+    my $cookie = new_session($owner);
+    my $ended = new_session($owner);
+    my $live_cookie = sse_open($path, cookie => $cookie);
+    my $ended_cookie = sse_open($path, cookie => $ended);
+    my $live_token = sse_open($path, token => $pat);
+    is($_->{status}, 200, 'a stream on a live credential, and one on a session about to end')
+        for $live_cookie, $ended_cookie, $live_token;
     my $tid = psql_value("SELECT id FROM api_tokens WHERE name = 'doomed' AND user_id = "
                          . SvcTest::sql_quote(SvcTest::user_id_of($owner)));
     my ($st) = api(DELETE => "/api/me/tokens/$tid", token => new_token($owner));
     is($st, 204, 'the token is revoked');
+    my ($sst, $sessions) = api(GET => '/api/me/sessions', cookie => $ended);
+    my ($sid) = map { $_->{id} } grep { $_->{current} } @{ $sessions->{data} // [] };
+    ($sst) = api(DELETE => "/api/me/sessions/$sid", token => new_token($owner));
+    is($sst, 204, 'the session is ended');
     my $t0 = time;
-    1 while !$s->{closed} && time - $t0 < 70 && (sse_next($s, 5) || 1);
+    1 while (!$s->{closed} || !$ended_cookie->{closed}) && time - $t0 < 70
+        && (sse_next($s, 1) || sse_next($ended_cookie, 1) || 1);
     ok($s->{closed}, 'the server closed the stream');
+    ok($ended_cookie->{closed}, "... and the ended session's");
     my $took = time - $t0;
     ok($took <= 60, sprintf('... within 60 s of the revocation (%.0f s)', $took));
     ok(scalar(@{ $s->{comments} }) >= 1, '... and heartbeats came meanwhile');
+    # Every one of them has had its access checked by now.
+    my $id = emit('test.after_recheck', { n => 1 });
+    for ([$live_cookie, 'a session cookie'], [$live_token, 'a token']) {
+        my ($l, $how) = @$_;
+        my $e;
+        do { $e = sse_next($l, 10) } while $e && $e->{id} < $id;
+        is($e && $e->{id}, $id, "a stream on $how lives past its access check, and delivers");
+        ok(!$l->{closed}, '... open');
+        sse_close($l);
+    }
 }
 
 # --- the database away: streams stay, and catch up -------------------------------

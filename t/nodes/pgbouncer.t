@@ -100,9 +100,9 @@ is($pool && $pool->{pool_mode}, 'session', '... in session mode');
 my $owner = new_user('pgb');
 my $org = new_org($owner, prefix => 'pgb');
 my $tok = new_token($owner, scope => 'admin');
-my ($st, $me) = api(GET => '/api/me', token => $tok, base => $p->url);
+my ($st, $whoami) = api(GET => '/api/me', token => $tok, base => $p->url);
 is($st, 200, 'GET /api/me through pgbouncer');
-is($me && $me->{email}, $owner, '... the right user');
+is($whoami && $whoami->{email}, $owner, '... the right user');
 ($st) = api(POST => "/api/orgs/$org/projects", token => $tok, base => $p->url,
             json => { slug => 'app', name => 'App' });
 is($st, 201, 'a project created through pgbouncer');

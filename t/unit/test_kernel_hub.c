@@ -438,13 +438,15 @@ SVC_TEST(places_are_given_back)
     hub = new_hub(hp, holder, 0, 0, &log);
     svc_hub_step(hub);
 
-    /* Taken up to the limit, by this hub's holder. */
+    /* Claimed up to the limit, by this hub's holder. */
     apr_pool_create(&sp, hp);
-    SVC_CHECK(svc_hub_place_take(hub, db, sp, who, 2, &a) == APR_SUCCESS && a > 0);
-    SVC_CHECK(svc_hub_place_take(hub, db, sp, who, 2, &b) == APR_SUCCESS && b > a);
-    SVC_CHECK(svc_hub_place_take(hub, db, sp, who, 2, &c) == APR_SUCCESS && c == 0);
+    SVC_CHECK(svc_hub_place_claim(hub, db, sp, who, 2, &a) == APR_SUCCESS && a > 0);
+    SVC_CHECK(svc_hub_place_claim(hub, db, sp, who, 2, &b) == APR_SUCCESS && b > a);
+    SVC_CHECK(svc_hub_place_claim(hub, db, sp, who, 2, &c) == APR_SUCCESS && c == 0);
     SVC_CHECK_INT(places_of(p, db, holder), 2);
-    /* Their owner's pool goes: the hub deletes them at its next turn. */
+    /* Given back (from any thread): the hub deletes them at its next turn. */
+    svc_hub_place_give(hub, a);
+    svc_hub_place_give(hub, b);
     apr_pool_destroy(sp);
     SVC_CHECK_INT(places_of(p, db, holder), 2);
     svc_hub_step(hub);
@@ -452,7 +454,7 @@ SVC_TEST(places_are_given_back)
 
     /* The hub stops (its process goes away): what it still holds goes with it. */
     apr_pool_create(&keep, hp);
-    SVC_CHECK(svc_hub_place_take(hub, db, keep, who, 2, &d) == APR_SUCCESS && d > 0);
+    SVC_CHECK(svc_hub_place_claim(hub, db, keep, who, 2, &d) == APR_SUCCESS && d > 0);
     SVC_CHECK_INT(places_of(p, db, holder), 1);
     apr_pool_destroy(hp);
     SVC_CHECK_INT(places_of(p, db, holder), 0);
@@ -497,7 +499,7 @@ SVC_TEST(runs_on_its_own_thread)
     svc_hub_t *hub;
     apr_pool_t *hp, *keep;
     const char *org, *holder;
-    apr_int64_t first, last, id = 0;
+    apr_int64_t first, last, id = 0, given = 0;
     tread *t = NULL;
     int i;
 
@@ -528,11 +530,13 @@ SVC_TEST(runs_on_its_own_thread)
         apr_sleep(apr_time_from_msec(100));
     }
     SVC_CHECK(t && t->ids->nelts == 1 && last == first + 1);
-    /* A place held while the hub goes (in a pool made after the hub's
-     * records, so it goes before them). */
+    /* A place held while the hub goes, and one given back just before. */
     apr_pool_create(&keep, hp);
-    SVC_CHECK(svc_hub_place_take(hub, db, keep, apr_pstrcat(p, "user:", holder, NULL), 1, &id)
+    SVC_CHECK(svc_hub_place_claim(hub, db, keep, apr_pstrcat(p, "user:", holder, NULL), 2, &id)
               == APR_SUCCESS && id > 0);
+    SVC_CHECK(svc_hub_place_claim(hub, db, keep, apr_pstrcat(p, "user:", holder, NULL), 2,
+                                  &given) == APR_SUCCESS && given > 0);
+    svc_hub_place_give(hub, given);
     svc_hub_unsubscribe(hub, &s.sub);
     /* Its pool goes: the thread ends, and gives back the place it held. */
     apr_pool_destroy(hp);
