@@ -285,6 +285,14 @@ sub batches {
 my $target3 = new_target($org, $tok, 'teld-3');
 my $dep3 = new_deployment($target3);
 my $proxy = start_proxy($dep3->{id});
+my $tester = $$;
+# A test that dies halfway leaves no proxy behind (nor its connections).
+END {
+    if ($proxy && $$ == $tester && kill 0, $proxy->{pid}) {
+        kill 'TERM', -$proxy->{pid};
+        waitpid($proxy->{pid}, 0);
+    }
+}
 my $agent = start_agent(key => $target3->{key}, name => 'teld-3',
                         env => { SVC_AGENT_URL => "http://127.0.0.1:$proxy->{port}",
                                  SVC_AGENT_METRICS_INTERVAL => 1,
@@ -308,6 +316,7 @@ ok(wait_for(sub {
 }, timeout => 30, interval => 0.1), '... no batch on its way any more');
 kill 'TERM', -$proxy->{pid};
 waitpid($proxy->{pid}, 0);
+undef $proxy;
 
 my @e = grep { $_->[0] eq 'E' } batches();
 my ($lost) = grep { $e[$_][1] } 0 .. $#e;
