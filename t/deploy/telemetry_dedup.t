@@ -133,6 +133,29 @@ is_deeply(rows($dep), [ 7, 6 ], '... stored');
 is(psql_value("SELECT count(*) FROM deploy_telemetry_boots WHERE target_id = "
               . "'$target->{id}'"), 2, '... and no boot recorded for it');
 
+# The same batch twice at once (the agent gave up on the first, which was
+# still being written): both meet at the boot's row; one takes the figures,
+# the other waits for it and takes nothing.
+my $racer = join '', map { sprintf '%02x', int rand 256 } 1 .. 16;
+($st, $p) = report($racer, [ metric(0, 100) ], []);
+is_deeply([ $st, $p ], [ 200, { metrics => 1, probes => 0 } ], 'a third boot: taken');
+{
+    my $rows = rows($dep);
+    my $held = lock_hold("SELECT 1 FROM deploy_telemetry_boots WHERE target_id = "
+                         . "'$target->{id}' AND boot = '$racer' FOR UPDATE", 2);
+    my $twice = sub {
+        my ($s, $d) = report($racer, [ metric(1, 90), metric(2, 80) ], [ probe(3, 70) ]);
+        return ($s, $d);
+    };
+    my @r = race($twice, $twice);
+    lock_release($held);
+    is_deeply([ sort map { $_->[0] } @r ], [ 200, 200 ], 'the same batch twice at once: 200 both')
+        or diag(explain(\@r));
+    is_deeply([ sort { $a->[0] <=> $b->[0] } map { [ $_->[1]{metrics}, $_->[1]{probes} ] } @r ],
+              [ [ 0, 0 ], [ 2, 1 ] ], '... one took the figures, the other nothing');
+    is_deeply(rows($dep), [ $rows->[0] + 2, $rows->[1] + 1 ], '... stored once');
+}
+
 # Malformed boot or seq: 400, nothing changes.
 my @bad = (
     [ 'boot too short', 'abc123', [ metric(20) ], [] ],
