@@ -4,9 +4,10 @@
 #
 # First by hand with the target's key: the same batch twice stores nothing
 # the second time and answers zero counts; old and new figures together
-# store only the new; a new boot starts again; a batch without boot and
-# seq (an agent of before) is taken as before; a malformed boot or seq is
-# a 400 that changes nothing.
+# store only the new; a new boot starts again; the same batch twice at
+# once is taken by one of them; a batch without boot and seq (an agent of
+# before) is taken as before; a malformed boot or seq is a 400 that
+# changes nothing.
 #
 # Then with the real svc-agent behind a small TCP proxy of this file that
 # relays its requests to httpd but loses the answer to its first telemetry
