@@ -11,6 +11,15 @@
  * dropped first. Each figure says how long ago it was taken (ago_ms, from
  * the monotonic clock), never when: the service puts its own time on it.
  *
+ * A batch the service took but whose answer was lost (a timeout, a reset, a
+ * proxy's 502 after the commit) is sent again too, so each figure carries
+ * its identity: the agent's boot (random, chosen at the first figure) and
+ * a number (seq), from 0 up in the order the figures are taken. The
+ * service keeps the highest number it took of a boot and skips a figure at
+ * or below it. That holds because a batch is every figure pending, in
+ * order: dropping the oldest at the bound, or a deployment's on
+ * tel_forget, removes numbers that are never sent, never reorders them.
+ *
  * A replica's figures are those of its process and every process under it
  * (bubblewrap, the shell, the server and its workers): CPU seconds (user
  * and system, with its reaped children's), resident memory, and open file
@@ -25,6 +34,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -37,6 +47,11 @@
 #define UPLOAD_TRIES     5
 
 static json_t *pending;         /* {dep_id: {metrics: [...], probes: [...]}} */
+/* This run's boot (hex; empty: no randomness, figures go unnumbered as an
+ * older agent's did) and the number of its next figure. */
+static char boot[33];
+static json_int_t next_seq;
+static int boot_tried;
 
 typedef struct upload {
     char *dep_id;
@@ -72,6 +87,28 @@ static json_t *list_of(const char *dep_id, const char *kind)
         json_array_remove(l, 0);
     }
     return l;
+}
+
+/* Numbers a new figure of this boot (chosen at the first one). */
+static void number(json_t *item)
+{
+    if (!boot_tried) {
+        unsigned char raw[16];
+        size_t i;
+        boot_tried = 1;
+        if (getrandom(raw, sizeof(raw), 0) == (ssize_t)sizeof(raw)) {
+            for (i = 0; i < sizeof(raw); i++) {
+                snprintf(boot + 2 * i, 3, "%02x", raw[i]);
+            }
+        }
+        else {
+            alog(AL_WARNING, "telemetry: no random boot id (%s): a batch sent again after "
+                 "a lost answer may be counted twice", strerror(errno));
+        }
+    }
+    if (boot[0]) {
+        json_object_set_new(item, "seq", json_integer(next_seq++));
+    }
 }
 
 /* ------------------------------------------------------------------------
@@ -225,15 +262,16 @@ void tel_sample(const char *dep_id, int replica, int pid, int restarts)
     double cpu = 0;
     long long rss = 0;
     int fds = 0;
+    json_t *m;
 
     if (pid > 0) {
         tree_usage(pid, &cpu, &rss, &fds);
     }
-    json_array_append_new(list_of(dep_id, "metrics"),
-                          json_pack("{s:i,s:I,s:f,s:I,s:i,s:i}", "replica", replica,
-                                    "at", (json_int_t)tel_now_ms(), "cpu_seconds", cpu,
-                                    "rss_bytes", (json_int_t)rss, "fds", fds,
-                                    "restarts", restarts));
+    m = json_pack("{s:i,s:I,s:f,s:I,s:i,s:i}", "replica", replica, "at",
+                  (json_int_t)tel_now_ms(), "cpu_seconds", cpu, "rss_bytes", (json_int_t)rss,
+                  "fds", fds, "restarts", restarts);
+    number(m);
+    json_array_append_new(list_of(dep_id, "metrics"), m);
 }
 
 void tel_probe(const char *dep_id, int replica, int ok, int latency_ms)
@@ -243,6 +281,7 @@ void tel_probe(const char *dep_id, int replica, int ok, int latency_ms)
 
     json_object_set_new(p, "latency_ms", latency_ms >= 0 ? json_integer(latency_ms)
                                                          : json_null());
+    number(p);
     json_array_append_new(list_of(dep_id, "probes"), p);
 }
 
@@ -479,6 +518,9 @@ void tel_flush(void)
         return;
     }
     body = json_pack("{s:o}", "deployments", batch(tel_now_ms()));
+    if (boot[0]) {
+        json_object_set_new(body, "boot", json_string(boot));
+    }
     text = json_dumps(body, JSON_COMPACT);
     if (http_call("POST", "/api/agent/telemetry", text, &r) == 0) {
         if (r.status == 200 || (r.status >= 400 && r.status < 500 && r.status != 401

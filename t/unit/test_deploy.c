@@ -154,7 +154,8 @@ SVC_TEST(prompt)
 
 /*
  * The telemetry sweep (sql/023): samples, probes and log requests older
- * than 30 days go, younger ones stay. In a transaction rolled back at the
+ * than 30 days go, younger ones stay; an agent boot's number (sql/027) goes
+ * 48 hours after the boot was last heard. In a transaction rolled back at the
  * end, with foreign keys off for it (the rows name a deployment that does
  * not exist), so nothing stays behind.
  */
@@ -185,9 +186,17 @@ SVC_TEST(telemetry_sweep)
         " now() - interval '31 days'), ('lgr_%snew', '%s', '%s', 'dtg_x', 10, now())",
         svc_random_base62(p, 16), org, dep, svc_random_base62(p, 16), org, dep));
 
+    svc_testdb_value(p, db, apr_psprintf(p,
+        "INSERT INTO deploy_telemetry_boots (target_id, boot, seq, seen_at)"
+        " VALUES ('%s', repeat('a', 32), 7, now() - interval '49 hours'),"
+        " ('%s', repeat('b', 32), 9, now() - interval '47 hours')", dep, dep));
+
     SVC_CHECK(svc_telemetry_sweep(db, p, &dropped) == APR_SUCCESS);
     /* Other tests' old rows may go in the same sweep: at least ours. */
-    SVC_CHECK(dropped >= 3);
+    SVC_CHECK(dropped >= 4);
+    SVC_CHECK_STR(svc_testdb_value(p, db, apr_psprintf(p,
+        "SELECT string_agg(seq::text, ',') FROM deploy_telemetry_boots"
+        " WHERE target_id = '%s'", dep)), "9");
     SVC_CHECK_STR(svc_testdb_value(p, db, apr_psprintf(p,
         "SELECT string_agg(extract(day FROM now() - at)::int::text, ',')"
         " FROM deploy_metrics WHERE deployment_id = '%s'", dep)), "29");

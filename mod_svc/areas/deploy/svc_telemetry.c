@@ -15,6 +15,13 @@
  * here too. Times are the service's: the agent says how long ago it took a
  * figure, so a wrong clock on the target moves nothing.
  *
+ * A figure sent again is taken once: an agent numbers its figures (seq) in
+ * the boot it chose when it started, and per (target, boot) the service
+ * keeps the highest number it took (deploy_telemetry_boots, sql/027), in
+ * the transaction of the figures; a figure at or below it is acknowledged
+ * and skipped. An agent of before 027 sends no numbers and is taken as
+ * before, every figure as it comes.
+ *
  * Incidents: after each report, a running deployment whose replica failed
  * its last three probes, or restarted three times in five minutes, has an
  * incident: an improvement filed in its project by the service (the
@@ -34,6 +41,8 @@
 #define REPORT_ITEMS_MAX        2000
 /* A figure older than this (seconds) is not taken. */
 #define REPORT_AGO_MAX          86400
+/* The hex digits of an agent's boot. */
+#define REPORT_BOOT_LEN         32
 /* The most points of a metrics series. */
 #define METRICS_POINTS_MAX      1000
 #define METRICS_STEP_MIN        15
@@ -106,6 +115,23 @@ static const svc_stmt_t st_probes_insert = {
     "   latency_ms integer)"
     " WHERE d.id = $1 AND d.target_id = $2 AND d.status NOT IN ('torn_down', 'separated')"
     " ON CONFLICT DO NOTHING",
+    3, 0
+};
+
+/* The number of the last figure taken of the agent's boot (-1: none yet),
+ * its row locked to the end of the transaction: a batch sent again while
+ * the first is still being written waits for it, then skips what it took. */
+static const svc_stmt_t st_boot_claim = {
+    "svc_deploy_boot_claim",
+    "INSERT INTO deploy_telemetry_boots (target_id, boot) VALUES ($1, $2)"
+    " ON CONFLICT (target_id, boot) DO UPDATE SET seen_at = now() RETURNING seq",
+    2, 0
+};
+
+static const svc_stmt_t st_boot_advance = {
+    "svc_deploy_boot_advance",
+    "UPDATE deploy_telemetry_boots SET seq = greatest(seq, $3::bigint)"
+    " WHERE target_id = $1 AND boot = $2",
     3, 0
 };
 
@@ -240,9 +266,12 @@ static const svc_stmt_t st_sweep_metrics = {
     " b AS (DELETE FROM deploy_probes WHERE at < now() - make_interval(days => $1::int)"
     "   RETURNING 1),"
     " c AS (DELETE FROM deploy_log_requests"
-    "   WHERE created_at < now() - make_interval(days => $1::int) RETURNING 1)"
-    " SELECT (SELECT count(*) FROM a) + (SELECT count(*) FROM b) + (SELECT count(*) FROM c)",
-    1, SVC_STMT_RETRY
+    "   WHERE created_at < now() - make_interval(days => $1::int) RETURNING 1),"
+    " e AS (DELETE FROM deploy_telemetry_boots"
+    "   WHERE seen_at < now() - make_interval(secs => $2::int) RETURNING 1)"
+    " SELECT (SELECT count(*) FROM a) + (SELECT count(*) FROM b) + (SELECT count(*) FROM c)"
+    " + (SELECT count(*) FROM e)",
+    2, SVC_STMT_RETRY
 };
 
 /* ------------------------------------------------------------------------
@@ -285,8 +314,15 @@ const svc_field_t svc_body_agent_logs[] = {
 const svc_field_t svc_body_agent_telemetry[] = {
     { .name = "deployments", .type = SVC_FT_OBJECT, .required = 1,
       .description = "Per deployment id, {\"metrics\": [{\"replica\", \"ago_ms\", "
-        "\"cpu_seconds\", \"rss_bytes\", \"fds\", \"restarts\"}], \"probes\": [{\"replica\", "
-        "\"ago_ms\", \"ok\", \"latency_ms\"}]}: ago_ms is how long ago the figure was taken." },
+        "\"cpu_seconds\", \"rss_bytes\", \"fds\", \"restarts\", \"seq\"}], \"probes\": "
+        "[{\"replica\", \"ago_ms\", \"ok\", \"latency_ms\", \"seq\"}]}: ago_ms is how long "
+        "ago the figure was taken; seq (with boot) its number, from 0 up in the agent's boot." },
+    { .name = "boot", .type = SVC_FT_STRING, .min = REPORT_BOOT_LEN, .max = REPORT_BOOT_LEN,
+      .description = "The agent's boot: 32 lowercase hex digits it chose at random when it "
+        "started. With it every figure carries its seq, and a figure sent again (a number "
+        "at or below the highest taken of the boot) is acknowledged but not stored again. "
+        "Without it (an agent older than this field), no figure carries a seq and every one "
+        "is taken as it comes." },
     SVC_FIELD_END
 };
 
@@ -714,9 +750,19 @@ static int sample_ok(const json_t *m)
            && int_in(json_object_get(m, "ago_ms"), 0, REPORT_AGO_MAX * 1000LL);
 }
 
+/* Whether a figure is new: numbered above the last one taken of its boot,
+ * or not numbered at all (an agent without a boot; telemetry_check made
+ * sure the two never mix). */
+static int fresh(const json_t *m, json_int_t taken)
+{
+    const json_t *seq = json_object_get(m, "seq");
+
+    return !seq || json_integer_value(seq) > taken;
+}
+
 /* The samples as we take them: only known members, of the right types and
- * bounds; anything else in the list is dropped. */
-static json_t *clean_metrics(const json_t *list)
+ * bounds, not taken before; anything else in the list is dropped. */
+static json_t *clean_metrics(const json_t *list, json_int_t taken)
 {
     json_t *out = json_array(), *m;
     size_t i;
@@ -726,7 +772,7 @@ static json_t *clean_metrics(const json_t *list)
         if (i >= REPORT_ITEMS_MAX) {
             break;
         }
-        if (!sample_ok(m) || !json_is_number(cpu) || json_number_value(cpu) < 0
+        if (!fresh(m, taken) || !sample_ok(m) || !json_is_number(cpu) || json_number_value(cpu) < 0
             || json_number_value(cpu) > 1e12
             || !int_in(json_object_get(m, "rss_bytes"), 0, (json_int_t)1 << 50)
             || !int_in(json_object_get(m, "fds"), 0, APR_INT32_MAX)
@@ -744,7 +790,7 @@ static json_t *clean_metrics(const json_t *list)
     return out;
 }
 
-static json_t *clean_probes(const json_t *list, int *pfailed)
+static json_t *clean_probes(const json_t *list, json_int_t taken, int *pfailed)
 {
     json_t *out = json_array(), *m;
     size_t i;
@@ -754,7 +800,7 @@ static json_t *clean_probes(const json_t *list, int *pfailed)
         if (i >= REPORT_ITEMS_MAX) {
             break;
         }
-        if (!sample_ok(m) || !json_is_boolean(json_object_get(m, "ok"))
+        if (!fresh(m, taken) || !sample_ok(m) || !json_is_boolean(json_object_get(m, "ok"))
             || !(json_is_null(lat) || !lat || int_in(lat, 0, 600000))) {
             continue;
         }
@@ -924,18 +970,88 @@ static apr_status_t incidents(svc_ctx_t *ctx, svc_db_t *db, const char *dep_id,
     return APR_SUCCESS;
 }
 
+/* A report's boot, and the highest number of its figures (-1: none). */
+typedef struct {
+    const char *boot;
+    json_int_t last;
+} report_t;
+
+/*
+ * The numbers of a report, before anything is written: with a boot, every
+ * figure (an object in a deployment's metrics or probes) has a seq, a
+ * non-negative integer; without one, none has. Anything else is a 400 that
+ * changes nothing. The highest number goes in rep->last, of every figure,
+ * also those not taken (another target's deployment, out of bounds): the
+ * agent sent them all, and would not send them again once answered.
+ */
+static apr_status_t telemetry_check(svc_ctx_t *ctx, report_t *rep)
+{
+    static const char *const kinds[] = { "metrics", "probes" };
+    const json_t *deps = json_object_get(ctx->body, "deployments"), *value;
+    const char *key, *bad = NULL;
+    apr_size_t k;
+
+    rep->boot = svc_json_str(ctx->body, "boot");
+    rep->last = -1;
+    if (rep->boot && strspn(rep->boot, "0123456789abcdef") != REPORT_BOOT_LEN) {
+        svc_fail_field(ctx, "boot", "invalid_value", "boot is %d lowercase hex digits.",
+                       REPORT_BOOT_LEN);
+        return SVC_EPROBLEM;
+    }
+    json_object_foreach((json_t *)deps, key, value) {
+        for (k = 0; k < sizeof(kinds) / sizeof(kinds[0]) && !bad; k++) {
+            const json_t *m;
+            size_t i;
+            json_array_foreach(json_object_get(value, kinds[k]), i, m) {
+                const json_t *seq = json_object_get(m, "seq");
+                if (!json_is_object(m) || (!seq && !rep->boot)) {
+                    continue;
+                }
+                if (!rep->boot || !int_in(seq, 0, (json_int_t)APR_INT64_MAX)) {
+                    bad = apr_psprintf(ctx->pool, "deployments.%s.%s[%" APR_SIZE_T_FMT "].seq",
+                                       key, kinds[k], i);
+                    break;
+                }
+                if (json_integer_value(seq) > rep->last) {
+                    rep->last = json_integer_value(seq);
+                }
+            }
+        }
+        if (bad) {
+            svc_fail_field(ctx, bad, "invalid_value", rep->boot
+                           ? "With a boot, every figure has a seq: a non-negative integer."
+                           : "A figure's seq is a number in the report's boot: there is no "
+                             "boot.");
+            return SVC_EPROBLEM;
+        }
+    }
+    return APR_SUCCESS;
+}
+
 static apr_status_t telemetry(svc_ctx_t *ctx, svc_db_t *db, void *baton)
 {
     const json_t *deps = json_object_get(ctx->body, "deployments");
+    const report_t *rep = baton;
     json_t *value, *events = svc_json_pool(ctx->pool, json_array());
-    json_int_t taken_m = 0, taken_p = 0;
+    json_int_t taken_m = 0, taken_p = 0, taken = -1;
     const char *key;
     svc_dbres_t *res;
     apr_status_t rv;
     int n = 0;
     size_t i;
 
-    (void)baton;
+    /* The figures of this boot taken already, if it numbered any. */
+    if (rep->boot && rep->last >= 0) {
+        apr_int64_t seq;
+        if ((rv = svc_db_execv(db, &st_boot_claim, ctx->pool, &res, ctx->who->target_id,
+                               rep->boot)) != APR_SUCCESS) {
+            return rv;
+        }
+        if (svc_dbres_rows(res) != 1 || svc_dbres_int64(res, 0, 0, &seq) != APR_SUCCESS) {
+            return SVC_EDB;
+        }
+        taken = (json_int_t)seq;
+    }
     json_object_foreach((json_t *)deps, key, value) {
         json_t *m, *pr;
         const char *org_id, *status;
@@ -956,8 +1072,9 @@ static apr_status_t telemetry(svc_ctx_t *ctx, svc_db_t *db, void *baton)
         }
         org_id = apr_pstrdup(ctx->pool, svc_dbres_str(res, 0, 0));
         status = apr_pstrdup(ctx->pool, svc_dbres_str(res, 0, 1));
-        m = svc_json_pool(ctx->pool, clean_metrics(json_object_get(value, "metrics")));
-        pr = svc_json_pool(ctx->pool, clean_probes(json_object_get(value, "probes"), &failed));
+        m = svc_json_pool(ctx->pool, clean_metrics(json_object_get(value, "metrics"), taken));
+        pr = svc_json_pool(ctx->pool, clean_probes(json_object_get(value, "probes"), taken,
+                                                   &failed));
         if (json_array_size(m)
             && (rv = svc_db_execv(db, &st_metrics_insert, ctx->pool, NULL, key,
                                   ctx->who->target_id, svc_json_dump(ctx->pool, m)))
@@ -977,6 +1094,12 @@ static apr_status_t telemetry(svc_ctx_t *ctx, svc_db_t *db, void *baton)
             return rv;
         }
     }
+    if (rep->boot && rep->last > taken
+        && (rv = svc_db_execv(db, &st_boot_advance, ctx->pool, NULL, ctx->who->target_id,
+                              rep->boot, apr_psprintf(ctx->pool, "%" APR_INT64_T_FMT,
+                                                      (apr_int64_t)rep->last))) != APR_SUCCESS) {
+        return rv;
+    }
     /* The events last: each takes the org's event lock until COMMIT. */
     for (i = 0; i < json_array_size(events); i++) {
         if ((rv = svc_event_emit(db, ctx->pool, ctx->who->target_org_id, NULL, NULL,
@@ -991,14 +1114,19 @@ static apr_status_t telemetry(svc_ctx_t *ctx, svc_db_t *db, void *baton)
 
 apr_status_t svc_h_agent_telemetry(svc_ctx_t *ctx)
 {
-    return svc_write(ctx, telemetry, NULL);
+    report_t rep;
+    apr_status_t rv = telemetry_check(ctx, &rep);
+
+    return rv != APR_SUCCESS ? rv : svc_write(ctx, telemetry, &rep);
 }
 
 apr_status_t svc_telemetry_sweep(svc_db_t *db, apr_pool_t *p, apr_int64_t *pdropped)
 {
     svc_dbres_t *res;
+    /* A boot's number outlives its figures' bound twice over (sql/027). */
     apr_status_t rv = svc_db_execv(db, &st_sweep_metrics, p, &res,
-                                   apr_itoa(p, TELEMETRY_KEEP_DAYS));
+                                   apr_itoa(p, TELEMETRY_KEEP_DAYS),
+                                   apr_itoa(p, 2 * REPORT_AGO_MAX));
 
     *pdropped = 0;
     if (rv == APR_SUCCESS && svc_dbres_int64(res, 0, 0, pdropped) != APR_SUCCESS) {
