@@ -31,7 +31,7 @@ int svc_glue_dbd_init(void)
 
 /* The pooled connection lent to one context (a request, or one wake-up of
  * an event stream, whose request may be gone), from the pool the context
- * lives in: the server's, not the request's. */
+ * lives in; the lease records the server, not the request. */
 typedef struct {
     server_rec *s;
     apr_pool_t *pool;

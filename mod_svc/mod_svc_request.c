@@ -334,12 +334,12 @@ int svc_handler(request_rec *r)
     sc = ap_get_module_config(r->server->module_config, &svc_module);
     /*
      * The context lives in a pool of its own under the request's: an event
-     * stream's request lives as long as the stream, and what authorizing it
-     * took (the caller, the org, the route's parameters, the database's
-     * answers: some 4 KiB, which pushed the request's pool into a second
-     * 8 KiB block) goes when the stream is suspended (svc_sse_begin keeps
-     * what it needs). Nothing of the request may point into it: what goes
-     * into the request's tables is copied there.
+     * stream's request lives a second after the stream is suspended (and
+     * as long as the stream under an operator's output filter), and what
+     * authorizing it took (the caller, the org, the route's parameters, the
+     * database's answers: some 4 KiB) goes at the suspension (svc_sse_begin
+     * keeps what it needs). Nothing of the request may point into it: what
+     * goes into the request's tables is copied there.
      */
     apr_pool_create(&cp, r->pool);
     apr_pool_tag(cp, "svc_ctx");
@@ -414,8 +414,9 @@ int svc_handler(request_rec *r)
     svc_metrics_request(svc_metrics_current(), ctx->route, r->status,
                         apr_time_now() - r->request_time);
     if (ret == SUSPENDED) {
-        /* Before the handler returns: the stream's callbacks, which make
-         * pools under the request's, wait for it (r->invoke_mtx). */
+        /* Before the handler returns: the stream's callbacks wait for it
+         * (r->invoke_mtx), and their pools (under the connection's) come
+         * from the allocator this one's does, which has no lock. */
         apr_pool_destroy(cp);
     }
     return ret;

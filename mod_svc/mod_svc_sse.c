@@ -183,6 +183,8 @@ struct sse_stream {
     sse_place *place;           /* in r's pool while the request has the place */
     apr_int64_t place_id;       /* the stream's once the request is gone; 0: none */
     svc_mstream_e kind;         /* which gauge counts it (stream_counted) */
+    int chunked;                /* httpd chunked the body: the stream goes on so */
+    int keeps_request;          /* an output filter of the operator's: never let go */
     svc_hub_sub_t sub;          /* to its org's new events (the hub's) */
     sse_net *net;
     int fd;                     /* the socket's, for the watcher */
@@ -507,7 +509,8 @@ static apr_size_t frame(apr_bucket_brigade *bb, apr_int64_t id, const char *kind
  * the client is gone. Through the request's filters while the stream has
  * its request (httpd's chunk filter frames the body); once the request is
  * gone (release_request), straight to the connection's, as one chunk
- * framed here.
+ * framed here if httpd chunked the body (not for an HTTP/1.0 client, whose
+ * body ends with the connection).
  */
 static apr_status_t flush(sse_stream *st, apr_bucket_brigade *bb)
 {
@@ -516,7 +519,11 @@ static apr_status_t flush(sse_stream *st, apr_bucket_brigade *bb)
     apr_status_t rv;
     apr_off_t len = 0;
 
-    if (!st->r && apr_brigade_length(bb, 1, &len) == APR_SUCCESS && len > 0) {
+    if (!st->r && st->chunked && (rv = apr_brigade_length(bb, 1, &len)) != APR_SUCCESS) {
+        apr_brigade_cleanup(bb);
+        return rv;
+    }
+    if (len > 0) {
         char size[24];
         apr_size_t n = (apr_size_t)apr_snprintf(size, sizeof(size), "%" APR_UINT64_T_HEX_FMT
                                                 CRLF, (apr_uint64_t)len);
@@ -981,6 +988,40 @@ static apr_status_t max_free_restore(void *allocator)
 }
 
 /*
+ * Whether the request's own output filters (those above the connection's)
+ * only frame and count what the stream writes, so that writing below them
+ * changes nothing on the wire. An operator's filter on the stream's type
+ * (a transformation, a compression the stream did not turn off) would see
+ * the first second of the stream and not the rest: such a stream keeps its
+ * request for as long as it lives, as streams did before they let it go.
+ */
+static int plain_filters(sse_stream *st)
+{
+    static const char *const plain[] = { "chunk", "content_length", "http_outerror" };
+    ap_filter_t *f;
+    apr_size_t i;
+
+    if (st->keeps_request) {
+        return 0;
+    }
+    for (f = st->r->output_filters; f && f != st->c->output_filters; f = f->next) {
+        for (i = 0; i < sizeof(plain) / sizeof(plain[0]); i++) {
+            if (strcasecmp(f->frec->name, plain[i]) == 0) {
+                break;
+            }
+        }
+        if (i == sizeof(plain) / sizeof(plain[0])) {
+            ap_log_cerror(APLOG_MARK, APLOG_DEBUG, 0, st->c, "SVC0930: event stream %pp "
+                          "keeps its request: output filter %s is configured for it",
+                          st, f->frec->name);
+            st->keeps_request = 1;
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/*
  * Lets the request go while the stream goes on, on its connection: httpd
  * logs it (its access log line says how the stream started: status, the
  * head's and the replay's bytes, a second or so of time) and destroys its
@@ -995,13 +1036,18 @@ static apr_status_t max_free_restore(void *allocator)
  * after the stream was suspended: the worker that suspended it has long
  * let go of r (httpd itself says the request's pool may be gone once the
  * handler returned; the MPM then touches only the connection). Returns with
- * only st->lock held.
+ * only st->lock held, or with both when the stream keeps its request
+ * (plain_filters).
  */
 static void release_request(sse_stream *st)
 {
     request_rec *r = st->r;
     conn_rec *c = st->c;
 
+    if (!plain_filters(st)) {
+        return;
+    }
+    st->chunked = r->chunked;
     if (st->place) {
         apr_pool_cleanup_kill(r->pool, st->place, place_give);
         st->place_id = st->place->id;
@@ -1055,8 +1101,10 @@ static void end_stream(sse_stream *st)
     }
     else {
         bb = st->bb;
-        APR_BRIGADE_INSERT_TAIL(bb, apr_bucket_immortal_create("0" CRLF CRLF, 5,
-                                                               c->bucket_alloc));
+        if (st->chunked) {
+            APR_BRIGADE_INSERT_TAIL(bb, apr_bucket_immortal_create("0" CRLF CRLF, 5,
+                                                                   c->bucket_alloc));
+        }
         net_detach(st->net, 0);
         if (st->place_id) {
             svc_hub_place_give(st->hub, st->place_id);
@@ -1292,9 +1340,13 @@ static int still_allowed(sse_stream *st)
 {
     apr_pool_t *tp;
     apr_status_t rv;
+    char *cookie = NULL;
     int tries, allowed = 1;
 
     apr_pool_create(&tp, st->c->pool);
+    if (st->session) {
+        cookie = apr_pstrcat(tp, SVC_SESSION_COOKIE "=", st->session, NULL);
+    }
     /* A cached principal found stale (SVC_ERESTART) is looked up afresh, as
      * the dispatcher does for a request. */
     for (tries = 0; tries < 2; tries++) {
@@ -1310,9 +1362,8 @@ static int still_allowed(sse_stream *st)
         if (st->authz) {
             apr_table_setn(ctx->headers_in, "Authorization", st->authz);
         }
-        if (st->session) {
-            apr_table_setn(ctx->headers_in, "Cookie", apr_pstrcat(tp, SVC_SESSION_COOKIE "=",
-                                                                  st->session, NULL));
+        if (cookie) {
+            apr_table_setn(ctx->headers_in, "Cookie", cookie);
         }
         ctx->route = st->route;
         params_restore(st, ctx->params);
@@ -1328,6 +1379,10 @@ static int still_allowed(sse_stream *st)
             allowed = !(rv == SVC_EPROBLEM && ctx->problem && ctx->problem->status < 500);
             break;
         }
+    }
+    /* The pool's blocks go back to malloc as they are. */
+    if (cookie) {
+        svc_wipe(cookie, strlen(cookie));
     }
     apr_pool_destroy(tp);
     return allowed;
@@ -1486,15 +1541,17 @@ static int param_size(void *baton, const char *key, const char *val)
 }
 
 /* What the record's tail takes for the stream's strings and parameters. */
+static apr_size_t str_size(const char *s)
+{
+    return s ? strlen(s) + 1 : 0;
+}
+
 static apr_size_t tail_size(const sse_strings *str, const apr_table_t *params)
 {
-    const char *const *s = &str->run_id;
-    apr_size_t n = 0;
-    int i;
+    apr_size_t n = str_size(str->run_id) + str_size(str->target_id)
+                   + str_size(str->recheck_prefix) + str_size(str->authz)
+                   + str_size(str->session) + str_size(str->client_ip);
 
-    for (i = 0; i < (int)(sizeof(*str) / sizeof(*s)); i++) {
-        n += s[i] ? strlen(s[i]) + 1 : 0;
-    }
     apr_table_do(param_size, &n, params, NULL);
     return n;
 }
@@ -1580,8 +1637,9 @@ static sse_stream *stream_new(request_rec *r, svc_ctx_t *ctx, svc_hub_t *hub)
     return st;
 }
 
-/* From here until the request ends, the connection's allocator keeps
- * nothing freed on it (SSE_MAX_FREE). */
+/* From here until the request ends (or, once the stream lets it go, until
+ * the connection's pool and its allocator go), the connection's allocator
+ * keeps nothing freed on it (SSE_MAX_FREE). */
 static void keep_nothing_freed(request_rec *r)
 {
     apr_allocator_t *allocator = apr_pool_allocator_get(r->connection->pool);
@@ -1632,6 +1690,9 @@ int svc_sse_begin(request_rec *r, svc_ctx_t *ctx)
     }
     stream_counted(r, st, spec->target_id ? SVC_MSTREAM_AGENT : SVC_MSTREAM_ORG);
     svc_glue_write_head(ctx, r, 200, "text/event-stream; charset=utf-8");
+    /* mod_deflate would hold events back until its buffer fills, and would
+     * keep the stream from letting its request go (plain_filters). */
+    apr_table_setn(r->subprocess_env, "no-gzip", "1");
     /* Proxies in front (nginx, some load balancers) must not buffer it. */
     apr_table_setn(r->err_headers_out, "X-Accel-Buffering", "no");
     if (r->header_only) {

@@ -764,7 +764,11 @@ sub tampered_orgs {
 #   my $e = sse_next($s, 5);     # {id, event, data (decoded JSON)} or undef on
 #                                 # timeout; $s->{closed} once the server ended it
 #   my @c = @{ $s->{comments} }; # ": ..." lines seen (heartbeats)
+#   $s->{raw}                     # the body's bytes as they came, framing and all
 #   sse_close($s);
+#
+# Options: http10 => 1 asks over HTTP/1.0; headers => {name => value} adds
+# request headers.
 #
 # A raw socket and a small parser, so the tests see exactly what goes over
 # the wire: chunked framing is undone, frames are split on blank lines.
@@ -780,7 +784,9 @@ sub sse_open {
     my $sock = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $port,
                                      Proto => 'tcp', Timeout => 10)
         or die "sse_open: connect: $!\n";
-    my $req = "GET $path HTTP/1.1\r\nHost: 127.0.0.1:$port\r\nAccept: text/event-stream\r\n";
+    my $proto = $opt{http10} ? 'HTTP/1.0' : 'HTTP/1.1';
+    my $req = "GET $path $proto\r\nHost: 127.0.0.1:$port\r\nAccept: text/event-stream\r\n";
+    $req .= "$_: $opt{headers}{$_}\r\n" for sort keys %{ $opt{headers} // {} };
     $req .= "Authorization: Bearer $opt{token}\r\n" if defined $opt{token};
     $req .= "Cookie: service_session=$opt{cookie}\r\n" if defined $opt{cookie};
     $req .= "Last-Event-ID: $opt{last_event_id}\r\n" if defined $opt{last_event_id};
@@ -795,6 +801,7 @@ sub sse_open {
     }
     my ($head, $rest) = split /\r\n\r\n/, $s->{buf}, 2;
     $s->{buf} = $rest // '';
+    $s->{raw} = $s->{buf};
     my ($status_line, @lines) = split /\r\n/, $head // '';
     ($s->{status}) = ($status_line // '') =~ m{^HTTP/1\.\d (\d{3})};
     for (@lines) {
@@ -842,6 +849,8 @@ sub _sse_read {
         return 0;
     }
     $s->{buf} .= $chunk;
+    # The body's bytes as they came (after the head), framing and all.
+    $s->{raw} .= $chunk;
     return 1;
 }
 
