@@ -3,8 +3,8 @@
 # docs/operations.md, "Upgrading"): agents are upgraded on their own
 # schedule, often before the service.
 #
-# The service of before is reproduced by a small TCP proxy of this file in
-# front of httpd: a telemetry batch carrying `boot` gets exactly the 400
+# The service of before is reproduced by a small proxy (t/lib/AgentProxy.pm)
+# in front of httpd: a telemetry batch carrying `boot` gets exactly the 400
 # that service answered (the kernel's own problem document for an unknown
 # member, taken from httpd's answer to one and renamed to `boot`);
 # everything else is relayed. The agent must then resend the same batch at
@@ -17,13 +17,10 @@ use FindBin;
 use lib "$FindBin::Bin/../lib";
 
 use Apache::Test qw(-withtestmore);
-use Fcntl qw(O_CREAT O_WRONLY O_APPEND);
+use AgentProxy;
 use File::Path qw(remove_tree);
 use File::Spec::Functions qw(catfile);
 use File::Temp qw(tempdir);
-use IO::Select;
-use IO::Socket::INET;
-use POSIX ();
 use SvcTest;
 use SvcDeploy;
 
@@ -37,19 +34,7 @@ my $org = new_org($owner, prefix => 'telc');
 my $tok = new_token($owner, scope => 'admin');
 my $proj = new_project($org, $tok, 'Unnumbered');
 
-my $app = <<'PY';
-import http.server, os
-port = int(os.environ['PORT'])
-class H(http.server.BaseHTTPRequestHandler):
-    def do_GET(self):
-        self.send_response(200)
-        self.end_headers()
-        self.wfile.write(b'ok\n')
-    def log_message(self, *a):
-        pass
-http.server.HTTPServer(('', port), H).serve_forever()
-PY
-my ($bundle, $commit) = git_bundle('Procfile' => "web: python3 app.py\n", 'app.py' => $app);
+my ($bundle, $commit) = ok_app_bundle();
 
 my $target = new_target($org, $tok, 'telc-1');
 my $run = run_fixture($org, $proj, bundle => $bundle, commit => $commit);
@@ -70,112 +55,28 @@ my $old_ct = $ores->header('Content-Type');
 (my $old_body = $ores->content) =~ s/\bzzz\b/boot/g;
 like($old_body, qr/"field":\s*"boot"/, 'the old service\'s 400 names boot');
 
-# The proxy: one request a connection (the agent opens one a call). Each
-# telemetry batch is written to $plog as "<answer> <boot|-> <figures of
-# $dep> <seqs|-> <metrics taken> <probes taken>", the answer "old" for one
-# refused as the old service would.
+# The proxy (t/lib/AgentProxy.pm): each telemetry batch is written to $plog
+# as "<answer> <boot|-> <figures of the deployment> <seqs|-> <metrics taken>
+# <probes taken>", the answer "old" for one refused as the old service would.
 my $pdir = tempdir('telcompat-proxy-XXXX', DIR => SvcTest::t_logs(), CLEANUP => 1);
 my $plog = catfile($pdir, 'batches');
-my ($up_host, $up_port) = SvcTest::base_url() =~ m{^http://([^:/]+):(\d+)};
 
-sub plog_append {
-    my $line = shift;
-    sysopen my $fh, $plog, O_WRONLY | O_CREAT | O_APPEND or die "$plog: $!";
-    syswrite $fh, "$line\n";
-    close $fh;
-}
-
-sub dechunk {
-    my ($head, $body) = @_;
-    return $body unless $head =~ /^Transfer-Encoding:\s*chunked/mi;
-    my $plain = '';
-    while ($body =~ s/^([0-9a-fA-F]+)[^\r\n]*\r\n//) {
-        my $n = hex $1;
-        last unless $n;
-        $plain .= substr($body, 0, $n, '');
-        $body =~ s/^\r\n//;
+sub old_service {
+    my ($batch, $relay) = @_;
+    my $sent = eval { SvcTest::json()->decode($batch) } // {};
+    my $mine = $sent->{deployments}{ $dep->{id} } // {};
+    my @figs = (@{ $mine->{metrics} // [] }, @{ $mine->{probes} // [] });
+    my $line = join ' ', $sent->{boot} // '-', scalar(@figs),
+               join(',', map { $_->{seq} // '-' } @figs) || '-';
+    if (exists $sent->{boot}) {
+        AgentProxy::append($plog, "old $line 0 0");
+        return join "\r\n", 'HTTP/1.1 400 Bad Request', "Content-Type: $old_ct",
+                    'Content-Length: ' . length($old_body), 'Connection: close', '', $old_body;
     }
-    return $plain;
-}
-
-sub relay_one {
-    my ($c, $dep_id) = @_;
-    my $in = '';
-    while ($in !~ /\r\n\r\n/) {
-        sysread($c, $in, 65536, length $in) or return;
-    }
-    my ($head, $rest) = split /\r\n\r\n/, $in, 2;
-    my ($method, $path) = $head =~ m{^(\S+) (\S+)};
-    my @h = grep { !/^(Connection|Expect):/i } split /\r\n/, $head;
-    if ($method eq 'POST' && $path eq '/api/agent/telemetry') {
-        my ($len) = $head =~ /^Content-Length:\s*(\d+)/mi;
-        syswrite $c, "HTTP/1.1 100 Continue\r\n\r\n" if $head =~ /^Expect:\s*100-continue/mi;
-        while (length($rest) < ($len // 0)) {
-            sysread($c, $rest, 65536, length $rest) or return;
-        }
-        my $sent = eval { SvcTest::json()->decode($rest) } // {};
-        my $mine = $sent->{deployments}{$dep_id} // {};
-        my @figs = (@{ $mine->{metrics} // [] }, @{ $mine->{probes} // [] });
-        my $line = join ' ', $sent->{boot} // '-', scalar(@figs),
-                   join(',', map { $_->{seq} // '-' } @figs) || '-';
-        if (exists $sent->{boot}) {
-            plog_append("old $line 0 0");
-            syswrite $c, join("\r\n", 'HTTP/1.1 400 Bad Request', "Content-Type: $old_ct",
-                              'Content-Length: ' . length($old_body), 'Connection: close',
-                              '', $old_body);
-            return;
-        }
-        my $up = IO::Socket::INET->new(PeerAddr => $up_host, PeerPort => $up_port,
-                                       Proto => 'tcp') or return;
-        syswrite $up, join("\r\n", @h, 'Connection: close', '', '') . $rest;
-        my $ans = '';
-        1 while sysread($up, $ans, 65536, length $ans);
-        close $up;
-        my ($status) = $ans =~ m{^HTTP/1\.\d (\d+)};
-        my ($ahead, $abody) = split /\r\n\r\n/, $ans, 2;
-        my $taken = eval { SvcTest::json()->decode(dechunk($ahead, $abody)) } // {};
-        plog_append(join ' ', $status // 0, $line, $taken->{metrics} // 0,
-                    $taken->{probes} // 0);
-        syswrite $c, $ans;
-        return;
-    }
-    my $up = IO::Socket::INET->new(PeerAddr => $up_host, PeerPort => $up_port,
-                                   Proto => 'tcp') or return;
-    syswrite $up, join("\r\n", @h, 'Connection: close', '', '') . $rest;
-    # Anything else (the work stream included): both ways until either ends.
-    my $sel = IO::Select->new($c, $up);
-    while (my @ready = $sel->can_read) {
-        for my $fh (@ready) {
-            my $buf;
-            return unless sysread($fh, $buf, 65536);
-            syswrite($fh == $c ? $up : $c, $buf);
-        }
-    }
-}
-
-sub start_proxy {
-    my $dep_id = shift;
-    my $srv = IO::Socket::INET->new(LocalAddr => '127.0.0.1', LocalPort => 0, Listen => 32,
-                                    ReuseAddr => 1, Proto => 'tcp') or die "proxy: $!";
-    my $pid = fork // die "fork: $!";
-    if (!$pid) {
-        setpgrp(0, 0);
-        $SIG{CHLD} = 'IGNORE';
-        $SIG{TERM} = sub { POSIX::_exit(0) };
-        while (1) {
-            my $c = $srv->accept or next;
-            my $kid = fork;
-            if (defined $kid && !$kid) {
-                close $srv;
-                relay_one($c, $dep_id);
-                POSIX::_exit(0);    # never the test's END blocks
-            }
-            close $c;
-        }
-    }
-    my $port = $srv->sockport;
-    close $srv;
-    return { pid => $pid, port => $port };
+    my ($status, $answer, $taken) = $relay->();
+    AgentProxy::append($plog, join ' ', $status, $line, $taken->{metrics} // 0,
+                       $taken->{probes} // 0);
+    return $answer;
 }
 
 sub batches {
@@ -189,15 +90,7 @@ sub rows {
              qw(deploy_metrics deploy_probes) ];
 }
 
-my $proxy = start_proxy($dep->{id});
-my $tester = $$;
-# A test that dies halfway leaves no proxy behind (nor its connections).
-END {
-    if ($proxy && $$ == $tester && kill 0, $proxy->{pid}) {
-        kill 'TERM', -$proxy->{pid};
-        waitpid($proxy->{pid}, 0);
-    }
-}
+my $proxy = AgentProxy::start(\&old_service);
 my $agent = start_agent(key => $target->{key}, name => 'telc-1',
                         env => { SVC_AGENT_URL => "http://127.0.0.1:$proxy->{port}",
                                  SVC_AGENT_METRICS_INTERVAL => 1,
@@ -214,9 +107,7 @@ ok(wait_for(sub {
 }, timeout => 30, interval => 0.3), 'three batches of figures taken through the old service')
     or diag(explain([ batches() ]), agent_log($agent));
 is(stop_agent($agent), 0, 'the agent stops');
-kill 'TERM', -$proxy->{pid};
-waitpid($proxy->{pid}, 0);
-undef $proxy;
+AgentProxy::stop($proxy);
 
 my @b = batches();
 my @old = grep { $_->[0] eq 'old' } @b;
