@@ -19,6 +19,8 @@
  * or below it. That holds because a batch is every figure pending, in
  * order: dropping the oldest at the bound, or a deployment's on
  * tel_forget, removes numbers that are never sent, never reorders them.
+ * A service from before the numbering refuses it (400, `boot` an unknown
+ * field): the agent then goes on unnumbered, as an older agent would.
  *
  * A replica's figures are those of its process and every process under it
  * (bubblewrap, the shell, the server and its workers): CPU seconds (user
@@ -495,12 +497,71 @@ void tel_logs_requested(const json_t *data)
  * Sending
  */
 
+/* Posts every pending figure in one batch; http_call's result. */
+static int post_pending(http_reply_t *r)
+{
+    json_t *body = json_pack("{s:o}", "deployments", batch(tel_now_ms()));
+    char *text;
+    int rc;
+
+    if (boot[0]) {
+        json_object_set_new(body, "boot", json_string(boot));
+    }
+    text = json_dumps(body, JSON_COMPACT);
+    rc = http_call("POST", "/api/agent/telemetry", text, r);
+    free(text);
+    json_decref(body);
+    return rc;
+}
+
+/* Whether a 400 says the service does not know the figures' numbering (a
+ * service from before it, which refuses unknown members): its problem
+ * document names `boot`, or a figure's `seq`, an unknown field. */
+static int numbering_unknown(const http_reply_t *r)
+{
+    json_t *doc, *e;
+    size_t i;
+    int yes = 0;
+
+    if (r->status != 400 || !r->body || !(doc = json_loadb(r->body, r->len, 0, NULL))) {
+        return 0;
+    }
+    json_array_foreach(json_object_get(doc, "errors"), i, e) {
+        const char *field = json_string_value(json_object_get(e, "field"));
+        const char *code = json_string_value(json_object_get(e, "code"));
+        size_t n = field ? strlen(field) : 0;
+        if (code && strcmp(code, "unknown_field") == 0 && field
+            && (strcmp(field, "boot") == 0 || (n > 4 && strcmp(field + n - 4, ".seq") == 0))) {
+            yes = 1;
+        }
+    }
+    json_decref(doc);
+    return yes;
+}
+
+/* From now on the figures go unnumbered, as an older agent's (boot_tried
+ * stays set, so no boot is chosen again): those pending lose their seq. */
+static void unnumber(void)
+{
+    json_t *d, *list, *item;
+    const char *id, *kind;
+    size_t i;
+
+    boot[0] = '\0';
+    json_object_foreach(pending, id, d) {
+        json_object_foreach(d, kind, list) {
+            json_array_foreach(list, i, item) {
+                json_object_del(item, "seq");
+            }
+        }
+    }
+}
+
 void tel_flush(void)
 {
     upload_t **pp = &uploads;
-    json_t *body;
     http_reply_t r;
-    char *text;
+    int rc;
 
     while (*pp) {
         upload_t *u = *pp;
@@ -517,12 +578,20 @@ void tel_flush(void)
     if (!pending || !json_object_size(pending)) {
         return;
     }
-    body = json_pack("{s:o}", "deployments", batch(tel_now_ms()));
-    if (boot[0]) {
-        json_object_set_new(body, "boot", json_string(boot));
+    rc = post_pending(&r);
+    /* Agents are upgraded on their own schedule, often before the service:
+     * rather than lose every figure until it is, the batch goes again at
+     * once without numbers, and so does every later one (this happens, and
+     * is logged, once a run: the boot is gone). */
+    if (rc == 0 && boot[0] && numbering_unknown(&r)) {
+        alog(AL_WARNING, "telemetry: the service does not know boot and seq (it predates "
+             "them): figures are sent unnumbered from now on, so a batch sent again after a "
+             "lost answer may be counted twice; upgrade the service");
+        unnumber();
+        http_reply_free(&r);
+        rc = post_pending(&r);
     }
-    text = json_dumps(body, JSON_COMPACT);
-    if (http_call("POST", "/api/agent/telemetry", text, &r) == 0) {
+    if (rc == 0) {
         if (r.status == 200 || (r.status >= 400 && r.status < 500 && r.status != 401
                                 && r.status != 429)) {
             /* Taken, or never to be taken as it is: not sent again. */
@@ -535,8 +604,6 @@ void tel_flush(void)
         }
     }
     http_reply_free(&r);
-    free(text);
-    json_decref(body);
 }
 
 void tel_forget(const char *dep_id)

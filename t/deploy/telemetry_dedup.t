@@ -9,8 +9,8 @@
 # before) is taken as before; a malformed boot or seq is a 400 that
 # changes nothing.
 #
-# Then with the real svc-agent behind a small TCP proxy of this file that
-# relays its requests to httpd but loses the answer to its first telemetry
+# Then with the real svc-agent behind a small proxy (t/lib/AgentProxy.pm)
+# that relays its requests to httpd but loses the answer to its first telemetry
 # batch after the service committed it (as a timeout, a reset or a proxy's
 # 502 would): the agent sends the batch again with the next figures, and
 # the database holds each figure once.
@@ -21,13 +21,11 @@ use FindBin;
 use lib "$FindBin::Bin/../lib";
 
 use Apache::Test qw(-withtestmore);
-use Fcntl qw(O_CREAT O_EXCL O_WRONLY O_APPEND);
+use AgentProxy;
+use Fcntl qw(O_CREAT O_EXCL O_WRONLY);
 use File::Path qw(remove_tree);
 use File::Spec::Functions qw(catfile);
 use File::Temp qw(tempdir);
-use IO::Select;
-use IO::Socket::INET;
-use POSIX ();
 use SvcTest;
 use SvcDeploy;
 
@@ -41,19 +39,7 @@ my $org = new_org($owner, prefix => 'teld');
 my $tok = new_token($owner, scope => 'admin');
 my $proj = new_project($org, $tok, 'Deduplicated');
 
-my $app = <<'PY';
-import http.server, os
-port = int(os.environ['PORT'])
-class H(http.server.BaseHTTPRequestHandler):
-    def do_GET(self):
-        self.send_response(200)
-        self.end_headers()
-        self.wfile.write(b'ok\n')
-    def log_message(self, *a):
-        pass
-http.server.HTTPServer(('', port), H).serve_forever()
-PY
-my ($bundle, $commit) = git_bundle('Procfile' => "web: python3 app.py\n", 'app.py' => $app);
+my ($bundle, $commit) = ok_app_bundle();
 
 # A deployment of the workload on the target (planned, unless approved).
 sub new_deployment {
@@ -199,106 +185,28 @@ is(psql_value("SELECT seq FROM deploy_telemetry_boots WHERE target_id = '$target
               . "boot = '$boot'"), 24, '... and this target\'s number unmoved');
 
 # --- the real agent, its first answer lost -----------------------------------------------------
-# The proxy: one request a connection (the agent opens one a call); each
-# telemetry batch it relays is written to $plog as "B" when it begins and
-# "E <dropped> <status> <figures of $dep> <metrics taken> <probes taken>"
-# when httpd has answered; the first batch's answer is never passed on.
+# The proxy (t/lib/AgentProxy.pm): each telemetry batch it relays is written
+# to $plog as "B" when it begins and "E <dropped> <status> <figures of
+# $dep> <metrics taken> <probes taken> <boot|-> <seqs|->" when httpd has
+# answered; the first batch's answer is never passed on.
 my $pdir = tempdir('teldedup-proxy-XXXX', DIR => SvcTest::t_logs(), CLEANUP => 1);
 my $plog = catfile($pdir, 'batches');
 my $dropped_flag = catfile($pdir, 'dropped');
-my ($up_host, $up_port) = SvcTest::base_url() =~ m{^http://([^:/]+):(\d+)};
 
-sub plog_append {
-    my $line = shift;
-    sysopen my $fh, $plog, O_WRONLY | O_CREAT | O_APPEND or die "$plog: $!";
-    syswrite $fh, "$line\n";
-    close $fh;
-}
-
-sub relay_one {
-    my ($c, $dep_id) = @_;
-    my $in = '';
-    while ($in !~ /\r\n\r\n/) {
-        sysread($c, $in, 65536, length $in) or return;
-    }
-    my ($head, $rest) = split /\r\n\r\n/, $in, 2;
-    my ($method, $path) = $head =~ m{^(\S+) (\S+)};
-    my $tel = $method eq 'POST' && $path eq '/api/agent/telemetry';
-    # Upstream closes after its answer, so the end of the answer is EOF.
-    my @h = grep { !/^(Connection|Expect):/i } split /\r\n/, $head;
-    my $up = IO::Socket::INET->new(PeerAddr => $up_host, PeerPort => $up_port,
-                                   Proto => 'tcp') or return;
-    if ($tel) {
-        my ($len) = $head =~ /^Content-Length:\s*(\d+)/mi;
-        syswrite $c, "HTTP/1.1 100 Continue\r\n\r\n" if $head =~ /^Expect:\s*100-continue/mi;
-        while (length($rest) < ($len // 0)) {
-            sysread($c, $rest, 65536, length $rest) or return;
-        }
-        plog_append('B');
-        syswrite $up, join("\r\n", @h, 'Connection: close', '', '') . $rest;
-        my $ans = '';
-        1 while sysread($up, $ans, 65536, length $ans);
-        close $up;
-        my ($status) = $ans =~ m{^HTTP/1\.\d (\d+)};
-        my ($ahead, $abody) = split /\r\n\r\n/, $ans, 2;
-        if ($ahead =~ /^Transfer-Encoding:\s*chunked/mi) {
-            my $plain = '';
-            while ($abody =~ s/^([0-9a-fA-F]+)[^\r\n]*\r\n//) {
-                my $n = hex $1;
-                last unless $n;
-                $plain .= substr($abody, 0, $n, '');
-                $abody =~ s/^\r\n//;
-            }
-            $abody = $plain;
-        }
-        my $taken = eval { SvcTest::json()->decode($abody) } // {};
-        my $sent = eval { SvcTest::json()->decode($rest) } // {};
-        my $mine = $sent->{deployments}{$dep_id} // {};
-        my $figures = @{ $mine->{metrics} // [] } + @{ $mine->{probes} // [] };
-        my $drop = ($status // 0) == 200 && $figures > 0
-                   && sysopen(my $f, $dropped_flag, O_WRONLY | O_CREAT | O_EXCL) ? 1 : 0;
-        plog_append(join ' ', 'E', $drop, $status // 0, $figures, $taken->{metrics} // 0,
-                    $taken->{probes} // 0, $sent->{boot} // '-',
-                    join(',', map { $_->{seq} // '-' } @{ $mine->{metrics} // [] },
-                         @{ $mine->{probes} // [] }) || '-');
-        syswrite $c, $ans unless $drop;
-        return;     # the client's connection closes with this process
-    }
-    syswrite $up, join("\r\n", @h, 'Connection: close', '', '') . $rest;
-    # Anything else (the work stream included): both ways until either ends.
-    my $sel = IO::Select->new($c, $up);
-    while (my @ready = $sel->can_read) {
-        for my $fh (@ready) {
-            my $buf;
-            return unless sysread($fh, $buf, 65536);
-            syswrite($fh == $c ? $up : $c, $buf);
-        }
-    }
-}
-
-sub start_proxy {
-    my $dep_id = shift;
-    my $srv = IO::Socket::INET->new(LocalAddr => '127.0.0.1', LocalPort => 0, Listen => 32,
-                                    ReuseAddr => 1, Proto => 'tcp') or die "proxy: $!";
-    my $pid = fork // die "fork: $!";
-    if (!$pid) {
-        setpgrp(0, 0);
-        $SIG{CHLD} = 'IGNORE';
-        $SIG{TERM} = sub { POSIX::_exit(0) };
-        while (1) {
-            my $c = $srv->accept or next;
-            my $kid = fork;
-            if (defined $kid && !$kid) {
-                close $srv;
-                relay_one($c, $dep_id);
-                POSIX::_exit(0);    # never the test's END blocks
-            }
-            close $c;
-        }
-    }
-    my $port = $srv->sockport;
-    close $srv;
-    return { pid => $pid, port => $port };
+sub lose_first_answer {
+    my ($dep_id, $batch, $relay) = @_;
+    AgentProxy::append($plog, 'B');
+    my ($status, $ans, $taken) = $relay->();
+    my $sent = eval { SvcTest::json()->decode($batch) } // {};
+    my $mine = $sent->{deployments}{$dep_id} // {};
+    my $figures = @{ $mine->{metrics} // [] } + @{ $mine->{probes} // [] };
+    my $drop = $status == 200 && $figures > 0
+               && sysopen(my $f, $dropped_flag, O_WRONLY | O_CREAT | O_EXCL) ? 1 : 0;
+    AgentProxy::append($plog, join ' ', 'E', $drop, $status, $figures, $taken->{metrics} // 0,
+                       $taken->{probes} // 0, $sent->{boot} // '-',
+                       join(',', map { $_->{seq} // '-' } @{ $mine->{metrics} // [] },
+                            @{ $mine->{probes} // [] }) || '-');
+    return $drop ? undef : $ans;
 }
 
 sub batches {
@@ -308,15 +216,7 @@ sub batches {
 
 my $target3 = new_target($org, $tok, 'teld-3');
 my $dep3 = new_deployment($target3);
-my $proxy = start_proxy($dep3->{id});
-my $tester = $$;
-# A test that dies halfway leaves no proxy behind (nor its connections).
-END {
-    if ($proxy && $$ == $tester && kill 0, $proxy->{pid}) {
-        kill 'TERM', -$proxy->{pid};
-        waitpid($proxy->{pid}, 0);
-    }
-}
+my $proxy = AgentProxy::start(sub { lose_first_answer($dep3->{id}, @_) });
 my $agent = start_agent(key => $target3->{key}, name => 'teld-3',
                         env => { SVC_AGENT_URL => "http://127.0.0.1:$proxy->{port}",
                                  SVC_AGENT_METRICS_INTERVAL => 1,
@@ -338,9 +238,7 @@ ok(wait_for(sub {
     my @b = batches();
     (grep { $_->[0] eq 'B' } @b) == (grep { $_->[0] eq 'E' } @b)
 }, timeout => 30, interval => 0.1), '... no batch on its way any more');
-kill 'TERM', -$proxy->{pid};
-waitpid($proxy->{pid}, 0);
-undef $proxy;
+AgentProxy::stop($proxy);
 
 my @e = grep { $_->[0] eq 'E' } batches();
 my ($lost) = grep { $e[$_][1] } 0 .. $#e;

@@ -4,6 +4,7 @@ package SvcDeploy;
 # httpd, and waiting for a deployment's status.
 #
 #   my ($bundle, $commit) = git_bundle('Procfile' => "web: ...\n", 'app.py' => ...);
+#   my ($bundle, $commit) = ok_app_bundle();         # a web app that answers "ok"
 #   my $run = run_fixture($org, $proj, bundle => $bundle, commit => $commit);
 #   my $t = new_target($org, $token, 'web-1');        # {id, ..., key}
 #   my $a = start_agent(key => $t->{key}, name => 'web-1');  # {pid, dir, log, ...}
@@ -20,9 +21,27 @@ use IO::Socket::INET;
 use POSIX qw(:sys_wait_h);
 use SvcTest;
 
-our @EXPORT = qw(git_bundle new_target start_agent stop_agent kill_agent agent_log
+our @EXPORT = qw(git_bundle ok_app_bundle new_target start_agent stop_agent kill_agent agent_log
                  wait_deployment deployment workload_pids processes_under http_get
                  agent_binary);
+
+# ok_app_bundle() → ($bytes, $commit): git_bundle of the smallest workload,
+# a Python server on $PORT answering every GET 200 "ok" (its probes pass).
+sub ok_app_bundle {
+    my $app = <<'PY';
+import http.server, os
+port = int(os.environ['PORT'])
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(200)
+        self.end_headers()
+        self.wfile.write(b'ok\n')
+    def log_message(self, *a):
+        pass
+http.server.HTTPServer(('', port), H).serve_forever()
+PY
+    return git_bundle('Procfile' => "web: python3 app.py\n", 'app.py' => $app);
+}
 
 # git_bundle(path => content, ...) → ($bytes, $commit): a repository with
 # those files, one commit on svc/run-fixture, as a bundle holding HEAD and

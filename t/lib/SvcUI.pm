@@ -73,6 +73,14 @@ sub walk_pids {
     return @pids;
 }
 
+# $text with every share token (svc_shr_...) masked: what a walk printed
+# goes through it on its way into the test's output (t/ui/lib.mjs masks
+# them too; this catches what node itself prints, as an uncaught error).
+sub redact {
+    my ($text) = @_;
+    return $text =~ s{svc_shr_[^\s"'`<>\\/?#&]*}{svc_shr_[REDACTED]}gr;
+}
+
 # Runs t/ui/$script with SVC_UI_URL (the 'ui' vhost), SVC_UI_CHROMIUM,
 # SVC_UI_RESULT and %{$o{env}}; one assertion per check it prints, then that
 # it exited 0, made at least $o{min_checks} checks and left no chromium.
@@ -89,6 +97,7 @@ sub run_walk {
                   SVC_UI_RESULT   => $result_file,
                   %{ $o{env} // {} });
     my ($rc, $out, $err) = SvcTest::run([ $node, catfile($top, 't', 'ui', $script) ]);
+    ($out, $err) = (redact($out), redact($err));
     my $checks = 0;
     for my $line (split /\n/, $out) {
         if ($line =~ /^(not ok|ok) - (.*)$/) {

@@ -9,6 +9,8 @@
 # the comment back in the signed-in page; axe-core on every page, 375 px on
 # the main ones. Then this checks from outside what the browser did: the
 # comment row, the approved version, and an access log without the token.
+# Before the walk: what a walk prints (its checks, their diagnostics, node's
+# own errors) masks every share token.
 #
 # Without chromium this skips, saying so, unless it runs in CI (CI set).
 use strict;
@@ -23,6 +25,29 @@ use SvcTest;
 use SvcUI;
 
 SvcUI::chromium_or_skip();
+
+# --- what a walk prints never holds a share token ----------------------------------------
+# A share token is a live credential, and a failing walk prints its checks'
+# descriptions and diagnostics (a portal URL, what a page showed): t/ui/lib.mjs
+# masks every svc_shr_... in them, and SvcUI masks whatever node prints.
+{
+    my $shr = secret_token_like('svc_shr_');
+    my $lib = catfile($FindBin::Bin, 'lib.mjs');
+    my ($rc, $out, $err) = SvcTest::run([
+        SvcUI::which('node'), '--input-type=module', '-e',
+        "import { check } from 'file://$lib';\n"
+        . "check(false, 'the portal at /share/$shr loads', "
+        . "{ url: 'http://ui.test/share/$shr?x=1', shown: 'token $shr.' });\n"
+        . "check(true, 'read $shr');\n" ]);
+    is($rc, 0, 'lib.mjs\'s check, failing on purpose outside a walk') or diag($err);
+    is(index($out . $err, substr($shr, 8)), -1, '... prints no share token')
+        or diag(length($out) . ' bytes printed');
+    is(scalar(() = $out =~ /svc_shr_\[REDACTED\]/g), 4, '... each one masked')
+        or diag($out =~ s/svc_shr_\w+/svc_shr_(unmasked)/gr);
+    is(SvcUI::redact("Error: page.goto: net::ERR at http://h/share/$shr\n  at $shr x"),
+       "Error: page.goto: net::ERR at http://h/share/svc_shr_[REDACTED]\n  at "
+       . "svc_shr_[REDACTED] x", 'what node prints itself: masked by SvcUI');
+}
 
 # --- the data: a user the fake provider signs in, their org and project ------------------
 my $email = new_user('uidocs', name => 'Dora Documents', allow_email_link => 1);

@@ -14,17 +14,24 @@ export const BASE = process.env.SVC_UI_URL;
 export const XSS = '<img src=x onerror=alert(1)>';
 export const CSP = "default-src 'self'; base-uri 'none'; object-src 'none'; form-action 'self'; "
                  + "frame-ancestors 'none'";
-// What the walk tells its .t afterwards (SVC_UI_RESULT, JSON).
+// What the walk tells its .t afterwards (SVC_UI_RESULT, JSON): a secret in
+// it (a share token) is for the .t's own checks, never printed as it is.
 export const result = {};
 let failed = 0;
 
+// A share token is a live credential: whatever a walk prints (a check, its
+// diagnostics, an error naming a portal URL) shows only its prefix.
+export function redact(s) {
+    return String(s).replace(/svc_shr_[^\s"'`<>\\/?#&]*/g, 'svc_shr_[REDACTED]');
+}
+
 export function check(cond, desc, diag) {
-    console.log(`${cond ? 'ok' : 'not ok'} - ${desc}`);
+    console.log(redact(`${cond ? 'ok' : 'not ok'} - ${desc}`));
     if (!cond) {
         failed++;
         if (diag !== undefined) {
-            console.log(`# ${String(typeof diag === 'string' ? diag : JSON.stringify(diag))
-                .split('\n').join('\n# ')}`);
+            console.log(redact(`# ${String(typeof diag === 'string' ? diag : JSON.stringify(diag))
+                .split('\n').join('\n# ')}`));
         }
     }
     return cond;
