@@ -25,10 +25,7 @@ my $ca = $ENV{SVC_TEST_CA_FILE};
 plan skip_all => 'needs the test CA and SVC_DB (use tools/test.sh)'
     unless $ca && -r $ca && $ENV{SVC_DB} && $ENV{SVC_SECRET};
 plan skip_all => "no mod_ssl in $libexec" unless -f catfile($libexec, 'mod_ssl.so');
-plan skip_all => 'bubblewrap cannot make namespaces here'
-    unless (SvcTest::run([ 'bwrap', '--unshare-all', '--ro-bind', '/usr', '/usr', '--symlink',
-                           'usr/bin', '/bin', '--symlink', 'usr/lib', '/lib', '--symlink',
-                           'usr/lib64', '/lib64', '/bin/true' ]))[0] == 0;
+skip_without_sandbox();
 
 my $certs = dirname($ca);
 my ($hdir, $hconf, $hport) = scratch_httpd_conf(<<"EOF");
