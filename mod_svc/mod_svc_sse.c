@@ -1024,7 +1024,7 @@ static int plain_filters(sse_stream *st)
 /*
  * Lets the request go while the stream goes on, on its connection: httpd
  * logs it (its access log line says how the stream started: status, the
- * head's and the replay's bytes, a second or so of time) and destroys its
+ * bytes of its first second, a second or so of time) and destroys its
  * pool, two of the four 8 KiB blocks an idle stream held (what httpd and
  * the head put there). From now on the stream writes its chunks to the
  * connection's filters itself (flush), checks access with what it kept of
