@@ -248,13 +248,15 @@ static apr_status_t places(svc_hub_t *hub, apr_pool_t *p)
     hub->released->nelts = 0;
     apr_thread_mutex_unlock(hub->lock);
     if (ids) {
-        char *list = apr_pstrcat(p, "{", NULL);
+        /* One pass: a burst of ends gives back thousands at once. */
+        apr_array_header_t *text = apr_array_make(p, ids->nelts, sizeof(char *));
         int i;
         for (i = 0; i < ids->nelts; i++) {
-            list = apr_psprintf(p, "%s%s%" APR_INT64_T_FMT, list, i ? "," : "",
-                                APR_ARRAY_IDX(ids, i, apr_int64_t));
+            APR_ARRAY_PUSH(text, char *) = apr_psprintf(p, "%" APR_INT64_T_FMT,
+                                                        APR_ARRAY_IDX(ids, i, apr_int64_t));
         }
-        rv = svc_streams_release(hub->db, p, apr_pstrcat(p, list, "}", NULL));
+        rv = svc_streams_release(hub->db, p, apr_pstrcat(p, "{", apr_array_pstrcat(p, text, ','),
+                                                         "}", NULL));
         if (rv != APR_SUCCESS) {
             apr_thread_mutex_lock(hub->lock);
             apr_array_cat(hub->released, ids);
