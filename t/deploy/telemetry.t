@@ -40,9 +40,8 @@ my $agent = start_agent(key => $key, name => 'tel-1',
 # halves, so no file of the checkout holds it) and a line of invalid UTF-8;
 # answers 500 while the file "fail" exists, and exits at once while
 # "crash" does.
-my $app = <<'PY';
-import http.server, os, sys
-port = int(os.environ['PORT'])
+my %halves = ('k1' => substr($key, 0, 20) . "\n", 'k2' => substr($key, 20) . "\n");
+my ($bundle, $commit) = ok_app_bundle(files => \%halves, start => <<'PY');
 if os.path.exists('crash'):
     print('crashing on purpose', flush=True)
     sys.exit(3)
@@ -52,19 +51,7 @@ sys.stdout.write('the key is ' + key + '\n')
 sys.stdout.flush()
 sys.stdout.buffer.write(b'bad bytes \xff\xfe here\n')
 sys.stdout.flush()
-class H(http.server.BaseHTTPRequestHandler):
-    def do_GET(self):
-        code = 500 if os.path.exists('fail') else 200
-        self.send_response(code)
-        self.end_headers()
-        self.wfile.write(b'ok\n' if code == 200 else b'failing\n')
-    def log_message(self, *a):
-        pass
-http.server.HTTPServer(('', port), H).serve_forever()
 PY
-my ($bundle, $commit) = git_bundle('Procfile' => "web: python3 app.py\n", 'app.py' => $app,
-                                   'k1' => substr($key, 0, 20) . "\n",
-                                   'k2' => substr($key, 20) . "\n");
 my $run = run_fixture($org, $proj, bundle => $bundle, commit => $commit);
 my ($st, $d) = api(POST => "/api/orgs/$org/deployments", token => $tok,
                    json => { project => $proj, target_id => $target->{id}, run_id => $run });

@@ -88,10 +88,7 @@ sub rows {
 }
 
 my $proxy = AgentProxy::start(\&old_service);
-my $agent = start_agent(key => $target->{key}, name => 'telc-1',
-                        env => { SVC_AGENT_URL => "http://127.0.0.1:$proxy->{port}",
-                                 SVC_AGENT_METRICS_INTERVAL => 1,
-                                 SVC_AGENT_PROBE_INTERVAL => 1 });
+my $agent = AgentProxy::agent($proxy, $target, 'telc-1');
 ($st) = api(POST => "/api/orgs/$org/deployments/$dep->{id}/approve", token => $tok,
             json => { plan_version => $dep->{plan}{version} });
 is($st, 200, 'the deployment on the agent behind the old service: approved');

@@ -214,10 +214,7 @@ sub batches {
 my $target3 = new_target($org, $tok, 'teld-3');
 my $dep3 = new_deployment($target3);
 my $proxy = AgentProxy::start(sub { lose_first_answer($dep3->{id}, @_) });
-my $agent = start_agent(key => $target3->{key}, name => 'teld-3',
-                        env => { SVC_AGENT_URL => "http://127.0.0.1:$proxy->{port}",
-                                 SVC_AGENT_METRICS_INTERVAL => 1,
-                                 SVC_AGENT_PROBE_INTERVAL => 1 });
+my $agent = AgentProxy::agent($proxy, $target3, 'teld-3');
 ($st) = api(POST => "/api/orgs/$org/deployments/$dep3->{id}/approve", token => $tok,
             json => { plan_version => $dep3->{plan}{version} });
 is($st, 200, 'a deployment on the agent behind the proxy: approved');

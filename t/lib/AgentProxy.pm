@@ -11,7 +11,8 @@ package AgentProxy;
 #       my ($status, $answer, $json) = $relay->();  # httpd's answer, raw and decoded
 #       return $answer;                 # what the agent gets (undef: nothing)
 #   });
-#   start_agent(..., env => { SVC_AGENT_URL => "http://127.0.0.1:$p->{port}" });
+#   my $a = AgentProxy::agent($p, $target, 'web-1');  # a real agent behind it,
+#                                       # sending figures every second
 #   AgentProxy::stop($p);               # else at the test's end
 #   AgentProxy::append($file, $line);   # one line, whole, from any connection
 #
@@ -24,6 +25,7 @@ use Fcntl qw(O_CREAT O_WRONLY O_APPEND);
 use IO::Select;
 use IO::Socket::INET;
 use POSIX ();
+use SvcDeploy ();
 use SvcTest ();
 
 my %started;    # pid => the test's pid
@@ -121,6 +123,16 @@ sub start {
     my $port = $srv->sockport;
     close $srv;
     return { pid => $pid, port => $port };
+}
+
+# A real svc-agent of $target (SvcDeploy::start_agent) that reaches the
+# service through the proxy, sampling and probing every second.
+sub agent {
+    my ($p, $target, $name) = @_;
+    return SvcDeploy::start_agent(key => $target->{key}, name => $name,
+                                  env => { SVC_AGENT_URL => "http://127.0.0.1:$p->{port}",
+                                           SVC_AGENT_METRICS_INTERVAL => 1,
+                                           SVC_AGENT_PROBE_INTERVAL => 1 });
 }
 
 # Ends the proxy and every connection it still relays.

@@ -5,6 +5,7 @@ package SvcDeploy;
 #
 #   my ($bundle, $commit) = git_bundle('Procfile' => "web: ...\n", 'app.py' => ...);
 #   my ($bundle, $commit) = ok_app_bundle();         # a web app that answers "ok"
+#   ok_app_bundle(start => "print('hi', flush=True)\n", files => {k => ...});
 #   my $run = run_fixture($org, $proj, bundle => $bundle, commit => $commit);
 #   my $t = new_target($org, $token, 'web-1');        # {id, ..., key}
 #   my $a = start_agent(key => $t->{key}, name => 'web-1');  # {pid, dir, log, ...}
@@ -35,22 +36,27 @@ sub skip_without_sandbox {
     Test::More::plan(skip_all => 'bubblewrap cannot make namespaces here');
 }
 
-# ok_app_bundle() → ($bytes, $commit): git_bundle of the smallest workload,
-# a Python server on $PORT answering every GET 200 "ok" (its probes pass).
+# ok_app_bundle(start => $python, files => {path => content}) → ($bytes,
+# $commit): git_bundle of a small workload, a Python server on $PORT
+# answering every GET 200 "ok" (its probes pass), or 500 "failing" while a
+# file "fail" is in its checkout. `start` is Python run before it serves
+# (what the test wants in its log, or a crash); `files` go beside it.
 sub ok_app_bundle {
-    my $app = <<'PY';
-import http.server, os
-port = int(os.environ['PORT'])
+    my %o = @_;
+    my $app = "import http.server, os, sys\nport = int(os.environ['PORT'])\n"
+            . ($o{start} // '') . <<'PY';
 class H(http.server.BaseHTTPRequestHandler):
     def do_GET(self):
-        self.send_response(200)
+        code = 500 if os.path.exists('fail') else 200
+        self.send_response(code)
         self.end_headers()
-        self.wfile.write(b'ok\n')
+        self.wfile.write(b'ok\n' if code == 200 else b'failing\n')
     def log_message(self, *a):
         pass
 http.server.HTTPServer(('', port), H).serve_forever()
 PY
-    return git_bundle('Procfile' => "web: python3 app.py\n", 'app.py' => $app);
+    return git_bundle('Procfile' => "web: python3 app.py\n", 'app.py' => $app,
+                      %{ $o{files} // {} });
 }
 
 # git_bundle(path => content, ...) → ($bytes, $commit): a repository with

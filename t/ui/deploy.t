@@ -46,21 +46,9 @@ SvcTest::new_vcs_user('dee', email => $email, name => 'Dee Deploy');
 
 # The workload: says hello with a script tag (its log is shown as text),
 # answers 500 while the file "fail" is in its checkout.
-my $app = <<'PY';
-import http.server, os
-port = int(os.environ['PORT'])
+my ($bundle, $commit) = ok_app_bundle(start => <<'PY');
 print('hello <script>window.__svcPwned=1</script> from port %d' % port, flush=True)
-class H(http.server.BaseHTTPRequestHandler):
-    def do_GET(self):
-        code = 500 if os.path.exists('fail') else 200
-        self.send_response(code)
-        self.end_headers()
-        self.wfile.write(b'ok\n' if code == 200 else b'failing\n')
-    def log_message(self, *a):
-        pass
-http.server.HTTPServer(('', port), H).serve_forever()
 PY
-my ($bundle, $commit) = git_bundle('Procfile' => "web: python3 app.py\n", 'app.py' => $app);
 my $run = run_fixture($org, $proj, bundle => $bundle, commit => $commit);
 
 # --- the helper: the agent, started with the key the browser shows ---------------------------
