@@ -182,7 +182,6 @@ struct sse_stream {
     svc_hub_t *hub;
     sse_place *place;           /* in r's pool while the request has the place */
     apr_int64_t place_id;       /* the stream's once the request is gone; 0: none */
-    svc_mstream_e kind;         /* which gauge counts it (stream_counted) */
     int chunked;                /* httpd chunked the body: the stream goes on so */
     int keeps_request;          /* an output filter of the operator's: never let go */
     svc_hub_sub_t sub;          /* to its org's new events (the hub's) */
@@ -968,6 +967,12 @@ static apr_status_t stream_uncount(void *data)
     return APR_SUCCESS;
 }
 
+/* Which gauge counts the stream: a deploy agent's work stream, or an org's. */
+static void *stream_kind(const sse_stream *st)
+{
+    return (void *)(apr_uintptr_t)(st->target_id ? SVC_MSTREAM_AGENT : SVC_MSTREAM_ORG);
+}
+
 static apr_status_t place_give(void *data)
 {
     sse_place *pl = data;
@@ -1053,7 +1058,7 @@ static void release_request(sse_stream *st)
         st->place_id = st->place->id;
         st->place = NULL;
     }
-    apr_pool_cleanup_kill(r->pool, (void *)(apr_uintptr_t)st->kind, stream_uncount);
+    apr_pool_cleanup_kill(r->pool, stream_kind(st), stream_uncount);
     apr_pool_cleanup_kill(r->pool, apr_pool_allocator_get(c->pool), max_free_restore);
     /* The request's brigade is empty (every write is flushed at once). */
     st->bb = apr_brigade_create(c->pool, c->bucket_alloc);
@@ -1109,7 +1114,7 @@ static void end_stream(sse_stream *st)
         if (st->place_id) {
             svc_hub_place_give(st->hub, st->place_id);
         }
-        stream_uncount((void *)(apr_uintptr_t)st->kind);
+        stream_uncount(stream_kind(st));
     }
     /* Whatever the output filters still hold goes out now, or not at all. */
     APR_BRIGADE_INSERT_TAIL(bb, apr_bucket_flush_create(c->bucket_alloc));
@@ -1521,12 +1526,10 @@ static apr_status_t take_place(request_rec *r, svc_ctx_t *ctx, sse_stream *st, i
     return APR_SUCCESS;
 }
 
-static void stream_counted(request_rec *r, sse_stream *st, svc_mstream_e kind)
+static void stream_counted(request_rec *r, const sse_stream *st)
 {
-    st->kind = kind;
-    svc_metrics_stream(svc_metrics_current(), kind, 1);
-    apr_pool_cleanup_register(r->pool, (void *)(apr_uintptr_t)kind, stream_uncount,
-                              apr_pool_cleanup_null);
+    svc_metrics_stream(svc_metrics_current(), (svc_mstream_e)(apr_uintptr_t)stream_kind(st), 1);
+    apr_pool_cleanup_register(r->pool, stream_kind(st), stream_uncount, apr_pool_cleanup_null);
 }
 
 /* The stream's strings: those of its route's parameters and the others. */
@@ -1688,7 +1691,7 @@ int svc_sse_begin(request_rec *r, svc_ctx_t *ctx)
     if ((rv = take_place(r, ctx, st, sc->core.stream_limit)) != APR_SUCCESS) {
         return not_suspended(st, stream_refused(r, ctx, rv));
     }
-    stream_counted(r, st, spec->target_id ? SVC_MSTREAM_AGENT : SVC_MSTREAM_ORG);
+    stream_counted(r, st);
     svc_glue_write_head(ctx, r, 200, "text/event-stream; charset=utf-8");
     /* mod_deflate would hold events back until its buffer fills, and would
      * keep the stream from letting its request go (plain_filters). */

@@ -45,6 +45,13 @@ sub logged {
     return $n;
 }
 
+# The open org streams' gauge (/internal/metrics, from loopback).
+sub open_streams {
+    my ($st, undef, $res) = api(GET => '/internal/metrics');
+    return undef unless $st == 200;
+    return $res->content =~ /^svc_event_streams_open\{kind="org"\} (\d+)$/m ? $1 : undef;
+}
+
 # The next event of id $id on $s, skipping older ones.
 sub event_id {
     my ($s, $id, $wait) = @_;
@@ -54,6 +61,10 @@ sub event_id {
 }
 
 # --- HTTP/1.1 and HTTP/1.0 ---------------------------------------------------------
+# Streams of earlier files end by their next heartbeat at the latest.
+ok(wait_for(sub { (open_streams() // -1) == 0 }, timeout => 20),
+   'no org stream is open before this file\'s')
+    or diag('open: ' . (open_streams() // 'unknown'));
 {
     my $org = new_org($owner, prefix => 'rel');
     my $org_id = org_id_of($org);
@@ -66,6 +77,7 @@ sub event_id {
     ok(!defined $s10->{headers}{'transfer-encoding'}, '... the second not');
     ok(wait_for(sub { logged($path) >= 2 }, timeout => 15),
        'both let their requests go: httpd logged them while they are open');
+    is(open_streams(), 2, '... and the gauge still counts them');
     my $id = emit($org_id, 'test.released');
     my $e11 = event_id($s11, $id);
     my $e10 = event_id($s10, $id);
@@ -83,6 +95,8 @@ sub event_id {
     like($s11->{raw}, qr/\r\n[0-9a-f]+\r\nid: $id\nevent: test\.released\n/,
          '... and so is the event after the release');
     sse_close($_) for $s11, $s10;
+    ok(wait_for(sub { (open_streams() // -1) == 0 }, timeout => 20),
+       '... and counts them no more once they ended');
 }
 
 # --- compression on the stream's URL --------------------------------------------------
