@@ -40,18 +40,6 @@ static apr_size_t secret_at(const char *s)
             for (n = 0; is_b62(q[n]); n++) {
             }
             if (n >= 16) {
-                /*
-                 * Another secret right after this one: its "svc" is the end
-                 * of this run, so redacting the run alone would leave it
-                 * as "_pat_<its random part>", which nothing matches any
-                 * more. It goes with this one.
-                 */
-                if (q[n] == '_' && strncmp(q + n - 3, "svc", 3) == 0) {
-                    apr_size_t next = secret_at(q + n - 3);
-                    if (next > 0) {
-                        return (apr_size_t)(q - s) + n - 3 + next;
-                    }
-                }
                 return (apr_size_t)(q - s) + n;
             }
         }
@@ -210,6 +198,59 @@ static apr_size_t url_password_at(const char *s, apr_size_t *pkeep)
     return 3 + end - colon - 1;
 }
 
+/* Length of a secret of any shape starting at s + i, or 0: other
+ * services' shapes only at the start of a word. */
+static apr_size_t any_secret_at(const char *s, apr_size_t i)
+{
+    apr_size_t n = secret_at(s + i);
+
+    if (n == 0 && (i == 0 || !is_b64url(s[i - 1]))) {
+        n = foreign_at(s + i);
+    }
+    return n;
+}
+
+/* The characters every secret shape is made of. */
+static int in_secret_class(char c)
+{
+    return is_b64url(c) || c == '.';
+}
+
+/*
+ * Where the redaction of [from, end) must end: further, when a secret
+ * starts inside it and runs past it. A greedy match can swallow the start
+ * of the next secret ("sk_test_AAAAsvc", then "_pat_<random part>": the
+ * token's "svc" taken as the end of the key), and what is left of the
+ * second one then matches no shape any more (found by t/fuzz/fuzz_auth.c;
+ * its corpus keeps the inputs, regress-redact-*). Overlapping secrets
+ * are redacted as one.
+ *
+ * A secret is one run of in_secret_class characters, so one that starts
+ * in a run ends by the run's end: runs that end within [from, end) are
+ * skipped whole, and a run is searched only until the redaction reaches
+ * its end. That keeps this linear in the line, long runs included.
+ */
+static apr_size_t redaction_end(const char *s, apr_size_t from, apr_size_t end)
+{
+    apr_size_t j = from, r, n;
+
+    while (j < end) {
+        if (!in_secret_class(s[j])) {
+            j++;
+            continue;
+        }
+        for (r = j; in_secret_class(s[r]); r++) {
+        }
+        for (; j < end && end < r; j++) {
+            if ((n = any_secret_at(s, j)) > 0 && j + n > end) {
+                end = j + n;
+            }
+        }
+        j = r;
+    }
+    return end;
+}
+
 const char *svc_redact(apr_pool_t *p, const char *s)
 {
     apr_size_t len, i = 0, o = 0;
@@ -227,10 +268,10 @@ const char *svc_redact(apr_pool_t *p, const char *s)
 
         /* Our secret shapes are distinctive enough to redact wherever they
          * start (after "%20", inside a word): over-redacting costs nothing. */
-        if ((n = secret_at(s + i)) > 0 || (boundary && (n = foreign_at(s + i)) > 0)) {
+        if ((n = any_secret_at(s, i)) > 0) {
             memcpy(out + o, "[REDACTED]", 10);
             o += 10;
-            i += n;
+            i = redaction_end(s, i, i + n);
             continue;
         }
         /* A URL's password, or a keyword's value: the kw bytes that name it
@@ -242,7 +283,7 @@ const char *svc_redact(apr_pool_t *p, const char *s)
             o += kw;
             memcpy(out + o, "[REDACTED]", 10);
             o += 10;
-            i += kw + n;
+            i = redaction_end(s, i + kw, i + kw + n);
             continue;
         }
         out[o++] = s[i++];

@@ -67,6 +67,19 @@ SVC_TEST(redact_our_tokens_and_jwts)
     CHECK_GONE(apr_pstrcat(p, "svc_whsec_0123456789abcdefXYZ", pat, NULL), pat + 8);
     CHECK_GONE(apr_pstrcat(p, "svc_shr_0123456789abcdefXYZ", pat, pat, NULL), pat + 8);
     CHECK_REDACT(apr_pstrcat(p, "svc_ab_AAAAAAAAAAAAAAAA", pat, "!", NULL), "[REDACTED]!");
+    /*
+     * The same with any shape whose run stops at the token's '_': a
+     * payment provider's key or a GitHub token took the token's "svc" and
+     * left "_pat_<random part>" (t/fuzz/fuzz_auth.c again, after the case
+     * above had been fixed on its own; regress-redact-overlap).
+     */
+    CHECK_GONE(apr_pstrcat(p, "Bearer x sk_test_AAAAAAAAAAAAAAAA", pat, NULL), pat + 8);
+    CHECK_GONE(apr_pstrcat(p, "x ghp_A1b2C3d4E5f6G7h8I9j0K1l2", pat, " y", NULL), pat + 8);
+    CHECK_GONE(apr_pstrcat(p, "whsec_0123456789abcdefXYZ", pat, NULL), pat + 8);
+    CHECK_REDACT(apr_pstrcat(p, "a sk_live_AAAAAAAAAAAAAAAA", pat, ".", NULL), "a [REDACTED].");
+    /* A JWT that starts inside another secret's run ends the redaction
+     * at the end of its own. */
+    CHECK_REDACT("svc_ab_eyJeyJeyJeyJeyJeyJeyJ.x-y end", "[REDACTED] end");
     /* A run ending in "svc_" that no secret follows stays as it was. */
     CHECK_REDACT("svc_ab_AAAAAAAAAAAAAAAAsvc_x", "[REDACTED]_x");
 }
