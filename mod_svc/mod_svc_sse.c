@@ -22,10 +22,11 @@
  *    every stream's socket, which sees at once a client that closed its end
  *    (the stream ends then, not at its next write) and a socket that can
  *    take more of a backlog;
- *  - a heartbeat every 15 s (an SSE comment), which drops a client that
- *    took nothing of its backlog since the last heartbeat, and every 30 s
- *    checks the caller's access again: a revoked token, an ended session or
- *    a removed member ends the stream.
+ *  - a heartbeat every 15 s (an SSE comment; the first after a random 7.5
+ *    to 15 s, so that streams opened together do not beat together), which
+ *    drops a client that took nothing of its backlog since the last
+ *    heartbeat, and every 30 s checks the caller's access again: a revoked
+ *    token, an ended session or a removed member ends the stream.
  *
  * Writing never blocks: from its start a stream's bytes go through a filter
  * of ours right above the core's network filter (after TLS), which writes
@@ -1668,6 +1669,7 @@ int svc_sse_begin(request_rec *r, svc_ctx_t *ctx)
     const svc_stream_t *spec = ctx->stream;
     apr_bucket_brigade *bb;
     sse_pass pass = { SSE_BACKLOG, 0, 0, 0, 0 };
+    apr_interval_time_t first_beat;
     sse_stream *st;
     sse_watch *w;
     svc_hub_t *hub;
@@ -1728,7 +1730,17 @@ int svc_sse_begin(request_rec *r, svc_ctx_t *ctx)
         return not_suspended(st, OK);
     }
     st->suspended_at = apr_time_now();
-    st->next_recheck = apr_time_now() + SSE_RECHECK;
+    /*
+     * The first heartbeat comes after a random 7.5 to 15 s, then every
+     * 15 s: streams opened together (every client of a node that just
+     * restarted reconnects within its `retry:`) would otherwise beat, and
+     * check access, together for as long as they live, a burst of
+     * callbacks and queries every 15 s instead of an even rate. Access is
+     * first checked at the second heartbeat (between the two is the
+     * mark), within SSE_RECHECK of the start, then every SSE_RECHECK.
+     */
+    first_beat = SSE_HEARTBEAT / 2 + (apr_interval_time_t)ap_random_pick(0, SSE_HEARTBEAT / 2);
+    st->next_recheck = st->suspended_at + first_beat + SSE_HEARTBEAT / 2;
     st->written_at_beat = st->net->written;
     /* A suspension that committed between the authorization and the replay
      * (which sent it) is acted on at the first wake-up, just below. */
@@ -1747,7 +1759,7 @@ int svc_sse_begin(request_rec *r, svc_ctx_t *ctx)
 
     /* Callbacks wait for r->invoke_mtx, which httpd holds until this
      * handler has returned. */
-    if (ap_mpm_register_timed_callback(SSE_HEARTBEAT, beat_cb, st) != APR_SUCCESS) {
+    if (ap_mpm_register_timed_callback(first_beat, beat_cb, st) != APR_SUCCESS) {
         apr_atomic_dec32(&st->refs);
     }
     if (ap_mpm_register_timed_callback(SSE_SETTLE, settle_cb, st) != APR_SUCCESS) {

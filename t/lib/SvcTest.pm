@@ -764,6 +764,7 @@ sub tampered_orgs {
 #   my $e = sse_next($s, 5);     # {id, event, data (decoded JSON)} or undef on
 #                                 # timeout; $s->{closed} once the server ended it
 #   my @c = @{ $s->{comments} }; # ": ..." lines seen (heartbeats)
+#   $s->{comment_times}[0]        # when sse_next parsed the first of them
 #   $s->{raw}                     # the body's bytes as they came, framing and all
 #   sse_close($s);
 #
@@ -887,7 +888,11 @@ sub sse_next {
             substr($s->{body}, 0, length($frame) + 2) = '';
             my %e;
             for my $line (split /\n/, $frame) {
-                if ($line =~ /^:\s?(.*)$/) { push @{ $s->{comments} }, $1; next }
+                if ($line =~ /^:\s?(.*)$/) {
+                    push @{ $s->{comments} }, $1;
+                    push @{ $s->{comment_times} }, time;
+                    next;
+                }
                 my ($k, $v) = $line =~ /^([a-z]+): ?(.*)$/ or next;
                 $e{$k} = exists $e{$k} && $k eq 'data' ? "$e{$k}\n$v" : $v;
             }
