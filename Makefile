@@ -155,6 +155,13 @@ $(BUILD)/unit/test_factory_paths: t/unit/test_factory_paths.c t/unit/svc_test.h 
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_UNIT) -Imod_svc/factory -o $@ $< $(filter %.o,$^) $(LDSAN) $(LIBS)
 
+# The deploy agent too (agent.mk): the test of its health probes links
+# the agent's objects, with libcurl.
+$(BUILD)/unit/test_agent_probe: t/unit/test_agent_probe.c t/unit/svc_test.h \
+        $(BUILD)/agent/svc_agent_probe.o $(BUILD)/agent/svc_agent_log.o
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_UNIT) -Imod_svc/agent -o $@ $< $(filter %.o,$^) $(LDSAN) $(LIBS) -lpthread
+
 unit: $(UNIT_BIN)
 
 # The web UI: static files, no build step (docs/ui.md). The packages install

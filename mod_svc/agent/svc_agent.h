@@ -130,6 +130,21 @@ json_t *work_workloads(void);
 void work_shutdown(void);
 
 /* ------------------------------------------------------------------------
+ * Health probes (svc_agent_probe.c)
+ */
+
+typedef struct {
+    int port;
+    const char *path;           /* the plan's health path; NULL or "": "/" */
+    int ok;                     /* out: answered 2xx or 3xx */
+    int ms;                     /* out: how long it took; -1: not probed */
+} probe_t;
+
+/* Probes every one of probes[0..n) at once: returns when each has answered
+ * or timed out (2 s), or the agent is stopping. */
+void probe_health(probe_t *probes, int n);
+
+/* ------------------------------------------------------------------------
  * Telemetry (svc_agent_telemetry.c)
  */
 

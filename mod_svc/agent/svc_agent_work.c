@@ -18,7 +18,8 @@
  * again after 1, 2, 4 ... 60 seconds; one that stays healthy for a minute
  * has its count of quick restarts forgiven. Health is an HTTP GET of the
  * plan's path on 127.0.0.1:PORT (2xx or 3xx), every second until it
- * answers, every 10 seconds after.
+ * answers, every 10 seconds after; the replicas due are probed together
+ * (svc_agent_probe.c).
  *
  * A piece of work that starts replicas is reported done once every replica
  * answers its health check, or failed (with why) when health_timeout
@@ -548,35 +549,77 @@ static void stop_all(dep_t *d)
     }
 }
 
-static size_t sink(char *p, size_t size, size_t n, void *baton)
+/*
+ * A round of health probes: the replicas it covers, their deployments, and
+ * what probe_health fills in, index for index.
+ */
+typedef struct {
+    probe_t *probes;
+    replica_t **reps;
+    dep_t **deps;
+} probe_round_t;
+
+static void round_free(probe_round_t *round)
 {
-    (void)p;
-    (void)baton;
-    return size * n;
+    free(round->probes);
+    free(round->reps);
+    free(round->deps);
+    free(round);
 }
 
-static int health_ok(int port, const char *path)
+/* The running replicas that should run, with due_only those whose health
+ * check is due at now; NULL when there are none (*pn 0). */
+static probe_round_t *round_of(time_t now, int due_only, int *pn)
 {
-    CURL *c = curl_easy_init();
-    char *url = xprintf("http://127.0.0.1:%d%s", port, path);
-    long status = 0;
+    probe_round_t *round;
+    dep_t *d;
+    int i, n = 0;
 
-    if (!c) {
-        free(url);
-        return 0;
+    *pn = 0;
+    for (d = deps; d; d = d->next) {
+        n += d->want;
     }
-    curl_easy_setopt(c, CURLOPT_URL, url);
-    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 2000L);
-    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L);
-    curl_easy_setopt(c, CURLOPT_NOPROXY, "*");
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, sink);
-    if (curl_easy_perform(c) == CURLE_OK) {
-        curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+    if (n == 0) {
+        return NULL;
     }
-    curl_easy_cleanup(c);
-    free(url);
-    return status >= 200 && status < 400;
+    round = calloc(1, sizeof(*round));
+    if (!round || !(round->probes = calloc((size_t)n, sizeof(probe_t)))
+        || !(round->reps = calloc((size_t)n, sizeof(replica_t *)))
+        || !(round->deps = calloc((size_t)n, sizeof(dep_t *)))) {
+        alog(AL_ERROR, "out of memory");
+        exit(1);
+    }
+    n = 0;
+    for (d = deps; d; d = d->next) {
+        for (i = 0; i < d->want; i++) {
+            replica_t *r = &d->reps[i];
+            if (!r->pid || (due_only && now < r->next_check)
+                || (!due_only && (!d->command || !d->commit))) {
+                continue;
+            }
+            round->probes[n].port = r->port;
+            round->probes[n].path = d->health_path;
+            round->reps[n] = r;
+            round->deps[n] = d;
+            n++;
+        }
+    }
+    if (n == 0) {
+        round_free(round);
+        return NULL;
+    }
+    *pn = n;
+    return round;
+}
+
+static probe_round_t *due_replicas(time_t now, int *pn)
+{
+    return round_of(now, 1, pn);
+}
+
+static probe_round_t *running_replicas(int *pn)
+{
+    return round_of(0, 0, pn);
 }
 
 /* Starts what should run and is due, stops what should not. */
@@ -774,6 +817,7 @@ static void separate(dep_t *d, const json_t *desired, const char *work_id)
     time_t deadline, stamp = time(NULL);
     struct stat st;
     char when[32];
+    probe_t probes[AGENT_MAX_REPLICAS];
     int n, i, healthy = 0;
     pid_t pid;
 
@@ -883,11 +927,16 @@ static void separate(dep_t *d, const json_t *desired, const char *work_id)
     if (pid > 0) {
         reap_within(pid, 10000);
     }
+    for (i = 0; i < n; i++) {
+        probes[i].port = d->reps[i].port;
+        probes[i].path = d->health_path;
+    }
     deadline = time(NULL) + conf.health_timeout;
     while (!agent_stop && time(NULL) < deadline) {
+        probe_health(probes, n);
         healthy = 0;
         for (i = 0; i < n; i++) {
-            healthy += health_ok(d->reps[i].port, d->health_path);
+            healthy += probes[i].ok;
         }
         if (healthy == n) {
             break;
@@ -1114,18 +1163,26 @@ void work_restore(void)
 static void telemetry(time_t now)
 {
     static time_t next_probe, next_sample;
+    probe_round_t *round;
     dep_t *d;
-    int i;
+    int i, n;
 
     if (now >= next_probe) {
         next_probe = now + conf.probe_interval;
+        if ((round = running_replicas(&n)) != NULL) {
+            probe_health(round->probes, n);
+            for (i = 0; i < n; i++) {
+                tel_probe(round->deps[i]->id, (int)(round->reps[i] - round->deps[i]->reps),
+                          round->probes[i].ok, round->probes[i].ms);
+            }
+            round_free(round);
+        }
+        /* One that does not run is down, and not probed. */
         for (d = deps; d; d = d->next) {
             for (i = 0; i < d->want && d->command && d->commit; i++) {
-                replica_t *r = &d->reps[i];
-                long long t0 = tel_now_ms();
-                int ok = r->pid && health_ok(r->port, d->health_path ? d->health_path : "/");
-                int ms = (int)(tel_now_ms() - t0);
-                tel_probe(d->id, i, ok, r->pid ? ms : -1);
+                if (!d->reps[i].pid) {
+                    tel_probe(d->id, i, 0, -1);
+                }
             }
         }
     }
@@ -1143,7 +1200,8 @@ static void telemetry(time_t now)
 void work_supervise(void)
 {
     time_t now = time(NULL);
-    int status;
+    probe_round_t *due;
+    int status, n;
     pid_t pid;
     dep_t *d, *next;
     int i;
@@ -1175,16 +1233,25 @@ void work_supervise(void)
             }
         }
     }
+    /* The replicas whose health check is due, every deployment's in one
+     * round (svc_agent_probe.c says why). */
+    for (d = deps; d; d = d->next) {
+        converge(d);
+    }
+    if ((due = due_replicas(now, &n)) != NULL) {
+        probe_health(due->probes, n);
+        for (i = 0; i < n; i++) {
+            replica_t *r = due->reps[i];
+            r->healthy = due->probes[i].ok;
+            r->next_check = now + (r->healthy ? CHECK_HEALTHY : CHECK_STARTING);
+        }
+        round_free(due);
+    }
     for (d = deps; d; d = next) {
         int up = 0;
         next = d->next;
-        converge(d);
         for (i = 0; i < d->want; i++) {
             replica_t *r = &d->reps[i];
-            if (r->pid && now >= r->next_check) {
-                r->healthy = health_ok(r->port, d->health_path ? d->health_path : "/");
-                r->next_check = now + (r->healthy ? CHECK_HEALTHY : CHECK_STARTING);
-            }
             up += r->pid && r->healthy;
         }
         if (d->work_id && up == d->want) {
