@@ -128,6 +128,10 @@ APLOG_USE_MODULE(svc);
  * for as long as it lives (httpd's MaxMemFree, 2 MiB or unlimited by
  * default, suits connections that come and go). */
 #define SSE_MAX_FREE    1
+/* What the child's scratch allocator keeps of the memory freed on it: the
+ * pools of access checks and catch-ups (scratch_pool), a few 8 KiB blocks
+ * for each of the workers running one at a time. */
+#define SSE_SCRATCH_KEEP (512 * 1024)
 /* What a client refused for holding too many streams waits, in seconds. */
 #define SSE_LIMIT_RETRY "15"
 
@@ -242,6 +246,8 @@ static sse_hub *hubs;
 static sse_watch *watcher;
 static apr_thread_mutex_t *hubs_lock;
 static apr_pool_t *child_pool;
+/* The parent of access checks' and catch-ups' pools (scratch_pool). */
+static apr_pool_t *scratch_root;
 static const char *holder;      /* this child, as event_streams.holder names it */
 static volatile apr_uint32_t child_stopping;
 /* Streams reading the table now, and those waiting their turn. */
@@ -1229,6 +1235,24 @@ static int frame_from_ring(void *baton, const svc_event_t *e)
 }
 
 /*
+ * A pool for an access check or a catch-up, on the child's scratch
+ * allocator, which keeps what is freed on it: on the connection's (which
+ * keeps nothing, SSE_MAX_FREE) each check took a fresh 8 KiB block and
+ * gave it back, and with Debian's APR, whose allocator maps its blocks,
+ * that was an mmap and a munmap (and the munmap's TLB flush on every
+ * other CPU) for each of 10,000 streams' checks every 30 s: a sixth of
+ * what idle streams cost httpd (docs/performance.md, run 22).
+ */
+static apr_pool_t *scratch_pool(const sse_stream *st)
+{
+    apr_pool_t *tp;
+
+    if (!scratch_root || apr_pool_create(&tp, scratch_root) != APR_SUCCESS) {
+        apr_pool_create(&tp, st->c->pool);
+    }
+    return tp;
+}
+/*
  * Frames, within the pass's budget, what the stream has not sent: from the
  * ring when the hub covers the stream's org from its last id on, else from
  * the table; and flushes it.
@@ -1253,7 +1277,7 @@ static apr_status_t next_events(sse_stream *st, sse_pass *pass)
         apr_pool_t *tp;
         svc_ctx_t *ctx;
 
-        apr_pool_create(&tp, st->c->pool);
+        tp = scratch_pool(st);
         ctx = svc_glue_ctx_bare(st->s, tp);
         rv = replay(st, ctx, tp, svc_hub_sub_org(&st->sub), pass);
         svc_glue_ctx_release(ctx);
@@ -1349,7 +1373,7 @@ static int still_allowed(sse_stream *st)
     char *cookie = NULL;
     int tries, allowed = 1;
 
-    apr_pool_create(&tp, st->c->pool);
+    tp = scratch_pool(st);
     if (st->session) {
         cookie = apr_pstrcat(tp, SVC_SESSION_COOKIE "=", st->session, NULL);
     }
@@ -1386,7 +1410,7 @@ static int still_allowed(sse_stream *st)
             break;
         }
     }
-    /* The pool's blocks go back to malloc as they are. */
+    /* The scratch allocator keeps the pool's blocks for the next check. */
     if (cookie) {
         svc_wipe(cookie, strlen(cookie));
     }
@@ -1783,6 +1807,34 @@ void svc_sse_register(apr_pool_t *p)
                                            AP_FTYPE_NETWORK - 1);
 }
 
+/* The root of scratch pools: its own allocator, shared by the worker
+ * threads (hence its mutex), keeping SSE_SCRATCH_KEEP; destroyed with the
+ * child. NULL if any of it fails (scratch pools then come from the
+ * connection, as before). */
+static apr_pool_t *scratch_create(apr_pool_t *pchild)
+{
+    apr_allocator_t *alloc;
+    apr_thread_mutex_t *mutex;
+    apr_pool_t *root;
+
+    if (apr_allocator_create(&alloc) != APR_SUCCESS) {
+        return NULL;
+    }
+    if (apr_pool_create_ex(&root, pchild, NULL, alloc) != APR_SUCCESS) {
+        apr_allocator_destroy(alloc);
+        return NULL;
+    }
+    apr_allocator_owner_set(alloc, root);
+    if (apr_thread_mutex_create(&mutex, APR_THREAD_MUTEX_DEFAULT, root) != APR_SUCCESS) {
+        apr_pool_destroy(root);
+        return NULL;
+    }
+    apr_allocator_mutex_set(alloc, mutex);
+    apr_allocator_max_free_set(alloc, SSE_SCRATCH_KEEP);
+    apr_pool_tag(root, "svc_sse_scratch");
+    return root;
+}
+
 void svc_sse_child_init(apr_pool_t *pchild, server_rec *s)
 {
     char host[APRMAXHOSTLEN + 1];
@@ -1800,6 +1852,7 @@ void svc_sse_child_init(apr_pool_t *pchild, server_rec *s)
     if (apr_thread_mutex_create(&hubs_lock, APR_THREAD_MUTEX_DEFAULT, pchild) == APR_SUCCESS) {
         child_pool = pchild;
     }
+    scratch_root = scratch_create(pchild);
 }
 
 void svc_sse_stopping(void)
