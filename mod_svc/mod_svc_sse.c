@@ -1252,6 +1252,7 @@ static apr_pool_t *scratch_pool(const sse_stream *st)
     }
     return tp;
 }
+
 /*
  * Frames, within the pass's budget, what the stream has not sent: from the
  * ring when the hub covers the stream's org from its last id on, else from
