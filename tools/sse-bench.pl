@@ -12,7 +12,7 @@
 #
 # 1. GET /api/me with wrk, --rounds times for --seconds each, and httpd's RSS
 #    (parent + children); the rate is the median round's (one round on the
-#    two shared vCPUs here varied by 15 % between back-to-back runs);
+#    two shared vCPUs here varied by up to 30 % between back-to-back runs);
 # 2. opens --streams streams on /api/orgs/ORG/events and waits until each
 #    has its head and first line; RSS again: the growth per stream;
 # 3. GET /api/me with wrk again, as in 1, the streams idle: the rate kept;
@@ -160,7 +160,7 @@ sub open_stream {
     $poll->mask($sock => POLLOUT);
 }
 
-# pump at most five times a second: each pass costs this process work
+# Pumps at most five times a second: each pass costs this process work
 # for every one of its sockets (IO::Poll has no epoll), and pumping
 # whenever a heartbeat came (667 a second from 10,000 streams) took 30 %
 # of a vCPU (run 20 in docs/performance.md) from the two that httpd and
