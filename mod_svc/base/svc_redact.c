@@ -23,8 +23,14 @@ static int ci_prefix(const char *s, const char *prefix)
     return strncasecmp(s, prefix, strlen(prefix)) == 0;
 }
 
-/* Length of a secret starting at s, or 0. */
-static apr_size_t secret_at(const char *s)
+/*
+ * Length of a secret starting at s, or 0. *nojwt: where a JWT cannot start
+ * before, in s's own terms (s is the line at the position asked); a JWT's
+ * scan that fails (a run without a dot, or too short) says so for the rest
+ * of the run, which would fail the same way, so that "eyJeyJeyJ..." costs
+ * one scan of its run, not one per "eyJ".
+ */
+static apr_size_t secret_at(const char *s, const char **nojwt)
 {
     const char *q;
     apr_size_t n;
@@ -64,7 +70,7 @@ static apr_size_t secret_at(const char *s)
         }
     }
     /* A JWT: three base64url segments, the first one a JSON header ("eyJ"). */
-    if (strncmp(s, "eyJ", 3) == 0) {
+    if (s >= *nojwt && strncmp(s, "eyJ", 3) == 0) {
         int dots = 0;
         for (n = 0; is_b64url(s[n]) || s[n] == '.'; n++) {
             dots += s[n] == '.';
@@ -72,6 +78,7 @@ static apr_size_t secret_at(const char *s)
         if (dots >= 1 && n >= 16) {
             return n;
         }
+        *nojwt = s + n;
     }
     return 0;
 }
@@ -198,11 +205,27 @@ static apr_size_t url_password_at(const char *s, apr_size_t *pkeep)
     return 3 + end - colon - 1;
 }
 
-/* Length of a secret of any shape starting at s + i, or 0: other
- * services' shapes only at the start of a word. */
-static apr_size_t any_secret_at(const char *s, apr_size_t i)
+static apr_size_t any_secret_at(const char *s, apr_size_t i, const char **nojwt);
+
+/* Whether a secret starts in s[from, to): the user part of a URL whose
+ * password is redacted, which would otherwise be copied as it is. */
+static int secret_within(const char *s, apr_size_t from, apr_size_t to)
 {
-    apr_size_t n = secret_at(s + i);
+    const char *nojwt = s;
+
+    for (; from < to; from++) {
+        if (any_secret_at(s, from, &nojwt) > 0) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* Length of a secret of any shape starting at s + i, or 0: other
+ * services' shapes only at the start of a word. *nojwt: see secret_at. */
+static apr_size_t any_secret_at(const char *s, apr_size_t i, const char **nojwt)
+{
+    apr_size_t n = secret_at(s + i, nojwt);
 
     if (n == 0 && (i == 0 || !is_b64url(s[i - 1]))) {
         n = foreign_at(s + i);
@@ -230,7 +253,8 @@ static int in_secret_class(char c)
  * skipped whole, and a run is searched only until the redaction reaches
  * its end. That keeps this linear in the line, long runs included.
  */
-static apr_size_t redaction_end(const char *s, apr_size_t from, apr_size_t end)
+static apr_size_t redaction_end(const char *s, apr_size_t from, apr_size_t end,
+                                const char **nojwt)
 {
     apr_size_t j = from, r, n;
 
@@ -242,7 +266,7 @@ static apr_size_t redaction_end(const char *s, apr_size_t from, apr_size_t end)
         for (r = j; in_secret_class(s[r]); r++) {
         }
         for (; j < end && end < r; j++) {
-            if ((n = any_secret_at(s, j)) > 0 && j + n > end) {
+            if ((n = any_secret_at(s, j, nojwt)) > 0 && j + n > end) {
                 end = j + n;
             }
         }
@@ -254,12 +278,14 @@ static apr_size_t redaction_end(const char *s, apr_size_t from, apr_size_t end)
 const char *svc_redact(apr_pool_t *p, const char *s)
 {
     apr_size_t len, i = 0, o = 0;
+    const char *nojwt;
     char *out;
 
     if (!s) {
         return NULL;
     }
     len = strlen(s);
+    nojwt = s;
     /* "[REDACTED]" is 10 bytes and replaces at least one byte each time. */
     out = apr_palloc(p, len * 10 + 1);
     while (i < len) {
@@ -268,25 +294,33 @@ const char *svc_redact(apr_pool_t *p, const char *s)
 
         /* Our secret shapes are distinctive enough to redact wherever they
          * start (after "%20", inside a word): over-redacting costs nothing. */
-        if ((n = any_secret_at(s, i)) > 0) {
+        if ((n = any_secret_at(s, i, &nojwt)) > 0) {
             memcpy(out + o, "[REDACTED]", 10);
             o += 10;
-            i = redaction_end(s, i, i + n);
+            i = redaction_end(s, i, i + n, &nojwt);
             continue;
         }
         /* A URL's password, or a keyword's value: the kw bytes that name it
-         * stay, the n bytes of the secret go. */
-        if ((s[i] == ':' && s[i + 1] == '/' && s[i + 2] == '/'
-             && (n = url_password_at(s + i, &kw)) > 0)
-            || (boundary && (n = keyword_at(s + i, &kw)) > 0)) {
-            memcpy(out + o, s + i, kw);
-            o += kw;
-            memcpy(out + o, "[REDACTED]", 10);
-            o += 10;
-            i = redaction_end(s, i + kw, i + kw + n);
+         * stay, the n bytes of the secret go. A URL whose user part is a
+         * secret itself (https://<GitHub token>:x-oauth-basic@github.com/)
+         * keeps only its "://". A value ends where no secret goes on
+         * (value_len stops at characters no secret has). */
+        if (s[i] == ':' && s[i + 1] == '/' && s[i + 2] == '/'
+            && (n = url_password_at(s + i, &kw)) > 0) {
+            if (secret_within(s, i + 3, i + kw - 1)) {
+                n += kw - 3;
+                kw = 3;
+            }
+        }
+        else if (!boundary || (n = keyword_at(s + i, &kw)) == 0) {
+            out[o++] = s[i++];
             continue;
         }
-        out[o++] = s[i++];
+        memcpy(out + o, s + i, kw);
+        o += kw;
+        memcpy(out + o, "[REDACTED]", 10);
+        o += 10;
+        i += kw + n;
     }
     out[o] = '\0';
     return out;

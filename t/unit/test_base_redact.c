@@ -80,6 +80,12 @@ SVC_TEST(redact_our_tokens_and_jwts)
     /* A JWT that starts inside another secret's run ends the redaction
      * at the end of its own. */
     CHECK_REDACT("svc_ab_eyJeyJeyJeyJeyJeyJeyJ.x-y end", "[REDACTED] end");
+    /* Long runs of a secret's prefix, redacted as one (each "eyJ" of a run
+     * without a dot used to scan the whole run again: quadratic). */
+    CHECK_REDACT(apr_pstrcat(p, "svc_ab_", repeat_str(p, "eyJ", 20000), "-x y", NULL),
+                 "[REDACTED]-x y");
+    CHECK_REDACT(apr_pstrcat(p, "a ", repeat_str(p, "eyJ", 20000), " b", NULL),
+                 apr_pstrcat(p, "a ", repeat_str(p, "eyJ", 20000), " b", NULL));
     /* A run ending in "svc_" that no secret follows stays as it was. */
     CHECK_REDACT("svc_ab_AAAAAAAAAAAAAAAAsvc_x", "[REDACTED]_x");
 }
@@ -105,6 +111,13 @@ SVC_TEST(redact_credentials_after_keywords)
     CHECK_REDACT("/x?access_token=gho_16C7e42F292c6912E7710c838347Ae178B4a&y=2",
                  "/x?access_token=[REDACTED]&y=2");
     CHECK_REDACT("password=hunter2 ok", "password=[REDACTED] ok");
+    /* A token as a URL's user name (GitHub's token-in-URL form): the whole
+     * user information goes, not only the password after it. */
+    CHECK_REDACT("git clone https://ghp_A1b2C3d4E5f6G7h8I9j0K1l2:x-oauth-basic@github.com/o/r",
+                 "git clone https://[REDACTED]@github.com/o/r");
+    CHECK_GONE("fetch https://x:y@h/ and https://svc_pat_ABCDEFGHIJKLMNOPQRST:x@h/r",
+               "ABCDEFGHIJKLMNOPQRST");
+    CHECK_REDACT("https://user:s3cret@example.com/", "https://user:[REDACTED]@example.com/");
     CHECK_GONE("Authorization: Bearer gho_16C7e42F292c6912E7710c838347Ae178B4a",
                "gho_16C7e42F292c6912E7710c838347Ae178B4a");
 }
