@@ -141,7 +141,8 @@ typedef struct {
 } probe_t;
 
 /* Probes every one of probes[0..n) at once: returns when each has answered
- * or timed out (2 s), or the agent is stopping. */
+ * or timed out (2 s), or the agent is stopping (those not done by then are
+ * not probed: ms -1, which says nothing of the replica). */
 void probe_health(probe_t *probes, int n);
 
 /* ------------------------------------------------------------------------

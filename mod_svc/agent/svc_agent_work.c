@@ -1172,8 +1172,12 @@ static void telemetry(time_t now)
         if ((round = running_replicas(&n)) != NULL) {
             probe_health(round->probes, n);
             for (i = 0; i < n; i++) {
-                tel_probe(round->deps[i]->id, (int)(round->reps[i] - round->deps[i]->reps),
-                          round->probes[i].ok, round->probes[i].ms);
+                /* A probe the agent's stop cut short says nothing. */
+                if (round->probes[i].ms >= 0) {
+                    tel_probe(round->deps[i]->id,
+                              (int)(round->reps[i] - round->deps[i]->reps),
+                              round->probes[i].ok, round->probes[i].ms);
+                }
             }
             round_free(round);
         }
@@ -1242,6 +1246,10 @@ void work_supervise(void)
         probe_health(due->probes, n);
         for (i = 0; i < n; i++) {
             replica_t *r = due->reps[i];
+            /* Not probed (the agent is stopping): nothing learnt of it. */
+            if (due->probes[i].ms < 0) {
+                continue;
+            }
             r->healthy = due->probes[i].ok;
             r->next_check = now + (r->healthy ? CHECK_HEALTHY : CHECK_STARTING);
         }
