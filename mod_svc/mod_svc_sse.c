@@ -22,11 +22,11 @@
  *    every stream's socket, which sees at once a client that closed its end
  *    (the stream ends then, not at its next write) and a socket that can
  *    take more of a backlog;
- *  - a heartbeat every 15 s (an SSE comment; the first after a random 7.5
+ *  - a heartbeat every 15 s (an SSE comment; the first after a random 1
  *    to 15 s, so that streams opened together do not beat together), which
- *    drops a client that took nothing of its backlog since the last
- *    heartbeat, and every 30 s checks the caller's access again: a revoked
- *    token, an ended session or a removed member ends the stream.
+ *    drops a client that took nothing of its backlog for a whole interval,
+ *    and every 30 s checks the caller's access again: a revoked token, an
+ *    ended session or a removed member ends the stream.
  *
  * Writing never blocks: from its start a stream's bytes go through a filter
  * of ours right above the core's network filter (after TLS), which writes
@@ -201,7 +201,8 @@ struct sse_stream {
     const char *target_id;      /* a deploy agent's work stream: its target */
     const char *recheck_prefix; /* events of these kinds have access checked at once */
     apr_int64_t last_id;
-    apr_uint64_t written_at_beat;   /* net->written at the last heartbeat */
+    apr_uint64_t written_at_beat;   /* net->written at the mark: the last full */
+    apr_time_t marked_at;           /* heartbeat interval's end, or the start */
     apr_time_t suspended_at;
     apr_time_t next_recheck;
     const svc_route_t *route;
@@ -1443,11 +1444,15 @@ static void wake_cb(void *baton)
 static void beat_cb(void *baton)
 {
     sse_stream *st = baton;
-    int done = 0;
+    apr_time_t now;
+    int done = 0, full;
 
     if (!enter(st)) {
         return;
     }
+    /* Whether a whole heartbeat interval has passed since the mark. */
+    now = apr_time_now();
+    full = now - st->marked_at >= SSE_HEARTBEAT;
     ap_log_cerror(APLOG_MARK, APLOG_TRACE2, 0, st->c, "event stream %pp: heartbeat", st);
     if (st->ending) {
         /* A scheduled end (see finish). */
@@ -1460,9 +1465,11 @@ static void beat_cb(void *baton)
     }
     else if (st->net->pending) {
         /* Not idle: bytes wait for the client. One that took none of them
-         * since the last heartbeat is not reading; it is dropped (and may
-         * come back with Last-Event-ID). */
-        if (st->net->written == st->written_at_beat) {
+         * for a whole heartbeat interval is not reading; it is dropped (and
+         * may come back with Last-Event-ID). The first heartbeat may come
+         * sooner than an interval after the start (svc_sse_begin): a
+         * client is not judged on that. */
+        if (full && st->net->written == st->written_at_beat) {
             ap_log_cerror(APLOG_MARK, APLOG_DEBUG, 0, st->c, "SVC0190: event stream "
                           "dropped: the client took nothing of %" APR_SIZE_T_FMT " bytes "
                           "for a heartbeat interval", st->net->pending);
@@ -1474,7 +1481,10 @@ static void beat_cb(void *baton)
                                 sizeof(SSE_BEAT_LINE) - 1, st->bb->bucket_alloc));
         done = flush(st, st->bb) != APR_SUCCESS;
     }
-    st->written_at_beat = st->net->written;
+    if (full) {
+        st->written_at_beat = st->net->written;
+        st->marked_at = now;
+    }
     if (!done && apr_time_now() >= st->next_recheck) {
         st->next_recheck = apr_time_now() + SSE_RECHECK;
         done = !still_allowed(st);
@@ -1756,17 +1766,21 @@ int svc_sse_begin(request_rec *r, svc_ctx_t *ctx)
     }
     st->suspended_at = apr_time_now();
     /*
-     * The first heartbeat comes after a random 7.5 to 15 s, then every
-     * 15 s: streams opened together (every client of a node that just
-     * restarted reconnects within its `retry:`) would otherwise beat, and
-     * check access, together for as long as they live, a burst of
-     * callbacks and queries every 15 s instead of an even rate. Access is
-     * first checked at the second heartbeat (between the two is the
-     * mark), within SSE_RECHECK of the start, then every SSE_RECHECK.
+     * The first heartbeat comes after a random 1 to 15 s, then every 15 s:
+     * streams opened together (every client of a node that just restarted
+     * reconnects within its `retry:`) would otherwise beat, and check
+     * access, together for as long as they live, a burst of callbacks and
+     * queries every 15 s instead of an even rate. Access is first checked
+     * at the first or, as often, the second heartbeat (between the two is
+     * the mark), so within SSE_RECHECK of the start and evenly over it,
+     * then every SSE_RECHECK.
      */
-    first_beat = SSE_HEARTBEAT / 2 + (apr_interval_time_t)ap_random_pick(0, SSE_HEARTBEAT / 2);
-    st->next_recheck = st->suspended_at + first_beat + SSE_HEARTBEAT / 2;
+    first_beat = (apr_interval_time_t)ap_random_pick((apr_uint32_t)SSE_SETTLE,
+                                                     (apr_uint32_t)SSE_HEARTBEAT);
+    st->next_recheck = ap_random_pick(0, 1) ? st->suspended_at
+                       : st->suspended_at + first_beat + SSE_HEARTBEAT / 2;
     st->written_at_beat = st->net->written;
+    st->marked_at = st->suspended_at;
     /* A suspension that committed between the authorization and the replay
      * (which sent it) is acted on at the first wake-up, just below. */
     st->recheck_first = pass.recheck;

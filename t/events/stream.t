@@ -146,11 +146,12 @@ my $before = emit('test.before', { n => 0 });
 
 # --- heartbeats spread out ---------------------------------------------------------
 # Streams opened together do not beat together: the first heartbeat comes
-# after a random 7.5 to 15 s, so that a node whose clients all reconnected
+# after a random 1 to 15 s, so that a node whose clients all reconnected
 # at once (after a restart) is not woken for all of them in one burst
 # every 15 s. Ten streams opened within a moment: every first heartbeat
-# within its window, and not all within one second (with the same first
-# interval for all, they came within a tenth of a second of each other).
+# within its window (with room for the MPM's timers on a loaded machine),
+# and not all within one second (with the same first interval for all,
+# they came within a tenth of a second of each other).
 {
     my @s;
     for (1 .. 10) {
@@ -165,8 +166,8 @@ my $before = emit('test.before', { n => 0 });
     }
     my @after = map { defined $_->{comment_times} ? $_->{comment_times}[0] - $_->{opened} : undef } @s;
     is(scalar(grep { defined } @after), 10, 'each had its first heartbeat within 20 s');
-    my @ok = grep { defined && $_ >= 7 && $_ <= 16.5 } @after;
-    is(scalar @ok, 10, '... each 7.5 to 15 s after it opened')
+    my @ok = grep { defined && $_ >= 0.5 && $_ <= 17.5 } @after;
+    is(scalar @ok, 10, '... each 1 to 15 s after it opened')
         or diag(join ', ', map { defined ? sprintf('%.2f s', $_) : 'none' } @after);
     my @at = sort { $a <=> $b } map { $_->{comment_times}[0] } grep { $_->{comment_times} } @s;
     ok(@at == 10 && $at[-1] - $at[0] > 1,
