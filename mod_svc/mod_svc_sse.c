@@ -201,8 +201,11 @@ struct sse_stream {
     const char *target_id;      /* a deploy agent's work stream: its target */
     const char *recheck_prefix; /* events of these kinds have access checked at once */
     apr_int64_t last_id;
-    apr_uint64_t written_at_beat;   /* net->written at the mark: the last full */
-    apr_time_t marked_at;           /* heartbeat interval's end, or the start */
+    /* The mark: when the last whole heartbeat interval ended (the start,
+     * at first), and net->written then. A client that took nothing of its
+     * backlog since, for a whole interval, is not reading. */
+    apr_uint64_t written_at_beat;
+    apr_time_t marked_at;
     apr_time_t suspended_at;
     apr_time_t next_recheck;
     const svc_route_t *route;
@@ -1822,6 +1825,14 @@ void svc_sse_register(apr_pool_t *p)
                                            AP_FTYPE_NETWORK - 1);
 }
 
+/* No scratch pools once the child's pool is gone. */
+static apr_status_t scratch_gone(void *data)
+{
+    (void)data;
+    scratch_root = NULL;
+    return APR_SUCCESS;
+}
+
 /* The root of scratch pools: its own allocator, shared by the worker
  * threads (hence its mutex), keeping SSE_SCRATCH_KEEP; destroyed with the
  * child. NULL if any of it fails (scratch pools then come from the
@@ -1847,6 +1858,7 @@ static apr_pool_t *scratch_create(apr_pool_t *pchild)
     apr_allocator_mutex_set(alloc, mutex);
     apr_allocator_max_free_set(alloc, SSE_SCRATCH_KEEP);
     apr_pool_tag(root, "svc_sse_scratch");
+    apr_pool_cleanup_register(root, NULL, scratch_gone, apr_pool_cleanup_null);
     return root;
 }
 
