@@ -13,9 +13,13 @@
 
 #include <apr_general.h>
 #include <apr_pools.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 typedef void (*svc_test_fn)(apr_pool_t *p);
 
@@ -106,6 +110,28 @@ static inline char *repeat_str(apr_pool_t *p, const char *s, apr_size_t n)
     }
     out[len * n] = '\0';
     return out;
+}
+
+/* A socket listening on 127.0.0.1 at a port the kernel picks (*pport), for
+ * the tests' own servers; -1 on failure. */
+static inline int svc_test_listen_local(int *pport)
+{
+    struct sockaddr_in sa;
+    socklen_t len = sizeof(sa);
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+    memset(&sa, 0, sizeof(sa));
+    sa.sin_family = AF_INET;
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 || listen(fd, 16) != 0
+        || getsockname(fd, (struct sockaddr *)&sa, &len) != 0) {
+        if (fd >= 0) {
+            close(fd);
+        }
+        return -1;
+    }
+    *pport = ntohs(sa.sin_port);
+    return fd;
 }
 
 static inline int contains(const char *hay, const char *needle)

@@ -17,8 +17,6 @@
 
 #include "svc_agent.h"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
 #include <sys/socket.h>
@@ -35,21 +33,15 @@ typedef struct {
     char first_line[128];       /* the request line of the last request */
 } server_t;
 
+/* A listening socket of the test's own, or the test stops. */
 static int listen_on_any(int *pport)
 {
-    struct sockaddr_in a;
-    socklen_t n = sizeof(a);
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    int fd = svc_test_listen_local(pport);
 
-    memset(&a, 0, sizeof(a));
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0 || listen(fd, 16) < 0
-        || getsockname(fd, (struct sockaddr *)&a, &n) < 0) {
+    if (fd < 0) {
         perror("test_agent_probe: listen");
         exit(2);
     }
-    *pport = ntohs(a.sin_port);
     return fd;
 }
 

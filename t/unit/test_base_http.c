@@ -282,26 +282,6 @@ static void *srv_main(void *arg)
     return NULL;
 }
 
-static int listen_local(int *pport)
-{
-    struct sockaddr_in sa;
-    socklen_t len = sizeof(sa);
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-
-    memset(&sa, 0, sizeof(sa));
-    sa.sin_family = AF_INET;
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 || listen(fd, 16) != 0
-        || getsockname(fd, (struct sockaddr *)&sa, &len) != 0) {
-        if (fd >= 0) {
-            close(fd);
-        }
-        return -1;
-    }
-    *pport = ntohs(sa.sin_port);
-    return fd;
-}
-
 static srv_t *srv_start(srv_mode_e mode)
 {
     srv_t *s = calloc(1, sizeof(*s));
@@ -310,7 +290,7 @@ static srv_t *srv_start(srv_mode_e mode)
         abort();
     }
     s->mode = mode;
-    s->lfd = listen_local(&s->port);
+    s->lfd = svc_test_listen_local(&s->port);
     if (s->lfd < 0 || pipe(s->stop) != 0) {
         fprintf(stderr, "cannot start a test server: %s\n", strerror(errno));
         abort();
@@ -587,7 +567,7 @@ SVC_TEST(test_connect_refused)
 {
     svc_http_req_t req;
     svc_http_resp_t *resp = NULL;
-    int port = 0, fd = listen_local(&port);
+    int port = 0, fd = svc_test_listen_local(&port);
 
     /* A port that was just free and is closed again. */
     SVC_CHECK(fd >= 0);
@@ -803,7 +783,7 @@ SVC_TEST(test_guard_spellings_refused)
 {
     svc_http_req_t req;
     svc_http_resp_t *resp = NULL;
-    int port = 0, fd = listen_local(&port);
+    int port = 0, fd = svc_test_listen_local(&port);
     const char *hosts[] = {
         "127.1", "2130706433", "0x7f000001", "0x7f.0.0.1", "0177.0.0.1", "0", "127.0.0.01",
         "127.0.0.1.", "[fe80::1%25lo]", "[::1%25lo]", NULL
@@ -974,7 +954,7 @@ SVC_TEST(test_secrets_redacted)
     svc_http_resp_t *resp = NULL;
     static const char *const secrets[] = { "s3cr3t-query-value", "s3cr3t-header", "PATHSECRET",
                                            "127.0.0.1", NULL };
-    int port = 0, fd = listen_local(&port);
+    int port = 0, fd = svc_test_listen_local(&port);
 
     SVC_CHECK(fd >= 0);
     close(fd);
