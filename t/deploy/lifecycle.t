@@ -38,12 +38,7 @@ sub servers {
 # A deployment of a new run with these files, planned (from its Procfile).
 sub planned {
     my ($target, %files) = @_;
-    my ($bundle, $commit) = git_bundle(%files);
-    my $run = run_fixture($org, $proj, bundle => $bundle, commit => $commit);
-    my ($st, $d) = api(POST => "/api/orgs/$org/deployments", token => $tok,
-                       json => { project => $proj, target_id => $target->{id}, run_id => $run });
-    die "planned: $st\n" unless $st == 201;
-    return wait_deployment($org, $tok, $d->{id}, 'planned');
+    return planned_deployment($org, $tok, $proj, $target, git_bundle(%files));
 }
 
 sub approve {

@@ -34,12 +34,8 @@ my $proj = new_project($org, $tok, 'Unnumbered');
 my ($bundle, $commit) = ok_app_bundle();
 
 my $target = new_target($org, $tok, 'telc-1');
-my $run = run_fixture($org, $proj, bundle => $bundle, commit => $commit);
-my ($st, $d) = api(POST => "/api/orgs/$org/deployments", token => $tok,
-                   json => { project => $proj, target_id => $target->{id}, run_id => $run });
-is($st, 201, 'a deployment on the target');
-my $dep = wait_deployment($org, $tok, $d->{id}, 'planned');
-ok($dep, '... planned');
+my $dep = planned_deployment($org, $tok, $proj, $target, $bundle, $commit);
+ok($dep, 'a deployment on the target, planned');
 
 # The old service's answer: the kernel's real one to an unknown member.
 my ($ost, $oproblem, $ores) = api(POST => '/api/agent/telemetry', token => $target->{key},
@@ -89,8 +85,8 @@ sub rows {
 
 my $proxy = AgentProxy::start(\&old_service);
 my $agent = AgentProxy::agent($proxy, $target, 'telc-1');
-($st) = api(POST => "/api/orgs/$org/deployments/$dep->{id}/approve", token => $tok,
-            json => { plan_version => $dep->{plan}{version} });
+my ($st) = api(POST => "/api/orgs/$org/deployments/$dep->{id}/approve", token => $tok,
+               json => { plan_version => $dep->{plan}{version} });
 is($st, 200, 'the deployment on the agent behind the old service: approved');
 ok(wait_deployment($org, $tok, $dep->{id}, 'running', timeout => 90), '... running')
     or diag(agent_log($agent));

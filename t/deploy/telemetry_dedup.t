@@ -40,12 +40,7 @@ my ($bundle, $commit) = ok_app_bundle();
 
 # A deployment of the workload on the target (planned, unless approved).
 sub new_deployment {
-    my $target = shift;
-    my $run = run_fixture($org, $proj, bundle => $bundle, commit => $commit);
-    my ($st, $d) = api(POST => "/api/orgs/$org/deployments", token => $tok,
-                       json => { project => $proj, target_id => $target->{id}, run_id => $run });
-    die "deployment: $st\n" unless $st == 201;
-    return wait_deployment($org, $tok, $d->{id}, 'planned') // die "not planned\n";
+    return planned_deployment($org, $tok, $proj, shift, $bundle, $commit);
 }
 
 sub rows {

@@ -8,6 +8,7 @@ package SvcDeploy;
 #   ok_app_bundle(start => "print('hi', flush=True)\n", files => {k => ...});
 #   my $run = run_fixture($org, $proj, bundle => $bundle, commit => $commit);
 #   my $t = new_target($org, $token, 'web-1');        # {id, ..., key}
+#   my $d = planned_deployment($org, $token, $proj, $t, $bundle, $commit);
 #   my $a = start_agent(key => $t->{key}, name => 'web-1');  # {pid, dir, log, ...}
 #   my $d = wait_deployment($org, $token, $id, 'running', timeout => 60);
 #   stop_agent($a);     # SIGTERM, as systemd stops it
@@ -23,7 +24,8 @@ use IO::Socket::INET;
 use POSIX qw(:sys_wait_h);
 use SvcTest;
 
-our @EXPORT = qw(git_bundle ok_app_bundle new_target start_agent stop_agent kill_agent agent_log
+our @EXPORT = qw(git_bundle ok_app_bundle new_target planned_deployment start_agent stop_agent
+                 kill_agent agent_log
                  wait_deployment deployment workload_pids processes_under http_get
                  agent_binary skip_without_sandbox);
 
@@ -101,6 +103,19 @@ sub new_target {
                        json => { name => $name // uniq('target') });
     die "new_target: $st " . json()->encode($t // {}) . "\n" unless $st == 201;
     return $t;
+}
+
+# planned_deployment($org, $token, $proj, $target, $bundle, $commit) → a
+# deployment on $target of a new run of that artifact, once planned (from
+# its Procfile); dies otherwise.
+sub planned_deployment {
+    my ($org, $token, $proj, $target, $bundle, $commit) = @_;
+    my $run = run_fixture($org, $proj, bundle => $bundle, commit => $commit);
+    my ($st, $d) = api(POST => "/api/orgs/$org/deployments", token => $token,
+                       json => { project => $proj, target_id => $target->{id}, run_id => $run });
+    die "planned_deployment: $st\n" unless $st == 201;
+    return wait_deployment($org, $token, $d->{id}, 'planned')
+        // die "planned_deployment: $d->{id} was not planned\n";
 }
 
 sub agent_binary {
