@@ -29,7 +29,6 @@
 #include "svc_agent.h"
 #include "../base/svc_bwrap.h"
 
-#include <curl/curl.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
